@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPU feature detection (cpuid + xgetbv, so a feature the OS does not save
+ * state for counts as absent) and the library-wide SIMD level.
+ *
+ * The level is chosen once, at first use: the best the CPU has, unless the
+ * EC_SIMD environment variable or ec_set_kernel() forces one.  Every kernel
+ * table in the library (GF(2^8) region kernels, XOR kernels) indexes by
+ * this level, so one switch moves all of them together.
+ */
+#ifndef EC_CPU_H
+#define EC_CPU_H
+
+typedef enum ec_simd {
+	EC_SIMD_SCALAR = 0,
+	EC_SIMD_SSSE3 = 1,
+	EC_SIMD_AVX2 = 2,
+	EC_SIMD_AVX512 = 3, /* AVX-512 F + BW (+VL) */
+	EC_SIMD_GFNI = 4,   /* AVX-512 + GFNI (GF2P8AFFINEQB on zmm) */
+	EC_SIMD_COUNT
+} ec_simd;
+
+/* 1 if this CPU (and OS) can run code of that level. */
+int ec_cpu_supports(ec_simd level);
+/* The level in force (resolving EC_SIMD on first call).  If EC_SIMD names
+ * an unknown or unsupported level, returns -1 and ec_create fails with
+ * EC_ENOKERNEL. */
+int ec_simd_level(void);
+const char *ec_simd_name(ec_simd level);
+
+#endif /* EC_CPU_H */
