@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data of one regular file: a chunk file at the file's path on every
+ * member, striped and erasure-coded (DESIGN.md sections 2-3).
+ *
+ * An ecfile is shared by every open of the same file (hard links included:
+ * it is keyed by the file's identity, not its path) and holds an fd per
+ * member, so rename and unlink of an open file do not disturb it.  It
+ * buffers writes per stripe, encodes full stripes and writes them to all
+ * members in parallel, does read-modify-write for partial stripes, and on
+ * reads decodes around missing or corrupt strips.  All functions are
+ * thread-safe and return a negative errno on failure.
+ */
+#ifndef ECFS_ECFILE_H
+#define ECFS_ECFILE_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "volume.h"
+
+typedef struct ecfile ecfile;
+
+/* Creates the chunk files for a new regular file at path on every healthy
+ * member (O_EXCL if flags has it, truncating an existing file if flags has
+ * O_TRUNC), owned by uid:gid with the given mode, and opens it. */
+int ecfile_create(volume *v, const char *path, int flags, mode_t mode,
+                  uid_t uid, gid_t gid, ecfile **out);
+/* Opens an existing regular file (flags: O_TRUNC honoured).  Fails with EIO
+ * if fewer than k members hold a valid chunk of it. */
+int ecfile_open(volume *v, const char *path, int flags, ecfile **out);
+/* Drops one reference; the last one flushes buffered data and closes. */
+int ecfile_release(ecfile *f);
+
+ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off);
+ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off);
+int ecfile_truncate(ecfile *f, off_t size);
+/* mode: 0 (allocate and extend) or FALLOC_FL_KEEP_SIZE; others EOPNOTSUPP. */
+int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len);
+/* Writes buffered data to the members (flush) and, for fsync, makes it
+ * durable on every available member. */
+int ecfile_flush(ecfile *f);
+int ecfile_fsync(ecfile *f, int datasync);
+
+/* stat of an open file / a path, with st_size the logical size and
+ * st_blocks the space the file's data holds (not its parity). */
+int ecfile_fstat(ecfile *f, struct stat *st);
+int ecfile_stat(volume *v, const char *path, struct stat *st);
+/* Truncate by path (the kernel's truncate without an open file). */
+int ecfile_truncate_path(volume *v, const char *path, off_t size);
+
+/* The user.ecfs.layout xattr text of the file, g_malloc'd key=value lines:
+ *   code=<ec_kind_name> k= m= w= packet_size= strip_size= checksum=<alg>
+ *   size=<logical bytes>  generation=<n>
+ *   healthy=<comma-separated member indices holding a valid chunk>
+ *   member.<idx>=ok|missing|corrupt|failed <path>              */
+char *ecfile_layout_text(ecfile *f);
+
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A volume: the n = k+m member directories, their superblocks, the lock,
+ * and each member's health.  See DESIGN.md section 2 and the on-member
+ * format document.
+ *
+ * Every member is reached through a directory fd for its namespace root,
+ * and paths inside the volume ("/a/b") are resolved beneath that root
+ * without following symlinks.  A member that errors is marked failed for
+ * the rest of the mount (logged once, naming it); the volume stays usable
+ * while at most m members are failed.  All functions are thread-safe.
+ */
+#ifndef ECFS_VOLUME_H
+#define ECFS_VOLUME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "ec.h"
+
+#define ECFS_META_DIR ".ecfs" /* per-member metadata folder, never shown */
+
+typedef struct volume volume;
+
+typedef struct volume_options {
+	int k, m;              /* required to create a volume; 0 = take the superblock's */
+	ec_kind code;          /* default code for new files; 0 = superblock's (or rs-cauchy) */
+	int w;                 /* 0 = the code's default */
+	size_t packet_size;    /* bit-matrix codes; 0 = default */
+	size_t strip_size;     /* bytes per strip; 0 = superblock's (or the default) */
+	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
+	bool read_only;        /* do not take the write lock or create anything */
+} volume_options;
+
+/* Opens (creating on first use of n empty directories) the volume made of
+ * the member directories paths[0..n-1], given in any order.  Takes the
+ * volume lock.  On failure returns a negative errno and sets *message to a
+ * g_malloc'd sentence naming the member at fault (the caller g_free()s it). */
+int volume_open(const char *const *paths, int n, const volume_options *opts,
+                volume **out, char **message);
+void volume_close(volume *v);
+
+int volume_k(const volume *v);
+int volume_m(const volume *v);
+int volume_n(const volume *v);
+/* Defaults for files created from now on (mount options over superblock). */
+const volume_options *volume_defaults(const volume *v);
+
+/* The path the user gave for member idx (idx is the member's place in the
+ * volume, not in the command line). */
+const char *volume_member_path(const volume *v, int idx);
+/* 1 if member idx is in service. */
+bool volume_member_ok(const volume *v, int idx);
+int volume_failed_count(const volume *v);
+/* True while no more than m members are failed. */
+bool volume_usable(const volume *v);
+
+/* Reports that an operation on member idx failed with errno err while
+ * doing `what`.  Errors that mean the member is broken (EIO, EROFS, ENOSPC,
+ * ENOTCONN, ESTALE, the root vanished or changed identity, ...) mark it
+ * failed and log once; errors that are answers (ENOENT on a missing entry,
+ * EEXIST, ENOTEMPTY, ...) do not.  Returns true if the member is now failed. */
+bool volume_member_error(volume *v, int idx, int err, const char *what);
+
+/* Opens the directory that holds `path` on member idx, resolved beneath the
+ * member's namespace root with no symlink followed, and sets *leaf to the
+ * last component of path (a pointer into path; "." for "/").  Returns an
+ * O_DIRECTORY fd the caller closes, or a negative errno. */
+int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf);
+
+/* True for paths that name the volume's own metadata (/.ecfs and below). */
+bool volume_path_reserved(const char *path);
+
+/* Space the volume can still store, in the statvfs sense: what k/n of the
+ * healthy members' free space can hold. */
+int volume_statfs(volume *v, struct statvfs *st);
+
+/* The volume-health report (the root's user.ecfs.health xattr): one
+ * "key=value" line per fact, g_malloc'd:
+ *   state=healthy|degraded|failed
+ *   k=K  m=M  n=N  members_failed=F
+ *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
+ *   strips_decoded=<count since mount>
+ *   checksum_failures=<count since mount> */
+char *volume_health_text(volume *v);
+
+/* Counters shown in the health report. */
+void volume_count_decoded(volume *v, uint64_t stripes);
+void volume_count_checksum_failure(volume *v, int idx);
+
+#endif
