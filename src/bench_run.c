@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The measuring loop of ecfs-bench (see bench_run.h).  A cell is one
+ * [k,m] stripe at one strip size: it builds every coder on shared buffers,
+ * verifies each (a wrong coder's speed means nothing, so a mismatch stops
+ * the run), times all of them and the baselines interleaved, and prints a
+ * row per measurement with the ratio to ISA-L for the same operation.
+ */
+#include "bench_run.h"
+
+#include "bench_cell.h"
+#include "bench_config.h"
+#include "bench_coders.h"
+#include "bench_report.h"
+#include "bench_timer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_CODERS 8
+#define MAX_JOBS (2 * MAX_CODERS + 2)
+
+/* Results of one cell that the grid summary needs (rates in GB/s, 0 if
+ * not measured), for the cell's first (reference) code. */
+typedef struct cell_summary {
+	double ours[2], isal[2]; /* [0] encode, [1] decode */
+} cell_summary;
+
+static int header_printed;
+
+static void emit(const bench_config *cfg, const bench_row *row)
+{
+	if (!header_printed) {
+		bench_report_header(stdout, cfg->csv);
+		header_printed = 1;
+	}
+	bench_report_row(stdout, row, cfg->csv);
+}
+
+void bench_default_erasures(int k, int n, int *out)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = i; /* data 0..k-1 come first, then parity k.. */
+	(void)k;
+}
+
+/* Says once per implementation why it does not take part. */
+static void note_skipped(const char *impl, const char *why)
+{
+	static char last[2][256];
+	int slot = strcmp(impl, "isal") == 0 ? 0 : 1;
+
+	if (strcmp(last[slot], why) == 0)
+		return;
+	snprintf(last[slot], sizeof(last[slot]), "%s", why);
+	fprintf(stderr, "ecfs-bench: note: %s not measured: %s\n", impl, why);
+}
+
+static void format_erasures(const bench_cell *cell, char *buf, size_t buflen)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int e = 0; e < cell->n_erased && used + 1 < buflen; e++) {
+		int n = snprintf(buf + used, buflen - used, "%s%d", e ? "+" : "", cell->erased[e]);
+		if (n < 0 || (size_t)n >= buflen - used) {
+			/* Too long for the column: mark it cut rather than lie. */
+			snprintf(buf + buflen - 4, 4, "...");
+			return;
+		}
+		used += (size_t)n;
+	}
+}
+
+/* Builds a peer coder; 1 if it does not apply (noted), -1 on failure. */
+static int add_peer(bench_cell *cell, const char *impl, bench_coder **coders, int *n)
+{
+	char err[256];
+	bench_coder *c = NULL;
+	int rc = 1;
+
+	(void)cell; /* unused when no peer is built in */
+	snprintf(err, sizeof(err), "not built in");
+#if HAVE_ISAL
+	if (strcmp(impl, "isal") == 0)
+		rc = bench_isal_new(cell, &c, err, sizeof(err));
+#endif
+#if HAVE_JERASURE
+	if (strcmp(impl, "jerasure") == 0)
+		rc = bench_jerasure_new(cell, &c, err, sizeof(err));
+#endif
+	if (rc == 1) {
+		note_skipped(impl, err);
+		return 1;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "ecfs-bench: %s\n", err);
+		return -1;
+	}
+	coders[(*n)++] = c;
+	if (bench_coder_verify(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ecfs-bench: VERIFICATION FAILED: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes, size_t strip,
+                    cell_summary *sum)
+{
+	bench_cell cell;
+	bench_coder *coders[MAX_CODERS];
+	bench_job jobs[MAX_JOBS];
+	const bench_coder *job_coder[MAX_JOBS];
+	int job_op[MAX_JOBS]; /* 0 encode, 1 decode, 2 memcpy, 3 xor */
+	int erased[256], n_erased, n_coders = 0, n_jobs = 0, rc = 1;
+	int k = codes[0].k, m = codes[0].m;
+	char err[256];
+
+	memset(sum, 0, sizeof(*sum));
+	if (cfg->n_erase_list > 0) {
+		n_erased = cfg->n_erase_list;
+		memcpy(erased, cfg->erase_list, (size_t)n_erased * sizeof(int));
+	} else {
+		n_erased = cfg->n_erasures < 0 ? m : cfg->n_erasures;
+		bench_default_erasures(k, n_erased, erased);
+	}
+	if (bench_cell_init(&cell, k, m, strip, cfg->offset, erased, n_erased, cfg->seed) < 0) {
+		fprintf(stderr, "ecfs-bench: out of memory for a [%d,%d] cell of %zu-byte strips\n", k,
+		        m, strip);
+		return 1;
+	}
+
+	for (int i = 0; i < n_codes; i++) {
+		bench_coder *c;
+		if (bench_ecfs_new(&cell, &codes[i], &c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ecfs-bench: %s\n", err);
+			goto out;
+		}
+		coders[n_coders++] = c;
+		if (i == 0) {
+			if (bench_ecfs_make_reference(c) < 0) {
+				fprintf(stderr, "ecfs-bench: out of memory\n");
+				goto out;
+			}
+		} else {
+			c->same_generator = 0; /* another code: other parity */
+		}
+		if (bench_coder_verify(c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ecfs-bench: VERIFICATION FAILED: %s\n", err);
+			goto out;
+		}
+	}
+	if (cfg->use_isal && add_peer(&cell, "isal", coders, &n_coders) < 0)
+		goto out;
+	if (cfg->use_jerasure && add_peer(&cell, "jerasure", coders, &n_coders) < 0)
+		goto out;
+
+	double bytes = (double)k * (double)strip;
+	for (int op = 0; op < 2; op++) {
+		if ((op == 0 && !cfg->do_encode) || (op == 1 && !cfg->do_decode))
+			continue;
+		for (int i = 0; i < n_coders; i++) {
+			jobs[n_jobs] = (bench_job){
+				.fn = op == 0 ? coders[i]->encode : coders[i]->decode,
+				.ctx = coders[i],
+				.bytes_per_call = bytes,
+			};
+			job_coder[n_jobs] = coders[i];
+			job_op[n_jobs++] = op;
+		}
+	}
+	if (cfg->use_baselines) {
+		jobs[n_jobs] = (bench_job){ .fn = bench_baseline_memcpy, .ctx = &cell,
+			                    .bytes_per_call = bytes };
+		job_coder[n_jobs] = NULL;
+		job_op[n_jobs++] = 2;
+		jobs[n_jobs] = (bench_job){ .fn = bench_baseline_xor, .ctx = &cell,
+			                    .bytes_per_call = bytes };
+		job_coder[n_jobs] = NULL;
+		job_op[n_jobs++] = 3;
+	}
+	bench_jobs_run(jobs, n_jobs, cfg->seconds, cfg->rounds);
+	for (int i = 0; i < n_coders; i++)
+		if (coders[i]->failed) {
+			fprintf(stderr, "ecfs-bench: %s %s failed during timing\n", coders[i]->impl,
+			        coders[i]->code);
+			goto out;
+		}
+
+	/* ISA-L's rate per operation, the denominator of vs-isal. */
+	double isal_rate[2] = { 0, 0 };
+	for (int j = 0; j < n_jobs; j++)
+		if (job_coder[j] && strcmp(job_coder[j]->impl, "isal") == 0)
+			isal_rate[job_op[j]] = jobs[j].best_rate / 1e9;
+
+	static const char *const op_names[] = { "encode", "decode", "copy", "xor" };
+	for (int j = 0; j < n_jobs; j++) {
+		const bench_coder *c = job_coder[j];
+		int op = job_op[j];
+		bench_row row = {
+			.impl = c ? c->impl : op == 2 ? "memcpy" : "xor",
+			.op = op_names[op],
+			.code = c ? c->code : "-",
+			.k = k,
+			.m = m,
+			.w = c ? c->w : 0,
+			.strip = strip,
+			.gbps = jobs[j].best_rate / 1e9,
+			.normalized = -1,
+			.vs_isal = -1,
+			.kernel = c && strcmp(c->impl, "ecfs") == 0 ? ec_kernel_name() : "-",
+		};
+		if (op == 1)
+			format_erasures(&cell, row.erasures, sizeof(row.erasures));
+		else
+			snprintf(row.erasures, sizeof(row.erasures), "-");
+		if (op < 2) {
+			row.normalized = bench_normalized(row.gbps, k, m);
+			if (isal_rate[op] > 0)
+				row.vs_isal = row.gbps / isal_rate[op];
+			if (c == coders[0])
+				sum->ours[op] = row.gbps;
+			if (strcmp(c->impl, "isal") == 0)
+				sum->isal[op] = row.gbps;
+		}
+		emit(cfg, &row);
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < n_coders; i++)
+		coders[i]->destroy(coders[i]);
+	bench_cell_free(&cell);
+	return rc;
+}
+
+/* Packet size for a bit-matrix code when none was given: the largest
+ * power of two up to 2 KiB (packets that stay in L1 with their partners,
+ * Plank et al. sec. 4.4) that splits the strip into w equal packets. */
+static size_t default_packet(int w, size_t strip)
+{
+	for (size_t p = 2048; p >= 8; p /= 2)
+		if (strip % ((size_t)w * p) == 0)
+			return p;
+	return 0;
+}
+
+int bench_run_single(const bench_config *cfg)
+{
+	cell_summary sum;
+
+	for (int s = 0; s < cfg->n_strips; s++) {
+		ec_params p = cfg->params;
+		if (p.kind >= EC_CAUCHY_ORIG && p.packet_size == 0) {
+			p.packet_size = default_packet(p.w, cfg->strips[s]);
+			if (p.packet_size == 0) {
+				fprintf(stderr,
+				        "ecfs-bench: strip %zu cannot be cut into w=%d packets of a "
+				        "power-of-two size; give a strip that is a multiple of "
+				        "w x 8 bytes, or --packet\n",
+				        cfg->strips[s], p.w);
+				return 1;
+			}
+		}
+		if (run_cell(cfg, &p, 1, cfg->strips[s], &sum) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+static const int grid_km[][2] = { { 6, 2 }, { 14, 2 }, { 12, 4 }, { 10, 6 }, { 10, 4 } };
+#define GRID_ROWS ((int)(sizeof(grid_km) / sizeof(grid_km[0])))
+
+static void print_ratio(double ours, double theirs)
+{
+	if (ours > 0 && theirs > 0)
+		printf(" %7.2f", ours / theirs);
+	else
+		printf(" %7s", "-");
+}
+
+/* The per-cell ratio table (table mode only). */
+static void print_grid_summary(const bench_config *cfg, cell_summary sums[][32])
+{
+	printf("\necfs / ISA-L, rs-cauchy w=8 (kernel %s; decode with m data blocks erased)\n",
+	       ec_kernel_name());
+	printf("%-8s %-6s", "[k,m]", "op");
+	for (int s = 0; s < cfg->n_strips; s++) {
+		char size[32];
+		bench_format_size(cfg->strips[s], size, sizeof(size));
+		printf(" %7s", size);
+	}
+	printf("\n");
+	for (int r = 0; r < GRID_ROWS; r++)
+		for (int op = 0; op < 2; op++) {
+			if ((op == 0 && !cfg->do_encode) || (op == 1 && !cfg->do_decode))
+				continue;
+			char km[16];
+			snprintf(km, sizeof(km), "[%d,%d]", grid_km[r][0], grid_km[r][1]);
+			printf("%-8s %-6s", km, op ? "decode" : "encode");
+			for (int s = 0; s < cfg->n_strips; s++)
+				print_ratio(sums[r][s].ours[op], sums[r][s].isal[op]);
+			printf("\n");
+		}
+	fflush(stdout);
+}
+
+int bench_run_grid(const bench_config *cfg)
+{
+	static cell_summary sums[GRID_ROWS][32];
+	bench_config grid = *cfg;
+
+	/* The bar is about the worst decode: m data blocks lost. */
+	grid.n_erase_list = 0;
+	grid.n_erasures = -1;
+	for (int r = 0; r < GRID_ROWS; r++) {
+		ec_params codes[2] = {
+			{ .kind = EC_RS_CAUCHY, .k = grid_km[r][0], .m = grid_km[r][1], .w = 8 },
+			{ .kind = EC_RS_VANDERMONDE, .k = grid_km[r][0], .m = grid_km[r][1], .w = 8 },
+		};
+		for (int s = 0; s < grid.n_strips; s++)
+			if (run_cell(&grid, codes, 2, grid.strips[s], &sums[r][s]) != 0)
+				return 1;
+	}
+	if (!cfg->csv && cfg->use_isal)
+		print_grid_summary(&grid, sums);
+	return 0;
+}
