@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ecfs: the FUSE daemon.  `ecfs [options] MEMBER:MEMBER:... MOUNTPOINT`
+ * mounts the erasure-coded volume made of the member directories.
+ *
+ * Everything that can be wrong with the command line or the volume is
+ * found before the mount and reported as one line on stderr with exit
+ * status 1.  The daemon detaches itself rather than through
+ * fuse_daemonize(): the volume runs worker threads, which a fork after
+ * volume_open() would lose, so the process forks first, and the parent
+ * waits until the child has opened the volume and mounted, then exits
+ * with the child's verdict.  Options are parsed with fuse_opt; ours are
+ * removed and the rest go to libfuse (fuse_parse_cmdline for -f/-d/-s and
+ * the mountpoint, fuse_new for mount and library options).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fs_ops.h"
+#include <fuse_lowlevel.h>
+
+#include "ec.h"
+#include "log.h"
+#include "volume.h"
+
+#ifndef ECFS_VERSION
+#define ECFS_VERSION "unknown"
+#endif
+
+/* What our -o options and positional arguments say, as given. */
+struct cli {
+	char *members;   /* the MEMBER:MEMBER:... argument */
+	int positional;  /* non-option arguments seen */
+	char *k, *m, *code, *w, *strip, *packet, *checksum;
+	bool read_only;
+	bool help, version;
+};
+
+enum { KEY_HELP, KEY_VERSION, KEY_RO };
+
+#define CLI_OPT(t, field) { t, offsetof(struct cli, field), 0 }
+
+static const struct fuse_opt cli_spec[] = {
+	CLI_OPT("k=%s", k),
+	CLI_OPT("m=%s", m),
+	CLI_OPT("code=%s", code),
+	CLI_OPT("w=%s", w),
+	CLI_OPT("strip=%s", strip),
+	CLI_OPT("packet=%s", packet),
+	CLI_OPT("checksum=%s", checksum),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+	struct cli *c = data;
+	switch (key) {
+	case KEY_HELP:
+		c->help = true;
+		return 0;
+	case KEY_VERSION:
+		c->version = true;
+		return 0;
+	case KEY_RO:
+		c->read_only = true;
+		return 1; /* libfuse mounts read-only too */
+	case FUSE_OPT_KEY_NONOPT:
+		/* The first is the member list; the mountpoint goes on to
+		 * fuse_parse_cmdline, which rejects any further one. */
+		if (c->positional++ == 0) {
+			c->members = strdup(arg);
+			return c->members ? 0 : -1;
+		}
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MEMBER:MEMBER:...:MEMBER MOUNTPOINT\n\n"
+	       "Mounts an erasure-coded volume made of k+m member directories.\n"
+	       "The first mount of empty directories creates the volume.\n\n"
+	       "ecfs options:\n"
+	       "    -o k=K                 data members (needed to create a volume)\n"
+	       "    -o m=M                 parity members; k+m = number of members\n"
+	       "    -o code=NAME           code for new files (default rs-cauchy):\n"
+	       "                           rs-vandermonde rs-cauchy raid6-pq cauchy-orig\n"
+	       "                           cauchy-good liberation blaum-roth liber8tion\n"
+	       "                           evenodd rdp star\n"
+	       "    -o w=W                 word size of the code (default: the code's)\n"
+	       "    -o strip=SIZE          bytes per strip (default 64K), suffix K/M/G;\n"
+	       "                           a multiple of the code's block alignment\n"
+	       "    -o packet=SIZE         packet size of bit-matrix codes (default 2K)\n"
+	       "    -o checksum=ALG        strip checksum: gmac (default), poly1305,\n"
+	       "                           sha256, blake2b or blake2s\n"
+	       "    -o ro                  mount read-only, change nothing on members\n"
+	       "    -h, --help             this help, then libfuse's\n"
+	       "    -V, --version          versions of ecfs and libfuse\n\n"
+	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
+	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
+	       "apply to files created from now on; each file keeps its own.\n\n",
+	       prog);
+}
+
+/* Parses a positive size with an optional K, M or G (binary) suffix. */
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return false;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end != '\0' || n == 0 || n > (SIZE_MAX >> shift))
+		return false;
+	*out = (size_t)(n << shift);
+	return true;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || n < lo || n > hi)
+		return false;
+	*out = (int)n;
+	return true;
+}
+
+/* Prints one line naming the problem and returns false. */
+static bool fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static bool fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ecfs: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return false;
+}
+
+/* Splits the member list and makes each path absolute (so the health
+ * report and the log name them unambiguously). */
+static bool parse_members(const char *list, GPtrArray *paths)
+{
+	if (!list)
+		return fail("no member directories given (see ecfs --help)");
+	gchar **parts = g_strsplit(list, ":", -1);
+	bool ok = true;
+	for (gchar **p = parts; *p && ok; p++) {
+		if (**p == '\0') {
+			ok = fail("empty member name in '%s'", list);
+			break;
+		}
+		char *abs = realpath(*p, NULL);
+		struct stat st;
+		if (!abs)
+			ok = fail("member '%s': %s", *p, strerror(errno));
+		else if (stat(abs, &st) < 0)
+			ok = fail("member '%s': %s", *p, strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			ok = fail("member '%s' is not a directory", *p);
+		if (abs)
+			g_ptr_array_add(paths, abs);
+	}
+	g_strfreev(parts);
+	for (guint i = 0; ok && i < paths->len; i++)
+		for (guint j = 0; j < i; j++)
+			if (strcmp(paths->pdata[i], paths->pdata[j]) == 0)
+				return fail("member '%s' is given twice", (char *)paths->pdata[i]);
+	return ok;
+}
+
+/* Turns the -o values into volume options, checking what can be checked
+ * without the superblock. */
+static bool build_options(const struct cli *c, int n, volume_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->read_only = c->read_only;
+	if (c->k && !parse_int(c->k, 1, 255, &o->k))
+		return fail("k=%s: k must be a whole number from 1", c->k);
+	if (c->m && !parse_int(c->m, 1, 255, &o->m))
+		return fail("m=%s: m must be a whole number from 1", c->m);
+	if (o->k && !o->m)
+		o->m = n - o->k;
+	if (o->m && !o->k)
+		o->k = n - o->m;
+	if ((o->k || o->m) && (o->k < 1 || o->m < 1 || o->k + o->m != n))
+		return fail("k=%d, m=%d do not fit %d member%s: k+m must equal the number of members, "
+		            "both at least 1", o->k, o->m, n, n == 1 ? "" : "s");
+	if (c->code) {
+		o->code = ec_kind_from_name(c->code);
+		if (!o->code)
+			return fail("code=%s: unknown code (see ecfs --help)", c->code);
+	}
+	if (c->w && !parse_int(c->w, 1, 64, &o->w))
+		return fail("w=%s: w must be a whole number from 1 to 64", c->w);
+	if (c->strip && !parse_size(c->strip, &o->strip_size))
+		return fail("strip=%s: not a size (a positive number, suffix K, M or G)", c->strip);
+	if (c->packet && !parse_size(c->packet, &o->packet_size))
+		return fail("packet=%s: not a size (a positive number, suffix K, M or G)", c->packet);
+	o->checksum = c->checksum;
+	/* The code's own limits (k, m, w) and the strip alignment are checked
+	 * by volume_open(), which knows the superblock's values too. */
+	return true;
+}
+
+/* Adds one -o option, escaping the commas and backslashes a value (the
+ * member list) may contain. */
+static int add_escaped_opt(struct fuse_args *args, const char *key, const char *value)
+{
+	GString *s = g_string_new(key);
+	for (const char *p = value; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			g_string_append_c(s, '\\');
+		g_string_append_c(s, *p);
+	}
+	char *opt = g_strconcat("-o", s->str, NULL);
+	int rc = fuse_opt_add_arg(args, opt);
+	g_free(opt);
+	g_string_free(s, TRUE);
+	return rc;
+}
+
+/* The kernel caps FUSE read-ahead at the backing device's read_ahead_kb,
+ * 128 KiB by default; as root, raise it to the 1 MiB the daemon asks for.
+ * The mount's device number comes from /proc/self/mountinfo: stat() of the
+ * mountpoint would wait for this very daemon to answer. */
+static void raise_readahead(const char *mountpoint)
+{
+	if (geteuid() != 0)
+		return;
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	if (!mi)
+		return;
+	char line[8192];
+	unsigned maj = 0, min = 0;
+	bool found = false;
+	while (fgets(line, sizeof line, mi)) {
+		unsigned a, b;
+		char mnt[4096];
+		/* id parent maj:min root mountpoint ... (the last match wins:
+		 * ours is the newest mount on that point) */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) == 3 &&
+		    strcmp(mnt, mountpoint) == 0) {
+			maj = a;
+			min = b;
+			found = true;
+		}
+	}
+	fclose(mi);
+	if (!found)
+		return;
+	char path[64];
+	snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "1024\n");
+		fclose(f);
+	}
+}
+
+/* Detaches: forks, and the parent waits on a pipe for the child's verdict
+ * (one byte, 0 = mounted) and exits with it.  Returns the write end in the
+ * child. */
+static int detach_start(void)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fail("cannot create a pipe: %s", strerror(errno));
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fail("cannot fork: %s", strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		unsigned char verdict = 1;
+		ssize_t n;
+		do
+			n = read(pfd[0], &verdict, 1);
+		while (n < 0 && errno == EINTR);
+		_exit(n == 1 ? verdict : 1);
+	}
+	close(pfd[0]);
+	return pfd[1];
+}
+
+/* In the child, once mounted: leave the terminal and tell the parent. */
+static void detach_finish(int verdict_fd, bool debug)
+{
+	setsid();
+	if (chdir("/") < 0)
+		ecfs_log(LOG_WARNING, "chdir /: %s", strerror(errno));
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	ecfs_log_init("ecfs", true, debug);
+	unsigned char ok = 0;
+	if (write(verdict_fd, &ok, 1) != 1)
+		ecfs_log(LOG_WARNING, "cannot report the mount to the parent: %s", strerror(errno));
+	close(verdict_fd);
+}
+
+static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *opts)
+{
+	if (opts->singlethread)
+		return fuse_loop(f);
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)opts->clone_fd);
+	fuse_loop_cfg_set_idle_threads(cfg, opts->max_idle_threads);
+	fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
+	int rc = fuse_loop_mt(f, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+static void free_cli(struct cli *c)
+{
+	free(c->members);
+	free(c->k);
+	free(c->m);
+	free(c->code);
+	free(c->w);
+	free(c->strip);
+	free(c->packet);
+	free(c->checksum);
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cli cli = { 0 };
+	struct fuse_cmdline_opts opts = { 0 };
+	GPtrArray *members = g_ptr_array_new_with_free_func(free);
+	volume_options vopts;
+	struct ecfs_fs state = { 0 };
+	struct fuse *fuse = NULL;
+	int status = 1, verdict_fd = -1;
+	bool mounted = false;
+
+	/* Objects are created on members with exactly the mode asked for: the
+	 * kernel has already applied the caller's umask. */
+	umask(0);
+
+	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
+		goto out; /* libfuse said why */
+	if (cli.help) {
+		usage(argv[0]);
+		printf("FUSE options:\n");
+		fuse_cmdline_help();
+		fuse_lib_help(&args);
+		status = 0;
+		goto out;
+	}
+	if (cli.version) {
+		printf("ecfs version %s\nlibfuse version %s\n", ECFS_VERSION, fuse_pkgversion());
+		status = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &opts) < 0)
+		goto out; /* libfuse said why (bad or extra mountpoint) */
+	if (!parse_members(cli.members, members))
+		goto out;
+	if (!opts.mountpoint) {
+		fail("no mountpoint given (see ecfs --help)");
+		goto out;
+	}
+	if (!build_options(&cli, (int)members->len, &vopts))
+		goto out;
+
+	/* Attributes are not cached by default: libfuse gives each name of a
+	 * hard-linked file its own kernel inode, so a cached link count or
+	 * size would go stale through the other names.  Inserted first, so a
+	 * user's -o attr_timeout=T still wins.  The kernel checks permissions
+	 * (the daemon would be root for all). */
+	if (fuse_opt_insert_arg(&args, 1, "-oattr_timeout=0") < 0 ||
+	    fuse_opt_add_arg(&args, "-odefault_permissions") < 0 ||
+	    fuse_opt_add_arg(&args, "-osubtype=ecfs") < 0 ||
+	    add_escaped_opt(&args, "fsname=", cli.members) < 0) {
+		fail("out of memory");
+		goto out;
+	}
+
+	ecfs_log_init("ecfs", false, opts.debug);
+	if (!opts.foreground)
+		verdict_fd = detach_start();
+
+	/* Library and mount options are checked here, before the volume is
+	 * opened (and maybe created). */
+	fuse = fuse_new(&args, ecfs_fs_operations(), sizeof(struct fuse_operations), &state);
+	if (!fuse)
+		goto out; /* libfuse said why */
+
+	char *message = NULL;
+	int rc = volume_open((const char *const *)members->pdata, (int)members->len, &vopts,
+	                     &state.vol, &message);
+	if (rc < 0) {
+		fail("%s", message ? message : strerror(-rc));
+		g_free(message);
+		goto out;
+	}
+	state.chown_new = geteuid() == 0;
+
+	if (fuse_mount(fuse, opts.mountpoint) != 0)
+		goto out; /* libfuse said why */
+	mounted = true;
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
+		fail("cannot set signal handlers");
+		goto out;
+	}
+	raise_readahead(opts.mountpoint);
+	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
+	         volume_k(state.vol), volume_m(state.vol));
+	if (verdict_fd >= 0) {
+		detach_finish(verdict_fd, opts.debug);
+		verdict_fd = -1;
+	}
+
+	status = run_loop(fuse, &opts) == 0 ? 0 : 1;
+	fuse_remove_signal_handlers(fuse_get_session(fuse));
+	ecfs_log(LOG_INFO, "unmounting %s", opts.mountpoint);
+out:
+	if (mounted)
+		fuse_unmount(fuse);
+	if (fuse)
+		fuse_destroy(fuse);
+	if (state.vol)
+		volume_close(state.vol);
+	/* A child that fails before mounting exits 1; the parent reads EOF and
+	 * exits 1 too. */
+	free(opts.mountpoint);
+	free_cli(&cli);
+	g_ptr_array_free(members, TRUE);
+	fuse_opt_free_args(&args);
+	return status;
+}

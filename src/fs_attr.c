@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attribute operations: getattr, chmod, chown, utimens, statfs, access.
+ * A regular file's attributes come from ecfile (its logical size, not the
+ * chunk's); everything else is read from the first healthy member.  Mode,
+ * owner and times are set on every member (on the chunk files of a regular
+ * file), so any member can answer after another fails.
+ */
+#include "fs_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ecfile.h"
+#include "mirror.h"
+
+int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	if (fi)
+		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	int rc = fs_member_lstat(path, st);
+	if (rc < 0 || !S_ISREG(st->st_mode))
+		return rc;
+	return ecfile_stat(fs_volume(), path, st);
+}
+
+static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	return mirror_errno(fchmodat(dirfd, leaf, *(const mode_t *)arg, AT_SYMLINK_NOFOLLOW));
+}
+
+int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	/* libfuse gives no path for a request made through an open file; the
+	 * ecfile API has no fchmod (a contract gap, see the report). */
+	if (!path)
+		return -EOPNOTSUPP;
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	mode &= 07777;
+	return mirror_apply(fs_volume(), path, chmod_member, &mode, 0, "chmod");
+}
+
+struct owner {
+	uid_t uid;
+	gid_t gid;
+};
+
+static int chown_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	const struct owner *o = arg;
+	return mirror_errno(fchownat(dirfd, leaf, o->uid, o->gid, AT_SYMLINK_NOFOLLOW));
+}
+
+int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	if (!path)
+		return -EOPNOTSUPP;
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	struct owner o = { uid, gid };
+	return mirror_apply(fs_volume(), path, chown_member, &o, 0, "chown");
+}
+
+static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	return mirror_errno(utimensat(dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW));
+}
+
+int fs_utimens(const char *path, const struct timespec tv[2],
+               struct fuse_file_info *fi)
+{
+	if (!path)
+		return -EOPNOTSUPP;
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	/* One clock reading for UTIME_NOW, so that every member stores the
+	 * same time and any of them can answer getattr. */
+	struct timespec ts[2] = { tv[0], tv[1] };
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (int i = 0; i < 2; i++)
+		if (ts[i].tv_nsec == UTIME_NOW)
+			ts[i] = now;
+	struct stat st;
+	int rc = fs_member_lstat(path, &st);
+	if (rc < 0)
+		return rc;
+	/* Data still buffered in an open ecfile would reach the chunk files
+	 * later and move their mtime past the one set here (cp -p, tar). */
+	if (S_ISREG(st.st_mode) && ts[1].tv_nsec != UTIME_OMIT) {
+		rc = fs_flush_path(path);
+		if (rc < 0)
+			return rc;
+	}
+	return mirror_apply(fs_volume(), path, utimens_member, ts, 0, "utimens");
+}
+
+int fs_statfs(const char *path, struct statvfs *st)
+{
+	return volume_statfs(fs_volume(), st);
+}
+
+int fs_access(const char *path, int mask)
+{
+	/* Reached only without default_permissions, which the daemon always
+	 * sets: the kernel checks permissions, this checks existence. */
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	struct stat st;
+	return fs_member_lstat(path, &st);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regular-file operations: create, open, read, write, flush, release,
+ * fsync, truncate and fallocate.  The data path belongs to ecfile.h; this
+ * layer only maps FUSE requests onto it.  The open-file handle (fi->fh) is
+ * the ecfile itself, so fd-based requests need no path (libfuse passes NULL
+ * for them: nullpath_ok) and keep working after unlink or rename.
+ */
+#include "fs_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdint.h>
+
+#include "ecfile.h"
+
+static ecfile *file_of(const struct fuse_file_info *fi)
+{
+	return (ecfile *)(uintptr_t)fi->fh;
+}
+
+int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	if (volume_path_reserved(path))
+		return -EPERM;
+	uid_t uid;
+	gid_t gid;
+	int rc = fs_new_owner(path, &uid, &gid);
+	if (rc < 0)
+		return rc;
+	ecfile *f;
+	rc = ecfile_create(fs_volume(), path, fi->flags, mode & 07777, uid, gid, &f);
+	if (rc < 0)
+		return rc;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	ecfile *f;
+	int rc = ecfile_open(fs_volume(), path, fi->flags, &f);
+	if (rc < 0)
+		return rc;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+int fs_read(const char *path, char *buf, size_t size, off_t off,
+            struct fuse_file_info *fi)
+{
+	return (int)ecfile_read(file_of(fi), buf, size, off);
+}
+
+int fs_write(const char *path, const char *buf, size_t size, off_t off,
+             struct fuse_file_info *fi)
+{
+	return (int)ecfile_write(file_of(fi), buf, size, off);
+}
+
+int fs_flush(const char *path, struct fuse_file_info *fi)
+{
+	return ecfile_flush(file_of(fi));
+}
+
+int fs_release(const char *path, struct fuse_file_info *fi)
+{
+	return ecfile_release(file_of(fi));
+}
+
+int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	return ecfile_fsync(file_of(fi), datasync);
+}
+
+int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	if (fi)
+		return ecfile_truncate(file_of(fi), size);
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	return ecfile_truncate_path(fs_volume(), path, size);
+}
+
+int fs_fallocate(const char *path, int mode, off_t off, off_t len,
+                 struct fuse_file_info *fi)
+{
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	return ecfile_fallocate(file_of(fi), mode, off, len);
+}
+
+int fs_flush_path(const char *path)
+{
+	ecfile *f;
+	int rc = ecfile_open(fs_volume(), path, O_RDONLY, &f);
+	if (rc < 0)
+		return rc;
+	rc = ecfile_flush(f);
+	int rc2 = ecfile_release(f);
+	return rc < 0 ? rc : rc2;
+}

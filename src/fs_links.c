@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Name operations, all mirrored on every healthy member: unlink, rename
+ * (with RENAME_NOREPLACE and RENAME_EXCHANGE, passed to the members'
+ * renameat2), symlink, readlink, hard links and mknod.  A regular file's
+ * names are its chunk files' names, so unlink, rename and link of a file
+ * are the same *at() call on each member; an open file is not disturbed,
+ * its ecfile holds an fd per member.
+ */
+#include "fs_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ecfile.h"
+#include "mirror.h"
+
+static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	return mirror_errno(unlinkat(dirfd, leaf, 0));
+}
+
+int fs_unlink(const char *path)
+{
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	return mirror_apply(fs_volume(), path, unlink_member, NULL, 0, "unlink");
+}
+
+static int rename_member(int member, int fd1, const char *leaf1, int fd2,
+                         const char *leaf2, void *arg)
+{
+	return mirror_errno(renameat2(fd1, leaf1, fd2, leaf2, *(const unsigned *)arg));
+}
+
+int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if (volume_path_reserved(from))
+		return -ENOENT;
+	if (volume_path_reserved(to))
+		return -EPERM;
+	return mirror_apply2(fs_volume(), from, to, rename_member, &flags, 0, "rename");
+}
+
+struct new_link {
+	const char *target;
+	uid_t uid;
+	gid_t gid;
+};
+
+static int symlink_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	const struct new_link *nl = arg;
+	if (symlinkat(nl->target, dirfd, leaf) < 0)
+		return -errno;
+	return fs_chown_new(dirfd, leaf, nl->uid, nl->gid);
+}
+
+int fs_symlink(const char *target, const char *path)
+{
+	if (volume_path_reserved(path))
+		return -EPERM;
+	struct new_link nl = { .target = target };
+	int rc = fs_new_owner(path, &nl.uid, &nl.gid);
+	if (rc < 0)
+		return rc;
+	return mirror_apply(fs_volume(), path, symlink_member, &nl, 0, "symlink");
+}
+
+struct link_buffer {
+	char *buf;
+	size_t size;
+};
+
+static int readlink_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct link_buffer *lb = arg;
+	ssize_t n = readlinkat(dirfd, leaf, lb->buf, lb->size - 1);
+	if (n < 0)
+		return -errno;
+	lb->buf[n] = '\0'; /* FUSE wants it terminated, truncated if need be */
+	return 0;
+}
+
+int fs_readlink(const char *path, char *buf, size_t size)
+{
+	if (volume_path_reserved(path))
+		return -ENOENT;
+	if (size == 0)
+		return -EINVAL;
+	struct link_buffer lb = { buf, size };
+	return mirror_query(fs_volume(), path, readlink_member, &lb, 0, "readlink");
+}
+
+static int link_member(int member, int fd1, const char *leaf1, int fd2,
+                       const char *leaf2, void *arg)
+{
+	return mirror_errno(linkat(fd1, leaf1, fd2, leaf2, 0));
+}
+
+int fs_link(const char *from, const char *to)
+{
+	if (volume_path_reserved(from))
+		return -ENOENT;
+	if (volume_path_reserved(to))
+		return -EPERM;
+	return mirror_apply2(fs_volume(), from, to, link_member, NULL, 0, "link");
+}
+
+struct new_node {
+	mode_t mode;
+	dev_t rdev;
+	uid_t uid;
+	gid_t gid;
+};
+
+static int mknod_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	const struct new_node *nn = arg;
+	if (mknodat(dirfd, leaf, nn->mode, nn->rdev) < 0)
+		return -errno;
+	return fs_chown_new(dirfd, leaf, nn->uid, nn->gid);
+}
+
+int fs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	if (volume_path_reserved(path))
+		return -EPERM;
+	struct new_node nn = { .mode = mode, .rdev = rdev };
+	int rc = fs_new_owner(path, &nn.uid, &nn.gid);
+	if (rc < 0)
+		return rc;
+	if (S_ISREG(mode)) {
+		/* A regular file is an ecfile even when made by mknod(2). */
+		ecfile *f;
+		rc = ecfile_create(fs_volume(), path, O_CREAT | O_EXCL | O_WRONLY,
+		                   mode & 07777, nn.uid, nn.gid, &f);
+		return rc < 0 ? rc : ecfile_release(f);
+	}
+	return mirror_apply(fs_volume(), path, mknod_member, &nn, 0, "mknod");
+}

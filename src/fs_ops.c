@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operations table of the ecfs daemon, filled in one place, the
+ * connection setup (init), and the small helpers the operation families
+ * share: the volume of the request, and who owns a newly created object.
+ */
+#include "fs_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mirror.h"
+
+#define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
+
+static struct ecfs_fs *fs_state(void)
+{
+	return fuse_get_context()->private_data;
+}
+
+volume *fs_volume(void)
+{
+	return fs_state()->vol;
+}
+
+static int stat_parent(int member, int dirfd, const char *leaf, void *arg)
+{
+	return mirror_errno(fstat(dirfd, arg));
+}
+
+int fs_new_owner(const char *path, uid_t *uid, gid_t *gid)
+{
+	if (!fs_state()->chown_new) {
+		/* Not root: objects can only belong to the daemon's user, and
+		 * (uid_t)-1 tells every chown below to leave them as made. */
+		*uid = (uid_t)-1;
+		*gid = (gid_t)-1;
+		return 0;
+	}
+	struct fuse_context *ctx = fuse_get_context();
+	struct stat parent;
+	int rc = mirror_query(fs_volume(), path, stat_parent, &parent, 0, "stat parent");
+	if (rc < 0)
+		return rc;
+	*uid = ctx->uid;
+	*gid = (parent.st_mode & S_ISGID) ? parent.st_gid : ctx->gid;
+	return 0;
+}
+
+int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid)
+{
+	if (uid == (uid_t)-1 && gid == (gid_t)-1)
+		return 0;
+	return mirror_errno(fchownat(dirfd, leaf, uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	return mirror_errno(fstatat(dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW));
+}
+
+int fs_member_lstat(const char *path, struct stat *st)
+{
+	return mirror_query(fs_volume(), path, lstat_member, st, 0, "stat");
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	/* Open files are ecfiles holding an fd per member, so an unlinked
+	 * open file keeps working after a real unlink: no .fuse_hidden
+	 * renames, and fd-based operations need no path. */
+	cfg->hard_remove = 1;
+	cfg->nullpath_ok = 1;
+	/* Member inode numbers change when a member fails: let libfuse
+	 * number the inodes. */
+	cfg->use_ino = 0;
+
+	conn->max_write = ECFS_MAX_REQUEST;
+	conn->max_readahead = ECFS_MAX_REQUEST;
+	/* The kernel applies the umask (we keep no default ACLs), clears
+	 * setuid/setgid on write and chown (the daemon writes as root, which
+	 * would not), and caches writes through: every write reaches an
+	 * ecfile at once, so reads through the page cache stay coherent. */
+	conn->want &= ~(unsigned)(FUSE_CAP_DONT_MASK | FUSE_CAP_HANDLE_KILLPRIV |
+	                          FUSE_CAP_WRITEBACK_CACHE);
+	return fs_state();
+}
+
+static const struct fuse_operations operations = {
+	.init = fs_init,
+	/* files */
+	.create = fs_create,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.truncate = fs_truncate,
+	.fallocate = fs_fallocate,
+	/* directories */
+	.mkdir = fs_mkdir,
+	.rmdir = fs_rmdir,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
+	/* attributes */
+	.getattr = fs_getattr,
+	.chmod = fs_chmod,
+	.chown = fs_chown,
+	.utimens = fs_utimens,
+	.statfs = fs_statfs,
+	.access = fs_access,
+	/* names and links */
+	.unlink = fs_unlink,
+	.rename = fs_rename,
+	.symlink = fs_symlink,
+	.readlink = fs_readlink,
+	.link = fs_link,
+	.mknod = fs_mknod,
+	/* extended attributes */
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+};
+
+const struct fuse_operations *ecfs_fs_operations(void)
+{
+	return &operations;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE operations of the ecfs daemon, grouped by family in fs_files.c
+ * (regular-file data), fs_dirs.c, fs_attr.c, fs_links.c and fs_xattr.c, and
+ * gathered into one operations table in fs_ops.c.  They use libfuse's
+ * high-level path API: every path is relative to the volume root, and every
+ * operation returns 0 (or a count) or a negative errno.
+ *
+ * Regular files are ecfiles (the open-file handle is the ecfile pointer in
+ * fi->fh); everything else in the namespace is mirrored on every healthy
+ * member through mirror.h.  Permission checks are the kernel's job: the
+ * daemon always mounts with default_permissions.
+ */
+#ifndef ECFS_FS_OPS_H
+#define ECFS_FS_OPS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse.h>
+
+#include <stdbool.h>
+
+#include "volume.h"
+
+/* The state shared by every operation (fuse private_data). */
+struct ecfs_fs {
+	volume *vol;
+	bool chown_new; /* running as root: hand new objects to the caller */
+};
+
+/* The operations table the daemon mounts with. */
+const struct fuse_operations *ecfs_fs_operations(void);
+
+/* ---- helpers shared by the families (fs_ops.c) ---- */
+volume *fs_volume(void);
+/* The owner a new object at path gets: the caller, and the parent's group
+ * if the parent directory is setgid (as a local filesystem does).  Returns
+ * 0 or a negative errno (the parent's lookup failed). */
+int fs_new_owner(const char *path, uid_t *uid, gid_t *gid);
+/* Gives the object just created at (dirfd, leaf) to uid:gid when the daemon
+ * runs as root; a no-op otherwise. */
+int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid);
+/* lstat of path's object on the first healthy member (not the logical
+ * size of regular files: see fs_getattr). */
+int fs_member_lstat(const char *path, struct stat *st);
+
+/* ---- fs_files.c ---- */
+int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_open(const char *path, struct fuse_file_info *fi);
+int fs_read(const char *path, char *buf, size_t size, off_t off,
+            struct fuse_file_info *fi);
+int fs_write(const char *path, const char *buf, size_t size, off_t off,
+             struct fuse_file_info *fi);
+int fs_flush(const char *path, struct fuse_file_info *fi);
+int fs_release(const char *path, struct fuse_file_info *fi);
+int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+int fs_fallocate(const char *path, int mode, off_t off, off_t len,
+                 struct fuse_file_info *fi);
+/* Makes data written through any open of path reach the members, so that
+ * times set afterwards are not overwritten by a later flush. */
+int fs_flush_path(const char *path);
+
+/* ---- fs_dirs.c ---- */
+int fs_mkdir(const char *path, mode_t mode);
+int fs_rmdir(const char *path);
+int fs_opendir(const char *path, struct fuse_file_info *fi);
+int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+               struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int fs_releasedir(const char *path, struct fuse_file_info *fi);
+int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
+
+/* ---- fs_attr.c ---- */
+int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
+int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
+int fs_utimens(const char *path, const struct timespec tv[2],
+               struct fuse_file_info *fi);
+int fs_statfs(const char *path, struct statvfs *st);
+int fs_access(const char *path, int mask);
+
+/* ---- fs_links.c ---- */
+int fs_unlink(const char *path);
+int fs_rename(const char *from, const char *to, unsigned int flags);
+int fs_symlink(const char *target, const char *path);
+int fs_readlink(const char *path, char *buf, size_t size);
+int fs_link(const char *from, const char *to);
+int fs_mknod(const char *path, mode_t mode, dev_t rdev);
+
+/* ---- fs_xattr.c ---- */
+int fs_setxattr(const char *path, const char *name, const char *value,
+                size_t size, int flags);
+int fs_getxattr(const char *path, const char *name, char *value, size_t size);
+int fs_listxattr(const char *path, char *list, size_t size);
+int fs_removexattr(const char *path, const char *name);
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mirrored namespace operations: one operation (mkdir, unlink, chmod,
+ * setxattr, ...) applied to the same relative path on every healthy member,
+ * and one answer made of the members' answers.
+ *
+ * The first healthy member is the primary.  Its answer is the volume's
+ * answer: if it refuses (EEXIST, ENOTEMPTY, ...), nothing is applied to the
+ * other members, so a refused operation never makes the members diverge.
+ * If it succeeds, the operation is applied to the others; a member whose
+ * answer differs is logged as diverging (ecfs-fsck repairs it) and does not
+ * change the result.  An error that means a member is broken (EIO, EROFS,
+ * ...) goes to volume_member_error(), which marks it failed, and the next
+ * member takes its place.  With more than m members failed the answer is
+ * EIO.  Every call is resolved beneath the member roots by
+ * volume_parent_fd(): no path string is ever glued to a member path.
+ */
+#ifndef ECFS_MIRROR_H
+#define ECFS_MIRROR_H
+
+#include <errno.h>
+
+#include "volume.h"
+
+/* Runs one operation on one member: dirfd is the directory holding the
+ * object, leaf its name there.  Returns 0 (or a count) or a negative errno. */
+typedef int (*mirror_fn)(int member, int dirfd, const char *leaf, void *arg);
+/* The same for operations on two paths (rename, link). */
+typedef int (*mirror_fn2)(int member, int dirfd1, const char *leaf1,
+                          int dirfd2, const char *leaf2, void *arg);
+
+enum {
+	/* ENOSPC, EDQUOT and E2BIG are answers about the value (xattrs), not a
+	 * sign that the member is broken. */
+	MIRROR_SPACE_IS_ANSWER = 1 << 0,
+};
+
+/* Applies fn to path on every healthy member (see above). */
+int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
+                 unsigned flags, const char *what);
+/* Applies fn to (from, to) on every healthy member. */
+int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
+                  void *arg, unsigned flags, const char *what);
+/* Runs a read-only fn on the first healthy member that answers (a broken
+ * member is marked failed and the next one asked).  fn may run more than
+ * once, so it must not keep state from a failed attempt. */
+int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
+                 unsigned flags, const char *what);
+
+/* Wraps a libc call that returns -1/errno into 0/-errno. */
+static inline int mirror_errno(int rc)
+{
+	return rc < 0 ? -errno : rc;
+}
+
+#endif
