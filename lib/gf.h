@@ -18,6 +18,20 @@
 
 #include <stdint.h>
 
+/* The link-level names carry an ec_ prefix: ISA-L exports gf_mul and gf_inv
+ * with other signatures, and a program that links both (ecfs-bench) would
+ * otherwise have ISA-L's internal calls bound to ours. */
+#define gf_supported_w ec_gf_supported_w
+#define gf_mul ec_gf_mul
+#define gf_inv ec_gf_inv
+#define gf_div ec_gf_div
+#define gf_pow ec_gf_pow
+#define gf_matrix_new ec_gf_matrix_new
+#define gf_matrix_invert ec_gf_matrix_invert
+#define gf_matrix_mul ec_gf_matrix_mul
+#define gf_coding_matrix_vandermonde ec_gf_coding_matrix_vandermonde
+#define gf_coding_matrix_cauchy ec_gf_coding_matrix_cauchy
+
 /* 1 if w is a field size these functions support (1..32). */
 int gf_supported_w(int w);
 uint32_t gf_mul(int w, uint32_t a, uint32_t b);

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public entry points of libec (ec.h).  Everything a caller passes is
+ * checked here, before any family code runs, so a failing call never
+ * writes an output buffer and the families can assume sane arguments:
+ * non-NULL buffers, a length that is a positive multiple of the code's
+ * alignment, and erasure lists that are sorted, distinct, in range and no
+ * longer than m.
+ */
+#include "cpu.h"
+#include "ec_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Far beyond any real stripe; keeps k * m and k + m products from
+ * overflowing an int in the families. */
+#define EC_MAX_BLOCKS (1 << 20)
+
+static const struct {
+	ec_kind kind;
+	const char *name;
+} kind_names[] = {
+	{ EC_RS_VANDERMONDE, "rs-vandermonde" },
+	{ EC_RS_CAUCHY, "rs-cauchy" },
+	{ EC_RAID6_PQ, "raid6-pq" },
+	{ EC_CAUCHY_ORIG, "cauchy-orig" },
+	{ EC_CAUCHY_GOOD, "cauchy-good" },
+	{ EC_LIBERATION, "liberation" },
+	{ EC_BLAUM_ROTH, "blaum-roth" },
+	{ EC_LIBER8TION, "liber8tion" },
+	{ EC_EVENODD, "evenodd" },
+	{ EC_RDP, "rdp" },
+	{ EC_STAR, "star" },
+};
+
+const char *ec_kind_name(ec_kind kind)
+{
+	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+		if (kind_names[i].kind == kind)
+			return kind_names[i].name;
+	return NULL;
+}
+
+ec_kind ec_kind_from_name(const char *name)
+{
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+		if (strcmp(kind_names[i].name, name) == 0)
+			return kind_names[i].kind;
+	return 0;
+}
+
+const char *ec_strerror(int err)
+{
+	switch (err) {
+	case EC_OK:
+		return "success";
+	case EC_EINVAL:
+		return "invalid or unsupported code parameters or arguments";
+	case EC_ENOMEM:
+		return "out of memory";
+	case EC_ETOOMANY:
+		return "more erased blocks than the code can correct (more than m)";
+	case EC_EERASURE:
+		return "an erased block index is out of range or listed twice";
+	case EC_ENULL:
+		return "a required buffer or pointer is NULL";
+	case EC_ELENGTH:
+		return "block length is zero or not a multiple of the code's block alignment";
+	case EC_ENOKERNEL:
+		return "the requested SIMD kernel (EC_SIMD or ec_set_kernel) is unknown "
+		       "or not supported by this CPU";
+	case EC_ESINGULAR:
+		return "internal error: a decoding matrix is singular";
+	default:
+		return "unknown error";
+	}
+}
+
+int ec_create(const ec_params *params, ec_code **out)
+{
+	if (!out)
+		return EC_ENULL;
+	*out = NULL;
+	if (!params)
+		return EC_ENULL;
+	if (ec_simd_level() < 0)
+		return EC_ENOKERNEL;
+
+	const ec_family *fam = ec_family_for(params->kind);
+
+	if (!fam)
+		return EC_EINVAL;
+	if (params->k < 1 || params->m < 1 || params->k > EC_MAX_BLOCKS ||
+	    params->m > EC_MAX_BLOCKS || params->k + params->m > EC_MAX_BLOCKS)
+		return EC_EINVAL;
+	if ((int)params->order < EC_ORDER_DEFAULT || params->order > EC_ORDER_DWG)
+		return EC_EINVAL;
+
+	ec_code *code = calloc(1, sizeof(*code));
+
+	if (!code)
+		return EC_ENOMEM;
+	code->params = *params;
+	code->family = fam;
+
+	int rc = fam->create(code);
+
+	if (rc != 0) {
+		free(code);
+		return rc;
+	}
+	*out = code;
+	return 0;
+}
+
+void ec_destroy(ec_code *code)
+{
+	if (!code)
+		return;
+	code->family->destroy(code);
+	free(code);
+}
+
+const ec_params *ec_get_params(const ec_code *code)
+{
+	return code ? &code->params : NULL;
+}
+
+size_t ec_block_align(const ec_code *code)
+{
+	return code ? code->family->block_align(code) : 0;
+}
+
+static int check_len(const ec_code *code, size_t len)
+{
+	size_t align = code->family->block_align(code);
+
+	if (len == 0 || align == 0 || len % align != 0)
+		return EC_ELENGTH;
+	return 0;
+}
+
+static int check_buffers(const void *const *bufs, int n)
+{
+	if (!bufs)
+		return EC_ENULL;
+	for (int i = 0; i < n; i++)
+		if (!bufs[i])
+			return EC_ENULL;
+	return 0;
+}
+
+int ec_encode(const ec_code *code, const uint8_t *const *data,
+              uint8_t *const *parity, size_t len)
+{
+	int rc;
+
+	if (!code)
+		return EC_EINVAL;
+	if ((rc = check_buffers((const void *const *)data, code->params.k)) ||
+	    (rc = check_buffers((const void *const *)parity, code->params.m)) ||
+	    (rc = check_len(code, len)))
+		return rc;
+	return code->family->encode(code, data, parity, len);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+#define STACK_ERASED 256
+
+int ec_decode(const ec_code *code, uint8_t *const *blocks, const int *erased,
+              int n_erased, size_t len)
+{
+	int stack[STACK_ERASED];
+	int *sorted = stack;
+	int rc;
+
+	if (!code)
+		return EC_EINVAL;
+	int n = code->params.k + code->params.m;
+
+	if (!blocks)
+		return EC_ENULL;
+	if (n_erased < 0)
+		return EC_EINVAL;
+	if (n_erased > code->params.m)
+		return EC_ETOOMANY;
+	if (n_erased > 0 && !erased)
+		return EC_ENULL;
+	if ((rc = check_len(code, len)))
+		return rc;
+	for (int i = 0; i < n_erased; i++)
+		if (erased[i] < 0 || erased[i] >= n)
+			return EC_EERASURE;
+	if (n_erased > STACK_ERASED) {
+		sorted = malloc((size_t)n_erased * sizeof(*sorted));
+		if (!sorted)
+			return EC_ENOMEM;
+	}
+	if (n_erased > 0)
+		memcpy(sorted, erased, (size_t)n_erased * sizeof(*sorted));
+	/* Insertion sort for the usual handful, qsort beyond. */
+	if (n_erased <= 16) {
+		for (int i = 1; i < n_erased; i++) {
+			int v = sorted[i], j = i;
+
+			for (; j > 0 && sorted[j - 1] > v; j--)
+				sorted[j] = sorted[j - 1];
+			sorted[j] = v;
+		}
+	} else {
+		qsort(sorted, (size_t)n_erased, sizeof(*sorted), cmp_int);
+	}
+	rc = 0;
+	for (int i = 1; i < n_erased && rc == 0; i++)
+		if (sorted[i] == sorted[i - 1])
+			rc = EC_EERASURE;
+	/* Every surviving block is read: it must be there. */
+	for (int b = 0, e = 0; b < n && rc == 0; b++) {
+		if (e < n_erased && sorted[e] == b)
+			e++;
+		else if (!blocks[b])
+			rc = EC_ENULL;
+	}
+	if (rc == 0 && n_erased > 0)
+		rc = code->family->decode(code, blocks, sorted, n_erased, len);
+	if (sorted != stack)
+		free(sorted);
+	return rc;
+}
+
+int ec_update(const ec_code *code, int index, const uint8_t *old_data,
+              const uint8_t *new_data, uint8_t *const *parity, size_t len)
+{
+	int rc;
+
+	if (!code)
+		return EC_EINVAL;
+	if (index < 0 || index >= code->params.k || !code->family->update)
+		return EC_EINVAL;
+	if (!old_data || !new_data)
+		return EC_ENULL;
+	if ((rc = check_buffers((const void *const *)parity, code->params.m)) ||
+	    (rc = check_len(code, len)))
+		return rc;
+	return code->family->update(code, index, old_data, new_data, parity, len);
+}
+
+uint32_t ec_coefficient(const ec_code *code, int row, int col)
+{
+	if (!code || row < 0 || row >= code->params.m || col < 0 ||
+	    col >= code->params.k || !code->family->coefficient)
+		return 0;
+	return code->family->coefficient(code, row, col);
+}
+
+long ec_xor_count(const ec_code *code)
+{
+	if (!code || !code->family->xor_count)
+		return 0;
+	return code->family->xor_count(code);
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GF(2^8) region coding: per-coefficient tables, the portable scalar
+ * kernels, the table of kernels per SIMD level, and gf8_dot(), which cuts a
+ * long region into L1-sized slices so that every group of outputs re-reads
+ * its inputs from L1 rather than memory (one pass over the data for all
+ * outputs; Luo et al.'s Data-Words-Guided order).
+ */
+#include "gf8_kernels.h"
+
+#include "cpu.h"
+#include "gf.h"
+
+#include <string.h>
+
+void gf8_table_init(uint8_t c, uint8_t *nib, uint64_t *aff)
+{
+	for (int x = 0; x < 16; x++) {
+		uint8_t lo = (uint8_t)gf_mul(8, c, (uint32_t)x);
+		uint8_t hi = (uint8_t)gf_mul(8, c, (uint32_t)x << 4);
+
+		nib[x] = nib[16 + x] = lo;
+		nib[32 + x] = nib[48 + x] = hi;
+	}
+	if (aff)
+		*aff = gf8_affine_matrix(c);
+}
+
+uint64_t gf8_affine_matrix(uint8_t c)
+{
+	/* GF2P8AFFINEQB computes result bit i as the parity of
+	 * (matrix byte 7 - i) AND x.  Bit i of c * x is the XOR over the set
+	 * bits j of x of bit i of c * 2^j, so matrix byte 7 - i has bit j
+	 * equal to bit i of c * 2^j. */
+	uint64_t a = 0;
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t row = 0;
+
+		for (int j = 0; j < 8; j++)
+			row |= (uint64_t)((gf_mul(8, c, 1u << j) >> i) & 1) << j;
+		a |= row << (8 * (7 - i));
+	}
+	return a;
+}
+
+void gf8_dot_scalar(size_t off, size_t len, int k, int nout,
+                    const gf8_row *rows, const uint8_t *const *in,
+                    uint8_t *const *out, int accumulate)
+{
+	for (int r = 0; r < nout; r++) {
+		uint8_t *o = out[r] + off;
+
+		for (int i = 0; i < k; i++) {
+			const uint8_t *t = rows[r].nib + (size_t)i * GF8_NIB_BYTES;
+			const uint8_t *s = in[i] + off;
+
+			if (i == 0 && !accumulate) {
+				for (size_t p = 0; p < len; p++)
+					o[p] = t[s[p] & 15] ^ t[32 + (s[p] >> 4)];
+			} else {
+				for (size_t p = 0; p < len; p++)
+					o[p] ^= t[s[p] & 15] ^ t[32 + (s[p] >> 4)];
+			}
+		}
+	}
+}
+
+/* Multiplies each byte of a 64-bit word by 2 in GF(2^8). */
+static uint64_t mul2_swar(uint64_t x)
+{
+	uint64_t hi = (x >> 7) & 0x0101010101010101ull;
+
+	return ((x & 0x7f7f7f7f7f7f7f7full) << 1) ^ (hi * 0x1d);
+}
+
+void gf8_pq_scalar(size_t off, size_t len, int k, const uint8_t *const *d,
+                   uint8_t *p, uint8_t *q)
+{
+	size_t pos = off, end = off + len;
+
+	for (; pos + 8 <= end; pos += 8) {
+		uint64_t pp, qq, x;
+
+		memcpy(&pp, d[k - 1] + pos, 8);
+		qq = pp;
+		for (int i = k - 2; i >= 0; i--) {
+			memcpy(&x, d[i] + pos, 8);
+			pp ^= x;
+			qq = mul2_swar(qq) ^ x;
+		}
+		memcpy(p + pos, &pp, 8);
+		memcpy(q + pos, &qq, 8);
+	}
+	for (; pos < end; pos++) {
+		uint8_t pp = d[k - 1][pos], qq = pp;
+
+		for (int i = k - 2; i >= 0; i--) {
+			pp ^= d[i][pos];
+			qq = (uint8_t)((qq << 1) ^ ((qq & 0x80) ? 0x1d : 0)) ^ d[i][pos];
+		}
+		p[pos] = pp;
+		q[pos] = qq;
+	}
+}
+
+static const gf8_kernel kernels[EC_SIMD_COUNT] = {
+	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar },
+#if defined(__x86_64__) || defined(__i386__)
+	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3 },
+	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2 },
+	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512 },
+	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512 },
+#endif
+};
+
+const gf8_kernel *gf8_kernel_for(int level)
+{
+	if (level < 0 || level >= EC_SIMD_COUNT || !kernels[level].dot)
+		return NULL;
+	return &kernels[level];
+}
+
+const gf8_kernel *gf8_kernel_current(void)
+{
+	const gf8_kernel *k = gf8_kernel_for(ec_simd_level());
+
+	return k ? k : &kernels[EC_SIMD_SCALAR];
+}
+
+/* Bytes of L1 we let one slice of inputs plus one output group occupy. */
+#define GF8_SLICE_BUDGET (20 * 1024)
+/* Outputs that every kernel can keep in registers at once. */
+#define GF8_GROUP 4
+
+void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
+             const uint8_t *const *in, uint8_t *const *out, int accumulate)
+{
+	const gf8_kernel *kern = gf8_kernel_current();
+
+	if (nout <= GF8_GROUP) {
+		/* One group: a single pass, nothing to re-read. */
+		kern->dot(0, len, k, nout, rows, in, out, accumulate);
+		return;
+	}
+	size_t slice = GF8_SLICE_BUDGET / (size_t)(k + GF8_GROUP);
+
+	slice = slice < 256 ? 256 : slice & ~(size_t)63;
+	for (size_t off = 0; off < len; off += slice) {
+		size_t n = len - off < slice ? len - off : slice;
+
+		kern->dot(off, n, k, nout, rows, in, out, accumulate);
+	}
+}

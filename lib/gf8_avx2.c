@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AVX2 GF(2^8) region kernels.
+ *
+ * Multiplication by a constant uses the split 4-bit tables and vpshufb.  The
+ * tables are stored pre-broadcast to both 128-bit lanes (gf8_kernels.h), so
+ * each (input, output) pair costs two plain loads and, per 32 bytes, two
+ * vpshufb: no lane shuffles.  Each pass walks all k inputs 64 bytes (two
+ * ymm) at a time and keeps up to four outputs (eight accumulators) in
+ * registers, so the data is read once per group of four parities.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#include "gf8_kernels.h"
+
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+#define INLINE_AVX2 __attribute__((target("avx2"), always_inline)) static inline
+
+/* One group of n (1..4, a compile-time constant after inlining) outputs. */
+INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
+                           const gf8_row *rows, const uint8_t *const *in,
+                           uint8_t *const *out, int accumulate)
+{
+	const __m256i mask = _mm256_set1_epi8(0x0f);
+	const uint8_t *tab[4];
+
+	_Pragma("GCC unroll 8")
+	for (int r = 0; r < n; r++)
+		tab[r] = rows[r].nib;
+	for (; pos + 64 <= end; pos += 64) {
+		__m256i a0[4], a1[4];
+
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++)
+			a0[r] = a1[r] = _mm256_setzero_si256();
+		for (int i = 0; i < k; i++) {
+			const uint8_t *s = in[i] + pos;
+			__m256i d0 = _mm256_loadu_si256((const __m256i *)s);
+			__m256i d1 = _mm256_loadu_si256((const __m256i *)(s + 32));
+			__m256i l0 = _mm256_and_si256(d0, mask);
+			__m256i l1 = _mm256_and_si256(d1, mask);
+			__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);
+			__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(d1, 4), mask);
+
+			_Pragma("GCC unroll 8")
+			for (int r = 0; r < n; r++) {
+				const __m256i *t = (const __m256i *)(tab[r] + (size_t)i * GF8_NIB_BYTES);
+				__m256i tl = _mm256_load_si256(t);
+				__m256i th = _mm256_load_si256(t + 1);
+
+				a0[r] = _mm256_xor_si256(a0[r], _mm256_xor_si256(
+					_mm256_shuffle_epi8(tl, l0), _mm256_shuffle_epi8(th, h0)));
+				a1[r] = _mm256_xor_si256(a1[r], _mm256_xor_si256(
+					_mm256_shuffle_epi8(tl, l1), _mm256_shuffle_epi8(th, h1)));
+			}
+		}
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++) {
+			__m256i *o = (__m256i *)(out[r] + pos);
+
+			if (accumulate) {
+				a0[r] = _mm256_xor_si256(a0[r], _mm256_loadu_si256(o));
+				a1[r] = _mm256_xor_si256(a1[r], _mm256_loadu_si256(o + 1));
+			}
+			_mm256_storeu_si256(o, a0[r]);
+			_mm256_storeu_si256(o + 1, a1[r]);
+		}
+	}
+	if (pos + 32 <= end) {
+		__m256i a0[4];
+
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++)
+			a0[r] = _mm256_setzero_si256();
+		for (int i = 0; i < k; i++) {
+			__m256i d0 = _mm256_loadu_si256((const __m256i *)(in[i] + pos));
+			__m256i l0 = _mm256_and_si256(d0, mask);
+			__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);
+
+			_Pragma("GCC unroll 8")
+			for (int r = 0; r < n; r++) {
+				const __m256i *t = (const __m256i *)(tab[r] + (size_t)i * GF8_NIB_BYTES);
+
+				a0[r] = _mm256_xor_si256(a0[r], _mm256_xor_si256(
+					_mm256_shuffle_epi8(_mm256_load_si256(t), l0),
+					_mm256_shuffle_epi8(_mm256_load_si256(t + 1), h0)));
+			}
+		}
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++) {
+			__m256i *o = (__m256i *)(out[r] + pos);
+
+			if (accumulate)
+				a0[r] = _mm256_xor_si256(a0[r], _mm256_loadu_si256(o));
+			_mm256_storeu_si256(o, a0[r]);
+		}
+		pos += 32;
+	}
+	if (pos < end)
+		gf8_dot_scalar(pos, end - pos, k, n, rows, in, out, accumulate);
+}
+
+AVX2 void gf8_dot_avx2(size_t off, size_t len, int k, int nout,
+                       const gf8_row *rows, const uint8_t *const *in,
+                       uint8_t *const *out, int accumulate)
+{
+	size_t end = off + len;
+	int g = 0;
+
+	while (g < nout) {
+		switch (nout - g) {
+		case 1:
+			dot_group(off, end, k, 1, rows + g, in, out + g, accumulate);
+			g += 1;
+			break;
+		case 2:
+			dot_group(off, end, k, 2, rows + g, in, out + g, accumulate);
+			g += 2;
+			break;
+		case 3:
+			dot_group(off, end, k, 3, rows + g, in, out + g, accumulate);
+			g += 3;
+			break;
+		default:
+			dot_group(off, end, k, 4, rows + g, in, out + g, accumulate);
+			g += 4;
+			break;
+		}
+	}
+	_mm256_zeroupper();
+}
+
+/* Multiply every byte by 2: shift left, and where the top bit was set
+ * (signed compare with zero) reduce by the field polynomial 0x1d. */
+INLINE_AVX2 __m256i mul2(__m256i x, __m256i poly)
+{
+	__m256i top = _mm256_cmpgt_epi8(_mm256_setzero_si256(), x);
+
+	return _mm256_xor_si256(_mm256_add_epi8(x, x), _mm256_and_si256(top, poly));
+}
+
+AVX2 void gf8_pq_avx2(size_t off, size_t len, int k, const uint8_t *const *d,
+                      uint8_t *p, uint8_t *q)
+{
+	const __m256i poly = _mm256_set1_epi8(0x1d);
+	size_t pos = off, end = off + len;
+
+	for (; pos + 64 <= end; pos += 64) {
+		__m256i p0 = _mm256_loadu_si256((const __m256i *)(d[k - 1] + pos));
+		__m256i p1 = _mm256_loadu_si256((const __m256i *)(d[k - 1] + pos + 32));
+		__m256i q0 = p0, q1 = p1;
+
+		for (int i = k - 2; i >= 0; i--) {
+			__m256i x0 = _mm256_loadu_si256((const __m256i *)(d[i] + pos));
+			__m256i x1 = _mm256_loadu_si256((const __m256i *)(d[i] + pos + 32));
+
+			p0 = _mm256_xor_si256(p0, x0);
+			p1 = _mm256_xor_si256(p1, x1);
+			q0 = _mm256_xor_si256(mul2(q0, poly), x0);
+			q1 = _mm256_xor_si256(mul2(q1, poly), x1);
+		}
+		_mm256_storeu_si256((__m256i *)(p + pos), p0);
+		_mm256_storeu_si256((__m256i *)(p + pos + 32), p1);
+		_mm256_storeu_si256((__m256i *)(q + pos), q0);
+		_mm256_storeu_si256((__m256i *)(q + pos + 32), q1);
+	}
+	_mm256_zeroupper();
+	if (pos < end)
+		gf8_pq_scalar(pos, end - pos, k, d, p, q);
+}
+#endif

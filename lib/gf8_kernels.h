@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GF(2^8) region kernels: the inner loops of Reed-Solomon (w = 8) and
+ * RAID-6 coding, one implementation per SIMD level, all with the same
+ * contract so tests can check each against the scalar one byte for byte.
+ *
+ * A dot kernel computes, for every output r < nout and every byte position
+ * p in [off, off + len):
+ *     out[r][p]  = XOR over i < k of  c[r][i] * in[i][p]     (accumulate 0)
+ *     out[r][p] ^= XOR over i < k of  c[r][i] * in[i][p]     (accumulate 1)
+ * where the coefficient c[r][i] is given in the two forms the kernels use
+ * (built once per coefficient by gf8_table_init):
+ *   - nib: 64 bytes, 64-byte aligned: bytes 0..31 hold c * x for x = 0..15
+ *     twice (low-nibble table, already broadcast to both 128-bit lanes so the
+ *     AVX2 loop needs no lane shuffle), bytes 32..63 hold c * (x << 4) for
+ *     x = 0..15 twice (high-nibble table).
+ *   - aff: the 8x8 bit matrix of "multiply by c" in GF2P8AFFINEQB form.
+ * Outputs must not overlap inputs.  Kernels that process several outputs
+ * walk all k inputs once per group of outputs (Data-Words-Guided order); the
+ * caller (gf8_dot) slices long regions so a group's inputs stay in L1.
+ *
+ * The pq kernels compute RAID-6 syndromes: p = XOR d[i], q = sum 2^i d[i]
+ * by Horner's rule with multiply-by-2 (Anvin).
+ */
+#ifndef EC_GF8_KERNELS_H
+#define EC_GF8_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GF8_NIB_BYTES 64
+
+typedef struct gf8_row {
+	const uint8_t *nib;  /* k tables of GF8_NIB_BYTES, one per input */
+	const uint64_t *aff; /* k affine matrices, one per input */
+} gf8_row;
+
+typedef void gf8_dot_fn(size_t off, size_t len, int k, int nout,
+                        const gf8_row *rows, const uint8_t *const *in,
+                        uint8_t *const *out, int accumulate);
+
+typedef void gf8_pq_fn(size_t off, size_t len, int k,
+                       const uint8_t *const *d, uint8_t *p, uint8_t *q);
+
+typedef struct gf8_kernel {
+	const char *name;
+	gf8_dot_fn *dot;
+	gf8_pq_fn *pq;
+} gf8_kernel;
+
+/* Fills the nibble table (64 bytes) and affine matrix of coefficient c. */
+void gf8_table_init(uint8_t c, uint8_t *nib, uint64_t *aff);
+/* The GF2P8AFFINEQB matrix that multiplies a byte by c. */
+uint64_t gf8_affine_matrix(uint8_t c);
+
+/* The kernels of the SIMD level in force (see cpu.h). */
+const gf8_kernel *gf8_kernel_current(void);
+/* The kernels of one level, or NULL if not compiled in. */
+const gf8_kernel *gf8_kernel_for(int level);
+
+/* Slices and groups a whole dot product over [0, len) with the current
+ * kernel; the entry point the codes call. */
+void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
+             const uint8_t *const *in, uint8_t *const *out, int accumulate);
+
+/* Per-level implementations. */
+gf8_dot_fn gf8_dot_scalar, gf8_dot_ssse3, gf8_dot_avx2, gf8_dot_avx512,
+	gf8_dot_gfni;
+gf8_pq_fn gf8_pq_scalar, gf8_pq_ssse3, gf8_pq_avx2, gf8_pq_avx512;
+/* The AVX-512/GFNI kernels compiled against tests/lib/simd_emul.h (tests
+ * only; see gf8_avx512.c). */
+gf8_dot_fn gf8_dot_avx512_emul, gf8_dot_gfni_emul;
+gf8_pq_fn gf8_pq_avx512_emul;
+
+#endif /* EC_GF8_KERNELS_H */

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GF(2^16) and GF(2^32) region coding for Reed-Solomon with w = 16 or 32.
+ * Words are stored in blocks in host byte order (as Jerasure does).
+ *
+ * Each coefficient c gets split byte tables: for w = 16, T0[b] = c * b and
+ * T1[b] = c * (b << 8) (1 KiB); for w = 32, Tj[b] = c * (b << 8j) for
+ * j = 0..3 (4 KiB), so c * x is the XOR of one lookup per byte of x.
+ */
+#ifndef EC_GFW_H
+#define EC_GFW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of one coefficient's tables (0 for an unsupported w). */
+size_t gfw_table_bytes(int w);
+void gfw_table_init(int w, uint32_t c, void *tab);
+
+/* out[r] (=, or ^= if accumulate) XOR over i < k of c[r][i] * in[i], over
+ * len bytes (a multiple of w / 8).  tabs[r] points to k consecutive tables,
+ * one per input. */
+void gfw_dot(int w, size_t len, int k, int nout, const uint8_t *const *tabs,
+             const uint8_t *const *in, uint8_t *const *out, int accumulate);
+
+#endif /* EC_GFW_H */

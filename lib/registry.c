@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The table of code families: ec_create() looks a kind up here.  A kind
+ * listed in ec.h but without an entry here is simply not available
+ * (ec_create returns EC_EINVAL).
+ */
+#include "families.h"
+
+#include <stddef.h>
+
+static const ec_family *const families[] = {
+	&ec_family_rs_vandermonde,
+	&ec_family_rs_cauchy,
+	&ec_family_raid6_pq,
+	/* Bit-matrix XOR families (cauchy-orig, cauchy-good, liberation,
+	 * blaum-roth, liber8tion, evenodd, rdp, star) go here. */
+};
+
+const ec_family *ec_family_for(ec_kind kind)
+{
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		if (families[i]->kind == kind)
+			return families[i];
+	return NULL;
+}
