@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chunk header and strip record encoding.  Every field has a fixed offset
+ * and is little-endian, so members move between machines.  The header
+ * ends with a SHA-256 of the bytes before it: a header is written rarely,
+ * and a fixed algorithm lets ecfs-fsck check it before knowing anything.
+ */
+#include "chunk.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "ec.h"
+
+#define HDR_SUM_OFFSET (CHUNK_HEADER_SIZE - 32)
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, v); put32(p + 4, v >> 32); }
+static uint16_t get16(const uint8_t *p) { return p[0] | p[1] << 8; }
+static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE])
+{
+	memset(out, 0, CHUNK_HEADER_SIZE);
+	memcpy(out, CHUNK_MAGIC, 8);
+	put32(out + 8, CHUNK_FORMAT_VERSION);
+	put32(out + 12, CHUNK_HEADER_SIZE);
+	memcpy(out + 16, h->volume_uuid, 16);
+	memcpy(out + 32, h->file_id, 16);
+	put32(out + 48, h->position);
+	put32(out + 52, h->rotation);
+	put32(out + 56, h->kind);
+	put16(out + 60, h->k);
+	put16(out + 62, h->m);
+	put16(out + 64, h->w);
+	put16(out + 66, h->checksum);
+	put64(out + 72, h->packet_size);
+	put64(out + 80, h->strip_size);
+	put64(out + 88, h->size);
+	put64(out + 96, h->generation);
+	put64(out + 104, h->missed);
+	put32(out + 112, CHUNK_RECORD_SIZE);
+	put32(out + 116, CHUNK_GROUP_STRIPES);
+	SHA256(out, HDR_SUM_OFFSET, out + HDR_SUM_OFFSET);
+}
+
+int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
+                        const char **why)
+{
+	uint8_t sum[32];
+	const char *dummy;
+
+	if (!why)
+		why = &dummy;
+	if (memcmp(in, CHUNK_MAGIC, 8) != 0) {
+		*why = "not an ecfs chunk (bad magic)";
+		return -EINVAL;
+	}
+	SHA256(in, HDR_SUM_OFFSET, sum);
+	if (memcmp(sum, in + HDR_SUM_OFFSET, 32) != 0) {
+		*why = "chunk header checksum mismatch";
+		return -EINVAL;
+	}
+	memset(h, 0, sizeof(*h));
+	h->version = get32(in + 8);
+	if (h->version != CHUNK_FORMAT_VERSION) {
+		*why = "unsupported chunk format version";
+		return -EPROTO;
+	}
+	if (get32(in + 12) != CHUNK_HEADER_SIZE || get32(in + 112) != CHUNK_RECORD_SIZE ||
+	    get32(in + 116) != CHUNK_GROUP_STRIPES) {
+		*why = "chunk header geometry not supported";
+		return -EINVAL;
+	}
+	memcpy(h->volume_uuid, in + 16, 16);
+	memcpy(h->file_id, in + 32, 16);
+	h->position = get32(in + 48);
+	h->rotation = get32(in + 52);
+	h->kind = get32(in + 56);
+	h->k = get16(in + 60);
+	h->m = get16(in + 62);
+	h->w = get16(in + 64);
+	h->checksum = get16(in + 66);
+	h->packet_size = get64(in + 72);
+	h->strip_size = get64(in + 80);
+	h->size = get64(in + 88);
+	h->generation = get64(in + 96);
+	h->missed = get64(in + 104);
+	if (h->k < 1 || h->m < 1 || h->k + h->m > 64 || h->position >= (uint32_t)(h->k + h->m) ||
+	    h->rotation >= (uint32_t)(h->k + h->m) || h->strip_size == 0 ||
+	    h->strip_size > (1u << 30) || checksum_alg_size(h->checksum) == 0 ||
+	    !((h->kind >= EC_RS_VANDERMONDE && h->kind <= EC_RAID6_PQ) ||
+	      (h->kind >= EC_CAUCHY_ORIG && h->kind <= EC_STAR))) {
+		*why = "chunk header fields out of range";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE])
+{
+	put64(out, r->stripe);
+	put64(out + 8, r->generation);
+	put32(out + 16, r->position);
+	put32(out + 20, r->flags);
+	put64(out + 24, r->size);
+	memcpy(out + 32, r->sum, CHECKSUM_MAX);
+}
+
+void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r)
+{
+	r->stripe = get64(in);
+	r->generation = get64(in + 8);
+	r->position = get32(in + 16);
+	r->flags = get32(in + 20);
+	r->size = get64(in + 24);
+	memcpy(r->sum, in + 32, CHECKSUM_MAX);
+}
+
+bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE])
+{
+	for (unsigned i = 0; i < CHUNK_RECORD_SIZE; i++)
+		if (in[i])
+			return false;
+	return true;
+}
+
+static int strip_sum(const checksum *c, const chunk_header *h, const chunk_record *r,
+                     const uint8_t *data, uint64_t len, uint8_t out[CHECKSUM_MAX])
+{
+	uint8_t rec[CHUNK_RECORD_SIZE];
+	struct iovec iov[4];
+
+	/* The record's first 32 bytes (stripe, generation, position, flags,
+	 * size) go in with the volume and file identity, so a strip that is
+	 * copied to another file, stripe or position no longer verifies. */
+	chunk_record_encode(r, rec);
+	iov[0] = (struct iovec){ (void *)h->volume_uuid, 16 };
+	iov[1] = (struct iovec){ (void *)h->file_id, 16 };
+	iov[2] = (struct iovec){ rec, 32 };
+	iov[3] = (struct iovec){ (void *)data, len };
+	return checksum_compute(c, iov, 4, out);
+}
+
+int chunk_strip_sum(const checksum *c, const chunk_header *h, chunk_record *r,
+                    const uint8_t *data, uint64_t len)
+{
+	return strip_sum(c, h, r, data, len, r->sum);
+}
+
+bool chunk_strip_verify(const checksum *c, const chunk_header *h,
+                        const chunk_record *r, uint64_t stripe, uint32_t position,
+                        const uint8_t *data, uint64_t len)
+{
+	uint8_t sum[CHECKSUM_MAX];
+
+	if (!(r->flags & CHUNK_RECORD_WRITTEN) || r->stripe != stripe ||
+	    r->position != position)
+		return false;
+	if (strip_sum(c, h, r, data, len, sum) < 0)
+		return false;
+	return memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+}

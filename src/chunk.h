@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The on-member chunk format (docs/FORMAT.md): the 4 KiB chunk header and
+ * the 64-byte strip record, their byte encodings (little-endian), and the
+ * strip checksum that binds a strip to its volume, file, stripe,
+ * generation and position.  Encoding and decoding only; no I/O.
+ */
+#ifndef ECFS_CHUNK_H
+#define ECFS_CHUNK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checksum.h"
+#include "layout.h"
+
+#define CHUNK_MAGIC "ECFSCHNK"
+#define CHUNK_FORMAT_VERSION 1u
+#define CHUNK_RECORD_WRITTEN 1u /* record flag: the slot holds a strip */
+
+typedef struct chunk_header {
+	uint32_t version;
+	uint8_t volume_uuid[16];
+	uint8_t file_id[16];
+	uint32_t position;   /* strip position j held by this chunk */
+	uint32_t rotation;   /* member index of position 0 */
+	uint32_t kind;       /* ec_kind */
+	uint16_t k, m, w;
+	uint16_t checksum;   /* checksum_alg of the strip records */
+	uint64_t packet_size;
+	uint64_t strip_size;
+	uint64_t size;       /* logical file size */
+	uint64_t generation; /* >= every generation used by this file's records */
+	uint64_t missed;     /* bit i: member i missed writes (degraded write) */
+} chunk_header;
+
+typedef struct chunk_record {
+	uint64_t stripe;
+	uint64_t generation;
+	uint32_t position;
+	uint32_t flags;
+	uint64_t size;       /* logical file size when the stripe was committed */
+	uint8_t sum[CHECKSUM_MAX];
+} chunk_record;
+
+void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE]);
+/* Returns 0, or a negative errno (-EINVAL bad magic/size/checksum/fields,
+ * -EPROTO unknown version) and a static reason in *why. */
+int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
+                        const char **why);
+
+void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE]);
+void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);
+bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE]);
+
+/* Fills r->sum for strip data (len bytes) of the file described by h
+ * (volume uuid and file id bound in).  r's other fields must be set. */
+int chunk_strip_sum(const checksum *c, const chunk_header *h, chunk_record *r,
+                    const uint8_t *data, uint64_t len);
+/* True if the record is written, names (stripe, position) and its
+ * checksum matches data. */
+bool chunk_strip_verify(const checksum *c, const chunk_header *h,
+                        const chunk_record *r, uint64_t stripe, uint32_t position,
+                        const uint8_t *data, uint64_t len);
+
+#endif

@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regular files: opening the chunk files on every member and judging them
+ * (which are current, which missing, corrupt or stale), the per-file
+ * stripe buffer that turns small writes into stripe commits, read-modify-
+ * write for partial stripes, sizes, truncate and fsync.
+ *
+ * One ecfile exists per file identity however many times (and by however
+ * many names) it is open; its mutex serialises the data operations on it.
+ * The generation counter works by reservation: chunk headers always hold a
+ * generation at least as high as any record written, so after a crash a
+ * reopened file continues above every generation it ever used.
+ */
+#include "ecfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <openssl/rand.h>
+
+#include "chunk.h"
+#include "log.h"
+#include "stripe.h"
+#include "volume_internal.h"
+
+/* Generations reserved per header write (one header write per this many
+ * stripe commits at most). */
+#define GEN_RESERVE (1u << 16)
+
+struct ecfile {
+	volume *v;
+	uint8_t id[16];
+	int refs;          /* under the volume's files lock */
+	GMutex lock;
+	char *path;        /* the name it was first opened by, for messages */
+	stripe_ctx c;
+	uint64_t size;     /* logical size, buffered writes included */
+	uint64_t disk_end; /* stripes from here on hold nothing stored */
+	uint64_t gen;      /* last generation used */
+	bool hdr_dirty;
+	bool read_only;
+	uint8_t *buf;      /* the stripe buffer: k strips */
+	int64_t buf_stripe;
+	uint64_t lo, hi;   /* dirty bytes of the buffer */
+	uint8_t *partial;  /* k strips of scratch for RMW and partial reads */
+};
+
+static uint64_t stripe_data(const ecfile *f)
+{
+	return layout_stripe_data(&f->c.lay);
+}
+
+/* ---- opening ---- */
+
+typedef struct probe_chunk {
+	int fd;
+	enum chunk_state state;
+	bool valid, empty, created;
+	chunk_header h;
+} probe_chunk;
+
+static int open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
+                      uid_t uid, gid_t gid, probe_chunk *pc)
+{
+	const char *leaf;
+	int acc = volume_defaults(v)->read_only ? O_RDONLY : O_RDWR;
+	int pfd = volume_parent_fd(v, mb, path, &leaf);
+	struct stat st;
+
+	pc->fd = -1;
+	pc->state = CHUNK_MISSING;
+	if (pfd < 0) {
+		if (volume_member_error(v, mb, -pfd, "opening a directory"))
+			pc->state = CHUNK_FAILED;
+		return pfd == -ENOENT || pc->state == CHUNK_FAILED ? 0 : pfd;
+	}
+	if (create) {
+		pc->fd = openat(pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		pc->created = pc->fd >= 0;
+		if (pc->fd < 0 && errno == EEXIST && !(flags & O_EXCL))
+			pc->fd = openat(pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC);
+	} else {
+		pc->fd = openat(pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC);
+	}
+	int e = errno;
+	close(pfd);
+	if (pc->fd < 0) {
+		if (volume_member_error(v, mb, e, "opening a chunk"))
+			pc->state = CHUNK_FAILED;
+		return e == ENOENT || pc->state == CHUNK_FAILED ? 0 : -e;
+	}
+	if (fstat(pc->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(pc->fd);
+		pc->fd = -1;
+		return -EINVAL;
+	}
+	if (pc->created && geteuid() == 0 && fchown(pc->fd, uid, gid) < 0)
+		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d", path, mb);
+	uint8_t buf[CHUNK_HEADER_SIZE];
+	ssize_t got = pread(pc->fd, buf, sizeof(buf), 0);
+	if (got < 0) {
+		if (volume_member_error(v, mb, errno, "reading a chunk header"))
+			pc->state = CHUNK_FAILED;
+		else
+			pc->state = CHUNK_CORRUPT;
+		return 0;
+	}
+	pc->empty = got == 0;
+	pc->state = CHUNK_CORRUPT;
+	if (got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &pc->h, NULL) == 0 &&
+	    memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
+		pc->valid = true;
+		pc->state = CHUNK_OK;
+	}
+	return 0;
+}
+
+/* A header for a new file from the volume's defaults. */
+static int new_header(volume *v, chunk_header *h)
+{
+	const volume_options *d = volume_defaults(v);
+
+	memset(h, 0, sizeof(*h));
+	h->version = CHUNK_FORMAT_VERSION;
+	memcpy(h->volume_uuid, volume_uuid(v), 16);
+	if (RAND_bytes(h->file_id, 16) != 1)
+		return -EIO;
+	h->rotation = (uint32_t)layout_rotation(h->file_id, volume_n(v));
+	h->kind = d->code;
+	h->k = (uint16_t)volume_k(v);
+	h->m = (uint16_t)volume_m(v);
+	h->w = (uint16_t)d->w;
+	h->checksum = (uint16_t)checksum_alg_from_name(d->checksum);
+	h->packet_size = d->packet_size;
+	h->strip_size = d->strip_size;
+	h->generation = 1;
+	return 0;
+}
+
+static bool same_file(const chunk_header *a, const chunk_header *b)
+{
+	return !memcmp(a->file_id, b->file_id, 16) && a->rotation == b->rotation &&
+	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
+	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
+	       a->strip_size == b->strip_size;
+}
+
+static int write_headers(ecfile *f, bool reserve);
+
+static void free_ecfile(ecfile *f)
+{
+	for (int i = 0; i < f->c.lay.n; i++)
+		if (f->c.fd[i] >= 0)
+			close(f->c.fd[i]);
+	stripe_ctx_free_buffers(&f->c);
+	free(f->buf);
+	free(f->partial);
+	g_mutex_clear(&f->lock);
+	g_free(f->path);
+	g_free(f);
+}
+
+static int truncate_locked(ecfile *f, uint64_t size);
+
+static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
+                       uid_t uid, gid_t gid, ecfile **out)
+{
+	int n = volume_n(v), rc = 0, ref = -1, exists = 0;
+	probe_chunk pc[STRIPE_MAX_N];
+	bool fresh = false;
+
+	*out = NULL;
+	if (!volume_usable(v))
+		return -EIO;
+	if (create && (flags & O_EXCL))
+		for (int mb = 0; mb < n; mb++) {
+			const char *leaf;
+			struct stat st;
+			int pfd = volume_member_ok(v, mb) ? volume_parent_fd(v, mb, path, &leaf) : -1;
+			if (pfd < 0)
+				continue;
+			int r = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+			close(pfd);
+			if (r == 0)
+				return -EEXIST;
+		}
+	for (int mb = 0; mb < n; mb++) {
+		memset(&pc[mb], 0, sizeof(pc[mb]));
+		pc[mb].fd = -1;
+		pc[mb].state = CHUNK_FAILED;
+		if (!volume_member_ok(v, mb) || rc < 0)
+			continue;
+		rc = open_chunk(v, mb, path, create, flags, mode, uid, gid, &pc[mb]);
+		exists += pc[mb].fd >= 0;
+		if (pc[mb].valid && (ref < 0 || pc[mb].h.generation > pc[ref].h.generation))
+			ref = mb;
+	}
+	if (rc < 0)
+		goto fail;
+	if (!exists) {
+		rc = volume_usable(v) ? -ENOENT : -EIO;
+		goto fail;
+	}
+	chunk_header h;
+	if (ref < 0) {
+		/* No header anywhere: a new file if every chunk is empty. */
+		for (int mb = 0; mb < n; mb++)
+			if (pc[mb].fd >= 0 && !pc[mb].empty) {
+				ecfs_log(LOG_ERR, "%s: no member holds a valid chunk header", path);
+				rc = -EIO;
+				goto fail;
+			}
+		if (volume_defaults(v)->read_only) {
+			rc = -EROFS;
+			goto fail;
+		}
+		rc = new_header(v, &h);
+		if (rc < 0)
+			goto fail;
+		fresh = true;
+		for (int mb = 0; mb < n; mb++)
+			if (pc[mb].fd >= 0)
+				pc[mb].state = CHUNK_OK;
+	} else {
+		h = pc[ref].h;
+	}
+
+	layout lay;
+	layout_init(&lay, h.k, h.m, h.strip_size, (int)h.rotation);
+	int usable = 0;
+	for (int mb = 0; mb < n; mb++) {
+		probe_chunk *p = &pc[mb];
+		if (!fresh && p->state == CHUNK_OK) {
+			if (!same_file(&p->h, &h) ||
+			    p->h.position != (uint32_t)layout_position_of(&lay, mb))
+				p->state = CHUNK_CORRUPT;
+			else if (p->h.generation < h.generation || (h.missed >> mb & 1))
+				p->state = CHUNK_STALE;
+		}
+		usable += p->state == CHUNK_OK;
+	}
+	if (usable < h.k) {
+		ecfs_log(LOG_ERR, "%s: only %d members hold a current chunk, %d needed", path,
+		         usable, h.k);
+		rc = -EIO;
+		goto fail;
+	}
+
+	volume_files_lock(v);
+	ecfile *f = volume_files_lookup(v, h.file_id);
+	if (f) {
+		f->refs++;
+		volume_files_unlock(v);
+		for (int mb = 0; mb < n; mb++)
+			if (pc[mb].fd >= 0)
+				close(pc[mb].fd);
+		if (flags & O_TRUNC) {
+			g_mutex_lock(&f->lock);
+			rc = truncate_locked(f, 0);
+			g_mutex_unlock(&f->lock);
+		}
+		*out = f;
+		return rc < 0 ? (ecfile_release(f), rc) : 0;
+	}
+	f = g_new0(ecfile, 1);
+	f->v = v;
+	f->refs = 1;
+	g_mutex_init(&f->lock);
+	f->path = g_strdup(path);
+	f->read_only = volume_defaults(v)->read_only;
+	f->c.v = v;
+	f->c.path = f->path;
+	f->c.hdr = h;
+	f->c.lay = lay;
+	ec_params p = { .kind = h.kind, .k = h.k, .m = h.m, .w = h.w, .packet_size = h.packet_size };
+	f->c.code = volume_code(v, &p);
+	f->c.sum = volume_checksum(v, h.checksum);
+	for (int mb = 0; mb < n; mb++) {
+		f->c.fd[mb] = pc[mb].fd;
+		f->c.state[mb] = pc[mb].state;
+		pc[mb].fd = -1;
+	}
+	f->size = h.size;
+	f->gen = h.generation;
+	f->disk_end = layout_stripe_count(&lay, h.size);
+	f->buf_stripe = -1;
+	memcpy(f->id, h.file_id, 16);
+	if (!f->c.code || !f->c.sum) {
+		ecfs_log(LOG_ERR, "%s: code or checksum of the file is not available", path);
+		volume_files_unlock(v);
+		free_ecfile(f);
+		return -EIO;
+	}
+	volume_files_insert(v, f->id, f);
+	volume_files_unlock(v);
+	*out = f;
+
+	g_mutex_lock(&f->lock);
+	if (fresh)
+		rc = write_headers(f, false);
+	else if ((flags & O_TRUNC) && f->size)
+		rc = truncate_locked(f, 0);
+	g_mutex_unlock(&f->lock);
+	if (rc < 0) {
+		ecfile_release(f);
+		*out = NULL;
+	}
+	return rc;
+fail:
+	for (int mb = 0; mb < n; mb++)
+		if (pc[mb].fd >= 0)
+			close(pc[mb].fd);
+	return rc;
+}
+
+int ecfile_create(volume *v, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid,
+                  ecfile **out)
+{
+	if (volume_defaults(v)->read_only)
+		return -EROFS;
+	return open_common(v, path, flags, true, mode, uid, gid, out);
+}
+
+int ecfile_open(volume *v, const char *path, int flags, ecfile **out)
+{
+	if ((flags & O_TRUNC) && volume_defaults(v)->read_only)
+		return -EROFS;
+	return open_common(v, path, flags, false, 0, 0, 0, out);
+}
+
+/* ---- headers and commits ---- */
+
+/* Members that miss this file's writes: failed now, or without a current
+ * chunk.  Recorded in the headers so repair knows what to rebuild. */
+static uint64_t missing_mask(ecfile *f)
+{
+	uint64_t mask = 0;
+	for (int mb = 0; mb < f->c.lay.n; mb++)
+		if (!stripe_member_usable(&f->c, mb))
+			mask |= 1ull << mb;
+	return mask;
+}
+
+static int write_headers(ecfile *f, bool reserve)
+{
+	chunk_header *h = &f->c.hdr;
+	uint64_t missed = h->missed | missing_mask(f);
+
+	if (missed != h->missed)
+		ecfs_log(LOG_INFO, "%s: written while degraded (members missing writes: 0x%llx)",
+		         f->path, (unsigned long long)missed);
+	h->missed = missed;
+	h->size = f->size;
+	/* Strictly increasing per header write (the newest header wins), and
+	 * always above every generation a record may carry. */
+	h->generation = reserve || f->gen >= h->generation ? f->gen + GEN_RESERVE
+	                                                   : h->generation + 1;
+	int rc = stripe_write_headers(&f->c);
+	if (rc == 0)
+		f->hdr_dirty = false;
+	return rc;
+}
+
+/* Commits a run of whole stripes; the single path data takes to members. */
+static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data)
+{
+	int rc;
+
+	if (f->read_only)
+		return -EROFS;
+	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k)
+		return -EIO;
+	if (f->gen + 1 >= f->c.hdr.generation || (missing_mask(f) & ~f->c.hdr.missed)) {
+		rc = write_headers(f, true);
+		if (rc < 0)
+			return rc;
+	}
+	rc = stripe_commit(&f->c, s0, cnt, data, ++f->gen, f->size);
+	if (rc == 0 && (missing_mask(f) & ~f->c.hdr.missed))
+		rc = write_headers(f, false); /* a member dropped out during the commit */
+	if (rc == 0 && s0 + (uint64_t)cnt > f->disk_end)
+		f->disk_end = s0 + (uint64_t)cnt;
+	return rc;
+}
+
+static int ensure_buffers(ecfile *f)
+{
+	size_t sd = stripe_data(f);
+
+	if (!f->buf && posix_memalign((void **)&f->buf, 4096, sd))
+		f->buf = NULL;
+	if (!f->partial && posix_memalign((void **)&f->partial, 4096, sd))
+		f->partial = NULL;
+	if (!f->buf || !f->partial || stripe_ctx_buffers(&f->c) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void strip_pointers(const ecfile *f, const uint8_t *base, int stripes, const uint8_t **p)
+{
+	for (int i = 0; i < stripes * f->c.lay.k; i++)
+		p[i] = base + (size_t)i * f->c.lay.strip_size;
+}
+
+/* Reads the whole data of stored stripe s into dst (k strips). */
+static int fetch_stripe(ecfile *f, uint64_t s, uint8_t *dst)
+{
+	uint8_t *p[STRIPE_MAX_N];
+
+	if (s >= f->disk_end) {
+		memset(dst, 0, stripe_data(f));
+		return 0;
+	}
+	for (int j = 0; j < f->c.lay.k; j++)
+		p[j] = dst + (size_t)j * f->c.lay.strip_size;
+	return stripe_fetch(&f->c, s, (1ull << f->c.lay.k) - 1, p);
+}
+
+/* Commits the stripe buffer, reading the rest of the stripe if needed. */
+static int commit_buffer(ecfile *f)
+{
+	uint64_t sd = stripe_data(f), s = (uint64_t)f->buf_stripe;
+	const uint8_t *p[STRIPE_MAX_N];
+	uint8_t *data = f->buf;
+	int rc;
+
+	if (f->buf_stripe < 0 || f->lo == f->hi) {
+		f->buf_stripe = -1;
+		return 0;
+	}
+	if (f->lo != 0 || f->hi != sd) {
+		/* Read-modify-write: the stored stripe with the new bytes over it. */
+		rc = fetch_stripe(f, s, f->partial);
+		if (rc < 0)
+			return rc;
+		memcpy(f->partial + f->lo, f->buf + f->lo, f->hi - f->lo);
+		data = f->partial;
+	}
+	strip_pointers(f, data, 1, p);
+	rc = commit_run(f, s, 1, p);
+	if (rc == 0) {
+		f->buf_stripe = -1;
+		f->lo = f->hi = 0;
+	}
+	return rc;
+}
+
+/* ---- data operations ---- */
+
+static void set_size(ecfile *f, uint64_t size)
+{
+	if (size != f->size) {
+		f->size = size;
+		f->hdr_dirty = true;
+	}
+}
+
+ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
+{
+	const uint8_t *src = buf;
+	uint64_t sd, pos = (uint64_t)off, end = (uint64_t)off + size;
+	int rc = 0;
+
+	if (off < 0 || end < pos || end > (uint64_t)INT64_MAX)
+		return off < 0 ? -EINVAL : -EFBIG;
+	if (size == 0)
+		return 0;
+	g_mutex_lock(&f->lock);
+	sd = stripe_data(f);
+	if (f->read_only) {
+		rc = -EROFS;
+		goto out;
+	}
+	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k) {
+		rc = -EIO;
+		goto out;
+	}
+	rc = ensure_buffers(f);
+	while (rc == 0 && pos < end) {
+		uint64_t s = pos / sd, in = pos % sd;
+		if (in == 0 && end - pos >= sd) {
+			/* Whole stripes straight from the caller's buffer: no copy. */
+			uint64_t cnt = (end - pos) / sd, to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+			const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+			if (cnt > STRIPE_BATCH)
+				cnt = STRIPE_BATCH;
+			if (cnt > to_group)
+				cnt = to_group;
+			if (f->buf_stripe >= 0 && (uint64_t)f->buf_stripe >= s &&
+			    (uint64_t)f->buf_stripe < s + cnt)
+				f->buf_stripe = -1, f->lo = f->hi = 0; /* wholly overwritten */
+			if (pos + cnt * sd > f->size)
+				set_size(f, pos + cnt * sd);
+			strip_pointers(f, src + (pos - (uint64_t)off), (int)cnt, p);
+			rc = commit_run(f, s, (int)cnt, p);
+			pos += cnt * sd;
+			continue;
+		}
+		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
+		if (f->buf_stripe != (int64_t)s ||
+		    (f->lo < f->hi && (in > f->hi || in + len < f->lo))) {
+			rc = commit_buffer(f);
+			if (rc < 0)
+				break;
+			f->buf_stripe = (int64_t)s;
+			f->lo = f->hi = in;
+		}
+		memcpy(f->buf + in, src + (pos - (uint64_t)off), len);
+		if (f->lo == f->hi) {
+			f->lo = in;
+			f->hi = in + len;
+		} else {
+			f->lo = in < f->lo ? in : f->lo;
+			f->hi = in + len > f->hi ? in + len : f->hi;
+		}
+		pos += len;
+		if (pos > f->size)
+			set_size(f, pos);
+		if (f->lo == 0 && f->hi == sd)
+			rc = commit_buffer(f);
+	}
+out:
+	g_mutex_unlock(&f->lock);
+	if (rc < 0 && pos > (uint64_t)off)
+		return (ssize_t)(pos - (uint64_t)off) < (ssize_t)size ? rc : (ssize_t)size;
+	return rc < 0 ? rc : (ssize_t)size;
+}
+
+ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
+{
+	uint8_t *dst = buf;
+	uint64_t sd, strip, pos = (uint64_t)off, end;
+	int rc = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	g_mutex_lock(&f->lock);
+	sd = stripe_data(f);
+	strip = f->c.lay.strip_size;
+	if (pos >= f->size || size == 0)
+		goto out;
+	end = pos + size > f->size || pos + size < pos ? f->size : pos + size;
+	if (!volume_usable(f->v)) {
+		rc = -EIO;
+		goto out;
+	}
+	rc = ensure_buffers(f);
+	/* Buffered bytes in the range: commit them so storage is the truth. */
+	if (rc == 0 && f->buf_stripe >= 0 && f->lo < f->hi &&
+	    (uint64_t)f->buf_stripe * sd + f->lo < end && (uint64_t)f->buf_stripe * sd + f->hi > pos)
+		rc = commit_buffer(f);
+	while (rc == 0 && pos < end) {
+		uint64_t s = pos / sd, in = pos % sd;
+		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
+		uint8_t *out_p = dst + (pos - (uint64_t)off);
+		if (s >= f->disk_end) {
+			memset(out_p, 0, len);
+			pos += len;
+			continue;
+		}
+		uint8_t *p[STRIPE_MAX_N];
+		uint64_t want = 0;
+		int j0 = (int)(in / strip), j1 = (int)((in + len - 1) / strip);
+		for (int j = j0; j <= j1; j++) {
+			uint64_t a = (uint64_t)j * strip;
+			want |= 1ull << j;
+			/* Whole strips land in the caller's buffer directly. */
+			p[j] = a >= in && a + strip <= in + len ? out_p + (a - in)
+			                                         : f->partial + a;
+		}
+		for (int j = 0; j < f->c.lay.k; j++)
+			if (!(want >> j & 1))
+				p[j] = NULL;
+		rc = stripe_fetch(&f->c, s, want, p);
+		if (rc < 0)
+			break;
+		for (int j = j0; j <= j1; j++) {
+			uint64_t a = (uint64_t)j * strip;
+			if (p[j] != f->partial + a)
+				continue;
+			uint64_t from = a > in ? a : in, to = a + strip < in + len ? a + strip : in + len;
+			memcpy(out_p + (from - in), f->partial + from, to - from);
+		}
+		pos += len;
+	}
+out:
+	g_mutex_unlock(&f->lock);
+	if (rc < 0)
+		return pos > (uint64_t)off ? (ssize_t)(pos - (uint64_t)off) : rc;
+	return (ssize_t)(pos - (uint64_t)off);
+}
+
+static int truncate_locked(ecfile *f, uint64_t size)
+{
+	uint64_t sd = stripe_data(f);
+	int rc;
+
+	if (f->read_only)
+		return -EROFS;
+	if (!volume_usable(f->v))
+		return -EIO;
+	rc = ensure_buffers(f);
+	if (rc == 0)
+		rc = commit_buffer(f);
+	if (rc < 0)
+		return rc;
+	if (size < f->size) {
+		uint64_t s = size / sd, in = size % sd, first_gone = in ? s + 1 : s;
+		if (in && s < f->disk_end) {
+			/* Zero the cut-off tail of the last stripe, so bytes past
+			 * the end read as zeros if the file grows again. */
+			const uint8_t *p[STRIPE_MAX_N];
+			rc = fetch_stripe(f, s, f->partial);
+			if (rc < 0)
+				return rc;
+			memset(f->partial + in, 0, sd - in);
+			f->size = size;
+			strip_pointers(f, f->partial, 1, p);
+			rc = commit_run(f, s, 1, p);
+			if (rc < 0)
+				return rc;
+		}
+		f->size = size;
+		if (first_gone < f->disk_end) {
+			rc = stripe_truncate(&f->c, first_gone);
+			if (rc < 0)
+				return rc;
+			f->disk_end = first_gone;
+		}
+	}
+	f->size = size;
+	return write_headers(f, false);
+}
+
+int ecfile_truncate(ecfile *f, off_t size)
+{
+	int rc;
+
+	if (size < 0)
+		return -EINVAL;
+	g_mutex_lock(&f->lock);
+	rc = truncate_locked(f, (uint64_t)size);
+	g_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int ecfile_truncate_path(volume *v, const char *path, off_t size)
+{
+	ecfile *f;
+	int rc = ecfile_open(v, path, 0, &f);
+
+	if (rc < 0)
+		return rc;
+	rc = ecfile_truncate(f, size);
+	int rc2 = ecfile_release(f);
+	return rc < 0 ? rc : rc2;
+}
+
+int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
+{
+	int rc = 0;
+
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		return 0; /* stripes are written whole when they are written */
+	g_mutex_lock(&f->lock);
+	if ((uint64_t)(off + len) > f->size)
+		rc = truncate_locked(f, (uint64_t)(off + len));
+	g_mutex_unlock(&f->lock);
+	return rc;
+}
+
+static int flush_locked(ecfile *f)
+{
+	int rc = 0;
+
+	if (f->buf_stripe >= 0 && f->lo < f->hi)
+		rc = commit_buffer(f);
+	if (rc == 0 && f->hdr_dirty && !f->read_only)
+		rc = write_headers(f, false);
+	return rc;
+}
+
+int ecfile_flush(ecfile *f)
+{
+	g_mutex_lock(&f->lock);
+	int rc = flush_locked(f);
+	g_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int ecfile_fsync(ecfile *f, int datasync)
+{
+	int rc;
+
+	g_mutex_lock(&f->lock);
+	rc = flush_locked(f);
+	if (rc == 0 && !f->read_only)
+		rc = write_headers(f, false);
+	if (rc == 0)
+		rc = stripe_sync(&f->c, datasync != 0);
+	g_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int ecfile_release(ecfile *f)
+{
+	volume *v = f->v;
+	int rc = ecfile_flush(f);
+
+	volume_files_lock(v);
+	bool last = --f->refs == 0;
+	if (last)
+		volume_files_remove(v, f->id);
+	volume_files_unlock(v);
+	if (last)
+		free_ecfile(f);
+	return rc;
+}
+
+/* ---- attributes ---- */
+
+static void fill_size(struct stat *st, uint64_t size)
+{
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
+int ecfile_fstat(ecfile *f, struct stat *st)
+{
+	int rc = -EIO;
+
+	g_mutex_lock(&f->lock);
+	for (int mb = 0; mb < f->c.lay.n; mb++) {
+		if (!stripe_member_usable(&f->c, mb))
+			continue;
+		if (fstat(f->c.fd[mb], st) == 0) {
+			fill_size(st, f->size);
+			rc = 0;
+			break;
+		}
+		volume_member_error(f->v, mb, errno, "stat of a chunk");
+	}
+	g_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int ecfile_stat(volume *v, const char *path, struct stat *st)
+{
+	uint64_t best_gen = 0, size = 0;
+	bool have = false, any = false;
+	uint8_t id[16];
+	int rc = -ENOENT;
+
+	if (!volume_usable(v))
+		return -EIO;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		const char *leaf;
+		struct stat s;
+		if (!volume_member_ok(v, mb))
+			continue;
+		int pfd = volume_parent_fd(v, mb, path, &leaf);
+		if (pfd < 0) {
+			volume_member_error(v, mb, -pfd, "opening a directory");
+			if (pfd != -ENOENT && volume_member_ok(v, mb))
+				rc = pfd;
+			continue;
+		}
+		if (fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW) < 0) {
+			int e = errno;
+			close(pfd);
+			volume_member_error(v, mb, e, "stat");
+			continue;
+		}
+		if (!S_ISREG(s.st_mode)) {
+			close(pfd);
+			*st = s; /* not ours to interpret */
+			return 0;
+		}
+		if (!any)
+			*st = s;
+		any = true;
+		int fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		close(pfd);
+		uint8_t buf[CHUNK_HEADER_SIZE];
+		chunk_header h;
+		if (fd < 0)
+			continue;
+		ssize_t got = pread(fd, buf, sizeof(buf), 0);
+		close(fd);
+		if (got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
+		    !memcmp(h.volume_uuid, volume_uuid(v), 16) && (!have || h.generation > best_gen)) {
+			have = true;
+			best_gen = h.generation;
+			size = h.size;
+			memcpy(id, h.file_id, 16);
+		}
+	}
+	if (!any)
+		return rc;
+	if (have) {
+		/* An open file knows about writes still in its buffer. */
+		volume_files_lock(v);
+		ecfile *f = volume_files_lookup(v, id);
+		if (f)
+			size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+		volume_files_unlock(v);
+	}
+	fill_size(st, have ? size : 0);
+	return 0;
+}
+
+static const char *state_name(enum chunk_state s)
+{
+	switch (s) {
+	case CHUNK_OK: return "ok";
+	case CHUNK_MISSING: return "missing";
+	case CHUNK_CORRUPT: return "corrupt";
+	case CHUNK_STALE: return "stale";
+	default: return "failed";
+	}
+}
+
+char *ecfile_layout_text(ecfile *f)
+{
+	GString *s = g_string_new(NULL);
+	const chunk_header *h = &f->c.hdr;
+
+	g_mutex_lock(&f->lock);
+	g_string_append_printf(s, "code=%s\nk=%d\nm=%d\nw=%d\npacket_size=%llu\nstrip_size=%llu\n"
+	                       "checksum=%s\nsize=%llu\ngeneration=%llu\nrotation=%u\nhealthy=",
+	                       ec_kind_name(h->kind), h->k, h->m, h->w,
+	                       (unsigned long long)h->packet_size, (unsigned long long)h->strip_size,
+	                       checksum_alg_name(h->checksum), (unsigned long long)f->size,
+	                       (unsigned long long)f->gen, h->rotation);
+	bool first = true;
+	for (int mb = 0; mb < f->c.lay.n; mb++)
+		if (stripe_member_usable(&f->c, mb)) {
+			g_string_append_printf(s, "%s%d", first ? "" : ",", mb);
+			first = false;
+		}
+	g_string_append_c(s, '\n');
+	for (int mb = 0; mb < f->c.lay.n; mb++) {
+		stripe_member_usable(&f->c, mb);
+		g_string_append_printf(s, "member.%d=%s %s\n", mb, state_name(f->c.state[mb]),
+		                       volume_member_path(f->v, mb));
+	}
+	g_mutex_unlock(&f->lock);
+	return g_string_free(s, FALSE);
+}

@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stripe commits and fetches.  Each member's share of an operation runs on
+ * that member's worker thread, so the strips of a stripe are checksummed
+ * and moved to or from all members at once, and the caller waits for the
+ * slowest member only.  A run of stripes in one record group costs each
+ * member one pwritev for the strips and one pwrite for the records.
+ *
+ * Reading trusts nothing it has not verified: a strip is used only if its
+ * record is written, names this stripe and position, its checksum (which
+ * binds volume, file, stripe, generation and position) matches, and its
+ * generation agrees with the rest of the stripe.  Anything else is an
+ * erasure, repaired from any k strips of the winning generation.
+ */
+#include "stripe.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "memberio.h"
+#include "volume_internal.h"
+
+int stripe_ctx_buffers(stripe_ctx *c)
+{
+	size_t strip = c->lay.strip_size;
+
+	if (!c->scratch && posix_memalign((void **)&c->scratch, 4096, strip * (size_t)c->lay.n))
+		c->scratch = NULL;
+	if (!c->parity &&
+	    posix_memalign((void **)&c->parity, 4096, strip * (size_t)c->lay.m * STRIPE_BATCH))
+		c->parity = NULL;
+	return c->scratch && c->parity ? 0 : -ENOMEM;
+}
+
+void stripe_ctx_free_buffers(stripe_ctx *c)
+{
+	free(c->scratch);
+	free(c->parity);
+	c->scratch = c->parity = NULL;
+}
+
+bool stripe_member_usable(stripe_ctx *c, int member)
+{
+	if (c->state[member] != CHUNK_OK || c->fd[member] < 0)
+		return false;
+	if (!volume_member_ok(c->v, member)) {
+		c->state[member] = CHUNK_FAILED;
+		return false;
+	}
+	return true;
+}
+
+int stripe_usable_count(stripe_ctx *c)
+{
+	int cnt = 0;
+	for (int i = 0; i < c->lay.n; i++)
+		cnt += stripe_member_usable(c, i);
+	return cnt;
+}
+
+/* Full-length positioned I/O over an iovec, resuming after short transfers.
+ * Returns bytes moved (less than asked only at end of file for reads) or
+ * -errno. */
+static ssize_t full_iov(int fd, struct iovec *iov, int cnt, off_t off, bool write)
+{
+	ssize_t total = 0;
+
+	while (cnt > 0) {
+		ssize_t r = write ? pwritev(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt, off)
+		                  : preadv(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt, off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			break;
+		}
+		total += r;
+		off += r;
+		while (cnt > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return total;
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+/* ---- commit ---- */
+
+typedef struct commit_task {
+	stripe_ctx *c;
+	int member, pos, cnt;
+	uint64_t s0, gen, size;
+	const uint8_t *strips[STRIPE_BATCH];
+	int err;
+} commit_task;
+
+static void commit_member(void *arg)
+{
+	commit_task *t = arg;
+	stripe_ctx *c = t->c;
+	chunk_header h = c->hdr;
+	uint8_t recs[STRIPE_BATCH * CHUNK_RECORD_SIZE];
+	struct iovec iov[STRIPE_BATCH], riov;
+	uint64_t strip = c->lay.strip_size;
+	ssize_t r;
+
+	h.position = (uint32_t)t->pos;
+	for (int i = 0; i < t->cnt; i++) {
+		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
+		                     .position = (uint32_t)t->pos, .flags = CHUNK_RECORD_WRITTEN,
+		                     .size = t->size };
+		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], strip) < 0) {
+			t->err = -EIO;
+			return;
+		}
+		chunk_record_encode(&rec, recs + (size_t)i * CHUNK_RECORD_SIZE);
+		iov[i] = (struct iovec){ (void *)t->strips[i], strip };
+	}
+	/* Strips first, then their records: until both are down the pair does
+	 * not verify, so a torn commit reads as an erasure, never as data. */
+	r = full_iov(c->fd[t->member], iov, t->cnt, (off_t)layout_strip_offset(&c->lay, t->s0), true);
+	if (r >= 0) {
+		riov = (struct iovec){ recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
+		r = full_iov(c->fd[t->member], &riov, 1,
+		             (off_t)layout_record_offset(&c->lay, t->s0), true);
+	}
+	t->err = r < 0 ? (int)r : 0;
+}
+
+int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                  uint64_t gen, uint64_t size)
+{
+	int k = c->lay.k, m = c->lay.m, n = c->lay.n;
+	uint64_t strip = c->lay.strip_size;
+	commit_task tasks[STRIPE_MAX_N];
+	mio_batch batch;
+	int written = 0;
+
+	if (cnt < 1 || cnt > STRIPE_BATCH ||
+	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
+		return -EINVAL;
+	if (stripe_usable_count(c) < k)
+		return -EIO;
+	for (int i = 0; i < cnt; i++) {
+		uint8_t *par[STRIPE_MAX_N];
+		for (int j = 0; j < m; j++)
+			par[j] = c->parity + ((size_t)i * m + j) * strip;
+		int rc = ec_encode(c->code, data + (size_t)i * k, par, strip);
+		if (rc < 0) {
+			ecfs_log(LOG_ERR, "%s: encoding failed: %s", c->path, ec_strerror(rc));
+			return -EIO;
+		}
+	}
+	mio_batch_init(&batch);
+	for (int pos = 0; pos < n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		commit_task *t = &tasks[pos];
+		*t = (commit_task){ .c = c, .member = mb, .pos = pos, .cnt = cnt, .s0 = s0,
+		                    .gen = gen, .size = size, .err = 1 };
+		if (!stripe_member_usable(c, mb))
+			continue;
+		for (int i = 0; i < cnt; i++)
+			t->strips[i] = pos < k ? data[(size_t)i * k + pos]
+			                       : c->parity + ((size_t)i * m + pos - k) * strip;
+		memberio_submit(volume_memberio(c->v), mb, &batch, commit_member, t);
+	}
+	mio_batch_wait(&batch);
+	for (int pos = 0; pos < n; pos++) {
+		commit_task *t = &tasks[pos];
+		if (t->err == 0)
+			written++;
+		else if (t->err < 0 && volume_member_error(c->v, t->member, t->err, "writing a chunk"))
+			c->state[t->member] = CHUNK_FAILED;
+	}
+	return written >= k ? 0 : -EIO;
+}
+
+/* ---- fetch ---- */
+
+enum fetch_status { FETCH_NONE, FETCH_OK, FETCH_HOLE, FETCH_BAD, FETCH_ERR };
+
+typedef struct fetch_task {
+	stripe_ctx *c;
+	int member, pos;
+	uint64_t s;
+	uint8_t *dest;
+	enum fetch_status status;
+	uint64_t gen;
+	int err;
+	const char *why;
+} fetch_task;
+
+static void fetch_member(void *arg)
+{
+	fetch_task *t = arg;
+	stripe_ctx *c = t->c;
+	uint64_t strip = c->lay.strip_size;
+	uint8_t rec[CHUNK_RECORD_SIZE];
+	struct iovec iov = { t->dest, strip }, riov = { rec, sizeof(rec) };
+	int fd = c->fd[t->member];
+	chunk_header h = c->hdr;
+	chunk_record r;
+
+	ssize_t got = full_iov(fd, &iov, 1, (off_t)layout_strip_offset(&c->lay, t->s), false);
+	ssize_t rgot = got < 0 ? got
+	               : full_iov(fd, &riov, 1, (off_t)layout_record_offset(&c->lay, t->s), false);
+	if (got < 0 || rgot < 0) {
+		t->status = FETCH_ERR;
+		t->err = (int)(got < 0 ? got : rgot);
+		return;
+	}
+	if ((uint64_t)got < strip)
+		memset(t->dest + got, 0, strip - (uint64_t)got);
+	if ((size_t)rgot < sizeof(rec))
+		memset(rec + rgot, 0, sizeof(rec) - (size_t)rgot);
+	if (chunk_record_is_blank(rec)) {
+		/* Never written: zeros, unless data is there without a record. */
+		t->status = all_zero(t->dest, strip) ? FETCH_HOLE : FETCH_BAD;
+		t->why = "strip data without a record";
+		return;
+	}
+	chunk_record_decode(rec, &r);
+	h.position = (uint32_t)t->pos;
+	if (chunk_strip_verify(c->sum, &h, &r, t->s, (uint32_t)t->pos, t->dest, strip)) {
+		t->status = FETCH_OK;
+		t->gen = r.generation;
+	} else {
+		t->status = FETCH_BAD;
+		t->why = r.stripe != t->s || r.position != (uint32_t)t->pos
+		         ? "record names another stripe or position" : "checksum mismatch";
+	}
+}
+
+/* Runs fetch tasks for the positions in mask (bit j = position j). */
+static void fetch_positions(stripe_ctx *c, uint64_t s, uint64_t mask, uint8_t *const *dest,
+                            fetch_task *tasks)
+{
+	mio_batch batch;
+
+	mio_batch_init(&batch);
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		fetch_task *t = &tasks[pos];
+		*t = (fetch_task){ .c = c, .member = mb, .pos = pos, .s = s, .dest = dest[pos],
+		                   .status = FETCH_NONE };
+		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
+			continue;
+		memberio_submit(volume_memberio(c->v), mb, &batch, fetch_member, t);
+	}
+	mio_batch_wait(&batch);
+}
+
+int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
+{
+	int k = c->lay.k, n = c->lay.n;
+	uint64_t strip = c->lay.strip_size;
+	fetch_task tasks[STRIPE_MAX_N];
+	uint8_t *dest[STRIPE_MAX_N];
+	bool fast_ok = true;
+	uint64_t gen = 0;
+	bool have_gen = false;
+
+	for (int j = 0; j < n; j++)
+		dest[j] = j < k && (want >> j & 1) ? data[j] : c->scratch + (size_t)j * strip;
+	/* Fast path: only the wanted data strips, all good and of one
+	 * generation.  A hole is not trusted here (a chunk cut short also
+	 * reads as one), so it sends us to the slow path that asks everyone. */
+	fetch_positions(c, s, want, dest, tasks);
+	for (int j = 0; j < k && fast_ok; j++) {
+		if (!(want >> j & 1))
+			continue;
+		if (tasks[j].status != FETCH_OK || (have_gen && tasks[j].gen != gen))
+			fast_ok = false;
+		gen = tasks[j].gen;
+		have_gen = true;
+	}
+	if (fast_ok)
+		return 0;
+
+	/* Slow path: every position, a vote on the generation, then decode. */
+	fetch_positions(c, s, (1ull << n) - 1, dest, tasks);
+	int votes_best = 0;
+	uint64_t best = 0;
+	for (int j = 0; j < n; j++) {
+		fetch_task *t = &tasks[j];
+		if (t->status == FETCH_ERR) {
+			if (volume_member_error(c->v, t->member, t->err, "reading a chunk"))
+				c->state[t->member] = CHUNK_FAILED;
+		} else if (t->status == FETCH_BAD) {
+			volume_strip_failure(c->v, t->member, c->path, s, t->why);
+		}
+		if (t->status != FETCH_OK && t->status != FETCH_HOLE)
+			continue;
+		uint64_t g = t->status == FETCH_OK ? t->gen : 0;
+		int votes = 0;
+		for (int i = 0; i < n; i++)
+			votes += (tasks[i].status == FETCH_OK && tasks[i].gen == g) ||
+			         (tasks[i].status == FETCH_HOLE && g == 0);
+		if (votes >= k && (votes_best == 0 || g > best)) {
+			best = g;
+			votes_best = votes;
+		}
+	}
+	if (votes_best < k) {
+		ecfs_log(LOG_ERR, "%s: stripe %llu has fewer than k=%d good strips: unreadable",
+		         c->path, (unsigned long long)s, k);
+		return -EIO;
+	}
+	int erased[STRIPE_MAX_N], ne = 0;
+	bool need_decode = false;
+	uint8_t *blocks[STRIPE_MAX_N];
+	for (int j = 0; j < n; j++) {
+		fetch_task *t = &tasks[j];
+		bool good = (t->status == FETCH_OK && t->gen == best) || (t->status == FETCH_HOLE && best == 0);
+		blocks[j] = dest[j];
+		if (good)
+			continue;
+		if (t->status == FETCH_OK || t->status == FETCH_HOLE)
+			volume_strip_failure(c->v, t->member, c->path, s,
+			                     "strip of an older generation (missed a write)");
+		erased[ne++] = j;
+		if (j < k && (want >> j & 1))
+			need_decode = true;
+		else
+			blocks[j] = NULL;
+	}
+	if (!need_decode)
+		return 0;
+	int rc = ec_decode(c->code, blocks, erased, ne, strip);
+	if (rc < 0) {
+		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed: %s", c->path,
+		         (unsigned long long)s, ec_strerror(rc));
+		return -EIO;
+	}
+	volume_count_decoded(c->v, 1);
+	return 0;
+}
+
+/* ---- headers, sync, truncate ---- */
+
+int stripe_write_headers(stripe_ctx *c)
+{
+	uint8_t buf[CHUNK_HEADER_SIZE];
+	int ok = 0;
+
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		if (!stripe_member_usable(c, mb))
+			continue;
+		chunk_header h = c->hdr;
+		h.position = (uint32_t)layout_position_of(&c->lay, mb);
+		chunk_header_encode(&h, buf);
+		struct iovec iov = { buf, sizeof(buf) };
+		ssize_t r = full_iov(c->fd[mb], &iov, 1, 0, true);
+		if (r < 0) {
+			if (volume_member_error(c->v, mb, (int)-r, "writing a chunk header"))
+				c->state[mb] = CHUNK_FAILED;
+		} else {
+			ok++;
+		}
+	}
+	return ok >= c->lay.k ? 0 : -EIO;
+}
+
+typedef struct sync_task {
+	int fd;
+	bool datasync;
+	int err;
+} sync_task;
+
+static void sync_member(void *arg)
+{
+	sync_task *t = arg;
+	t->err = (t->datasync ? fdatasync(t->fd) : fsync(t->fd)) < 0 ? -errno : 0;
+}
+
+int stripe_sync(stripe_ctx *c, bool datasync)
+{
+	sync_task tasks[STRIPE_MAX_N];
+	mio_batch batch;
+	int ok = 0;
+
+	mio_batch_init(&batch);
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		tasks[mb] = (sync_task){ .fd = c->fd[mb], .datasync = datasync, .err = 1 };
+		if (stripe_member_usable(c, mb))
+			memberio_submit(volume_memberio(c->v), mb, &batch, sync_member, &tasks[mb]);
+	}
+	mio_batch_wait(&batch);
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		if (tasks[mb].err == 0)
+			ok++;
+		else if (tasks[mb].err < 0 &&
+		         volume_member_error(c->v, mb, tasks[mb].err, "syncing a chunk"))
+			c->state[mb] = CHUNK_FAILED;
+	}
+	return ok >= c->lay.k ? 0 : -EIO;
+}
+
+int stripe_truncate(stripe_ctx *c, uint64_t from)
+{
+	uint64_t len = layout_chunk_length(&c->lay, from);
+	uint64_t in_group = from % CHUNK_GROUP_STRIPES;
+	uint8_t zeros[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
+	int ok = 0;
+
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		struct stat st;
+		int rc = 0;
+		if (!stripe_member_usable(c, mb))
+			continue;
+		if (fstat(c->fd[mb], &st) < 0)
+			rc = -errno;
+		if (rc == 0 && in_group && (uint64_t)st.st_size > layout_record_offset(&c->lay, from)) {
+			struct iovec iov = { zeros, (CHUNK_GROUP_STRIPES - in_group) * CHUNK_RECORD_SIZE };
+			ssize_t r = full_iov(c->fd[mb], &iov, 1,
+			                     (off_t)layout_record_offset(&c->lay, from), true);
+			rc = r < 0 ? (int)r : 0;
+		}
+		if (rc == 0 && (uint64_t)st.st_size > len && ftruncate(c->fd[mb], (off_t)len) < 0)
+			rc = -errno;
+		if (rc < 0) {
+			if (volume_member_error(c->v, mb, -rc, "truncating a chunk"))
+				c->state[mb] = CHUNK_FAILED;
+		} else {
+			ok++;
+		}
+	}
+	return ok >= c->lay.k ? 0 : -EIO;
+}

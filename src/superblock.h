@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The member superblock, <member>/.ecfs/superblock: a GKeyFile that names
+ * the volume (UUID), this member's place in it, the geometry, the default
+ * code parameters for new files and the checksum algorithm and key.
+ */
+#ifndef ECFS_SUPERBLOCK_H
+#define ECFS_SUPERBLOCK_H
+
+#include <stdint.h>
+
+#include "checksum.h"
+
+#define SUPERBLOCK_FILE "superblock"
+#define SUPERBLOCK_VERSION 1
+#define SUPERBLOCK_GROUP "ecfs"
+
+typedef struct superblock {
+	int version;
+	uint8_t uuid[16];
+	int index, n, k, m;
+	int code;            /* ec_kind */
+	int w;
+	uint64_t packet_size;
+	uint64_t strip_size;
+	int checksum;        /* checksum_alg */
+	uint8_t key[CHECKSUM_KEY_SIZE];
+	int64_t created;     /* seconds since the epoch */
+} superblock;
+
+/* Parses a superblock text.  Returns 0, or a negative errno with a
+ * g_malloc'd reason in *why (-EPROTO: a version this build cannot read). */
+int superblock_parse(const char *text, size_t len, superblock *sb, char **why);
+/* The GKeyFile text of sb, g_malloc'd. */
+char *superblock_format(const superblock *sb);
+/* Reads / atomically writes (temp file + rename + fsync) the superblock
+ * inside the metadata directory fd. */
+int superblock_read(int metafd, superblock *sb, char **why);
+int superblock_write(int metafd, const superblock *sb);
+
+void uuid_format(const uint8_t uuid[16], char out[37]);
+int uuid_parse(const char *s, uint8_t uuid[16]);
+
+#endif

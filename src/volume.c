@@ -1,0 +1,931 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The volume: probing and placing the member directories, creating a new
+ * volume, the per-member lock, member health, path resolution beneath a
+ * member root, and the caches shared by every open file (codes, checksum
+ * objects, member workers, the open-file table).
+ *
+ * Members are probed first and judged together: the superblocks say which
+ * volume each belongs to and where it goes, an empty directory among
+ * formatted members is a replaced disk, an unreadable one is failed, and
+ * the volume opens only if no more than m members are failed.
+ */
+#include "volume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <glib.h>
+#include <openssl/rand.h>
+
+#include "checksum.h"
+#include "log.h"
+#include "memberio.h"
+#include "superblock.h"
+#include "volume_internal.h"
+
+#define LOCK_FILE "lock"
+#define DEFAULT_STRIP_SIZE (64 * 1024)
+#define DEFAULT_PACKET_SIZE 2048
+
+typedef struct member {
+	char *path;
+	int rootfd, metafd, lockfd;
+	dev_t dev;
+	ino_t ino;
+	bool failed;
+	char *why;
+	bool warned_strip;
+	uint64_t strip_failures;
+} member;
+
+struct volume {
+	int n, k, m;
+	member *mem;
+	uint8_t uuid[16];
+	uint8_t key[CHECKSUM_KEY_SIZE];
+	volume_options defaults;
+	char *checksum_name;
+	bool read_only;
+	GMutex lock;           /* member health */
+	GMutex cache_lock;     /* codes and checksums */
+	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
+	checksum *sums[8];
+	GMutex files_lock;
+	GHashTable *files;     /* file id -> ecfile* */
+	memberio *mio;
+	uint64_t decoded;      /* atomics */
+	uint64_t strip_failures;
+};
+
+/* ---- probing members ---- */
+
+enum probe_state { P_OK, P_EMPTY, P_MISSING, P_BROKEN, P_FOREIGN };
+
+typedef struct probe {
+	const char *path;
+	int rootfd, metafd;
+	enum probe_state state;
+	int err;
+	superblock sb;
+	char *why;
+	int slot;
+} probe;
+
+static bool dir_is_empty(int fd)
+{
+	int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	struct dirent *e;
+	bool empty = true;
+
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return false;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			empty = false;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+static void probe_member(probe *p)
+{
+	p->metafd = -1;
+	p->slot = -1;
+	p->rootfd = open(p->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->rootfd < 0) {
+		p->state = P_MISSING;
+		p->err = errno;
+		p->why = g_strdup_printf("cannot open: %s", g_strerror(errno));
+		return;
+	}
+	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->metafd < 0) {
+		if (errno != ENOENT) {
+			p->state = P_BROKEN;
+			p->why = g_strdup_printf("cannot open " ECFS_META_DIR ": %s", g_strerror(errno));
+		} else if (dir_is_empty(p->rootfd)) {
+			p->state = P_EMPTY;
+			p->why = g_strdup("empty: replaced disk, needs rebuild");
+		} else {
+			p->state = P_FOREIGN;
+		}
+		return;
+	}
+	p->err = -superblock_read(p->metafd, &p->sb, &p->why);
+	p->state = p->err ? P_BROKEN : P_OK;
+}
+
+static void probe_free(probe *p)
+{
+	if (p->rootfd >= 0)
+		close(p->rootfd);
+	if (p->metafd >= 0)
+		close(p->metafd);
+	g_free(p->why);
+}
+
+/* ---- option defaults ---- */
+
+static bool is_prime(int x)
+{
+	if (x < 2)
+		return false;
+	for (int d = 2; d * d <= x; d++)
+		if (x % d == 0)
+			return false;
+	return true;
+}
+
+/* A word size that suits the code and k when the user gave none. */
+static int default_w(ec_kind kind, int k)
+{
+	int w;
+
+	switch (kind) {
+	case EC_LIBERATION:
+		for (w = k > 3 ? k : 3; !is_prime(w); w++)
+			;
+		return w;
+	case EC_BLAUM_ROTH:
+	case EC_RDP:
+	case EC_EVENODD:
+	case EC_STAR:
+		for (w = k > 4 ? k : 4; !is_prime(w + 1); w++)
+			;
+		return w;
+	default:
+		return 8;
+	}
+}
+
+static bool is_bitmatrix(ec_kind kind)
+{
+	return kind >= EC_CAUCHY_ORIG;
+}
+
+/* Checks that files can be created with defaults d (creating the code) and
+ * rounds a defaulted strip size up to the code's alignment. */
+static int check_defaults(volume *v, volume_options *d, bool strip_given, char **message)
+{
+	ec_params p = { .kind = d->code, .k = v->k, .m = v->m, .w = d->w,
+	                .packet_size = d->packet_size };
+	const ec_code *code = volume_code(v, &p);
+
+	if (!code) {
+		*message = g_strdup_printf("code %s with k=%d m=%d w=%d packet_size=%zu is not valid",
+		                           ec_kind_name(d->code), v->k, v->m, d->w, d->packet_size);
+		return -EINVAL;
+	}
+	size_t align = ec_block_align(code);
+	if (d->strip_size % align) {
+		if (strip_given) {
+			*message = g_strdup_printf("strip_size=%zu is not a multiple of %zu, the block "
+			                           "alignment of code %s", d->strip_size, align,
+			                           ec_kind_name(d->code));
+			return -EINVAL;
+		}
+		d->strip_size = (d->strip_size + align - 1) / align * align;
+	}
+	if (!checksum_alg_from_name(d->checksum) ||
+	    !volume_checksum(v, checksum_alg_from_name(d->checksum))) {
+		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose sha256, "
+		                           "blake2b, blake2s, gmac or poly1305)", d->checksum);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Mount options over the superblock's defaults. */
+static int set_defaults(volume *v, const superblock *sb, const volume_options *o,
+                        char **message)
+{
+	volume_options *d = &v->defaults;
+
+	d->k = v->k;
+	d->m = v->m;
+	d->code = o->code ? o->code : (ec_kind)sb->code;
+	if (o->w)
+		d->w = o->w;
+	else if (d->code == (ec_kind)sb->code)
+		d->w = sb->w;
+	else
+		d->w = default_w(d->code, v->k);
+	d->packet_size = o->packet_size ? o->packet_size
+	                 : d->code == (ec_kind)sb->code ? sb->packet_size
+	                 : is_bitmatrix(d->code) ? DEFAULT_PACKET_SIZE : 0;
+	if (!is_bitmatrix(d->code))
+		d->packet_size = 0;
+	else if (!d->packet_size)
+		d->packet_size = DEFAULT_PACKET_SIZE;
+	d->strip_size = o->strip_size ? o->strip_size : sb->strip_size;
+	v->checksum_name = g_strdup(o->checksum ? o->checksum : checksum_alg_name(sb->checksum));
+	d->checksum = v->checksum_name;
+	d->read_only = o->read_only;
+	return check_defaults(v, d, o->strip_size != 0, message);
+}
+
+/* ---- creating a volume ---- */
+
+static int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
+                         char **message)
+{
+	if (o->read_only) {
+		*message = g_strdup("all members are empty and the mount is read-only: "
+		                    "nothing to open");
+		return -EROFS;
+	}
+	if (o->k <= 0 || o->m <= 0) {
+		*message = g_strdup_printf("all %d members are empty: to create a volume give "
+		                           "-o k=K,m=M with K+M=%d", n, n);
+		return -EINVAL;
+	}
+	if (o->k + o->m != n) {
+		*message = g_strdup_printf("k=%d + m=%d must equal the number of members (%d)",
+		                           o->k, o->m, n);
+		return -EINVAL;
+	}
+	if (n > 64) {
+		*message = g_strdup_printf("at most 64 members are supported, %d given", n);
+		return -EINVAL;
+	}
+	memset(sb, 0, sizeof(*sb));
+	sb->version = SUPERBLOCK_VERSION;
+	sb->n = n;
+	sb->k = o->k;
+	sb->m = o->m;
+	sb->code = o->code ? o->code : EC_RS_CAUCHY;
+	sb->w = o->w ? o->w : default_w(sb->code, o->k);
+	sb->packet_size = is_bitmatrix(sb->code)
+	                  ? (o->packet_size ? o->packet_size : DEFAULT_PACKET_SIZE) : 0;
+	sb->strip_size = o->strip_size ? o->strip_size : DEFAULT_STRIP_SIZE;
+	sb->checksum = checksum_alg_from_name(o->checksum ? o->checksum : CHECKSUM_DEFAULT);
+	if (!sb->checksum) {
+		*message = g_strdup_printf("unknown checksum '%s' (choose sha256, blake2b, "
+		                           "blake2s, gmac or poly1305)", o->checksum);
+		return -EINVAL;
+	}
+	sb->created = time(NULL);
+	if (RAND_bytes(sb->uuid, 16) != 1 || RAND_bytes(sb->key, sizeof(sb->key)) != 1) {
+		*message = g_strdup("cannot get random bytes for the volume identity");
+		return -EIO;
+	}
+	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
+	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
+	for (int i = 0; i < n; i++) {
+		int rc;
+		sb->index = i;
+		if (mkdirat(pr[i].rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
+			rc = -errno;
+		else if ((pr[i].metafd = openat(pr[i].rootfd, ECFS_META_DIR,
+		                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			rc = -errno;
+		else
+			rc = superblock_write(pr[i].metafd, sb);
+		if (rc < 0) {
+			*message = g_strdup_printf("cannot write the superblock of member %s: %s",
+			                           pr[i].path, g_strerror(-rc));
+			return rc;
+		}
+		pr[i].sb = *sb;
+		pr[i].state = P_OK;
+		pr[i].slot = i;
+	}
+	char uuid[37];
+	uuid_format(sb->uuid, uuid);
+	ecfs_log(LOG_INFO, "created volume %s: k=%d m=%d code=%s w=%d strip_size=%llu checksum=%s",
+	         uuid, sb->k, sb->m, ec_kind_name(sb->code), sb->w,
+	         (unsigned long long)sb->strip_size, checksum_alg_name(sb->checksum));
+	return 0;
+}
+
+/* ---- judging probed members ---- */
+
+/* Picks the reference superblock (the UUID most members carry) and refuses
+ * any member that contradicts it.  Returns the index of the reference
+ * probe, -1 if no member is formatted, or a negative errno - 1... */
+static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref,
+                             char **message)
+{
+	int best = -1, best_votes = 0;
+
+	*ref = -1;
+	for (int i = 0; i < n; i++) {
+		if (pr[i].state == P_FOREIGN) {
+			*message = g_strdup_printf("member %s is not empty and holds no ecfs volume "
+			                           "(no " ECFS_META_DIR "/superblock): refusing to use it",
+			                           pr[i].path);
+			return -EINVAL;
+		}
+		if (pr[i].state == P_BROKEN && pr[i].err == EPROTO) {
+			*message = g_strdup_printf("member %s: %s", pr[i].path, pr[i].why);
+			return -EPROTO;
+		}
+		if (pr[i].state != P_OK)
+			continue;
+		int votes = 0;
+		for (int j = 0; j < n; j++)
+			votes += pr[j].state == P_OK && !memcmp(pr[j].sb.uuid, pr[i].sb.uuid, 16);
+		if (votes > best_votes) {
+			best = i;
+			best_votes = votes;
+		}
+	}
+	if (best < 0)
+		return 0;
+	const superblock *r = &pr[best].sb;
+	for (int i = 0; i < n; i++) {
+		char ua[37], ub[37];
+		if (pr[i].state != P_OK)
+			continue;
+		if (memcmp(pr[i].sb.uuid, r->uuid, 16)) {
+			uuid_format(pr[i].sb.uuid, ua);
+			uuid_format(r->uuid, ub);
+			*message = g_strdup_printf("member %s belongs to another volume (uuid %s, "
+			                           "not %s): refusing to use it", pr[i].path, ua, ub);
+			return -EINVAL;
+		}
+		if (pr[i].sb.n != n || pr[i].sb.k != r->k || pr[i].sb.m != r->m) {
+			*message = g_strdup_printf("member %s belongs to a volume of %d members "
+			                           "(k=%d m=%d) but %d members were given",
+			                           pr[i].path, pr[i].sb.n, pr[i].sb.k, pr[i].sb.m, n);
+			return -EINVAL;
+		}
+		for (int j = 0; j < i; j++)
+			if (pr[j].state == P_OK && pr[j].sb.index == pr[i].sb.index) {
+				*message = g_strdup_printf("members %s and %s both claim index %d of the "
+				                           "volume", pr[j].path, pr[i].path, pr[i].sb.index);
+				return -EINVAL;
+			}
+	}
+	if ((o->k && o->k != r->k) || (o->m && o->m != r->m)) {
+		*message = g_strdup_printf("the volume has k=%d m=%d; k and m cannot change "
+		                           "(given k=%d m=%d)", r->k, r->m, o->k, o->m);
+		return -EINVAL;
+	}
+	*ref = best;
+	return 0;
+}
+
+/* Puts each formatted member in its slot and the others in the free slots. */
+static void place_members(probe *pr, int n, probe **slot)
+{
+	bool moved = false;
+
+	for (int i = 0; i < n; i++)
+		slot[i] = NULL;
+	for (int i = 0; i < n; i++)
+		if (pr[i].state == P_OK) {
+			slot[pr[i].sb.index] = &pr[i];
+			moved |= pr[i].sb.index != i;
+		}
+	for (int i = 0, s = 0; i < n; i++) {
+		if (pr[i].state == P_OK)
+			continue;
+		while (slot[s])
+			s++;
+		slot[s] = &pr[i];
+	}
+	if (moved)
+		for (int i = 0; i < n; i++)
+			if (slot[i]->state == P_OK)
+				ecfs_log(LOG_INFO, "member %s is index %d of the volume", slot[i]->path, i);
+}
+
+/* ---- the lock ---- */
+
+static int take_lock(volume *v, int idx, char **message)
+{
+	member *mb = &v->mem[idx];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char info[256];
+
+	mb->lockfd = openat(mb->metafd, LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (mb->lockfd < 0) {
+		*message = g_strdup_printf("cannot open the lock of member %s: %s", mb->path,
+		                           g_strerror(errno));
+		return -errno;
+	}
+	/* An open-file-description lock: held for the life of the daemon and
+	 * dropped by the kernel when it dies, so nothing stale is left. */
+	if (fcntl(mb->lockfd, F_OFD_SETLK, &fl) < 0) {
+		int e = errno;
+		ssize_t len = pread(mb->lockfd, info, sizeof(info) - 1, 0);
+		long pid = 0;
+		char host[200] = "?";
+		if (len > 0) {
+			info[len] = 0;
+			sscanf(info, "pid=%ld host=%199s", &pid, host);
+		}
+		if (e == EAGAIN || e == EACCES) {
+			*message = g_strdup_printf("volume is in use by pid %ld on %s (lock %s/"
+			                           ECFS_META_DIR "/" LOCK_FILE ")", pid, host, mb->path);
+			return -EBUSY;
+		}
+		*message = g_strdup_printf("cannot lock member %s: %s", mb->path, g_strerror(e));
+		return -e;
+	}
+	char host[128] = "";
+	gethostname(host, sizeof(host) - 1);
+	int len = snprintf(info, sizeof(info), "pid=%ld host=%s\n", (long)getpid(), host);
+	if (ftruncate(mb->lockfd, 0) < 0 || pwrite(mb->lockfd, info, (size_t)len, 0) != len)
+		ecfs_log(LOG_WARNING, "cannot record the lock owner on %s", mb->path);
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+static guint id_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	return (guint)b[4] | (guint)b[5] << 8 | (guint)b[6] << 16 | (guint)b[7] << 24;
+}
+
+static gboolean id_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, 16) == 0;
+}
+
+static volume *volume_alloc(int n)
+{
+	volume *v = g_new0(volume, 1);
+
+	v->n = n;
+	v->mem = g_new0(member, n);
+	for (int i = 0; i < n; i++)
+		v->mem[i].rootfd = v->mem[i].metafd = v->mem[i].lockfd = -1;
+	g_mutex_init(&v->lock);
+	g_mutex_init(&v->cache_lock);
+	g_mutex_init(&v->files_lock);
+	v->codes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+	                                 (GDestroyNotify)ec_destroy);
+	v->files = g_hash_table_new(id_hash, id_equal);
+	return v;
+}
+
+static char *failed_list(volume *v)
+{
+	GString *s = g_string_new(NULL);
+
+	for (int i = 0; i < v->n; i++)
+		if (v->mem[i].failed)
+			g_string_append_printf(s, "%s%s (%s)", s->len ? ", " : "", v->mem[i].path,
+			                       v->mem[i].why);
+	return g_string_free(s, FALSE);
+}
+
+int volume_open(const char *const *paths, int n, const volume_options *opts,
+                volume **out, char **message)
+{
+	static const volume_options none;
+	probe *pr = g_new0(probe, n);
+	probe **slot = g_new0(probe *, n);
+	volume *v = NULL;
+	superblock sb;
+	int ref, rc, formatted = 0, empty = 0;
+
+	*out = NULL;
+	*message = NULL;
+	if (!opts)
+		opts = &none;
+	if (n < 2 || n > 64) {
+		*message = g_strdup_printf("a volume needs 2 to 64 members, %d given", n);
+		g_free(pr);
+		g_free(slot);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++) {
+		pr[i].path = paths[i];
+		probe_member(&pr[i]);
+		formatted += pr[i].state == P_OK;
+		empty += pr[i].state == P_EMPTY;
+	}
+	rc = check_superblocks(pr, n, opts, &ref, message);
+	if (rc < 0)
+		goto fail;
+	if (ref < 0) {
+		bool any_broken = false;
+		for (int i = 0; i < n; i++)
+			any_broken |= pr[i].state == P_BROKEN;
+		if (empty != n) {
+			for (int i = 0; i < n && !*message; i++)
+				if (pr[i].state != P_EMPTY)
+					*message = g_strdup_printf("no member holds a readable volume and member "
+					                           "%s %s", pr[i].path,
+					                           pr[i].why ? pr[i].why : "is unusable");
+			rc = any_broken ? -EINVAL : -ENOENT;
+			goto fail;
+		}
+		rc = create_volume(pr, n, opts, &sb, message);
+		if (rc < 0)
+			goto fail;
+		ref = 0;
+	}
+	sb = pr[ref].sb;
+	place_members(pr, n, slot);
+
+	v = volume_alloc(n);
+	v->k = sb.k;
+	v->m = sb.m;
+	v->read_only = opts->read_only;
+	memcpy(v->uuid, sb.uuid, 16);
+	memcpy(v->key, sb.key, sizeof(v->key));
+	for (int i = 0; i < n; i++) {
+		member *mb = &v->mem[i];
+		probe *p = slot[i];
+		struct stat st;
+		mb->path = g_strdup(p->path);
+		mb->rootfd = p->rootfd;
+		mb->metafd = p->metafd;
+		p->rootfd = p->metafd = -1;
+		if (p->state != P_OK) {
+			mb->failed = true;
+			mb->why = g_strdup(p->why ? p->why : "unusable");
+			ecfs_log(LOG_WARNING, "member %d (%s) is failed: %s", i, mb->path, mb->why);
+		} else if (fstat(mb->rootfd, &st) == 0) {
+			mb->dev = st.st_dev;
+			mb->ino = st.st_ino;
+		}
+	}
+	if (volume_failed_count(v) > v->m) {
+		char *list = failed_list(v);
+		*message = g_strdup_printf("%d of %d members are unusable, more than m=%d: %s",
+		                           volume_failed_count(v), n, v->m, list);
+		g_free(list);
+		rc = -EIO;
+		goto fail;
+	}
+	if (!opts->read_only)
+		for (int i = 0; i < n; i++)
+			if (!v->mem[i].failed && (rc = take_lock(v, i, message)) < 0)
+				goto fail;
+	rc = set_defaults(v, &sb, opts, message);
+	if (rc < 0)
+		goto fail;
+	v->mio = memberio_new(n);
+	if (!v->mio) {
+		*message = g_strdup("cannot start the member I/O threads");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (volume_failed_count(v))
+		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
+		         volume_failed_count(v), n);
+	for (int i = 0; i < n; i++)
+		probe_free(&pr[i]);
+	g_free(pr);
+	g_free(slot);
+	*out = v;
+	return 0;
+fail:
+	for (int i = 0; i < n; i++)
+		probe_free(&pr[i]);
+	g_free(pr);
+	g_free(slot);
+	volume_close(v);
+	return rc;
+}
+
+void volume_close(volume *v)
+{
+	if (!v)
+		return;
+	memberio_free(v->mio);
+	for (int i = 0; i < v->n; i++) {
+		member *mb = &v->mem[i];
+		if (mb->lockfd >= 0)
+			close(mb->lockfd); /* releases the OFD lock */
+		if (mb->metafd >= 0)
+			close(mb->metafd);
+		if (mb->rootfd >= 0)
+			close(mb->rootfd);
+		g_free(mb->path);
+		g_free(mb->why);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(v->sums); i++)
+		checksum_free(v->sums[i]);
+	g_hash_table_destroy(v->codes);
+	g_hash_table_destroy(v->files);
+	g_mutex_clear(&v->lock);
+	g_mutex_clear(&v->cache_lock);
+	g_mutex_clear(&v->files_lock);
+	g_free(v->checksum_name);
+	g_free(v->mem);
+	g_free(v);
+}
+
+/* ---- accessors ---- */
+
+int volume_k(const volume *v) { return v->k; }
+int volume_m(const volume *v) { return v->m; }
+int volume_n(const volume *v) { return v->n; }
+const volume_options *volume_defaults(const volume *v) { return &v->defaults; }
+const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
+const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
+memberio *volume_memberio(volume *v) { return v->mio; }
+int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
+
+bool volume_member_ok(const volume *v, int idx)
+{
+	return !__atomic_load_n(&v->mem[idx].failed, __ATOMIC_ACQUIRE);
+}
+
+int volume_failed_count(const volume *v)
+{
+	int c = 0;
+	for (int i = 0; i < v->n; i++)
+		c += !volume_member_ok(v, i);
+	return c;
+}
+
+uint64_t volume_failed_mask(volume *v)
+{
+	uint64_t mask = 0;
+	for (int i = 0; i < v->n; i++)
+		if (!volume_member_ok(v, i))
+			mask |= 1ull << i;
+	return mask;
+}
+
+bool volume_usable(const volume *v)
+{
+	return volume_failed_count(v) <= v->m;
+}
+
+/* ---- member health ---- */
+
+static void fail_member(volume *v, int idx, const char *why)
+{
+	member *mb = &v->mem[idx];
+
+	g_mutex_lock(&v->lock);
+	if (!mb->failed) {
+		mb->why = g_strdup(why);
+		__atomic_store_n(&mb->failed, true, __ATOMIC_RELEASE);
+		ecfs_log(LOG_ERR, "member %d (%s) failed: %s; %d of %d members failed%s", idx,
+		         mb->path, why, volume_failed_count(v), v->n,
+		         volume_usable(v) ? "" : ", more than m: the volume is unusable");
+	}
+	g_mutex_unlock(&v->lock);
+}
+
+/* The member root still the directory we opened, and still ours? */
+static const char *root_changed(volume *v, int idx)
+{
+	member *mb = &v->mem[idx];
+	struct stat st, now;
+
+	if (fstat(mb->rootfd, &st) < 0 || st.st_nlink == 0)
+		return "the member directory was removed";
+	if (stat(mb->path, &now) < 0 || now.st_dev != mb->dev || now.st_ino != mb->ino)
+		return "the member directory was replaced";
+	if (fstatat(mb->rootfd, ECFS_META_DIR "/" SUPERBLOCK_FILE, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return "the member's superblock vanished";
+	return NULL;
+}
+
+bool volume_member_error(volume *v, int idx, int err, const char *what)
+{
+	const char *why = NULL;
+	char *msg;
+
+	if (err < 0)
+		err = -err;
+	if (!volume_member_ok(v, idx))
+		return true;
+	switch (err) {
+	case EIO: case EROFS: case ENOSPC: case EDQUOT: case ENOTCONN: case ESTALE:
+	case ENXIO: case ENODEV: case EBADF: case ETIMEDOUT: case ENOMEM:
+		break;
+	default:
+		/* An answer (ENOENT, EEXIST, ...) unless the root itself is gone. */
+		why = root_changed(v, idx);
+		if (!why)
+			return false;
+	}
+	msg = why ? g_strdup_printf("%s (%s: %s)", why, what, g_strerror(err))
+	          : g_strdup_printf("%s: %s", what, g_strerror(err));
+	fail_member(v, idx, msg);
+	g_free(msg);
+	return true;
+}
+
+void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
+                          const char *why)
+{
+	member *mb = &v->mem[idx];
+	bool first;
+
+	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
+	g_mutex_lock(&v->lock);
+	mb->strip_failures++;
+	first = !mb->warned_strip;
+	mb->warned_strip = true;
+	g_mutex_unlock(&v->lock);
+	ecfs_log(first ? LOG_WARNING : LOG_DEBUG,
+	         "member %d (%s): %s, stripe %llu: %s; decoding around it%s", idx, mb->path,
+	         path, (unsigned long long)stripe, why,
+	         first ? " (further bad strips on this member are logged at debug level)" : "");
+}
+
+void volume_count_decoded(volume *v, uint64_t stripes)
+{
+	__atomic_add_fetch(&v->decoded, stripes, __ATOMIC_RELAXED);
+}
+
+void volume_count_checksum_failure(volume *v, int idx)
+{
+	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
+	g_mutex_lock(&v->lock);
+	v->mem[idx].strip_failures++;
+	g_mutex_unlock(&v->lock);
+}
+
+/* ---- paths ---- */
+
+bool volume_path_reserved(const char *path)
+{
+	size_t l = strlen(ECFS_META_DIR);
+
+	while (*path == '/')
+		path++;
+	return strncmp(path, ECFS_META_DIR, l) == 0 && (path[l] == 0 || path[l] == '/');
+}
+
+static int walk_beneath(int root, const char *dir)
+{
+	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *copy = g_strdup(dir), *save = NULL;
+
+	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next;
+		if (!strcmp(c, "..") || !strcmp(c, "."))
+			next = -1, errno = EACCES;
+		else
+			next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(fd);
+		fd = next < 0 ? -e : next;
+		if (next < 0)
+			break;
+	}
+	g_free(copy);
+	return fd;
+}
+
+int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
+{
+	const char *slash;
+	char *dir;
+	int fd;
+
+	if (!volume_member_ok(v, idx))
+		return -EIO;
+	while (*path == '/')
+		path++;
+	slash = strrchr(path, '/');
+	*leaf = *path ? (slash ? slash + 1 : path) : ".";
+	dir = slash ? g_strndup(path, (size_t)(slash - path)) : g_strdup(".");
+	/* openat2 keeps the walk beneath the member root with no symlink
+	 * followed, in one system call. */
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                   RESOLVE_NO_MAGICLINKS };
+	fd = (int)syscall(SYS_openat2, v->mem[idx].rootfd, dir, &how, sizeof(how));
+	if (fd < 0) {
+		fd = -errno;
+		if (fd == -ENOSYS || fd == -E2BIG)
+			fd = walk_beneath(v->mem[idx].rootfd, dir);
+		else if (fd == -ELOOP || fd == -EXDEV)
+			fd = -ENOTDIR; /* a symlink where a directory should be */
+	}
+	g_free(dir);
+	return fd;
+}
+
+/* ---- caches ---- */
+
+const checksum *volume_checksum(volume *v, checksum_alg alg)
+{
+	checksum *c;
+
+	if (alg <= 0 || (size_t)alg >= G_N_ELEMENTS(v->sums))
+		return NULL;
+	g_mutex_lock(&v->cache_lock);
+	if (!v->sums[alg])
+		v->sums[alg] = checksum_new(alg, v->key);
+	c = v->sums[alg];
+	g_mutex_unlock(&v->cache_lock);
+	return c;
+}
+
+const ec_code *volume_code(volume *v, const ec_params *p)
+{
+	char *key = g_strdup_printf("%d:%d:%d:%d:%zu", p->kind, p->k, p->m, p->w, p->packet_size);
+	ec_code *code;
+
+	g_mutex_lock(&v->cache_lock);
+	code = g_hash_table_lookup(v->codes, key);
+	if (!code && ec_create(p, &code) == 0) {
+		g_hash_table_insert(v->codes, key, code);
+		key = NULL;
+	}
+	g_mutex_unlock(&v->cache_lock);
+	g_free(key);
+	return code;
+}
+
+void volume_files_lock(volume *v) { g_mutex_lock(&v->files_lock); }
+void volume_files_unlock(volume *v) { g_mutex_unlock(&v->files_lock); }
+void *volume_files_lookup(volume *v, const uint8_t id[16])
+{
+	return g_hash_table_lookup(v->files, id);
+}
+void volume_files_insert(volume *v, const uint8_t *id, void *f)
+{
+	g_hash_table_insert(v->files, (gpointer)id, f);
+}
+void volume_files_remove(volume *v, const uint8_t id[16])
+{
+	g_hash_table_remove(v->files, id);
+}
+
+/* ---- space and health ---- */
+
+int volume_statfs(volume *v, struct statvfs *st)
+{
+	bool any = false;
+	uint64_t min_blocks = 0, min_free = 0, min_avail = 0, files = 0, ffree = 0;
+
+	memset(st, 0, sizeof(*st));
+	for (int i = 0; i < v->n; i++) {
+		struct statvfs s;
+		if (!volume_member_ok(v, i))
+			continue;
+		if (fstatvfs(v->mem[i].rootfd, &s) < 0) {
+			volume_member_error(v, i, errno, "statfs");
+			continue;
+		}
+		uint64_t b = (uint64_t)s.f_blocks * s.f_frsize, f = (uint64_t)s.f_bfree * s.f_frsize,
+		         a = (uint64_t)s.f_bavail * s.f_frsize;
+		if (!any || b < min_blocks) min_blocks = b;
+		if (!any || f < min_free) min_free = f;
+		if (!any || a < min_avail) min_avail = a;
+		if (!any || s.f_files < files) files = s.f_files;
+		if (!any || s.f_ffree < ffree) ffree = s.f_ffree;
+		any = true;
+	}
+	if (!any || !volume_usable(v))
+		return -EIO;
+	/* Each file puts 1/n of its coded size on every member, so the member
+	 * with the least space bounds the volume at k times that space. */
+	st->f_bsize = st->f_frsize = 4096;
+	st->f_blocks = min_blocks / 4096 * v->k;
+	st->f_bfree = min_free / 4096 * v->k;
+	st->f_bavail = min_avail / 4096 * v->k;
+	st->f_files = files;
+	st->f_ffree = st->f_favail = ffree;
+	st->f_namemax = 255;
+	return 0;
+}
+
+char *volume_health_text(volume *v)
+{
+	GString *s = g_string_new(NULL);
+	int failed = volume_failed_count(v);
+
+	g_string_append_printf(s, "state=%s\n", failed == 0 ? "healthy"
+	                       : failed <= v->m ? "degraded" : "failed");
+	g_string_append_printf(s, "k=%d\nm=%d\nn=%d\nmembers_failed=%d\n", v->k, v->m, v->n, failed);
+	g_mutex_lock(&v->lock);
+	for (int i = 0; i < v->n; i++) {
+		if (v->mem[i].failed)
+			g_string_append_printf(s, "member.%d=failed %s: %s\n", i, v->mem[i].path,
+			                       v->mem[i].why);
+		else
+			g_string_append_printf(s, "member.%d=up %s\n", i, v->mem[i].path);
+	}
+	g_mutex_unlock(&v->lock);
+	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
+	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
+	                       (unsigned long long)__atomic_load_n(&v->strip_failures,
+	                                                            __ATOMIC_RELAXED));
+	return g_string_free(s, FALSE);
+}

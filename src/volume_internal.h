@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the storage core's modules (ecfile.c, stripe.c) need from a volume
+ * beyond the public volume.h: identity, checksum and code caches, member
+ * workers and the open-file table.  Not for the FUSE layer.
+ */
+#ifndef ECFS_VOLUME_INTERNAL_H
+#define ECFS_VOLUME_INTERNAL_H
+
+#include <stdint.h>
+
+#include "checksum.h"
+#include "ec.h"
+#include "memberio.h"
+#include "volume.h"
+
+const uint8_t *volume_uuid(const volume *v);
+memberio *volume_memberio(volume *v);
+/* Directory fd of member idx's namespace root (owned by the volume). */
+int volume_root_fd(const volume *v, int idx);
+/* Cached objects, shared and immutable; NULL if the parameters are bad. */
+const checksum *volume_checksum(volume *v, checksum_alg alg);
+const ec_code *volume_code(volume *v, const ec_params *p);
+/* Bitmask of failed members. */
+uint64_t volume_failed_mask(volume *v);
+/* Logs a bad strip on member idx (first one per member at WARNING, the
+ * rest at DEBUG) and counts it. */
+void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
+                          const char *why);
+
+/* The open-file table, keyed by file identity (16 bytes). */
+void volume_files_lock(volume *v);
+void volume_files_unlock(volume *v);
+void *volume_files_lookup(volume *v, const uint8_t id[16]);
+void volume_files_insert(volume *v, const uint8_t *id, void *f);
+void volume_files_remove(volume *v, const uint8_t id[16]);
+
+#endif
