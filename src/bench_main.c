@@ -483,6 +483,12 @@ int main(int argc, char **argv)
 		check_erasures(&cfg);
 		check_code(&cfg);
 	}
+	for (int i = 0; i < n_kernels; i++)
+		if (!ec_kernel_available(kernels[i])) {
+			fprintf(stderr, "ecfs-bench: --kernel %s: this CPU lacks that kernel\n",
+			        kernels[i]);
+			return EXIT_FAILURE;
+		}
 	if (n_kernels == 0) {
 		kernels[0] = NULL; /* the one in force (EC_SIMD or the best) */
 		n_kernels = 1;
@@ -507,8 +513,8 @@ int main(int argc, char **argv)
 		if (kernels[i]) {
 			int rc = ec_set_kernel(kernels[i]);
 			if (rc != 0) {
-				fprintf(stderr, "ecfs-bench: --kernel %s: %s (this CPU lacks it)\n",
-				        kernels[i], ec_strerror(rc));
+				fprintf(stderr, "ecfs-bench: --kernel %s: %s\n", kernels[i],
+				        ec_strerror(rc));
 				return EXIT_FAILURE;
 			}
 		}
