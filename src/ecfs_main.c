@@ -343,8 +343,11 @@ static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *opts)
 	if (!cfg)
 		return -1;
 	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)opts->clone_fd);
-	fuse_loop_cfg_set_idle_threads(cfg, opts->max_idle_threads);
-	fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
+	/* UINT_MAX: not given, keep libfuse's defaults. */
+	if (opts->max_idle_threads != UINT_MAX)
+		fuse_loop_cfg_set_idle_threads(cfg, opts->max_idle_threads);
+	if (opts->max_threads != UINT_MAX)
+		fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
 	int rc = fuse_loop_mt(f, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc;
@@ -436,6 +439,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	state.chown_new = geteuid() == 0;
+	if (!vopts.read_only)
+		fs_orphans_prepare(state.vol);
 
 	if (fuse_mount(fuse, opts.mountpoint) != 0)
 		goto out; /* libfuse said why */

@@ -24,6 +24,8 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	int rc = fs_member_lstat(path, st);
 	if (rc < 0 || !S_ISREG(st->st_mode))
 		return rc;
@@ -37,12 +39,15 @@ static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
 
 int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	/* libfuse gives no path for a request made through an open file; the
-	 * ecfile API has no fchmod (a contract gap, see the report). */
+	/* libfuse gives no path when the request comes with a file handle,
+	 * which the kernel sends for chmod only within ftruncate (clearing
+	 * S_ISUID): ecfile.h has no fchmod to do it by handle. */
 	if (!path)
 		return -EOPNOTSUPP;
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	mode &= 07777;
 	return mirror_apply(fs_volume(), path, chmod_member, &mode, 0, "chmod");
 }
@@ -64,6 +69,8 @@ int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 		return -EOPNOTSUPP;
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	struct owner o = { uid, gid };
 	return mirror_apply(fs_volume(), path, chown_member, &o, 0, "chown");
 }
@@ -80,6 +87,8 @@ int fs_utimens(const char *path, const struct timespec tv[2],
 		return -EOPNOTSUPP;
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	/* One clock reading for UTIME_NOW, so that every member stores the
 	 * same time and any of them can answer getattr. */
 	struct timespec ts[2] = { tv[0], tv[1] };

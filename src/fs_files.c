@@ -82,7 +82,8 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return ecfile_truncate(file_of(fi), size);
 	if (volume_path_reserved(path))
 		return -ENOENT;
-	return ecfile_truncate_path(fs_volume(), path, size);
+	char buf[FS_ORPHAN_PATH_MAX];
+	return ecfile_truncate_path(fs_volume(), fs_path(path, buf), size);
 }
 
 int fs_fallocate(const char *path, int mode, off_t off, off_t len,

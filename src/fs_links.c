@@ -27,7 +27,8 @@ int fs_unlink(const char *path)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
-	return mirror_apply(fs_volume(), path, unlink_member, NULL, 0, "unlink");
+	char buf[FS_ORPHAN_PATH_MAX];
+	return mirror_apply(fs_volume(), fs_path(path, buf), unlink_member, NULL, 0, "unlink");
 }
 
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
@@ -44,7 +45,11 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
 		return -ENOENT;
 	if (volume_path_reserved(to))
 		return -EPERM;
-	return mirror_apply2(fs_volume(), from, to, rename_member, &flags, 0, "rename");
+	/* libfuse hides an open file that is unlinked or renamed over by
+	 * renaming it to a hidden name: into the orphan folder. */
+	char buf1[FS_ORPHAN_PATH_MAX], buf2[FS_ORPHAN_PATH_MAX];
+	return mirror_apply2(fs_volume(), fs_path(from, buf1), fs_path(to, buf2),
+	                     rename_member, &flags, 0, "rename");
 }
 
 struct new_link {

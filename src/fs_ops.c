@@ -6,11 +6,15 @@
  */
 #include "fs_ops.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "mirror.h"
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
@@ -66,12 +70,57 @@ int fs_member_lstat(const char *path, struct stat *st)
 	return mirror_query(fs_volume(), path, lstat_member, st, 0, "stat");
 }
 
+const char *fs_path(const char *path, char *buf)
+{
+	if (!path)
+		return NULL;
+	const char *leaf = strrchr(path, '/');
+	leaf = leaf ? leaf + 1 : path;
+	if (strncmp(leaf, FS_HIDDEN_PREFIX, strlen(FS_HIDDEN_PREFIX)) != 0 ||
+	    strlen(leaf) + sizeof FS_ORPHAN_DIR + 1 > FS_ORPHAN_PATH_MAX)
+		return path;
+	snprintf(buf, FS_ORPHAN_PATH_MAX, "%s/%s", FS_ORPHAN_DIR, leaf);
+	return buf;
+}
+
+static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	if (mkdirat(dirfd, leaf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	/* Files that were open and unlinked when the daemon stopped. */
+	for (struct dirent *de; (de = readdir(d)) != NULL;)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    unlinkat(fd, de->d_name, 0) < 0)
+			ecfs_log(LOG_WARNING, "cannot remove orphan %s on member %d: %s",
+			         de->d_name, member, strerror(errno));
+	closedir(d);
+	return 0;
+}
+
+void fs_orphans_prepare(volume *v)
+{
+	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, NULL, 0, "orphan folder");
+	if (rc < 0)
+		ecfs_log(LOG_WARNING, "cannot prepare the orphan folder %s: %s; files unlinked "
+		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));
+}
+
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	/* Open files are ecfiles holding an fd per member, so an unlinked
-	 * open file keeps working after a real unlink: no .fuse_hidden
-	 * renames, and fd-based operations need no path. */
-	cfg->hard_remove = 1;
+	/* An unlinked open file is renamed to a hidden name (see fs_path)
+	 * rather than removed: libfuse only gives paths, and a removed file
+	 * would lose fstat and fchmod (read and write would work, through the
+	 * ecfile's fds).  Requests made with a file handle need no path. */
+	cfg->hard_remove = 0;
 	cfg->nullpath_ok = 1;
 	/* Member inode numbers change when a member fails: let libfuse
 	 * number the inodes. */

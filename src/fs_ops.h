@@ -39,6 +39,22 @@ int fs_new_owner(const char *path, uid_t *uid, gid_t *gid);
 /* Gives the object just created at (dirfd, leaf) to uid:gid when the daemon
  * runs as root; a no-op otherwise. */
 int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid);
+/* Open files that are unlinked or renamed over are not removed while open:
+ * libfuse renames them to "<dir>/.fuse_hidden<id>" and unlinks that name at
+ * the last close.  ecfs keeps them in the members' orphan folder instead,
+ * outside the namespace (never listed, not in the way of rmdir), where
+ * fstat, fchmod, ftruncate... keep working.  fs_path maps a path libfuse
+ * gives to where the object is: a hidden name into the orphan folder,
+ * anything else to itself.  buf must hold FS_ORPHAN_PATH_MAX bytes.  The
+ * volume_path_reserved() check is made on the path before mapping. */
+#define FS_ORPHAN_DIR "/" ECFS_META_DIR "/orphans"
+#define FS_HIDDEN_PREFIX ".fuse_hidden"
+#define FS_ORPHAN_PATH_MAX 320
+const char *fs_path(const char *path, char *buf);
+/* Creates the orphan folder on every healthy member and empties it of
+ * what a crash left there.  Run before mounting. */
+void fs_orphans_prepare(volume *v);
+
 /* lstat of path's object on the first healthy member (not the logical
  * size of regular files: see fs_getattr). */
 int fs_member_lstat(const char *path, struct stat *st);

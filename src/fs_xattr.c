@@ -105,6 +105,8 @@ int fs_setxattr(const char *path, const char *name, const char *value,
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	int rc = writable_name(name);
 	if (rc < 0)
 		return rc;
@@ -128,6 +130,8 @@ int fs_removexattr(const char *path, const char *name)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	int rc = writable_name(name);
 	if (rc < 0)
 		return rc;
@@ -192,6 +196,8 @@ int fs_getxattr(const char *path, const char *name, char *value, size_t size)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	if (has_prefix(name, XATTR_ECFS))
 		return virtual_value(path, name, value, size);
 	if (!has_prefix(name, XATTR_USER))
@@ -251,6 +257,8 @@ int fs_listxattr(const char *path, char *list, size_t size)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	char buf[FS_ORPHAN_PATH_MAX];
+	path = fs_path(path, buf);
 	struct xattr_list l = { 0 };
 	int rc = mirror_query(fs_volume(), path, listxattr_member, &l, 0, "listxattr");
 	if (rc < 0) {
