@@ -23,7 +23,7 @@
 /* Results of one cell that the grid summary needs (rates in GB/s, 0 if
  * not measured), for the cell's first (reference) code. */
 typedef struct cell_summary {
-	double ours[2], isal[2]; /* [0] encode, [1] decode */
+	double ours[2], isal[2], jerasure[2]; /* [0] encode, [1] decode */
 } cell_summary;
 
 static int header_printed;
@@ -223,6 +223,8 @@ static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes
 				sum->ours[op] = row.gbps;
 			if (strcmp(c->impl, "isal") == 0)
 				sum->isal[op] = row.gbps;
+			if (strcmp(c->impl, "jerasure") == 0)
+				sum->jerasure[op] = row.gbps;
 		}
 		emit(cfg, &row);
 	}
@@ -279,11 +281,13 @@ static void print_ratio(double ours, double theirs)
 		printf(" %7s", "-");
 }
 
-/* The per-cell ratio table (table mode only). */
-static void print_grid_summary(const bench_config *cfg, cell_summary sums[][32])
+/* A per-cell ratio table (table mode only): ecfs over ISA-L (peer 0) or
+ * over Jerasure (peer 1). */
+static void print_grid_summary(const bench_config *cfg, cell_summary sums[][32], int peer)
 {
-	printf("\necfs / ISA-L, rs-cauchy w=8 (kernel %s; decode with m data blocks erased)\n",
-	       ec_kernel_name());
+	printf("\necfs / %s, rs-cauchy w=8 (kernel %s; decode with m data blocks erased%s)\n",
+	       peer ? "Jerasure" : "ISA-L", ec_kernel_name(),
+	       peer ? "; Jerasure inverts its decoding matrix on every call" : "");
 	printf("%-8s %-6s", "[k,m]", "op");
 	for (int s = 0; s < cfg->n_strips; s++) {
 		char size[32];
@@ -299,7 +303,8 @@ static void print_grid_summary(const bench_config *cfg, cell_summary sums[][32])
 			snprintf(km, sizeof(km), "[%d,%d]", grid_km[r][0], grid_km[r][1]);
 			printf("%-8s %-6s", km, op ? "decode" : "encode");
 			for (int s = 0; s < cfg->n_strips; s++)
-				print_ratio(sums[r][s].ours[op], sums[r][s].isal[op]);
+				print_ratio(sums[r][s].ours[op],
+				            peer ? sums[r][s].jerasure[op] : sums[r][s].isal[op]);
 			printf("\n");
 		}
 	fflush(stdout);
@@ -323,6 +328,8 @@ int bench_run_grid(const bench_config *cfg)
 				return 1;
 	}
 	if (!cfg->csv && cfg->use_isal)
-		print_grid_summary(&grid, sums);
+		print_grid_summary(&grid, sums, 0);
+	if (!cfg->csv && cfg->use_jerasure)
+		print_grid_summary(&grid, sums, 1);
 	return 0;
 }

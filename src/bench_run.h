@@ -33,8 +33,8 @@ typedef struct bench_config {
 int bench_run_single(const bench_config *cfg);
 
 /* The grid: rs-cauchy and rs-vandermonde, w = 8, [6,2] [14,2] [12,4] [10,6]
- * [10,4], m data blocks erased, at cfg->strips; then (table mode) a summary
- * of ecfs / ISA-L per cell.  Returns 0 or 1. */
+ * [10,4], m data blocks erased, at cfg->strips; then (table mode) summaries
+ * of ecfs / ISA-L and ecfs / Jerasure per cell.  Returns 0 or 1. */
 int bench_run_grid(const bench_config *cfg);
 
 /* The default erasure pattern: n blocks, data blocks first (the worst case
