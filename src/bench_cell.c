@@ -134,11 +134,12 @@ int bench_cell_erased_slot(const bench_cell *cell, int index)
 }
 
 int bench_cell_set_reference(bench_cell *cell, const bench_coder *coder,
-                             ec_kind kind, const uint32_t *matrix)
+                             const ec_params *params, const uint32_t *matrix)
 {
 	cell->ref_parity = coder->parity;
-	cell->ref_kind = kind;
-	cell->ref_w = coder->w;
+	cell->ref_kind = params->kind;
+	cell->ref_w = params->w;
+	cell->ref_packet = params->packet_size;
 	cell->ref_matrix = NULL;
 	if (matrix) {
 		size_t n = (size_t)cell->m * (size_t)cell->k;
@@ -175,6 +176,10 @@ int bench_coder_verify(bench_coder *coder, char *err, size_t errlen)
 		snprintf(err, errlen, "%s %s: encode failed", coder->impl, coder->code);
 		return -1;
 	}
+	coder->parity_matches = 1;
+	for (int j = 0; j < cell->m && cell->ref_parity; j++)
+		if (memcmp(coder->parity[j], cell->ref_parity[j], cell->len) != 0)
+			coder->parity_matches = 0;
 	if (coder->same_generator && cell->ref_parity && cell->ref_parity != coder->parity) {
 		for (int j = 0; j < cell->m; j++) {
 			at = first_difference(coder->parity[j], cell->ref_parity[j], cell->len);

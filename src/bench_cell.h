@@ -34,6 +34,7 @@ typedef struct bench_cell {
 	ec_kind ref_kind;
 	int ref_w;
 	uint32_t *ref_matrix;  /* m x k coefficients (GF codes), or NULL */
+	size_t ref_packet;     /* packet size of bit-matrix codes, else 0 */
 	/* Every buffer allocated for the cell, freed together. */
 	void **allocs;
 	int n_allocs, cap_allocs;
@@ -48,6 +49,7 @@ struct bench_coder {
 	uint8_t **parity;      /* m blocks this coder's encode writes */
 	int failed;            /* a timed call returned an error */
 	int same_generator;    /* same matrix as the reference: parity must match */
+	int parity_matches;    /* set by bench_coder_verify: parity == reference */
 	void (*encode)(void *coder);
 	void (*decode)(void *coder);
 	void (*destroy)(bench_coder *coder);
@@ -72,9 +74,10 @@ void *bench_cell_calloc(bench_cell *cell, size_t n, size_t size);
 int bench_cell_erased_slot(const bench_cell *cell, int index);
 
 /* Makes this coder's parity and generator the reference later coders are
- * compared with.  matrix is m x k (copied), or NULL for bit-matrix codes. */
+ * compared with.  matrix is m x k (copied), or NULL for bit-matrix codes,
+ * which give their packet size instead. */
 int bench_cell_set_reference(bench_cell *cell, const bench_coder *coder,
-                             ec_kind kind, const uint32_t *matrix);
+                             const ec_params *params, const uint32_t *matrix);
 
 /*
  * Encodes and decodes once and checks the results: parity equal to the

@@ -117,7 +117,7 @@ int bench_ecfs_make_reference(bench_coder *base)
 			for (int j = 0; j < cell->k; j++)
 				matrix[i * cell->k + j] = ec_coefficient(c->code, i, j);
 	}
-	int rc = bench_cell_set_reference(cell, base, p->kind, matrix);
+	int rc = bench_cell_set_reference(cell, base, p, matrix);
 	free(matrix);
 	return rc;
 }

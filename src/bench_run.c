@@ -44,16 +44,17 @@ void bench_default_erasures(int k, int n, int *out)
 	(void)k;
 }
 
-/* Says once per implementation why it does not take part. */
-static void note_skipped(const char *impl, const char *why)
+/* Prints a note about a peer to stderr, unless it is the same as the last
+ * one for that peer (so a note is not repeated for every cell). */
+static void note_once(const char *impl, const char *what)
 {
 	static char last[2][256];
 	int slot = strcmp(impl, "isal") == 0 ? 0 : 1;
 
-	if (strcmp(last[slot], why) == 0)
+	if (strcmp(last[slot], what) == 0)
 		return;
-	snprintf(last[slot], sizeof(last[slot]), "%s", why);
-	fprintf(stderr, "ecfs-bench: note: %s not measured: %s\n", impl, why);
+	snprintf(last[slot], sizeof(last[slot]), "%s", what);
+	fprintf(stderr, "ecfs-bench: note: %s %s\n", impl, what);
 }
 
 static void format_erasures(const bench_cell *cell, char *buf, size_t buflen)
@@ -90,7 +91,9 @@ static int add_peer(bench_cell *cell, const char *impl, bench_coder **coders, in
 		rc = bench_jerasure_new(cell, &c, err, sizeof(err));
 #endif
 	if (rc == 1) {
-		note_skipped(impl, err);
+		char why[300];
+		snprintf(why, sizeof(why), "not measured: %s", err);
+		note_once(impl, why);
 		return 1;
 	}
 	if (rc < 0) {
@@ -101,6 +104,14 @@ static int add_peer(bench_cell *cell, const char *impl, bench_coder **coders, in
 	if (bench_coder_verify(c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ecfs-bench: VERIFICATION FAILED: %s\n", err);
 		return -1;
+	}
+	/* Another construction of the same family (Jerasure's bit-matrix
+	 * codes): equal parity is a cross-check of both libraries worth
+	 * telling, a difference is not an error. */
+	if (!c->same_generator && strcmp(c->code, ec_kind_name(cell->ref_kind)) == 0) {
+		snprintf(err, sizeof(err), "%s: parity %s ecfs's", c->code,
+		         c->parity_matches ? "identical to" : "differs from (another construction)");
+		note_once(impl, err);
 	}
 	return 0;
 }
