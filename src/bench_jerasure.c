@@ -167,6 +167,11 @@ static int setup_matrix(jerasure_coder *c, char *err, size_t errlen)
 		snprintf(err, errlen, "Jerasure's matrix coder runs GF(2^w) codes with w = 8, 16, 32");
 		return 1;
 	}
+	if (cell->offset % (size_t)(c->w / 8) != 0) {
+		/* gf-complete asserts on such buffers rather than failing. */
+		snprintf(err, errlen, "gf-complete needs blocks aligned to w/8 = %d bytes", c->w / 8);
+		return 1;
+	}
 	snprintf(c->base.code, sizeof(c->base.code), "rs-vandermonde");
 	c->base.encode = matrix_encode;
 	c->base.decode = matrix_decode;
@@ -189,8 +194,8 @@ static int setup_bitmatrix(jerasure_coder *c, char *err, size_t errlen)
 	bench_cell *cell = c->base.cell;
 
 	if (cell->ref_packet == 0 || cell->ref_packet > INT_MAX ||
-	    cell->ref_packet % sizeof(long) != 0) {
-		snprintf(err, errlen, "Jerasure needs a packet size that is a multiple of %zu",
+	    cell->ref_packet % sizeof(long) != 0 || cell->offset % sizeof(long) != 0) {
+		snprintf(err, errlen, "Jerasure needs packets and blocks aligned to %zu bytes",
 		         sizeof(long));
 		return 1;
 	}

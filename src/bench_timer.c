@@ -79,7 +79,7 @@ static int cmp_double(const void *a, const void *b)
 
 void bench_jobs_run(bench_job *jobs, int n_jobs, double seconds, int rounds)
 {
-	static double rates[BENCH_MAX_ROUNDS];
+	double rates[BENCH_MAX_ROUNDS];
 
 	if (rounds < 1)
 		rounds = 1;
