@@ -9,16 +9,33 @@
 #include "gf8_kernels.h"
 
 #include "cpu.h"
-#include "gf.h"
-
 #include <string.h>
+
+/* c * 2^j for j = 0..7: everything else is XORs of these. */
+static void powers_times(uint8_t c, uint8_t cp[8])
+{
+	uint32_t x = c;
+
+	for (int j = 0; j < 8; j++) {
+		cp[j] = (uint8_t)x;
+		x = (x << 1) ^ ((x & 0x80) ? 0x11d : 0);
+	}
+}
 
 void gf8_table_init(uint8_t c, uint8_t *nib, uint64_t *aff)
 {
-	for (int x = 0; x < 16; x++) {
-		uint8_t lo = (uint8_t)gf_mul(8, c, (uint32_t)x);
-		uint8_t hi = (uint8_t)gf_mul(8, c, (uint32_t)x << 4);
+	uint8_t cp[8];
 
+	powers_times(c, cp);
+	for (int x = 0; x < 16; x++) {
+		uint8_t lo = 0, hi = 0;
+
+		for (int j = 0; j < 4; j++) {
+			if (x & (1 << j)) {
+				lo ^= cp[j];
+				hi ^= cp[j + 4];
+			}
+		}
 		nib[x] = nib[16 + x] = lo;
 		nib[32 + x] = nib[48 + x] = hi;
 	}
@@ -32,13 +49,15 @@ uint64_t gf8_affine_matrix(uint8_t c)
 	 * (matrix byte 7 - i) AND x.  Bit i of c * x is the XOR over the set
 	 * bits j of x of bit i of c * 2^j, so matrix byte 7 - i has bit j
 	 * equal to bit i of c * 2^j. */
+	uint8_t cp[8];
 	uint64_t a = 0;
 
+	powers_times(c, cp);
 	for (int i = 0; i < 8; i++) {
 		uint64_t row = 0;
 
 		for (int j = 0; j < 8; j++)
-			row |= (uint64_t)((gf_mul(8, c, 1u << j) >> i) & 1) << j;
+			row |= (uint64_t)((cp[j] >> i) & 1) << j;
 		a |= row << (8 * (7 - i));
 	}
 	return a;

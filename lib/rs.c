@@ -254,32 +254,111 @@ static void pattern_free(rs_pattern *p)
 	}
 }
 
-/* The generator row of block b (identity for data) into row[0..k-1]. */
-static void generator_row(const rs_code *rs, int b, uint32_t *row)
+/*
+ * The decoding rows of an erasure pattern, over the survivors surv[] (the
+ * first k blocks not erased: the surviving data, then the first e_d
+ * surviving parities, where e_d is the number of erased data blocks).
+ * Rather than inverting the k x k survivor matrix, solve only for the
+ * erased data: with E the erased data, S the surviving data and R the
+ * parities used,  C[R][E] d_E = p_R + C[R][S] d_S,  so with M = C[R][E]:
+ *   d_E = M^-1 p_R + M^-1 C[R][S] d_S        (an e_d x e_d inversion)
+ * and an erased parity j is C[j][S] d_S + C[j][E] d_E.
+ */
+static int decoding_rows(const rs_code *rs, const rs_pattern *p,
+                         uint32_t *rows)
 {
-	if (b < rs->k) {
-		memset(row, 0, (size_t)rs->k * sizeof(*row));
-		row[b] = 1;
-	} else {
-		memcpy(row, rs->c + (size_t)(b - rs->k) * (size_t)rs->k,
-		       (size_t)rs->k * sizeof(*row));
+	int k = rs->k, w = rs->w, n = p->n_erased;
+	size_t kk = (size_t)k;
+	int ed = 0;
+
+	while (ed < n && p->erased[ed] < k)
+		ed++;
+	/* Position in surv[] of each data block (-1 if erased), and the
+	 * data rows of the survivor-space inverse (only erased ones stored). */
+	int *pos = malloc(kk * sizeof(*pos));
+	uint32_t *m = ed ? gf_matrix_new(ed, ed) : NULL;
+	uint32_t *minv = ed ? gf_matrix_new(ed, ed) : NULL;
+	uint32_t *drow = ed ? gf_matrix_new(ed, k) : NULL;
+	int rc = EC_ENOMEM;
+
+	if (!pos || (ed && (!m || !minv || !drow)))
+		goto out;
+	for (int c = 0; c < k; c++)
+		pos[c] = -1;
+	for (int i = 0; i < k; i++)
+		if (p->surv[i] < k)
+			pos[p->surv[i]] = i;
+	/* surv[k - ed .. k - 1] are the parities R used for the data. */
+	const int *r = p->surv + (k - ed);
+
+	for (int t = 0; t < ed; t++)
+		for (int j = 0; j < ed; j++)
+			m[t * ed + j] = rs->c[(size_t)(r[t] - k) * kk + (size_t)p->erased[j]];
+	if (ed) {
+		rc = gf_matrix_invert(w, m, minv, ed);
+		if (rc != 0)
+			goto out;
 	}
+	for (int j = 0; j < ed; j++) {
+		uint32_t *row = drow + (size_t)j * kk;
+
+		memset(row, 0, kk * sizeof(*row));
+		for (int t = 0; t < ed; t++) {
+			uint32_t f = minv[j * ed + t];
+			const uint32_t *ct = rs->c + (size_t)(r[t] - k) * kk;
+
+			if (!f)
+				continue;
+			row[k - ed + t] ^= f;
+			for (int s = 0; s < k; s++)
+				if (pos[s] >= 0 && ct[s])
+					row[pos[s]] ^= gf_mul(w, f, ct[s]);
+		}
+	}
+	for (int e = 0; e < n; e++) {
+		uint32_t *row = rows + (size_t)e * kk;
+
+		if (e < ed) {
+			memcpy(row, drow + (size_t)e * kk, kk * sizeof(*row));
+			continue;
+		}
+		const uint32_t *cj = rs->c + (size_t)(p->erased[e] - k) * kk;
+
+		memset(row, 0, kk * sizeof(*row));
+		for (int s = 0; s < k; s++)
+			if (pos[s] >= 0)
+				row[pos[s]] ^= cj[s];
+		for (int j = 0; j < ed; j++) {
+			uint32_t f = cj[p->erased[j]];
+			const uint32_t *dj = drow + (size_t)j * kk;
+
+			if (!f)
+				continue;
+			for (int i = 0; i < k; i++)
+				if (dj[i])
+					row[i] ^= gf_mul(w, f, dj[i]);
+		}
+	}
+	rc = 0;
+out:
+	free(pos);
+	free(m);
+	free(minv);
+	free(drow);
+	return rc;
 }
 
 static int pattern_build(const rs_code *rs, uint64_t h, const int *erased,
                          int n, rs_pattern **out)
 {
-	int k = rs->k, w = rs->w;
-	size_t kk = (size_t)k;
+	int k = rs->k;
 	rs_pattern *p = calloc(1, sizeof(*p));
-	uint32_t *s = gf_matrix_new(k, k);
-	uint32_t *inv = gf_matrix_new(k, k);
 	uint32_t *rows = gf_matrix_new(n, k);
 	int rc = EC_ENOMEM;
 
-	if (!p || !s || !inv || !rows)
+	if (!p || !rows)
 		goto out;
-	p->erased = malloc(((size_t)n + kk) * sizeof(int));
+	p->erased = malloc(((size_t)n + (size_t)k) * sizeof(int));
 	if (!p->erased)
 		goto out;
 	p->surv = p->erased + n;
@@ -293,24 +372,10 @@ static int pattern_build(const rs_code *rs, uint64_t h, const int *erased,
 		}
 		p->surv[j++] = b;
 	}
-	for (int j = 0; j < k; j++)
-		generator_row(rs, p->surv[j], s + (size_t)j * kk);
-	rc = gf_matrix_invert(w, s, inv, k);
-	if (rc != 0)
-		goto out;
-	for (int e = 0; e < n; e++) {
-		uint32_t *row = rows + (size_t)e * kk;
-
-		if (erased[e] < k)
-			memcpy(row, inv + (size_t)erased[e] * kk, kk * sizeof(*row));
-		else
-			gf_matrix_mul(w, rs->c + (size_t)(erased[e] - k) * kk, inv,
-			              row, 1, k, k);
-	}
-	rc = tables_build(w, k, n, rows, &p->tab);
+	rc = decoding_rows(rs, p, rows);
+	if (rc == 0)
+		rc = tables_build(rs->w, k, n, rows, &p->tab);
 out:
-	free(s);
-	free(inv);
 	free(rows);
 	if (rc != 0) {
 		pattern_free(p);
