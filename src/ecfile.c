@@ -471,6 +471,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		return off < 0 ? -EINVAL : -EFBIG;
 	if (size == 0)
 		return 0;
+	volume_check_roots(f->v);
 	g_mutex_lock(&f->lock);
 	sd = stripe_data(f);
 	if (f->read_only) {
@@ -540,6 +541,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 
 	if (off < 0)
 		return -EINVAL;
+	volume_check_roots(f->v);
 	g_mutex_lock(&f->lock);
 	sd = stripe_data(f);
 	strip = f->c.lay.strip_size;

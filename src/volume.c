@@ -66,6 +66,7 @@ struct volume {
 	GMutex files_lock;
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
+	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
 };
@@ -699,6 +700,28 @@ static const char *root_changed(volume *v, int idx)
 	if (fstatat(mb->rootfd, ECFS_META_DIR "/" SUPERBLOCK_FILE, &now, AT_SYMLINK_NOFOLLOW) < 0)
 		return "the member's superblock vanished";
 	return NULL;
+}
+
+void volume_check_roots(volume *v)
+{
+	struct timespec ts;
+	int64_t last;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	last = __atomic_load_n(&v->roots_checked, __ATOMIC_RELAXED);
+	if (ts.tv_sec == last ||
+	    !__atomic_compare_exchange_n(&v->roots_checked, &last, (int64_t)ts.tv_sec, false,
+	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	for (int i = 0; i < v->n; i++) {
+		struct stat st;
+		if (!volume_member_ok(v, i))
+			continue;
+		/* Open chunks keep working in a deleted tree, so without this a
+		 * member removed under us would be noticed only by path lookups. */
+		if (fstat(v->mem[i].rootfd, &st) < 0 || st.st_nlink == 0)
+			fail_member(v, i, "the member directory was removed");
+	}
 }
 
 bool volume_member_error(volume *v, int idx, int err, const char *what)

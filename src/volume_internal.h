@@ -21,6 +21,8 @@ int volume_root_fd(const volume *v, int idx);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
+/* Notices member roots removed while mounted (at most once a second). */
+void volume_check_roots(volume *v);
 /* Bitmask of failed members. */
 uint64_t volume_failed_mask(volume *v);
 /* Logs a bad strip on member idx (first one per member at WARNING, the

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the file data path (src/ecfile.c, src/stripe.c) through
+ * real member directories, without FUSE: byte-exact writes and reads at the
+ * sizes around strip and stripe boundaries, random I/O against a reference
+ * buffer, truncate, holes, and reads with members removed, emptied or
+ * corrupted: exact with up to m, EIO with m+1 and nothing stored changed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "core_test_util.h"
+#include "ecfile.h"
+#include "log.h"
+#include "volume.h"
+
+#define K 4
+#define M 2
+#define N (K + M)
+#define STRIP 4096
+#define STRIPE (K * STRIP)
+
+typedef struct fixture {
+	members mb;
+	volume *v;
+} fixture;
+
+static volume *open_volume(members *mb, size_t strip, const char *sum)
+{
+	volume_options o = { .k = K, .m = M, .strip_size = strip, .checksum = sum };
+	volume *v = NULL;
+	char *msg = NULL;
+	int rc = volume_open((const char *const *)mb->path, N, &o, &v, &msg);
+	if (rc)
+		fail_msg("volume_open: %d %s", rc, msg ? msg : "");
+	return v;
+}
+
+static int setup(void **state)
+{
+	fixture *fx = g_new0(fixture, 1);
+	members_make(&fx->mb, N);
+	fx->v = open_volume(&fx->mb, STRIP, NULL);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *fx = *state;
+	volume_close(fx->v);
+	members_remove(&fx->mb);
+	g_free(fx);
+	return 0;
+}
+
+static void reopen(fixture *fx)
+{
+	volume_close(fx->v);
+	fx->v = open_volume(&fx->mb, STRIP, NULL);
+}
+
+static char *chunk_path(fixture *fx, int member, const char *name)
+{
+	return g_strdup_printf("%s/%s", fx->mb.path[member], name);
+}
+
+static void write_file(fixture *fx, const char *name, const uint8_t *data, size_t len, size_t piece)
+{
+	ecfile *f;
+	assert_int_equal(ecfile_create(fx->v, name, O_CREAT | O_EXCL, 0644, getuid(), getgid(), &f), 0);
+	for (size_t off = 0; off < len; off += piece) {
+		size_t l = len - off < piece ? len - off : piece;
+		assert_int_equal(ecfile_write(f, data + off, l, (off_t)off), (ssize_t)l);
+	}
+	assert_int_equal(ecfile_release(f), 0);
+}
+
+static void check_file(fixture *fx, const char *name, const uint8_t *data, size_t len)
+{
+	ecfile *f;
+	uint8_t *got = g_malloc(len + 100);
+	struct stat st;
+
+	assert_int_equal(ecfile_open(fx->v, name, 0, &f), 0);
+	assert_int_equal(ecfile_fstat(f, &st), 0);
+	assert_int_equal(st.st_size, len);
+	memset(got, 0xee, len + 100);
+	assert_int_equal(ecfile_read(f, got, len + 100, 0), (ssize_t)len);
+	assert_memory_equal(got, data, len);
+	/* Reads at unaligned offsets and lengths. */
+	for (int i = 0; i < 20 && len; i++) {
+		size_t off = (size_t)rand() % len, l = 1 + (size_t)rand() % (3 * STRIPE);
+		if (off + l > len)
+			l = len - off;
+		assert_int_equal(ecfile_read(f, got, l, (off_t)off), (ssize_t)l);
+		assert_memory_equal(got, data + off, l);
+	}
+	assert_int_equal(ecfile_release(f), 0);
+	assert_int_equal(ecfile_stat(fx->v, name, &st), 0);
+	assert_int_equal(st.st_size, len);
+	g_free(got);
+}
+
+static const size_t sizes[] = { 0, 1, STRIP - 1, STRIP, STRIPE - 1, STRIPE, STRIPE + 1,
+                                10 * STRIPE + 7 };
+
+static void test_sizes_round_trip(void **state)
+{
+	fixture *fx = *state;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t len = sizes[i];
+		uint8_t *data = g_malloc(len + 1);
+		char name[32];
+		fill_random(data, len, i + 1);
+		snprintf(name, sizeof(name), "/f%zu", i);
+		/* Whole, then in odd pieces, then at random offsets. */
+		write_file(fx, name, data, len, len ? len : 1);
+		check_file(fx, name, data, len);
+		snprintf(name, sizeof(name), "/p%zu", i);
+		write_file(fx, name, data, len, 1000);
+		check_file(fx, name, data, len);
+
+		snprintf(name, sizeof(name), "/r%zu", i);
+		ecfile *f;
+		assert_int_equal(ecfile_create(fx->v, name, O_CREAT, 0600, getuid(), getgid(), &f), 0);
+		for (int w = 0; w < 30 && len; w++) {
+			size_t off = (size_t)rand() % len, l = 1 + (size_t)rand() % (STRIPE + 5);
+			if (off + l > len)
+				l = len - off;
+			assert_int_equal(ecfile_write(f, data + off, l, (off_t)off), (ssize_t)l);
+		}
+		/* Fill in everything in reverse order of pieces. */
+		for (size_t off = len; off > 0;) {
+			size_t l = off > 3333 ? 3333 : off;
+			off -= l;
+			assert_int_equal(ecfile_write(f, data + off, l, (off_t)off), (ssize_t)l);
+		}
+		assert_int_equal(ecfile_release(f), 0);
+		check_file(fx, name, data, len);
+		g_free(data);
+	}
+	reopen(fx);
+	uint8_t *data = g_malloc(10 * STRIPE + 7);
+	fill_random(data, 10 * STRIPE + 7, 8);
+	check_file(fx, "/f7", data, 10 * STRIPE + 7);
+	g_free(data);
+}
+
+/* Random writes, reads and truncates against an in-memory reference. */
+static void test_random_io_against_reference(void **state)
+{
+	fixture *fx = *state;
+	const size_t max = 12 * STRIPE;
+	uint8_t *ref = g_malloc0(max), *buf = g_malloc(max), *got = g_malloc(max);
+	size_t size = 0;
+	ecfile *f;
+
+	srand(1234);
+	assert_int_equal(ecfile_create(fx->v, "/rand", O_CREAT, 0644, getuid(), getgid(), &f), 0);
+	for (int op = 0; op < 600; op++) {
+		int what = rand() % 10;
+		size_t off = (size_t)rand() % max, len = 1 + (size_t)rand() % (2 * STRIPE);
+		if (off + len > max)
+			len = max - off;
+		if (what < 5) {
+			fill_random(buf, len, (uint64_t)op);
+			assert_int_equal(ecfile_write(f, buf, len, (off_t)off), (ssize_t)len);
+			memcpy(ref + off, buf, len);
+			if (off + len > size)
+				size = off + len;
+		} else if (what < 9) {
+			size_t want = off >= size ? 0 : (off + len > size ? size - off : len);
+			assert_int_equal(ecfile_read(f, got, len, (off_t)off), (ssize_t)want);
+			assert_memory_equal(got, ref + off, want);
+		} else {
+			size_t ns = (size_t)rand() % max;
+			assert_int_equal(ecfile_truncate(f, (off_t)ns), 0);
+			if (ns < size)
+				memset(ref + ns, 0, size - ns);
+			size = ns;
+		}
+		if (op % 100 == 99) {
+			assert_int_equal(ecfile_fsync(f, op % 200 == 99), 0);
+			assert_int_equal(ecfile_release(f), 0);
+			assert_int_equal(ecfile_open(fx->v, "/rand", 0, &f), 0);
+		}
+	}
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/rand", ref, size);
+	g_free(ref);
+	g_free(buf);
+	g_free(got);
+}
+
+static void test_holes_and_truncate(void **state)
+{
+	fixture *fx = *state;
+	uint8_t *data = g_malloc0(40 * STRIPE), *got = g_malloc(40 * STRIPE);
+	ecfile *f;
+
+	assert_int_equal(ecfile_create(fx->v, "/sparse", O_CREAT, 0644, getuid(), getgid(), &f), 0);
+	fill_random(data + 30 * STRIPE + 5, 100, 3);
+	assert_int_equal(ecfile_write(f, data + 30 * STRIPE + 5, 100, 30 * STRIPE + 5), 100);
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/sparse", data, 30 * STRIPE + 105);
+
+	/* Down into the middle of a stripe, then up again: the tail is zeros. */
+	assert_int_equal(ecfile_truncate_path(fx->v, "/sparse", 30 * STRIPE + 50), 0);
+	memset(data + 30 * STRIPE + 50, 0, 55);
+	assert_int_equal(ecfile_truncate_path(fx->v, "/sparse", 31 * STRIPE), 0);
+	check_file(fx, "/sparse", data, 31 * STRIPE);
+	assert_int_equal(ecfile_truncate_path(fx->v, "/sparse", 0), 0);
+	check_file(fx, "/sparse", data, 0);
+
+	/* O_TRUNC on open. */
+	write_file(fx, "/t", data + 30 * STRIPE, 5000, 5000);
+	assert_int_equal(ecfile_open(fx->v, "/t", O_TRUNC, &f), 0);
+	assert_int_equal(ecfile_read(f, got, 100, 0), 0);
+	assert_int_equal(ecfile_release(f), 0);
+
+	/* fallocate extends, KEEP_SIZE does not; other modes unsupported. */
+	assert_int_equal(ecfile_open(fx->v, "/t", 0, &f), 0);
+	assert_int_equal(ecfile_fallocate(f, 0, 0, 9000), 0);
+	assert_int_equal(ecfile_fallocate(f, 1 /* KEEP_SIZE */, 0, 99000), 0);
+	assert_int_equal(ecfile_fallocate(f, 2 /* PUNCH_HOLE */, 0, 10), -EOPNOTSUPP);
+	struct stat st;
+	assert_int_equal(ecfile_fstat(f, &st), 0);
+	assert_int_equal(st.st_size, 9000);
+	assert_int_equal(ecfile_release(f), 0);
+	g_free(data);
+	g_free(got);
+}
+
+static void test_shared_by_identity(void **state)
+{
+	fixture *fx = *state;
+	ecfile *a, *b;
+	struct stat st;
+
+	assert_int_equal(ecfile_create(fx->v, "/orig", O_CREAT, 0644, getuid(), getgid(), &a), 0);
+	assert_int_equal(ecfile_write(a, "0123456789", 10, 0), 10);
+	for (int i = 0; i < N; i++) {
+		char *p1 = chunk_path(fx, i, "orig"), *p2 = chunk_path(fx, i, "link");
+		assert_int_equal(link(p1, p2), 0);
+		g_free(p1);
+		g_free(p2);
+	}
+	assert_int_equal(ecfile_open(fx->v, "/link", 0, &b), 0);
+	assert_ptr_equal(a, b);
+	/* Buffered bytes are visible through the other name and in stat. */
+	assert_int_equal(ecfile_stat(fx->v, "/link", &st), 0);
+	assert_int_equal(st.st_size, 10);
+	char got[10];
+	assert_int_equal(ecfile_read(b, got, 10, 0), 10);
+	assert_memory_equal(got, "0123456789", 10);
+	assert_int_equal(ecfile_release(b), 0);
+	assert_int_equal(ecfile_release(a), 0);
+	assert_int_equal(ecfile_create(fx->v, "/orig", O_CREAT | O_EXCL, 0644, 0, 0, &a), -EEXIST);
+	assert_int_equal(ecfile_open(fx->v, "/nothing", 0, &a), -ENOENT);
+}
+
+/* Damages the chunks of `name` on the given members. */
+enum damage { REMOVE, CORRUPT_STRIP, CORRUPT_RECORD, TRUNCATE, EMPTY_MEMBER, SWAP_STRIPS };
+
+static void damage(fixture *fx, const char *name, int member, enum damage how)
+{
+	char *p = chunk_path(fx, member, name + 1);
+	size_t len;
+	uint8_t *data;
+
+	switch (how) {
+	case REMOVE:
+		assert_int_equal(unlink(p), 0);
+		break;
+	case TRUNCATE:
+		assert_int_equal(truncate(p, 4096 + 4096 + STRIP / 2), 0);
+		break;
+	case EMPTY_MEMBER:
+		rm_tree(fx->mb.path[member]);
+		assert_int_equal(mkdir(fx->mb.path[member], 0755), 0);
+		break;
+	default:
+		data = slurp(p, &len);
+		assert_non_null(data);
+		if (how == CORRUPT_STRIP)
+			for (size_t off = 8192 + 17; off < len; off += 4093)
+				data[off] ^= 0x5a;
+		else if (how == CORRUPT_RECORD)
+			data[4096 + 3 * 64 + 40] ^= 1; /* stripe 3's checksum */
+		else /* strips 0 and 1 exchanged: each verifies nowhere else */
+			for (size_t i = 0; i < STRIP; i++) {
+				uint8_t t = data[8192 + i];
+				data[8192 + i] = data[8192 + STRIP + i];
+				data[8192 + STRIP + i] = t;
+			}
+		assert_true(g_file_set_contents(p, (char *)data, (gssize)len, NULL));
+		g_free(data);
+	}
+	g_free(p);
+}
+
+static void test_degraded_reads(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 10 * STRIPE + 7;
+	uint8_t *data = g_malloc(len);
+	const enum damage kinds[] = { REMOVE, CORRUPT_STRIP, CORRUPT_RECORD, TRUNCATE, SWAP_STRIPS };
+
+	fill_random(data, len, 99);
+	for (size_t a = 0; a < sizeof(kinds) / sizeof(kinds[0]); a++)
+		for (size_t b = 0; b < sizeof(kinds) / sizeof(kinds[0]); b++) {
+			char name[32];
+			snprintf(name, sizeof(name), "/d%zu_%zu", a, b);
+			write_file(fx, name, data, len, 7000);
+			int m1 = (int)(a + b) % N, m2 = (m1 + 1 + (int)b % (N - 1)) % N;
+			damage(fx, name, m1, kinds[a]);
+			check_file(fx, name, data, len);
+			damage(fx, name, m2, kinds[b]);
+			check_file(fx, name, data, len);
+		}
+	char *health = volume_health_text(fx->v);
+	assert_null(strstr(health, "strips_decoded=0\n"));
+	assert_null(strstr(health, "checksum_failures=0\n"));
+	g_free(health);
+	g_free(data);
+}
+
+static void test_too_many_erasures_harm_nothing(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 6 * STRIPE + 99;
+	uint8_t *data = g_malloc(len), *got = g_malloc(len);
+	uint8_t *before[N];
+	size_t blen[N];
+	ecfile *f;
+
+	fill_random(data, len, 5);
+	write_file(fx, "/x", data, len, len);
+	damage(fx, "/x", 0, CORRUPT_STRIP);
+	damage(fx, "/x", 2, CORRUPT_STRIP);
+	damage(fx, "/x", 4, CORRUPT_STRIP);
+	for (int i = 0; i < N; i++) {
+		char *p = chunk_path(fx, i, "x");
+		before[i] = slurp(p, &blen[i]);
+		g_free(p);
+	}
+	assert_int_equal(ecfile_open(fx->v, "/x", 0, &f), 0);
+	assert_int_equal(ecfile_read(f, got, len, 0), -EIO);
+	assert_int_equal(ecfile_release(f), 0);
+	for (int i = 0; i < N; i++) {
+		char *p = chunk_path(fx, i, "x");
+		size_t l;
+		uint8_t *now = slurp(p, &l);
+		assert_int_equal(l, blen[i]);
+		assert_memory_equal(now, before[i], l);
+		g_free(now);
+		g_free(before[i]);
+		g_free(p);
+	}
+	/* Three chunks gone: the file cannot even be opened. */
+	write_file(fx, "/y", data, len, len);
+	damage(fx, "/y", 1, REMOVE);
+	damage(fx, "/y", 3, REMOVE);
+	damage(fx, "/y", 5, REMOVE);
+	assert_int_equal(ecfile_open(fx->v, "/y", 0, &f), -EIO);
+	g_free(data);
+	g_free(got);
+}
+
+static void test_degraded_writes(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 9 * STRIPE + 3;
+	uint8_t *data = g_malloc(len);
+
+	fill_random(data, len, 11);
+	write_file(fx, "/before", data, len, len);
+	/* A member replaced by an empty directory while mounted, and one
+	 * removed: detected on the next operations; work goes on. */
+	damage(fx, "/before", 1, EMPTY_MEMBER);
+	rm_tree(fx->mb.path[4]);
+	check_file(fx, "/before", data, len);
+	write_file(fx, "/during", data, len, 5000);
+	check_file(fx, "/during", data, len);
+	assert_false(volume_member_ok(fx->v, 1));
+	assert_false(volume_member_ok(fx->v, 4));
+	char *health = volume_health_text(fx->v);
+	assert_non_null(strstr(health, "state=degraded\n"));
+	g_free(health);
+
+	/* One more failure is too many: EIO, and nothing else breaks. */
+	ecfile *f;
+	assert_int_equal(ecfile_open(fx->v, "/during", 0, &f), 0);
+	assert_true(volume_member_error(fx->v, 0, EIO, "test"));
+	uint8_t got[10];
+	assert_int_equal(ecfile_read(f, got, 10, 0), -EIO);
+	assert_int_equal(ecfile_write(f, got, 10, 0), -EIO);
+	ecfile_release(f);
+	g_free(data);
+}
+
+static void test_stale_member_not_trusted(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 3 * STRIPE;
+	uint8_t *v1 = g_malloc(len), *v2 = g_malloc(len);
+	ecfile *f;
+
+	fill_random(v1, len, 1);
+	fill_random(v2, len, 2);
+	write_file(fx, "/s", v1, len, len);
+	/* Member 3 drops out; the file is rewritten without it. */
+	assert_true(volume_member_error(fx->v, 3, EIO, "test"));
+	assert_int_equal(ecfile_open(fx->v, "/s", 0, &f), 0);
+	assert_int_equal(ecfile_write(f, v2, len, 0), (ssize_t)len);
+	char *text = ecfile_layout_text(f);
+	assert_non_null(strstr(text, "member.3=failed"));
+	g_free(text);
+	assert_int_equal(ecfile_release(f), 0);
+	/* Back with its old, self-consistent strips: they must not be read. */
+	reopen(fx);
+	assert_true(volume_member_ok(fx->v, 3));
+	check_file(fx, "/s", v2, len);
+	assert_int_equal(ecfile_open(fx->v, "/s", 0, &f), 0);
+	text = ecfile_layout_text(f);
+	assert_non_null(strstr(text, "member.3=stale"));
+	assert_null(strstr(text, "healthy=0,1,2,3"));
+	g_free(text);
+	assert_int_equal(ecfile_release(f), 0);
+	g_free(v1);
+	g_free(v2);
+}
+
+static void test_every_checksum(void **state)
+{
+	const char *names[] = { "sha256", "blake2b", "blake2s", "gmac", "poly1305" };
+	uint8_t data[3 * STRIPE + 11];
+
+	(void)state;
+	fill_random(data, sizeof(data), 4);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		fixture fx;
+		members_make(&fx.mb, N);
+		fx.v = open_volume(&fx.mb, 8192, names[i]);
+		write_file(&fx, "/c", data, sizeof(data), 5000);
+		damage(&fx, "/c", 2, CORRUPT_STRIP);
+		check_file(&fx, "/c", data, sizeof(data));
+		ecfile *f;
+		assert_int_equal(ecfile_open(fx.v, "/c", 0, &f), 0);
+		char *text = ecfile_layout_text(f), *want = g_strdup_printf("checksum=%s\n", names[i]);
+		assert_non_null(strstr(text, want));
+		g_free(want);
+		g_free(text);
+		ecfile_release(f);
+		volume_close(fx.v);
+		members_remove(&fx.mb);
+	}
+}
+
+int main(void)
+{
+	ecfs_log_init("test_ecfile", false, false);
+	srand(42);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sizes_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_io_against_reference, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holes_and_truncate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_by_identity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_erasures_harm_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
+		cmocka_unit_test(test_every_checksum),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

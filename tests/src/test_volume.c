@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of volume_open (src/volume.c) on real member directories:
+ * creation, reopening, members in the wrong order, foreign and duplicate
+ * members, an empty member (replaced disk), too many missing members,
+ * broken superblocks, and the lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "core_test_util.h"
+#include "log.h"
+#include "volume.h"
+
+static int setup(void **state)
+{
+	members *mb = g_new0(members, 1);
+	members_make(mb, 6);
+	*state = mb;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	members_remove(*state);
+	g_free(*state);
+	return 0;
+}
+
+static int open_paths(char **paths, int n, int k, int m, volume **v, char **msg)
+{
+	volume_options o = { .k = k, .m = m };
+	*msg = NULL;
+	return volume_open((const char *const *)paths, n, &o, v, msg);
+}
+
+static void expect_refused(char **paths, int n, int k, int m, int err, const char *fragment)
+{
+	volume *v = NULL;
+	char *msg = NULL;
+	int rc = open_paths(paths, n, k, m, &v, &msg);
+
+	if (rc != err)
+		fail_msg("volume_open returned %d (%s), expected %d", rc, msg ? msg : "", err);
+	assert_null(v);
+	assert_non_null(msg);
+	if (fragment && !strstr(msg, fragment))
+		fail_msg("message '%s' lacks '%s'", msg, fragment);
+	g_free(msg);
+}
+
+static void create(members *mb)
+{
+	volume *v;
+	char *msg;
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	volume_close(v);
+}
+
+static void test_create_and_reopen(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	expect_refused(mb->path, 6, 0, 0, -EINVAL, "k=");
+	expect_refused(mb->path, 6, 4, 3, -EINVAL, "must equal");
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	assert_int_equal(volume_k(v), 4);
+	assert_int_equal(volume_m(v), 2);
+	assert_int_equal(volume_n(v), 6);
+	assert_int_equal(volume_failed_count(v), 0);
+	assert_true(volume_usable(v));
+	assert_int_equal(volume_defaults(v)->strip_size % 4096, 0);
+	volume_close(v);
+	for (int i = 0; i < 6; i++) {
+		char *sb = g_strdup_printf("%s/.ecfs/superblock", mb->path[i]);
+		size_t len;
+		uint8_t *text = slurp(sb, &len);
+		assert_non_null(text);
+		char *want = g_strdup_printf("index=%d\n", i);
+		assert_non_null(strstr((char *)text, want));
+		g_free(want);
+		g_free(text);
+		g_free(sb);
+	}
+	/* Reopen without k, m: the superblock's; a different k is refused. */
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_int_equal(volume_k(v), 4);
+	char *health = volume_health_text(v);
+	assert_non_null(strstr(health, "state=healthy\n"));
+	assert_non_null(strstr(health, "members_failed=0\n"));
+	g_free(health);
+	volume_close(v);
+	expect_refused(mb->path, 6, 3, 3, -EINVAL, "cannot change");
+	expect_refused(mb->path, 5, 0, 0, -EINVAL, "6 members");
+}
+
+static void test_wrong_order(void **state)
+{
+	members *mb = *state;
+	char *rev[6];
+	volume *v;
+	char *msg;
+
+	create(mb);
+	for (int i = 0; i < 6; i++)
+		rev[i] = mb->path[5 - i];
+	assert_int_equal(open_paths(rev, 6, 0, 0, &v, &msg), 0);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(volume_member_path(v, i), mb->path[i]);
+	volume_close(v);
+}
+
+static void test_foreign_and_duplicate_members(void **state)
+{
+	members *mb = *state, other;
+	char *mix[6];
+	volume *v;
+	char *msg;
+
+	create(mb);
+	members_make(&other, 6);
+	assert_int_equal(open_paths(other.path, 6, 3, 3, &v, &msg), 0);
+	volume_close(v);
+	memcpy(mix, mb->path, sizeof(mix));
+	mix[4] = other.path[4];
+	expect_refused(mix, 6, 0, 0, -EINVAL, other.path[4]);
+	expect_refused(mix, 6, 0, 0, -EINVAL, "another volume");
+	memcpy(mix, mb->path, sizeof(mix));
+	mix[2] = mb->path[1];
+	expect_refused(mix, 6, 0, 0, -EINVAL, "index 1");
+	members_remove(&other);
+
+	/* A directory with files but no volume is never taken over. */
+	char *p = g_strdup_printf("%s/x", mb->root);
+	mkdir(p, 0755);
+	char *f = g_strdup_printf("%s/user-file", p);
+	g_file_set_contents(f, "hello", 5, NULL);
+	mix[0] = p;
+	memcpy(mix + 1, mb->path + 1, sizeof(char *) * 5);
+	expect_refused(mix, 6, 0, 0, -EINVAL, "not empty");
+	g_free(f);
+	g_free(p);
+}
+
+static void test_empty_member_is_replaced_disk(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	create(mb);
+	rm_tree(mb->path[2]);
+	mkdir(mb->path[2], 0755);
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_false(volume_member_ok(v, 2));
+	assert_int_equal(volume_failed_count(v), 1);
+	char *health = volume_health_text(v);
+	assert_non_null(strstr(health, "state=degraded\n"));
+	assert_non_null(strstr(health, "member.2=failed"));
+	assert_non_null(strstr(health, "replaced disk"));
+	g_free(health);
+	volume_close(v);
+}
+
+static void test_too_many_missing(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	create(mb);
+	rm_tree(mb->path[1]);
+	rm_tree(mb->path[3]);
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_int_equal(volume_failed_count(v), 2);
+	volume_close(v);
+	rm_tree(mb->path[5]);
+	expect_refused(mb->path, 6, 0, 0, -EIO, mb->path[5]);
+	expect_refused(mb->path, 6, 0, 0, -EIO, "more than m=2");
+}
+
+static void test_broken_superblocks(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	create(mb);
+	char *sb = g_strdup_printf("%s/.ecfs/superblock", mb->path[4]);
+	g_file_set_contents(sb, "\x7f garbage \x01", 11, NULL);
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_false(volume_member_ok(v, 4));
+	volume_close(v);
+	/* A version this build cannot read is refused outright. */
+	size_t len;
+	char *good = g_strdup_printf("%s/.ecfs/superblock", mb->path[0]);
+	char *text = (char *)slurp(good, &len);
+	char *p = strstr(text, "format=1");
+	p[7] = '9';
+	g_file_set_contents(sb, text, (gssize)len, NULL);
+	expect_refused(mb->path, 6, 0, 0, -EPROTO, "version 9");
+	g_free(text);
+	g_free(good);
+	g_free(sb);
+}
+
+static void test_lock(void **state)
+{
+	members *mb = *state;
+	volume *v, *v2;
+	char *msg;
+	char want[64];
+
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	snprintf(want, sizeof(want), "in use by pid %ld", (long)getpid());
+	expect_refused(mb->path, 6, 0, 0, -EBUSY, want);
+	volume_close(v);
+	/* Closing released it. */
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v2, &msg), 0);
+	volume_close(v2);
+}
+
+static void test_member_vanishes(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+	const char *leaf;
+
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	int fd = volume_parent_fd(v, 3, "/a/b", &leaf);
+	assert_int_equal(fd, -ENOENT);
+	assert_false(volume_member_error(v, 3, ENOENT, "test"));
+	assert_true(volume_member_ok(v, 3));
+	fd = volume_parent_fd(v, 3, "/x", &leaf);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, "x");
+	close(fd);
+	rm_tree(mb->path[3]);
+	assert_true(volume_member_error(v, 3, ENOENT, "test"));
+	assert_false(volume_member_ok(v, 3));
+	assert_true(volume_member_error(v, 1, EIO, "test"));
+	assert_true(volume_usable(v));
+	assert_true(volume_member_error(v, 0, EROFS, "test"));
+	assert_false(volume_usable(v));
+	char *health = volume_health_text(v);
+	assert_non_null(strstr(health, "state=failed\n"));
+	g_free(health);
+	volume_close(v);
+}
+
+static void test_paths(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+	const char *leaf;
+
+	(void)mb;
+	assert_true(volume_path_reserved("/.ecfs"));
+	assert_true(volume_path_reserved("/.ecfs/lock"));
+	assert_false(volume_path_reserved("/.ecfsx"));
+	assert_false(volume_path_reserved("/a/.ecfs"));
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	/* A symlink on a member never leads out of it. */
+	char *link = g_strdup_printf("%s/out", mb->path[0]);
+	assert_int_equal(symlink("/", link), 0);
+	assert_true(volume_parent_fd(v, 0, "/out/etc", &leaf) < 0);
+	g_free(link);
+	int fd = volume_parent_fd(v, 0, "/", &leaf);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, ".");
+	close(fd);
+	struct statvfs st;
+	assert_int_equal(volume_statfs(v, &st), 0);
+	assert_true(st.f_blocks > 0);
+	volume_close(v);
+}
+
+int main(void)
+{
+	ecfs_log_init("test_volume", false, false);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_and_duplicate_members, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_member_is_replaced_disk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broken_superblocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_member_vanishes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
