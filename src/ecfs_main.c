@@ -30,6 +30,7 @@
 #include "fs_ops.h"
 #include <fuse_lowlevel.h>
 
+#include "checksum.h"
 #include "ec.h"
 #include "log.h"
 #include "volume.h"
@@ -107,7 +108,7 @@ static void usage(const char *prog)
 	       "                           evenodd rdp star\n"
 	       "    -o w=W                 word size of the code (default: the code's)\n"
 	       "    -o strip=SIZE          bytes per strip (default 64K), suffix K/M/G;\n"
-	       "                           a multiple of the code's block alignment\n"
+	       "                           a multiple of 64 and of the code's alignment\n"
 	       "    -o packet=SIZE         packet size of bit-matrix codes (default 2K)\n"
 	       "    -o checksum=ALG        strip checksum: gmac (default), poly1305,\n"
 	       "                           sha256, blake2b or blake2s\n"
@@ -197,6 +198,53 @@ static bool parse_members(const char *list, GPtrArray *paths)
 	return ok;
 }
 
+/* Strips are a whole number of cache lines, which every SIMD kernel of
+ * lib/ handles without a scalar tail. */
+#define STRIP_GRANULE 64
+
+/* Checks the code options before anything touches a member (volume_open
+ * checks them again against the superblock, but a new volume's superblocks
+ * are already written by then): a known checksum, a strip size in whole
+ * granules, and a code that exists for k and m (with w if given, else with
+ * some w) whose block alignment divides the strip. */
+static bool check_code_options(const volume_options *o)
+{
+	if (o->checksum && !checksum_alg_from_name(o->checksum))
+		return fail("checksum=%s: unknown (choose gmac, poly1305, sha256, blake2b or blake2s)",
+		            o->checksum);
+	if (o->strip_size && o->strip_size % STRIP_GRANULE)
+		return fail("strip=%zu: the strip size must be a multiple of %d bytes",
+		            o->strip_size, STRIP_GRANULE);
+	if (!o->k || !o->m)
+		return true; /* an existing volume: k and m are the superblock's */
+	ec_kind kind = o->code ? o->code : EC_RS_CAUCHY;
+	bool bitmatrix = kind >= EC_CAUCHY_ORIG;
+	ec_params p = { .kind = kind, .k = o->k, .m = o->m,
+	                /* any packet size will do to test k, m and w */
+	                .packet_size = bitmatrix ? (o->packet_size ? o->packet_size : 2048) : 0 };
+	size_t align = 0;
+	int err = EC_EINVAL;
+	for (int w = o->w ? o->w : 2; w <= (o->w ? o->w : 32) && !align; w++) {
+		ec_code *code;
+		p.w = w;
+		err = ec_create(&p, &code);
+		if (err == 0) {
+			align = ec_block_align(code);
+			ec_destroy(code);
+		}
+	}
+	if (!align) {
+		if (o->w)
+			return fail("code=%s does not work with k=%d m=%d w=%d: %s", ec_kind_name(kind),
+			            o->k, o->m, o->w, ec_strerror(err));
+		return fail("code=%s does not work with k=%d m=%d", ec_kind_name(kind), o->k, o->m);
+	}
+	if (o->w && o->strip_size && o->strip_size % align)
+		return fail("strip=%zu is not a multiple of %zu, the block alignment of code %s "
+		            "with w=%d", o->strip_size, align, ec_kind_name(kind), o->w);
+	return true;
+}
+
 /* Turns the -o values into volume options, checking what can be checked
  * without the superblock. */
 static bool build_options(const struct cli *c, int n, volume_options *o)
@@ -226,9 +274,7 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 	if (c->packet && !parse_size(c->packet, &o->packet_size))
 		return fail("packet=%s: not a size (a positive number, suffix K, M or G)", c->packet);
 	o->checksum = c->checksum;
-	/* The code's own limits (k, m, w) and the strip alignment are checked
-	 * by volume_open(), which knows the superblock's values too. */
-	return true;
+	return check_code_options(o);
 }
 
 /* Adds one -o option, escaping the commas and backslashes a value (the
@@ -450,12 +496,12 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	raise_readahead(opts.mountpoint);
-	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
-	         volume_k(state.vol), volume_m(state.vol));
 	if (verdict_fd >= 0) {
 		detach_finish(verdict_fd, opts.debug);
 		verdict_fd = -1;
 	}
+	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
+	         volume_k(state.vol), volume_m(state.vol));
 
 	status = run_loop(fuse, &opts) == 0 ? 0 : 1;
 	fuse_remove_signal_handlers(fuse_get_session(fuse));

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -18,18 +20,40 @@
 #include "ecfile.h"
 #include "mirror.h"
 
+/* The root's last known attributes: when more than m members have failed
+ * every request fails with EIO, but the root must still answer getattr, or
+ * the kernel would not even ask for its user.ecfs.health report. */
+static pthread_mutex_t root_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stat root_stat;
+static bool root_known;
+
+static int root_getattr(struct stat *st)
+{
+	int rc = ecfile_stat(fs_volume(), "/", st);
+	pthread_mutex_lock(&root_lock);
+	if (rc == 0) {
+		root_stat = *st;
+		root_known = true;
+	} else if (root_known) {
+		*st = root_stat;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&root_lock);
+	return rc;
+}
+
 int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	if (fi)
 		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
+	if (strcmp(path, "/") == 0)
+		return root_getattr(st);
 	if (volume_path_reserved(path))
 		return -ENOENT;
 	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
-	int rc = fs_member_lstat(path, st);
-	if (rc < 0 || !S_ISREG(st->st_mode))
-		return rc;
-	return ecfile_stat(fs_volume(), path, st);
+	/* ecfile_stat answers for every type: the first healthy member's
+	 * lstat, with a regular file's logical size. */
+	return ecfile_stat(fs_volume(), fs_path(path, buf), st);
 }
 
 static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
