@@ -10,6 +10,7 @@ PACKAGES="
   libglib2.0-dev libssl-dev libcmocka-dev
   attr acl
   libisal-dev libjerasure-dev libgf-complete-dev
+  python3 mergerfs
 "
 
 SUDO=""
@@ -18,3 +19,16 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $PACKAGES
+
+# fsx, the file system exerciser of the 'external' test suite, comes from
+# crates.io.  Skipped when already installed; without cargo the fsx tests
+# skip themselves (exit 77) and say why.
+FSX_VERSION=0.3.2
+PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
+if command -v fsx >/dev/null 2>&1; then
+	:
+elif command -v cargo >/dev/null 2>&1; then
+	cargo install --quiet --locked --version "$FSX_VERSION" fsx
+else
+	echo "install-deps: cargo not found: fsx not installed, fsx tests will skip" >&2
+fi

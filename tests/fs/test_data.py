@@ -1,0 +1,376 @@
+# SPDX-License-Identifier: MIT
+"""Byte-exact contents through member losses.
+
+Files of the sizes where striping has its edges (0, 1, strip-1, strip,
+stripe-1, stripe, stripe+1, 10 stripes + 7; strip from the file's
+user.ecfs.layout, stripe = k x strip) are written sequentially in writes
+that do not fall on strip boundaries, and by random-offset writes checked
+against a model buffer.  Every byte is read back (page cache dropped, so
+the daemon really decodes) healthy, after losing up to m members in each
+way a member can be lost, after writing while degraded, after a remount,
+and with m+1 lost, when each read must be exact or fail with EIO, never
+wrong.  Losses also happen during a write and during a read.  One
+100 MiB file on one configuration.
+
+usage: test_data.py ECFS_BINARY [unittest args: LossTest, DuringTest,
+                                 UnreadableTest, BigTest]"""
+
+import errno
+import os
+import random
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+LOSS_CONFIGS = [(4, 2, "rs-cauchy"), (2, 1, "rs-vandermonde"),
+                (6, 3, "rs-vandermonde")]
+KINDS = ["rmdir", "empty", "chunkdel", "flip"]
+SEQ_WRITE = 100003          # deliberately not a power of two
+
+
+def strip_of(mnt, k):
+    """The strip size new files get, from a probe file's layout."""
+    probe = os.path.join(mnt, "probe")
+    H.write_file(probe, b"probe")
+    lay = H.layout(probe)
+    strip = int(lay["strip_size"])
+    if strip <= 0:
+        raise AssertionError(f"layout of a new file has strip_size={strip}")
+    return strip
+
+
+def edge_sizes(strip, k):
+    stripe = k * strip
+    return sorted({0, 1, strip - 1, strip, stripe - 1, stripe, stripe + 1,
+                   10 * stripe + 7})
+
+
+def write_sequential(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        off = 0
+        while off < len(data):
+            off += os.write(fd, data[off:off + SEQ_WRITE])
+    finally:
+        os.close(fd)
+
+
+def write_random(path, size, strip, seed):
+    """Random-offset writes; returns the model of what the file holds."""
+    rng = random.Random(seed)
+    model = bytearray(size)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(max(4, min(40, size // 1000))):
+            if size == 0:
+                break
+            off = rng.randrange(size)
+            ln = rng.randrange(1, min(size - off, 3 * strip) + 1)
+            data = rng.randbytes(ln)
+            os.pwrite(fd, data, off)
+            model[off:off + ln] = data
+        if size and os.fstat(fd).st_size < size:
+            os.pwrite(fd, model[size - 1:], size - 1)
+    finally:
+        os.close(fd)
+    return bytes(model)
+
+
+def write_set(mnt, prefix, strip, k, seed):
+    """Writes the edge-size files under mnt/prefix; returns {rel: bytes}."""
+    os.makedirs(os.path.join(mnt, prefix), exist_ok=True)
+    files = {}
+    for i, size in enumerate(edge_sizes(strip, k)):
+        rel = f"{prefix}/seq-{size}"
+        data = H.pattern(size, seed * 100 + i)
+        write_sequential(os.path.join(mnt, rel), data)
+        files[rel] = data
+        rel = f"{prefix}/rnd-{size}"
+        files[rel] = write_random(os.path.join(mnt, rel), size, strip,
+                                  seed * 100 + 50 + i)
+    return files
+
+
+def verify_set(case, mnt, files, when):
+    H.drop_caches()
+    for rel, data in sorted(files.items()):
+        case.assert_exact(os.path.join(mnt, rel), data, when)
+
+
+def verify_set_past_m(case, mnt, files, stripe, must_fail):
+    """m+1 members lost: each file reads exact or fails with EIO; files of a
+    full stripe or more for which must_fail(rel) holds (m+1 of their chunks
+    are gone, so nothing can decode them) must fail."""
+    H.drop_caches()
+    for rel, data in sorted(files.items()):
+        err = case.assert_exact_or_eio(os.path.join(mnt, rel), data,
+                                       "with m+1 members lost:")
+        if must_fail(rel) and len(data) >= stripe:
+            case.assertEqual(err, errno.EIO, f"{rel}: {len(data)} bytes read "
+                             "back although m+1 members are lost")
+
+
+def try_write(path, size):
+    """Writes and fsyncs a new file; returns the errno of the first failing
+    step or 0."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        return e.errno
+    err = 0
+    try:
+        os.write(fd, H.pattern(size, 99))
+        os.fsync(fd)
+    except OSError as e:
+        err = e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or e.errno
+    return err
+
+
+class LossTest(H.MountedCase):
+    """Up to m members lost before I/O, in each way; then m+1."""
+
+    def run_loss(self, k, m, code, kind):
+        n = k + m
+        rng = random.Random(f"{k}-{m}-{code}-{kind}")
+        v = self.volume(n)
+        mnt = self.mount(v, f"k={k},m={m},code={code}")
+        strip = strip_of(mnt, k)
+        stripe = k * strip
+        files = write_set(mnt, "set", strip, k, seed=1)
+        verify_set(self, mnt, files, "healthy:")
+
+        order = list(range(n))
+        rng.shuffle(order)
+        lost, extra = order[:m], order[m]
+        for idx in lost:
+            v.lose(idx, kind, files=list(files) + ["probe"], seed=idx)
+        verify_set(self, mnt, files, f"members {lost} lost ({kind}):")
+
+        # writes while degraded: new files and an overwrite in place
+        files.update(write_set(mnt, "degraded", strip, k, seed=2))
+        big = f"set/seq-{10 * stripe + 7}"
+        patch = H.pattern(stripe + 3, 3)
+        with open(os.path.join(mnt, big), "r+b") as f:
+            f.seek(strip // 2)
+            f.write(patch)
+        files[big] = (files[big][:strip // 2] + patch +
+                      files[big][strip // 2 + len(patch):])
+        verify_set(self, mnt, files, f"written while {lost} lost ({kind}):")
+        self.assert_clean_unmount(v)
+
+        # a lost disk comes back as an empty directory (a missing path is
+        # refused at mount, with its name: see test_mount.py)
+        for idx in lost:
+            if not os.path.isdir(v.members[idx]):
+                os.mkdir(v.members[idx], 0o755)
+        self.mount(v)                      # the superblock has k, m, code
+        verify_set(self, mnt, files, f"remounted with {lost} lost ({kind}):")
+        if kind in ("rmdir", "empty"):
+            hl = H.health(mnt)
+            self.assertEqual(hl.get("state"), "degraded", hl)
+
+        v.lose(extra, kind, files=list(files), seed=extra)
+        def fails(rel):
+            # chunkdel removed only the chunks of set/; flip may miss strips
+            return kind in ("rmdir", "empty") or (kind == "chunkdel" and
+                                                  rel.startswith("set/"))
+        verify_set_past_m(self, mnt, files, stripe, must_fail=fails)
+        if kind in ("rmdir", "empty"):
+            err = try_write(os.path.join(mnt, "set/after-m-plus-1"), 3 * stripe)
+            self.assertEqual(err, errno.EIO, "a write with m+1 members lost "
+                             f"gave {errno.errorcode.get(err, err)}, not EIO")
+            self.assertEqual(H.health(mnt).get("state"), "failed")
+        os.stat(mnt)
+        self.assert_clean_unmount(v)
+
+    def test_lost_before_any_write(self):
+        """Members gone right after the volume is created: every write
+        is degraded from the start."""
+        k, m = 4, 2
+        v = self.volume(k + m)
+        mnt = self.mount(v, f"k={k},m={m},code=rs-cauchy")
+        v.lose(1, "rmdir")
+        v.lose(4, "rmdir")
+        strip = strip_of(mnt, k)
+        files = write_set(mnt, "set", strip, k, seed=4)
+        verify_set(self, mnt, files, "written with members 1, 4 gone:")
+        self.assert_clean_unmount(v)
+        os.mkdir(v.members[1])
+        os.mkdir(v.members[4])
+        self.mount(v)
+        verify_set(self, mnt, files, "remounted:")
+        self.assert_clean_unmount(v)
+
+
+def _add(k, m, code, kind):
+    def test(self):
+        self.run_loss(k, m, code, kind)
+    test.__doc__ = f"k={k} m={m} {code}: members lost by {kind}"
+    setattr(LossTest, f"test_{kind}_{code.replace('-', '_')}_{k}_{m}", test)
+
+
+for _cfg in LOSS_CONFIGS:
+    for _kind in KINDS:
+        _add(*_cfg, _kind)
+
+
+class DuringTest(H.MountedCase):
+    """m members removed while a writer or a reader is running."""
+    SIZE = 24 << 20
+    CHUNK = 256 << 10
+
+    def run_losing(self, v, worker, progress, members):
+        """Runs worker(done) in a thread and removes `members` once
+        progress[0] passes a quarter of the file; returns the errors the
+        worker collected."""
+        errors, done = [], threading.Event()
+
+        def body():
+            try:
+                worker()
+            except OSError as e:
+                errors.append(f"at byte {progress[0]}: {e}")
+            finally:
+                done.set()
+        t = threading.Thread(target=body)
+        t.start()
+        while progress[0] < self.SIZE // 4 and not done.is_set():
+            done.wait(0.005)
+        for idx in members:
+            v.lose(idx, "rmdir")
+        t.join()
+        return errors
+
+    def test_members_removed_during_write(self):
+        k, m = 4, 2
+        v = self.volume(k + m)
+        mnt = self.mount(v, f"k={k},m={m},code=rs-cauchy")
+        data = H.pattern(self.SIZE, 5)
+        path = os.path.join(mnt, "written")
+        progress = [0]
+
+        def writer():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                while progress[0] < len(data):
+                    off = progress[0]
+                    progress[0] += os.pwrite(fd, data[off:off + self.CHUNK], off)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self.assertEqual(self.run_losing(v, writer, progress, [0, 3]), [])
+        H.drop_caches()
+        self.assert_exact(path, data, "written while members 0, 3 vanished:")
+        self.assert_clean_unmount(v)
+        self.mount(v)
+        self.assert_exact(path, data, "remounted:")
+        self.assert_clean_unmount(v)
+
+    def test_members_removed_during_read(self):
+        k, m = 2, 1
+        v = self.volume(k + m)
+        mnt = self.mount(v, f"k={k},m={m},code=rs-vandermonde")
+        data = H.pattern(self.SIZE, 6)
+        path = os.path.join(mnt, "read")
+        H.write_file(path, data, fsync=True)
+        H.drop_caches()
+        progress, got = [0], bytearray()
+
+        def reader():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                while True:
+                    b = os.pread(fd, self.CHUNK, len(got))
+                    if not b:
+                        break
+                    got.extend(b)
+                    progress[0] = len(got)
+            finally:
+                os.close(fd)
+        self.assertEqual(self.run_losing(v, reader, progress, [1]), [])
+        if bytes(got) != data:
+            self.fail("read while member 1 vanished: " +
+                      H.describe_mismatch(bytes(got), data))
+        self.assert_clean_unmount(v)
+
+
+class UnreadableTest(H.MountedCase):
+    """Members made unreadable (chmod 000).  Root ignores file modes, so
+    this runs the daemon itself as uid 65534, and the client as the same
+    user (without allow_other, FUSE lets only the mounting user in)."""
+
+    def test_members_unreadable(self):
+        k, m = 4, 2
+        v = self.volume(k + m, owner=H.NOBODY)
+        if not v.start(f"k={k},m={m},code=rs-cauchy"):
+            self.fail(f"ecfs as uid {H.NOBODY} did not mount "
+                      f"(exit {v.last_exit}):\n{v.log()}")
+        mnt = v.mnt
+
+        def write_and_check():
+            strip = strip_of(mnt, k)
+            files = write_set(mnt, "set", strip, k, seed=7)
+            return files
+
+        def check(files):
+            bad = []
+            for rel, data in sorted(files.items()):
+                got, err = H.read_all(os.path.join(mnt, rel))
+                if err or got != data:
+                    bad.append(f"{rel}: errno {err}, " +
+                               H.describe_mismatch(got, data))
+            return bad
+
+        files = H.run_as(H.NOBODY, H.NOBODY, write_and_check)
+        H.drop_caches()
+        self.assertEqual(H.run_as(H.NOBODY, H.NOBODY, check, files), [],
+                         "healthy")
+        v.lose(2, "unreadable")
+        v.lose(5, "unreadable")
+        H.drop_caches()
+        self.assertEqual(H.run_as(H.NOBODY, H.NOBODY, check, files), [],
+                         "members 2 and 5 unreadable (mode 000)")
+        for idx in (2, 5):
+            os.chmod(v.members[idx], 0o755)
+        self.assert_clean_unmount(v)
+
+
+class BigTest(H.MountedCase):
+    """100 MiB, sequential and then random overwrites, 2 of 6 lost."""
+
+    def test_100_mib(self):
+        k, m = 4, 2
+        size = 100 << 20
+        v = self.volume(k + m)
+        mnt = self.mount(v, f"k={k},m={m},code=rs-cauchy")
+        path = os.path.join(mnt, "big")
+        model = bytearray(H.pattern(size, 8))
+        H.write_file(path, model)
+        rng = random.Random(9)
+        with open(path, "r+b") as f:
+            for _ in range(200):
+                off = rng.randrange(size)
+                data = rng.randbytes(rng.randrange(1, 300000))
+                data = data[:size - off]
+                f.seek(off)
+                f.write(data)
+                model[off:off + len(data)] = data
+        model = bytes(model)
+        H.drop_caches()
+        self.assert_exact(path, model, "healthy:")
+        v.lose(0, "rmdir")
+        v.lose(5, "empty")
+        H.drop_caches()
+        self.assert_exact(path, model, "members 0, 5 lost:")
+        self.assert_clean_unmount(v)
+
+
+if __name__ == "__main__":
+    sys.exit(H.main())

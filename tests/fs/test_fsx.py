@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: MIT
+"""fsx (the file system exerciser, `cargo install fsx`) on a mounted volume:
+random reads, writes, truncates, mmap reads and writes, fallocate, fsync,
+close/reopen, each read checked against fsx's own model of the file.
+100,000 operations on a healthy volume, and 100,000 during which m members
+are removed (after 30,000 operations).  Small strips (4 KiB) so that the
+1 MiB test file spans many stripes and most operations cross strip and
+stripe boundaries.  Exit 77 (skip) if fsx is not installed.
+
+usage: test_fsx.py ECFS_BINARY [unittest args: FsxTest.test_healthy, ...]
+environment: FSX (path of fsx), FSX_OPS (operation count, default 100000)"""
+
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+OPS = int(os.environ.get("FSX_OPS", "100000"))
+CONFIG = """\
+flen = 1048576
+[opsize]
+max = 65536
+[weights]
+close_open = 1
+read = 10
+write = 10
+mapread = 5
+mapwrite = 5
+invalidate = 1
+truncate = 2
+fsync = 1
+fdatasync = 1
+posix_fallocate = 1
+punch_hole = 0
+sendfile = 1
+copy_file_range = 1
+posix_fadvise = 1
+"""
+OP_LINE = re.compile(r"\]\s+(\d+)\s")
+
+
+def find_fsx():
+    cands = [os.environ.get("FSX"), shutil.which("fsx")]
+    for home in (os.environ.get("CARGO_HOME"),
+                 os.path.expanduser("~/.cargo"), "/root/.cargo",
+                 "/usr/local/cargo"):
+        if home:
+            cands.append(os.path.join(home, "bin", "fsx"))
+    for c in cands:
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+FSX = find_fsx()
+
+
+class FsxTest(H.MountedCase):
+    def run_fsx(self, v, seed, at_op=None, action=None):
+        """Runs fsx to completion; calls action() once fsx reports operation
+        at_op.  Returns (exit status, last lines of its output)."""
+        conf = os.path.join(v.base, "fsx.toml")
+        with open(conf, "w") as f:
+            f.write(CONFIG)
+        art = os.path.join(v.base, "artifacts")
+        os.mkdir(art)
+        cmd = [FSX, "-v", "-N", str(OPS), "-S", str(seed), "-f", conf,
+               "-P", art, os.path.join(v.mnt, "fsxfile")]
+        tail = collections.deque(maxlen=60)
+        fired = threading.Event()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True,
+                                errors="replace")
+        try:
+            for line in proc.stdout:
+                tail.append(line.rstrip())
+                if at_op is not None and not fired.is_set():
+                    mo = OP_LINE.search(line)
+                    if mo and int(mo.group(1)) >= at_op:
+                        fired.set()
+                        action()
+            rc = proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        if at_op is not None:
+            self.assertTrue(fired.is_set(), "fsx ended before the removal")
+        return rc, "\n".join(tail)
+
+    def check(self, rc, out):
+        self.assertEqual(rc, 0, f"fsx failed (exit {rc}):\n{out}")
+        self.assertIn("All operations completed A-OK", out)
+
+    def test_healthy(self):
+        v = self.volume(6)
+        self.mount(v, "k=4,m=2,code=rs-cauchy,strip=4096")
+        rc, out = self.run_fsx(v, seed=1)
+        self.check(rc, out)
+        self.assert_clean_unmount(v)
+
+    def test_degraded(self):
+        """Two of six members removed (rm -rf) at operation 30,000."""
+        v = self.volume(6)
+        self.mount(v, "k=4,m=2,code=rs-vandermonde,strip=4096")
+
+        def remove():
+            v.lose(1, "rmdir")
+            v.lose(4, "rmdir")
+        rc, out = self.run_fsx(v, seed=2, at_op=min(30000, OPS // 3),
+                               action=remove)
+        self.check(rc, out)
+        self.assertEqual(H.health(v.mnt).get("state"), "degraded")
+        self.assert_clean_unmount(v)
+
+
+if __name__ == "__main__":
+    if FSX is None:
+        print("SKIP: fsx not found (install it with `cargo install fsx`, or "
+              "set FSX=/path/to/fsx)", file=sys.stderr)
+        sys.exit(H.SKIP)
+    sys.exit(H.main())

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: MIT
+"""Mounting: creation, remount, members in another order, a member of
+another volume, a second daemon on the same volume, and bad command lines
+(exit 1 with one clear message, nothing mounted, nothing created).
+
+usage: test_mount.py ECFS_BINARY [unittest args]"""
+
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+
+def populate(mnt):
+    files = {}
+    for i, size in enumerate((0, 1, 5000, 300000, 2 << 20)):
+        rel = f"f{i}"
+        files[rel] = H.pattern(size, 20 + i)
+        H.write_file(os.path.join(mnt, rel), files[rel])
+    os.mkdir(os.path.join(mnt, "dir"))
+    os.symlink("f1", os.path.join(mnt, "dir", "link"))
+    return files
+
+
+class MountTest(H.MountedCase):
+    def check_files(self, mnt, files, when):
+        H.drop_caches()
+        for rel, data in files.items():
+            self.assert_exact(os.path.join(mnt, rel), data, when)
+        self.assertEqual(os.readlink(os.path.join(mnt, "dir", "link")), "f1")
+
+    def test_create_remount_and_superblocks(self):
+        v = self.volume(5)
+        mnt = self.mount(v, "k=3,m=2,code=rs-vandermonde")
+        files = populate(mnt)
+        self.assertEqual(sorted(os.listdir(mnt)), sorted(list(files) + ["dir"]))
+        self.assert_clean_unmount(v)
+        for p in v.members:
+            self.assertTrue(os.path.isdir(os.path.join(p, ".ecfs")),
+                            f"{p} has no .ecfs metadata folder")
+            for rel in files:
+                self.assertTrue(os.path.isfile(os.path.join(p, rel)),
+                                f"no chunk file {rel} on member {p}")
+        self.mount(v)
+        self.check_files(mnt, files, "remounted:")
+        lay = H.layout(os.path.join(mnt, "f4"))
+        self.assertEqual((lay.get("code"), lay.get("k"), lay.get("m")),
+                         ("rs-vandermonde", "3", "2"), lay)
+        self.assert_clean_unmount(v)
+
+    def test_members_in_another_order(self):
+        v = self.volume(6)
+        mnt = self.mount(v, "k=4,m=2,code=rs-cauchy")
+        files = populate(mnt)
+        self.assert_clean_unmount(v)
+        for order in ([5, 4, 3, 2, 1, 0], [1, 0, 2, 3, 4, 5],
+                      [2, 3, 4, 5, 0, 1]):
+            with self.subTest(order=order):
+                self.mount(v, members=[v.members[i] for i in order])
+                self.check_files(mnt, files, f"members given as {order}:")
+                lay = H.layout(os.path.join(mnt, "f4"))
+                for idx in range(6):
+                    entry = lay.get(f"member.{idx}", "")
+                    self.assertIn(v.members[idx], entry,
+                                  f"member.{idx} of the layout: {lay}")
+                self.assert_clean_unmount(v)
+
+    def test_member_of_another_volume_is_refused(self):
+        a = self.volume(3)
+        self.mount(a, "k=2,m=1")
+        populate(a.mnt)
+        self.assert_clean_unmount(a)
+        b = self.volume(3)
+        self.mount(b, "k=2,m=1")
+        self.assert_clean_unmount(b)
+        foreign = b.members[1]
+        members = [a.members[0], foreign, a.members[2]]
+        mounted = a.start("", members=members)
+        self.assertFalse(mounted, "mounted with a member of another volume")
+        self.assertEqual(a.last_exit, 1, a.log())
+        self.assertIn(foreign, a.log(), "the refusal does not name the member")
+        self.assertFalse(H.is_mounted(a.mnt))
+        self.mount(a)                        # the right members still work
+        self.assert_clean_unmount(a)
+
+    def test_second_daemon_is_refused(self):
+        v = self.volume(3)
+        self.mount(v, "k=2,m=1")
+        other = os.path.join(v.base, "mnt2")
+        os.mkdir(other)
+        try:
+            r = subprocess.run([H.ECFS, "-f", ":".join(v.members), other],
+                               capture_output=True, text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            subprocess.run(["fusermount3", "-u", "-z", other])
+            self.fail("a second daemon mounted the same volume")
+        finally:
+            if H.is_mounted(other):
+                subprocess.run(["fusermount3", "-u", "-z", other])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertTrue(r.stderr.strip(), "refused without a message")
+        self.assertTrue(v.alive())
+        self.assert_clean_unmount(v)
+
+    def test_bad_options(self):
+        # (case, -o options, members, a word the message must contain)
+        cases = [
+            ("k=0", "k=0,m=1", 1, "k"),
+            ("m=0", "k=3,m=0", 3, "m"),
+            ("unknown code", "k=2,m=1,code=no-such-code", 3, "no-such-code"),
+            ("k+m != members", "k=2,m=2", 3, "3"),
+            ("raid6-pq needs m=2", "k=2,m=1,code=raid6-pq", 3, "raid6-pq"),
+            ("strip not a size", "k=2,m=1,strip=abc", 3, "strip"),
+            ("strip not a multiple of the code's block", "k=2,m=1,"
+             "code=rs-vandermonde,w=16,strip=4097", 3, "strip"),
+            ("unknown checksum", "k=2,m=1,checksum=no-such-hash", 3,
+             "no-such-hash"),
+            ("unknown option", "k=2,m=1,no_such_option=1", 3,
+             "no_such_option"),
+        ]
+        for name, opts, n, word in cases:
+            with self.subTest(case=name, options=opts):
+                v = self.volume(n)
+                mounted = v.start(opts)
+                self.assertFalse(mounted, f"-o {opts}: mounted")
+                msg = v.output().strip()
+                self.assertEqual(v.last_exit, 1, f"-o {opts}: {msg}")
+                self.assertTrue(msg, f"-o {opts}: no message")
+                self.assertLessEqual(len(msg.splitlines()), 2,
+                                     f"-o {opts}: not one clear line:\n{msg}")
+                self.assertIn(word, msg)
+                for p in v.members:
+                    self.assertEqual(os.listdir(p), [], f"-o {opts}: {p} was "
+                                     f"written to before the refusal ({msg})")
+
+        def refused(members, mnt, word):
+            v = self.volume(3)
+            cmd = [H.ECFS, "-f", "-o", "k=2,m=1", ":".join(members(v))]
+            cmd += [mnt(v)] if mnt(v) else []
+            mounted = v.start(cmd=cmd)
+            self.assertFalse(mounted, "mounted")
+            msg = v.output().strip()
+            self.assertEqual(v.last_exit, 1, msg)
+            self.assertTrue(msg, "no message")
+            self.assertIn(word(v), msg)
+        with self.subTest(case="missing mountpoint"):
+            refused(lambda v: v.members, lambda v: None, lambda v: "mount")
+        with self.subTest(case="nonexistent mountpoint"):
+            refused(lambda v: v.members, lambda v: v.mnt + "-nowhere",
+                    lambda v: v.mnt + "-nowhere")
+        with self.subTest(case="nonexistent member"):
+            refused(lambda v: v.members[:2] + [v.members[2] + "-nowhere"],
+                    lambda v: v.mnt, lambda v: v.members[2] + "-nowhere")
+
+    def test_background_mode(self):
+        """Without -f the daemon detaches and the mount stays usable."""
+        v = self.volume(3)
+        r = subprocess.run([H.ECFS, "-o", "k=2,m=1", ":".join(v.members),
+                            v.mnt], capture_output=True, text=True, timeout=30)
+        try:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(H.is_mounted(v.mnt))
+            data = H.pattern(100000, 30)
+            H.write_file(os.path.join(v.mnt, "f"), data)
+            H.drop_caches()
+            self.assert_exact(os.path.join(v.mnt, "f"), data)
+        finally:
+            subprocess.run(["fusermount3", "-u", v.mnt], capture_output=True)
+            if H.is_mounted(v.mnt):
+                subprocess.run(["fusermount3", "-u", "-z", v.mnt])
+
+
+if __name__ == "__main__":
+    sys.exit(H.main())
