@@ -17,6 +17,18 @@
 #define AVX2 __attribute__((target("avx2")))
 #define INLINE_AVX2 __attribute__((target("avx2"), always_inline)) static inline
 
+/* The product of 64 input bytes (split into nibbles l0/h0, l1/h1) with
+ * the coefficient whose broadcast tables are at t. */
+#define MUL64(t, r0, r1)                                                      \
+	do {                                                                   \
+		__m256i tl_ = _mm256_load_si256((const __m256i *)(t));         \
+		__m256i th_ = _mm256_load_si256((const __m256i *)(t) + 1);     \
+		r0 = _mm256_xor_si256(_mm256_shuffle_epi8(tl_, l0),            \
+		                      _mm256_shuffle_epi8(th_, h0));           \
+		r1 = _mm256_xor_si256(_mm256_shuffle_epi8(tl_, l1),            \
+		                      _mm256_shuffle_epi8(th_, h1));           \
+	} while (0)
+
 /* One group of n (1..4, a compile-time constant after inlining) outputs. */
 INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
                            const gf8_row *rows, const uint8_t *const *in,
@@ -31,6 +43,8 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
 	for (; pos + 64 <= end; pos += 64) {
 		__m256i a0[4], a1[4];
 
+		/* The first input initialises the accumulators (zeroing them
+		 * first costs nothing: a zero idiom never reaches a pipe). */
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
 			a0[r] = a1[r] = _mm256_setzero_si256();
@@ -43,16 +57,19 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
 			__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);
 			__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(d1, 4), mask);
 
+			if (i == 0) {
+				_Pragma("GCC unroll 8")
+				for (int r = 0; r < n; r++)
+					MUL64(tab[r], a0[r], a1[r]);
+				continue;
+			}
 			_Pragma("GCC unroll 8")
 			for (int r = 0; r < n; r++) {
-				const __m256i *t = (const __m256i *)(tab[r] + (size_t)i * GF8_NIB_BYTES);
-				__m256i tl = _mm256_load_si256(t);
-				__m256i th = _mm256_load_si256(t + 1);
+				__m256i p0, p1;
 
-				a0[r] = _mm256_xor_si256(a0[r], _mm256_xor_si256(
-					_mm256_shuffle_epi8(tl, l0), _mm256_shuffle_epi8(th, h0)));
-				a1[r] = _mm256_xor_si256(a1[r], _mm256_xor_si256(
-					_mm256_shuffle_epi8(tl, l1), _mm256_shuffle_epi8(th, h1)));
+				MUL64(tab[r] + (size_t)i * GF8_NIB_BYTES, p0, p1);
+				a0[r] = _mm256_xor_si256(a0[r], p0);
+				a1[r] = _mm256_xor_si256(a1[r], p1);
 			}
 		}
 		_Pragma("GCC unroll 8")
@@ -66,36 +83,6 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
 			_mm256_storeu_si256(o, a0[r]);
 			_mm256_storeu_si256(o + 1, a1[r]);
 		}
-	}
-	if (pos + 32 <= end) {
-		__m256i a0[4];
-
-		_Pragma("GCC unroll 8")
-		for (int r = 0; r < n; r++)
-			a0[r] = _mm256_setzero_si256();
-		for (int i = 0; i < k; i++) {
-			__m256i d0 = _mm256_loadu_si256((const __m256i *)(in[i] + pos));
-			__m256i l0 = _mm256_and_si256(d0, mask);
-			__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);
-
-			_Pragma("GCC unroll 8")
-			for (int r = 0; r < n; r++) {
-				const __m256i *t = (const __m256i *)(tab[r] + (size_t)i * GF8_NIB_BYTES);
-
-				a0[r] = _mm256_xor_si256(a0[r], _mm256_xor_si256(
-					_mm256_shuffle_epi8(_mm256_load_si256(t), l0),
-					_mm256_shuffle_epi8(_mm256_load_si256(t + 1), h0)));
-			}
-		}
-		_Pragma("GCC unroll 8")
-		for (int r = 0; r < n; r++) {
-			__m256i *o = (__m256i *)(out[r] + pos);
-
-			if (accumulate)
-				a0[r] = _mm256_xor_si256(a0[r], _mm256_loadu_si256(o));
-			_mm256_storeu_si256(o, a0[r]);
-		}
-		pos += 32;
 	}
 	if (pos < end)
 		gf8_dot_scalar(pos, end - pos, k, n, rows, in, out, accumulate);
