@@ -240,7 +240,12 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 			if (!same_file(&p->h, &h) ||
 			    p->h.position != (uint32_t)layout_position_of(&lay, mb))
 				p->state = CHUNK_CORRUPT;
-			else if (p->h.generation < h.generation || (h.missed >> mb & 1))
+			else if (h.missed >> mb & 1)
+				/* Only the newest header's record of missed writes
+				 * makes a chunk stale: an older header generation
+				 * alone may just be a header write cut short by a
+				 * crash, and the strips themselves are checked per
+				 * stripe (generation vote) anyway. */
 				p->state = CHUNK_STALE;
 		}
 		usable += p->state == CHUNK_OK;

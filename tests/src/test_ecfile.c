@@ -445,6 +445,39 @@ static void test_stale_member_not_trusted(void **state)
 	g_free(v2);
 }
 
+/* A crash can cut a round of header writes short: a chunk left with an
+ * older header is still a current chunk, and the newest header wins. */
+static void test_older_header_still_current(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 5 * STRIPE + 9;
+	uint8_t *data = g_malloc(len);
+	char *p = chunk_path(fx, 2, "h");
+	size_t l;
+	ecfile *f;
+
+	fill_random(data, len, 21);
+	write_file(fx, "/h", data, 2 * STRIPE, 2 * STRIPE);
+	uint8_t *old = slurp(p, &l);
+	assert_int_equal(ecfile_open(fx->v, "/h", 0, &f), 0);
+	assert_int_equal(ecfile_write(f, data + 2 * STRIPE, len - 2 * STRIPE, 2 * STRIPE),
+	                 (ssize_t)(len - 2 * STRIPE));
+	assert_int_equal(ecfile_release(f), 0);
+	uint8_t *now = slurp(p, &l);
+	memcpy(now, old, 4096);
+	assert_true(g_file_set_contents(p, (char *)now, (gssize)l, NULL));
+	check_file(fx, "/h", data, len);
+	assert_int_equal(ecfile_open(fx->v, "/h", 0, &f), 0);
+	char *text = ecfile_layout_text(f);
+	assert_non_null(strstr(text, "member.2=ok"));
+	g_free(text);
+	assert_int_equal(ecfile_release(f), 0);
+	g_free(old);
+	g_free(now);
+	g_free(p);
+	g_free(data);
+}
+
 static void test_every_checksum(void **state)
 {
 	const char *names[] = { "sha256", "blake2b", "blake2s", "gmac", "poly1305" };
@@ -484,6 +517,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_many_erasures_harm_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test(test_every_checksum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
