@@ -354,6 +354,26 @@ static void check_code(const bench_config *cfg)
 	ec_destroy(code);
 }
 
+/* The default strips (4K, 64K, 1M) rounded down to whole stripes of w
+ * packets, for bit-matrix codes whose w is not a power of two: a strip
+ * must hold w packets exactly, so 4096 bytes cannot be a liberation w=7
+ * strip, but 3584 (7 x 512) can. */
+static void fit_default_strips(bench_config *cfg)
+{
+	size_t w = (size_t)cfg->params.w;
+
+	for (int i = 0; i < cfg->n_strips; i++) {
+		size_t target = cfg->strips[i], packet = cfg->params.packet_size;
+		if (bench_default_packet(cfg->params.w, target) != 0 && packet == 0)
+			continue; /* already fits */
+		if (packet == 0)
+			for (packet = 2048; packet > 8 && w * packet > target; packet /= 2)
+				;
+		size_t unit = w * packet;
+		cfg->strips[i] = target >= unit ? target / unit * unit : unit;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	bench_config cfg = {
@@ -368,7 +388,7 @@ int main(int argc, char **argv)
 		.rounds = 5,
 	};
 	const char *kernels[MAX_KERNELS];
-	int n_kernels = 0, grid = 0, opt;
+	int n_kernels = 0, grid = 0, strips_given = 0, opt;
 	int want_encode = 0, want_decode = 0;
 
 	if (wants_xor_tuner(argc, argv)) {
@@ -405,6 +425,7 @@ int main(int argc, char **argv)
 			for (int i = 0; i < n; i++)
 				cfg.strips[i] = parse_size("--strip", items[i]);
 			cfg.n_strips = n;
+			strips_given = 1;
 			break;
 		case OPT_PACKET:
 			cfg.params.packet_size = parse_size("--packet", optarg);
@@ -479,6 +500,8 @@ int main(int argc, char **argv)
 	cfg.do_decode = want_decode || !want_encode;
 	if (cfg.params.w == 0)
 		cfg.params.w = default_w(cfg.params.kind, cfg.params.k);
+	if (!grid && !strips_given && is_bitmatrix(cfg.params.kind))
+		fit_default_strips(&cfg);
 	if (!grid) {
 		check_erasures(&cfg);
 		check_code(&cfg);

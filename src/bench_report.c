@@ -26,7 +26,7 @@ void bench_report_header(FILE *out, int csv)
 	if (csv)
 		fprintf(out, "impl,op,code,k,m,w,strip,erasures,gbps,normalized,vs_isal,kernel\n");
 	else
-		fprintf(out, "%-8s %-6s %-14s %3s %3s %3s %6s %-12s %8s %10s %7s %s\n", "impl", "op",
+		fprintf(out, "%-8s %-6s %-14s %3s %3s %3s %7s %-12s %8s %10s %7s %s\n", "impl", "op",
 		        "code", "k", "m", "w", "strip", "erasures", "GB/s", "normalized", "vs-isal",
 		        "kernel");
 	fflush(out);
@@ -60,7 +60,7 @@ void bench_report_row(FILE *out, const bench_row *row, int csv)
 	} else {
 		char strip[32];
 		bench_format_size(row->strip, strip, sizeof(strip));
-		fprintf(out, "%-8s %-6s %-14s %3d %3d %3s %6s %-12s %8.2f %10s %7s %s\n", row->impl,
+		fprintf(out, "%-8s %-6s %-14s %3d %3d %3s %7s %-12s %8.2f %10s %7s %s\n", row->impl,
 		        row->op, row->code, row->k, row->m, w, strip, row->erasures, row->gbps, norm,
 		        ratio, row->kernel);
 	}

@@ -247,10 +247,7 @@ out:
 	return rc;
 }
 
-/* Packet size for a bit-matrix code when none was given: the largest
- * power of two up to 2 KiB (packets that stay in L1 with their partners,
- * Plank et al. sec. 4.4) that splits the strip into w equal packets. */
-static size_t default_packet(int w, size_t strip)
+size_t bench_default_packet(int w, size_t strip)
 {
 	for (size_t p = 2048; p >= 8; p /= 2)
 		if (strip % ((size_t)w * p) == 0)
@@ -265,7 +262,7 @@ int bench_run_single(const bench_config *cfg)
 	for (int s = 0; s < cfg->n_strips; s++) {
 		ec_params p = cfg->params;
 		if (p.kind >= EC_CAUCHY_ORIG && p.packet_size == 0) {
-			p.packet_size = default_packet(p.w, cfg->strips[s]);
+			p.packet_size = bench_default_packet(p.w, cfg->strips[s]);
 			if (p.packet_size == 0) {
 				fprintf(stderr,
 				        "ecfs-bench: strip %zu cannot be cut into w=%d packets of a "

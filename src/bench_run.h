@@ -37,6 +37,12 @@ int bench_run_single(const bench_config *cfg);
  * of ecfs / ISA-L and ecfs / Jerasure per cell.  Returns 0 or 1. */
 int bench_run_grid(const bench_config *cfg);
 
+/* Packet size for a bit-matrix code when none was given: the largest
+ * power of two from 8 bytes to 2 KiB (packets that stay in L1 with their
+ * partners, Plank et al. sec. 4.4) that splits the strip into w equal
+ * packets; 0 if there is none. */
+size_t bench_default_packet(int w, size_t strip);
+
 /* The default erasure pattern: n blocks, data blocks first (the worst case
  * for decoding), then parity.  Fills out[0..n-1]. */
 void bench_default_erasures(int k, int n, int *out);
