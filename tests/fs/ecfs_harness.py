@@ -40,6 +40,11 @@ NOBODY = 65534
 CHUNK_HEADER_SIZE = 4096
 
 ECFS = None            # path of the ecfs binary, set by main()
+# Runs a program as root but without the capabilities that let root ignore
+# file modes, so that a member made mode 000 is unreadable to the daemon
+# (an unprivileged daemon cannot be used: /dev/fuse may be root-only).
+DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
+            "--inh-caps", "-dac_override,-dac_read_search"]
 TMPDIR = os.environ.get("ECFS_TEST_TMPDIR", "/tmp")
 _active = set()        # volumes that may have a daemon or a mount
 _active_lock = threading.Lock()
@@ -279,6 +284,7 @@ class Volume:
             for p in self.members + [self.mnt]:
                 os.chown(p, owner, owner)
         self.proc = None
+        self.wrapper = []      # command prefix for the daemon (e.g. setpriv)
         self.logpath = os.path.join(self.base, "daemon.log")
         self.last_exit = None
         self.mount_args = None
@@ -287,7 +293,7 @@ class Volume:
 
     # -- daemon ------------------------------------------------------------
     def _command(self, opts, members, fuse_opts):
-        cmd = [ECFS, "-f"]
+        cmd = self.wrapper + [ECFS, "-f"]
         if opts:
             cmd += ["-o", opts]
         if fuse_opts:
@@ -416,7 +422,9 @@ class Volume:
           chunkdel   the chunk files of `files` are deleted on it
           flip       bytes of the chunk files of `files` are flipped
           unreadable chmod 000 on the member directory (only meaningful
-                     when the daemon runs unprivileged: root ignores modes)
+                     when the daemon lacks CAP_DAC_OVERRIDE: root ignores
+                     modes; see DROP_DAC)
+          chunkmode  chmod 000 on the chunk files of `files` (same caveat)
           file       the member directory is replaced by a regular file
         """
         p = self.members[idx]
@@ -437,6 +445,9 @@ class Volume:
                 flip_bytes(self.chunk_path(idx, rel), rng)
         elif how == "unreadable":
             os.chmod(p, 0)
+        elif how == "chunkmode":
+            for rel in files:
+                os.chmod(self.chunk_path(idx, rel), 0)
         elif how == "file":
             shutil.rmtree(p)
             with open(p, "w") as f:

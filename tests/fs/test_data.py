@@ -18,6 +18,7 @@ usage: test_data.py ECFS_BINARY [unittest args: LossTest, DuringTest,
 import errno
 import os
 import random
+import shutil
 import sys
 import threading
 
@@ -269,6 +270,8 @@ class DuringTest(H.MountedCase):
         H.drop_caches()
         self.assert_exact(path, data, "written while members 0, 3 vanished:")
         self.assert_clean_unmount(v)
+        os.mkdir(v.members[0])              # replaced disks
+        os.mkdir(v.members[3])
         self.mount(v)
         self.assert_exact(path, data, "remounted:")
         self.assert_clean_unmount(v)
@@ -303,43 +306,36 @@ class DuringTest(H.MountedCase):
 
 class UnreadableTest(H.MountedCase):
     """Members made unreadable (chmod 000).  Root ignores file modes, so
-    this runs the daemon itself as uid 65534, and the client as the same
-    user (without allow_other, FUSE lets only the mounting user in)."""
+    the daemon runs as root without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH
+    (setpriv): then mode 000 stops it as it would stop any user."""
 
-    def test_members_unreadable(self):
+    def run_unreadable(self, how, what):
+        if shutil.which("setpriv") is None:
+            self.skipTest("setpriv (util-linux) not found")
         k, m = 4, 2
-        v = self.volume(k + m, owner=H.NOBODY)
-        if not v.start(f"k={k},m={m},code=rs-cauchy"):
-            self.fail(f"ecfs as uid {H.NOBODY} did not mount "
-                      f"(exit {v.last_exit}):\n{v.log()}")
-        mnt = v.mnt
-
-        def write_and_check():
-            strip = strip_of(mnt, k)
-            files = write_set(mnt, "set", strip, k, seed=7)
-            return files
-
-        def check(files):
-            bad = []
-            for rel, data in sorted(files.items()):
-                got, err = H.read_all(os.path.join(mnt, rel))
-                if err or got != data:
-                    bad.append(f"{rel}: errno {err}, " +
-                               H.describe_mismatch(got, data))
-            return bad
-
-        files = H.run_as(H.NOBODY, H.NOBODY, write_and_check)
-        H.drop_caches()
-        self.assertEqual(H.run_as(H.NOBODY, H.NOBODY, check, files), [],
-                         "healthy")
-        v.lose(2, "unreadable")
-        v.lose(5, "unreadable")
-        H.drop_caches()
-        self.assertEqual(H.run_as(H.NOBODY, H.NOBODY, check, files), [],
-                         "members 2 and 5 unreadable (mode 000)")
+        v = self.volume(k + m)
+        v.wrapper = H.DROP_DAC
+        mnt = self.mount(v, f"k={k},m={m},code=rs-cauchy")
+        strip = strip_of(mnt, k)
+        files = write_set(mnt, "set", strip, k, seed=7)
+        verify_set(self, mnt, files, "healthy:")
         for idx in (2, 5):
-            os.chmod(v.members[idx], 0o755)
+            v.lose(idx, how, files=list(files))
+        try:
+            verify_set(self, mnt, files, f"{what} mode 000 on members 2, 5:")
+            files.update(write_set(mnt, "degraded", strip, k, seed=8))
+            verify_set(self, mnt, files, f"written with {what} mode 000 on "
+                       "members 2, 5:")
+        finally:
+            for idx in (2, 5):
+                os.chmod(v.members[idx], 0o755)
         self.assert_clean_unmount(v)
+
+    def test_member_directories_unreadable(self):
+        self.run_unreadable("unreadable", "member directory")
+
+    def test_chunk_files_unreadable(self):
+        self.run_unreadable("chunkmode", "chunk files")
 
 
 class BigTest(H.MountedCase):
