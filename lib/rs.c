@@ -5,13 +5,16 @@
  *
  * A code keeps its m x k coding matrix C (parity = C * data) and, built
  * once at creation, the per-coefficient tables the region kernels use, so
- * encoding does no setup work.  Decoding picks the first k surviving blocks,
- * inverts the k x k matrix of their generator rows, and derives one row per
- * erased block (an inverse row for data, C's row times the inverse for
- * parity).  Those rows and their tables are cached per erasure pattern in a
- * bounded, direct-mapped table under a read-write lock: a hit costs a hash
- * and a read lock, with no allocation; a miss builds the entry outside the
- * lock, uses it, and then publishes it (which may evict an older pattern).
+ * encoding does no setup work.  Decoding reads the first k surviving blocks
+ * and derives one row of coefficients over them per erased block (see
+ * decoding_rows: only the erased-data part of the matrix is inverted).
+ * Those rows and their tables are cached per erasure pattern in a bounded,
+ * direct-mapped table under a read-write lock: a hit costs a hash, a short
+ * read-locked lookup and an atomic reference count, with no allocation, and
+ * the coding itself runs outside the lock, so a thread publishing a new
+ * pattern never waits behind long decodes.  A miss builds the entry outside
+ * the lock, uses it, and then publishes it (evicting whatever pattern had
+ * that slot; an evicted entry is freed by its last user).
  */
 #include "ec_internal.h"
 #include "families.h"
@@ -31,6 +34,7 @@ typedef struct rs_tables {
 } rs_tables;
 
 typedef struct rs_pattern {
+	int refs; /* the cache's reference plus one per decode using it */
 	uint64_t hash;
 	int n_erased;
 	int *erased; /* sorted erased blocks */
@@ -111,6 +115,8 @@ nomem:
 	return EC_ENOMEM;
 }
 
+static void pattern_free(rs_pattern *p);
+
 static void rs_destroy(ec_code *code)
 {
 	rs_code *rs = code->priv;
@@ -120,11 +126,7 @@ static void rs_destroy(ec_code *code)
 	for (size_t i = 0; i < rs->nslots; i++) {
 		rs_pattern *p = rs->slots[i];
 
-		if (p) {
-			tables_free(&p->tab);
-			free(p->erased);
-			free(p);
-		}
+		pattern_free(p);
 	}
 	free(rs->slots);
 	pthread_rwlock_destroy(&rs->lock);
@@ -423,6 +425,12 @@ static int decode_with(const rs_code *rs, const rs_pattern *p,
 	return 0;
 }
 
+static void pattern_release(rs_pattern *p)
+{
+	if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		pattern_free(p);
+}
+
 static int rs_decode(const ec_code *code, uint8_t *const *blocks,
                      const int *erased, int n_erased, size_t len)
 {
@@ -434,27 +442,33 @@ static int rs_decode(const ec_code *code, uint8_t *const *blocks,
 
 	pthread_rwlock_rdlock(&rs->lock);
 	p = rs->slots[slot];
-	if (pattern_matches(p, h, erased, n_erased)) {
+	if (pattern_matches(p, h, erased, n_erased))
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	else
+		p = NULL;
+	pthread_rwlock_unlock(&rs->lock);
+	if (p) {
 		rc = decode_with(rs, p, blocks, len);
-		pthread_rwlock_unlock(&rs->lock);
+		pattern_release(p);
 		return rc;
 	}
-	pthread_rwlock_unlock(&rs->lock);
 
 	rc = pattern_build(rs, h, erased, n_erased, &p);
 	if (rc != 0)
 		return rc;
+	p->refs = 1;
 	rc = decode_with(rs, p, blocks, len);
 
 	/* Publish; another thread may have done the same meanwhile. */
+	rs_pattern *old = p;
+
 	pthread_rwlock_wrlock(&rs->lock);
-	if (pattern_matches(rs->slots[slot], h, erased, n_erased)) {
-		pattern_free(p);
-	} else {
-		pattern_free(rs->slots[slot]);
+	if (!pattern_matches(rs->slots[slot], h, erased, n_erased)) {
+		old = rs->slots[slot];
 		rs->slots[slot] = p;
 	}
 	pthread_rwlock_unlock(&rs->lock);
+	pattern_release(old);
 	return rc;
 }
 
