@@ -15,6 +15,7 @@
 #include "bench_timer.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_CODERS 8
@@ -124,23 +125,30 @@ static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes
 	bench_job jobs[MAX_JOBS];
 	const bench_coder *job_coder[MAX_JOBS];
 	int job_op[MAX_JOBS]; /* 0 encode, 1 decode, 2 memcpy, 3 xor */
-	int erased[256], n_erased, n_coders = 0, n_jobs = 0, rc = 1;
+	int n_erased, n_coders = 0, n_jobs = 0, rc = 1;
 	int k = codes[0].k, m = codes[0].m;
 	char err[256];
 
 	memset(sum, 0, sizeof(*sum));
+	/* At most m erasures (checked with the options), so m slots. */
+	int *erased = calloc((size_t)m, sizeof(int));
 	if (cfg->n_erase_list > 0) {
 		n_erased = cfg->n_erase_list;
-		memcpy(erased, cfg->erase_list, (size_t)n_erased * sizeof(int));
+		if (erased)
+			memcpy(erased, cfg->erase_list, (size_t)n_erased * sizeof(int));
 	} else {
 		n_erased = cfg->n_erasures < 0 ? m : cfg->n_erasures;
-		bench_default_erasures(k, n_erased, erased);
+		if (erased)
+			bench_default_erasures(k, n_erased, erased);
 	}
-	if (bench_cell_init(&cell, k, m, strip, cfg->offset, erased, n_erased, cfg->seed) < 0) {
+	if (!erased ||
+	    bench_cell_init(&cell, k, m, strip, cfg->offset, erased, n_erased, cfg->seed) < 0) {
 		fprintf(stderr, "ecfs-bench: out of memory for a [%d,%d] cell of %zu-byte strips\n", k,
 		        m, strip);
+		free(erased);
 		return 1;
 	}
+	free(erased); /* the cell keeps its own sorted copy */
 
 	for (int i = 0; i < n_codes; i++) {
 		bench_coder *c;
