@@ -179,14 +179,19 @@ static bool parse_members(const char *list, GPtrArray *paths)
 			ok = fail("empty member name in '%s'", list);
 			break;
 		}
+		/* A member that cannot be reached (a dead disk, a removed
+		 * directory) is volume_open()'s to judge: up to m of them
+		 * make a degraded mount.  A file where a member should be is
+		 * a mistake on the command line. */
 		char *abs = realpath(*p, NULL);
 		struct stat st;
-		if (!abs)
-			ok = fail("member '%s': %s", *p, strerror(errno));
-		else if (stat(abs, &st) < 0)
-			ok = fail("member '%s': %s", *p, strerror(errno));
-		else if (!S_ISDIR(st.st_mode))
+		if (!abs) {
+			char *c = g_canonicalize_filename(*p, NULL);
+			abs = strdup(c);
+			g_free(c);
+		} else if (stat(abs, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			ok = fail("member '%s' is not a directory", *p);
+		}
 		if (abs)
 			g_ptr_array_add(paths, abs);
 	}
