@@ -312,15 +312,16 @@ static void run_config(const config *cf)
 	check_update(code, &b);
 	blockset_free(&b);
 
+	/* 1, 15, 4095 and 65536+13 bytes rounded up to whole words. */
 	lens[nl++] = unit;
 	lens[nl++] = 15 * unit;
-	lens[nl++] = 4095 * unit / (unit > 1 ? unit : 1) + (unit > 1 ? 1 : 0);
+	lens[nl++] = (4095 + unit - 1) / unit * unit;
 	if (!huge)
-		lens[nl++] = (65536 + 13) * unit;
+		lens[nl++] = (65536 + 13 + unit - 1) / unit * unit;
 	if (mib)
 		lens[nl++] = (size_t)1 << 20;
 	for (size_t li = 0; li < nl; li++) {
-		size_t len = lens[li] / unit * unit;
+		size_t len = lens[li];
 
 		blockset_init(&b, n, len);
 		fill_and_encode(code, &b);
