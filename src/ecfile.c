@@ -100,8 +100,12 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->fd = -1;
 		return -EINVAL;
 	}
-	if (pc->created && geteuid() == 0 && fchown(pc->fd, uid, gid) < 0)
-		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d", path, mb);
+	/* Owned by the caller: already so if the daemon runs with the
+	 * caller's fsuid/fsgid, else chown it (root daemon). */
+	if (pc->created && (st.st_uid != uid || st.st_gid != gid) &&
+	    fchown(pc->fd, uid, gid) < 0)
+		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
+		         mb, (unsigned)uid, (unsigned)gid, g_strerror(errno));
 	uint8_t buf[CHUNK_HEADER_SIZE];
 	ssize_t got = pread(pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
@@ -569,6 +573,25 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		if (s >= f->disk_end) {
 			memset(out_p, 0, len);
 			pos += len;
+			continue;
+		}
+		if (in == 0 && len == sd) {
+			/* A run of whole stripes: one read per member, straight
+			 * into the caller's buffer. */
+			uint64_t cnt = (end - pos) / sd;
+			uint64_t to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+			uint8_t *run[STRIPE_MAX_N * STRIPE_FETCH_RUN];
+			if (cnt > STRIPE_FETCH_RUN)
+				cnt = STRIPE_FETCH_RUN;
+			if (cnt > to_group)
+				cnt = to_group;
+			if (cnt > f->disk_end - s)
+				cnt = f->disk_end - s;
+			for (uint64_t i = 0; i < cnt * (uint64_t)f->c.lay.k; i++)
+				run[i] = out_p + i * strip;
+			rc = stripe_fetch_run(&f->c, s, (int)cnt, run);
+			if (rc == 0)
+				pos += cnt * sd;
 			continue;
 		}
 		uint8_t *p[STRIPE_MAX_N];

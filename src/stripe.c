@@ -22,6 +22,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "log.h"
 #include "memberio.h"
 #include "volume_internal.h"
@@ -201,59 +203,76 @@ enum fetch_status { FETCH_NONE, FETCH_OK, FETCH_HOLE, FETCH_BAD, FETCH_ERR };
 
 typedef struct fetch_task {
 	stripe_ctx *c;
-	int member, pos;
-	uint64_t s;
-	uint8_t *dest;
-	enum fetch_status status;
-	uint64_t gen;
+	int member, pos, cnt;
+	uint64_t s0;
+	uint8_t *dest[STRIPE_FETCH_RUN];
+	enum fetch_status status[STRIPE_FETCH_RUN];
+	uint64_t gen[STRIPE_FETCH_RUN];
+	const char *why[STRIPE_FETCH_RUN];
 	int err;
-	const char *why;
 } fetch_task;
 
+/* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
+ * strips (consecutive in the chunk within a group), one pread for their
+ * records, then a verdict per strip. */
 static void fetch_member(void *arg)
 {
 	fetch_task *t = arg;
 	stripe_ctx *c = t->c;
 	uint64_t strip = c->lay.strip_size;
-	uint8_t rec[CHUNK_RECORD_SIZE];
-	struct iovec iov = { t->dest, strip }, riov = { rec, sizeof(rec) };
+	uint8_t recs[STRIPE_FETCH_RUN * CHUNK_RECORD_SIZE];
+	struct iovec iov[STRIPE_FETCH_RUN], riov = { recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
-	chunk_record r;
 
-	ssize_t got = full_iov(fd, &iov, 1, (off_t)layout_strip_offset(&c->lay, t->s), false);
+	for (int i = 0; i < t->cnt; i++)
+		iov[i] = (struct iovec){ t->dest[i], strip };
+	ssize_t got = full_iov(fd, iov, t->cnt, (off_t)layout_strip_offset(&c->lay, t->s0), false);
 	ssize_t rgot = got < 0 ? got
-	               : full_iov(fd, &riov, 1, (off_t)layout_record_offset(&c->lay, t->s), false);
+	               : full_iov(fd, &riov, 1, (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
-		t->status = FETCH_ERR;
+		for (int i = 0; i < t->cnt; i++)
+			t->status[i] = FETCH_ERR;
 		t->err = (int)(got < 0 ? got : rgot);
 		return;
 	}
-	if ((uint64_t)got < strip)
-		memset(t->dest + got, 0, strip - (uint64_t)got);
-	if ((size_t)rgot < sizeof(rec))
-		memset(rec + rgot, 0, sizeof(rec) - (size_t)rgot);
-	if (chunk_record_is_blank(rec)) {
-		/* Never written: zeros, unless data is there without a record. */
-		t->status = all_zero(t->dest, strip) ? FETCH_HOLE : FETCH_BAD;
-		t->why = "strip data without a record";
-		return;
+	/* Past the end of the chunk reads as zeros (a hole, or a chunk cut
+	 * short: the records tell which). */
+	for (int i = 0; i < t->cnt; i++) {
+		uint64_t have = (uint64_t)got > i * strip ? (uint64_t)got - i * strip : 0;
+		if (have < strip)
+			memset(t->dest[i] + have, 0, strip - have);
 	}
-	chunk_record_decode(rec, &r);
+	if ((size_t)rgot < riov.iov_len)
+		memset(recs + rgot, 0, riov.iov_len - (size_t)rgot);
 	h.position = (uint32_t)t->pos;
-	if (chunk_strip_verify(c->sum, &h, &r, t->s, (uint32_t)t->pos, t->dest, strip)) {
-		t->status = FETCH_OK;
-		t->gen = r.generation;
-	} else {
-		t->status = FETCH_BAD;
-		t->why = r.stripe != t->s || r.position != (uint32_t)t->pos
-		         ? "record names another stripe or position" : "checksum mismatch";
+	for (int i = 0; i < t->cnt; i++) {
+		const uint8_t *rec = recs + (size_t)i * CHUNK_RECORD_SIZE;
+		uint64_t s = t->s0 + (uint64_t)i;
+		chunk_record r;
+		if (chunk_record_is_blank(rec)) {
+			/* Never written: zeros, unless data is there without a record. */
+			t->status[i] = all_zero(t->dest[i], strip) ? FETCH_HOLE : FETCH_BAD;
+			t->why[i] = "strip data without a record";
+			continue;
+		}
+		chunk_record_decode(rec, &r);
+		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, t->dest[i], strip)) {
+			t->status[i] = FETCH_OK;
+			t->gen[i] = r.generation;
+		} else {
+			t->status[i] = FETCH_BAD;
+			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
+			            ? "record names another stripe or position" : "checksum mismatch";
+		}
 	}
 }
 
-/* Runs fetch tasks for the positions in mask (bit j = position j). */
-static void fetch_positions(stripe_ctx *c, uint64_t s, uint64_t mask, uint8_t *const *dest,
-                            fetch_task *tasks)
+/* Fetches stripes [s0, s0+cnt) of the positions in mask (bit j = position
+ * j) on their members in parallel; dest[j][i] receives strip j of stripe
+ * s0+i. */
+static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+                            uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks)
 {
 	mio_batch batch;
 
@@ -261,8 +280,17 @@ static void fetch_positions(stripe_ctx *c, uint64_t s, uint64_t mask, uint8_t *c
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		int mb = layout_member_of(&c->lay, pos);
 		fetch_task *t = &tasks[pos];
-		*t = (fetch_task){ .c = c, .member = mb, .pos = pos, .s = s, .dest = dest[pos],
-		                   .status = FETCH_NONE };
+		t->c = c;
+		t->member = mb;
+		t->pos = pos;
+		t->cnt = cnt;
+		t->s0 = s0;
+		t->err = 0;
+		for (int i = 0; i < cnt; i++) {
+			t->dest[i] = dest[pos][i];
+			t->status[i] = FETCH_NONE;
+			t->gen[i] = 0;
+		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
 		memberio_submit(volume_memberio(c->v), mb, &batch, fetch_member, t);
@@ -270,52 +298,75 @@ static void fetch_positions(stripe_ctx *c, uint64_t s, uint64_t mask, uint8_t *c
 	mio_batch_wait(&batch);
 }
 
-int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
+/* True if every wanted data strip of stripe i of the run is good and all
+ * are of one generation. */
+static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 {
-	int k = c->lay.k, n = c->lay.n;
-	uint64_t strip = c->lay.strip_size;
-	fetch_task tasks[STRIPE_MAX_N];
-	uint8_t *dest[STRIPE_MAX_N];
-	bool fast_ok = true;
+	bool have = false;
 	uint64_t gen = 0;
-	bool have_gen = false;
 
-	for (int j = 0; j < n; j++)
-		dest[j] = j < k && (want >> j & 1) ? data[j] : c->scratch + (size_t)j * strip;
-	/* Fast path: only the wanted data strips, all good and of one
-	 * generation.  A hole is not trusted here (a chunk cut short also
-	 * reads as one), so it sends us to the slow path that asks everyone. */
-	fetch_positions(c, s, want, dest, tasks);
-	for (int j = 0; j < k && fast_ok; j++) {
+	for (int j = 0; j < k; j++) {
 		if (!(want >> j & 1))
 			continue;
-		if (tasks[j].status != FETCH_OK || (have_gen && tasks[j].gen != gen))
-			fast_ok = false;
-		gen = tasks[j].gen;
-		have_gen = true;
+		if (tasks[j].status[i] != FETCH_OK || (have && tasks[j].gen[i] != gen))
+			return false;
+		gen = tasks[j].gen[i];
+		have = true;
 	}
-	if (fast_ok)
-		return 0;
+	return true;
+}
 
-	/* Slow path: every position, a vote on the generation, then decode. */
-	fetch_positions(c, s, (1ull << n) - 1, dest, tasks);
-	int votes_best = 0;
+int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
+{
+	int k = c->lay.k;
+	uint64_t all = (1ull << k) - 1;
+	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+	fetch_task *tasks;
+	int rc = 0;
+
+	if (cnt < 1 || cnt > STRIPE_FETCH_RUN ||
+	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
+		return -EINVAL;
+	tasks = g_new(fetch_task, c->lay.n);
+	for (int j = 0; j < k; j++)
+		for (int i = 0; i < cnt; i++)
+			dest[j][i] = data[(size_t)i * k + j];
+	fetch_positions(c, s0, cnt, all, dest, tasks);
+	/* Stripes that did not read cleanly go the careful way, one by one. */
+	for (int i = 0; i < cnt && rc == 0; i++)
+		if (!run_stripe_ok(tasks, k, all, i))
+			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
+	g_free(tasks);
+	return rc;
+}
+
+/* After every position of stripe s was fetched: picks the highest
+ * generation that at least k good strips share, treats every other strip
+ * as an erasure and rebuilds the wanted data strips that are erased. */
+static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN])
+{
+	int k = c->lay.k, n = c->lay.n;
+	int votes_best = 0, erased[STRIPE_MAX_N], ne = 0;
 	uint64_t best = 0;
+	bool need_decode = false;
+	uint8_t *blocks[STRIPE_MAX_N];
+
 	for (int j = 0; j < n; j++) {
 		fetch_task *t = &tasks[j];
-		if (t->status == FETCH_ERR) {
+		if (t->status[0] == FETCH_ERR) {
 			if (volume_member_error(c->v, t->member, t->err, "reading a chunk"))
 				c->state[t->member] = CHUNK_FAILED;
-		} else if (t->status == FETCH_BAD) {
-			volume_strip_failure(c->v, t->member, c->path, s, t->why);
+		} else if (t->status[0] == FETCH_BAD) {
+			volume_strip_failure(c->v, t->member, c->path, s, t->why[0]);
 		}
-		if (t->status != FETCH_OK && t->status != FETCH_HOLE)
+		if (t->status[0] != FETCH_OK && t->status[0] != FETCH_HOLE)
 			continue;
-		uint64_t g = t->status == FETCH_OK ? t->gen : 0;
+		uint64_t g = t->status[0] == FETCH_OK ? t->gen[0] : 0;
 		int votes = 0;
 		for (int i = 0; i < n; i++)
-			votes += (tasks[i].status == FETCH_OK && tasks[i].gen == g) ||
-			         (tasks[i].status == FETCH_HOLE && g == 0);
+			votes += (tasks[i].status[0] == FETCH_OK && tasks[i].gen[0] == g) ||
+			         (tasks[i].status[0] == FETCH_HOLE && g == 0);
 		if (votes >= k && (votes_best == 0 || g > best)) {
 			best = g;
 			votes_best = votes;
@@ -326,18 +377,16 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 		         c->path, (unsigned long long)s, k);
 		return -EIO;
 	}
-	int erased[STRIPE_MAX_N], ne = 0;
-	bool need_decode = false;
-	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
 		fetch_task *t = &tasks[j];
-		bool good = (t->status == FETCH_OK && t->gen == best) || (t->status == FETCH_HOLE && best == 0);
-		blocks[j] = dest[j];
+		bool good = (t->status[0] == FETCH_OK && t->gen[0] == best) ||
+		            (t->status[0] == FETCH_HOLE && best == 0);
+		blocks[j] = dest[j][0];
 		if (good)
 			continue;
-		if (t->status == FETCH_OK || t->status == FETCH_HOLE)
+		if (t->status[0] == FETCH_OK || t->status[0] == FETCH_HOLE)
 			volume_strip_failure(c->v, t->member, c->path, s,
-			                     "strip of an older generation (missed a write)");
+			                     "strip of another generation (missed or torn write)");
 		erased[ne++] = j;
 		if (j < k && (want >> j & 1))
 			need_decode = true;
@@ -346,7 +395,7 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 	}
 	if (!need_decode)
 		return 0;
-	int rc = ec_decode(c->code, blocks, erased, ne, strip);
+	int rc = ec_decode(c->code, blocks, erased, ne, c->lay.strip_size);
 	if (rc < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed: %s", c->path,
 		         (unsigned long long)s, ec_strerror(rc));
@@ -354,6 +403,29 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 	}
 	volume_count_decoded(c->v, 1);
 	return 0;
+}
+
+int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
+{
+	int k = c->lay.k, n = c->lay.n;
+	uint64_t strip = c->lay.strip_size;
+	fetch_task *tasks = g_new(fetch_task, n);
+	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+	int rc = 0;
+
+	for (int j = 0; j < n; j++)
+		dest[j][0] = j < k && (want >> j & 1) ? data[j] : c->scratch + (size_t)j * strip;
+	/* Fast path: only the wanted data strips, all good and of one
+	 * generation.  A hole is not trusted here (a chunk cut short also
+	 * reads as one), so it sends us to the slow path that asks everyone. */
+	fetch_positions(c, s, 1, want, dest, tasks);
+	if (!run_stripe_ok(tasks, k, want, 0)) {
+		/* Slow path: every position, a vote on the generation, decode. */
+		fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
+		rc = vote_and_decode(c, s, want, tasks, dest);
+	}
+	g_free(tasks);
+	return rc;
 }
 
 /* ---- headers, sync, truncate ---- */

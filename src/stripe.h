@@ -30,6 +30,8 @@ enum chunk_state {
 #define STRIPE_MAX_N 64
 /* Stripes committed in one go (bounds the parity scratch). */
 #define STRIPE_BATCH 8
+/* Stripes fetched in one go by stripe_fetch_run. */
+#define STRIPE_FETCH_RUN 16
 
 typedef struct stripe_ctx {
 	volume *v;
@@ -66,6 +68,12 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
  * and agree, else decoded from any k good strips.  A stripe never written
  * reads as zeros.  -EIO if the stripe cannot be recovered. */
 int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data);
+
+/* Fetches all data strips of stripes [s0, s0+cnt) (cnt <= STRIPE_FETCH_RUN,
+ * all in one record group): data[i*k + j] receives strip j of stripe s0+i.
+ * One read per member for the whole run; stripes that do not verify are
+ * fetched again one by one through stripe_fetch. */
+int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data);
 
 /* Writes the chunk header (hdr with each member's position) to every
  * usable member.  Returns 0 or -EIO. */
