@@ -63,9 +63,7 @@ static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
 
 int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	/* libfuse gives no path when the request comes with a file handle,
-	 * which the kernel sends for chmod only within ftruncate (clearing
-	 * S_ISUID): ecfile.h has no fchmod to do it by handle. */
+	/* No path: libfuse lost the file's name (ecfile.h has no fchmod). */
 	if (!path)
 		return -EOPNOTSUPP;
 	if (volume_path_reserved(path))

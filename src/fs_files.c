@@ -3,8 +3,8 @@
  * Regular-file operations: create, open, read, write, flush, release,
  * fsync, truncate and fallocate.  The data path belongs to ecfile.h; this
  * layer only maps FUSE requests onto it.  The open-file handle (fi->fh) is
- * the ecfile itself, so fd-based requests need no path (libfuse passes NULL
- * for them: nullpath_ok) and keep working after unlink or rename.
+ * the ecfile itself, so fd-based requests do not use the path and keep
+ * working after unlink or rename.
  */
 #include "fs_ops.h"
 

@@ -70,14 +70,26 @@ int fs_member_lstat(const char *path, struct stat *st)
 	return mirror_query(fs_volume(), path, lstat_member, st, 0, "stat");
 }
 
+/* True for the names libfuse hides open files under: the prefix and
+ * exactly 16 lowercase hex digits (its node id and a counter). */
+static bool hidden_name(const char *leaf)
+{
+	size_t plen = strlen(FS_HIDDEN_PREFIX);
+	if (strncmp(leaf, FS_HIDDEN_PREFIX, plen) != 0 || strlen(leaf) != plen + 16)
+		return false;
+	for (const char *c = leaf + plen; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+			return false;
+	return true;
+}
+
 const char *fs_path(const char *path, char *buf)
 {
 	if (!path)
 		return NULL;
 	const char *leaf = strrchr(path, '/');
 	leaf = leaf ? leaf + 1 : path;
-	if (strncmp(leaf, FS_HIDDEN_PREFIX, strlen(FS_HIDDEN_PREFIX)) != 0 ||
-	    strlen(leaf) + sizeof FS_ORPHAN_DIR + 1 > FS_ORPHAN_PATH_MAX)
+	if (!hidden_name(leaf))
 		return path;
 	snprintf(buf, FS_ORPHAN_PATH_MAX, "%s/%s", FS_ORPHAN_DIR, leaf);
 	return buf;
@@ -119,9 +131,11 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* An unlinked open file is renamed to a hidden name (see fs_path)
 	 * rather than removed: libfuse only gives paths, and a removed file
 	 * would lose fstat and fchmod (read and write would work, through the
-	 * ecfile's fds).  Requests made with a file handle need no path. */
+	 * ecfile's fds).  Requests made with a file handle still get their
+	 * path: ftruncate of a setuid file by another user comes with a chmod
+	 * that clears the bit, and ecfile.h has no fchmod to do it by handle. */
 	cfg->hard_remove = 0;
-	cfg->nullpath_ok = 1;
+	cfg->nullpath_ok = 0;
 	/* Member inode numbers change when a member fails: let libfuse
 	 * number the inodes. */
 	cfg->use_ino = 0;

@@ -40,8 +40,8 @@ int fs_new_owner(const char *path, uid_t *uid, gid_t *gid);
  * runs as root; a no-op otherwise. */
 int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid);
 /* Open files that are unlinked or renamed over are not removed while open:
- * libfuse renames them to "<dir>/.fuse_hidden<id>" and unlinks that name at
- * the last close.  ecfs keeps them in the members' orphan folder instead,
+ * libfuse renames them to "<dir>/.fuse_hidden<16 hex digits>" and unlinks
+ * that name at the last close (so users cannot have names of that form).  ecfs keeps them in the members' orphan folder instead,
  * outside the namespace (never listed, not in the way of rmdir), where
  * fstat, fchmod, ftruncate... keep working.  fs_path maps a path libfuse
  * gives to where the object is: a hidden name into the orphan folder,
@@ -49,7 +49,7 @@ int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid);
  * volume_path_reserved() check is made on the path before mapping. */
 #define FS_ORPHAN_DIR "/" ECFS_META_DIR "/orphans"
 #define FS_HIDDEN_PREFIX ".fuse_hidden"
-#define FS_ORPHAN_PATH_MAX 320
+#define FS_ORPHAN_PATH_MAX 64
 const char *fs_path(const char *path, char *buf);
 /* Creates the orphan folder on every healthy member and empties it of
  * what a crash left there.  Run before mounting. */
