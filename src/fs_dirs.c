@@ -24,7 +24,7 @@ struct dir_handle {
 	int member;     /* the member listed */
 	off_t offset;   /* telldir() position after the last entry handed out */
 	bool is_root;   /* hide the metadata folder */
-	char *path;     /* for fsyncdir of the other members */
+	char *path;     /* as opened, for fsyncdir if libfuse has lost it */
 };
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
@@ -182,10 +182,10 @@ static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
-	/* By the path it was opened with: a directory renamed since is synced
-	 * through the stream we hold, and its rename is in its new parent,
-	 * which the caller syncs. */
-	int rc = mirror_apply(fs_volume(), h->path, fsync_member_dir, &datasync, 0, "fsyncdir");
+	/* By its current path (libfuse knows it), else the one it was opened
+	 * with; if that is gone, through the stream we hold. */
+	int rc = mirror_apply(fs_volume(), path ? path : h->path, fsync_member_dir, &datasync,
+	                      0, "fsyncdir");
 	if (rc == -ENOENT || rc == -ENOTDIR)
 		rc = mirror_errno(datasync ? fdatasync(dirfd(h->dir)) : fsync(dirfd(h->dir)));
 	return rc;
