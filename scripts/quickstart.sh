@@ -92,20 +92,25 @@ echo "   every member holds a chunk file of each (1/4 of the data, plus parity):
 du -sh "$demo"/disk*/data.bin | sed 's/^/     /'
 
 say "The file's layout (xattr user.ecfs.layout)"
-getfattr --only-values -n user.ecfs.layout "$mnt/data.bin" | sed 's/^/   /'
+getfattr --absolute-names --only-values -n user.ecfs.layout "$mnt/data.bin" | sed 's/^/   /'
 
-say "Disaster: rm -rf one member directory (disk2)"
-rm -rf "$demo/disk2"
+# Lose a member that holds data of data.bin (position 0 lives on member
+# `rotation`), so that reading it really decodes from parity.
+lost=$(getfattr --absolute-names --only-values -n user.ecfs.layout "$mnt/data.bin" |
+	sed -n 's/^rotation=//p')
+lost=${lost:-2}
+say "Disaster: rm -rf one member directory (disk$lost, which holds data of data.bin)"
+rm -rf "$demo/disk$lost"
 drop_caches
 check data.bin "$sum_data"
 check hello.txt "$sum_text"
 
 say "Volume health (xattr user.ecfs.health on the mount root)"
-getfattr --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
+getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
 
 say "Replacing the lost disk by an empty directory"
 unmount_volume
-mkdir "$demo/disk2"
+mkdir "$demo/disk$lost"
 if [ -x "$fsck" ]; then
 	echo "   $ ecfs-fsck -y $demo/disk0:...:disk5"
 	"$fsck" -y "$members" | sed 's/^/   /' || die "ecfs-fsck failed"
@@ -114,8 +119,8 @@ if [ -x "$fsck" ]; then
 	check data.bin "$sum_data"
 	check hello.txt "$sum_text"
 	say "Health after repair"
-	getfattr --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
-	state=$(getfattr --only-values -n user.ecfs.health "$mnt" | sed -n 's/^state=//p')
+	getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
+	state=$(getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed -n 's/^state=//p')
 	[ "$state" = healthy ] || die "volume is $state after ecfs-fsck, not healthy"
 else
 	echo "   (repair comes with ecfs-fsck, which this build does not have yet;"
@@ -123,7 +128,7 @@ else
 	mount_volume
 	check data.bin "$sum_data"
 	check hello.txt "$sum_text"
-	getfattr --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
+	getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
 fi
 
 say "Unmounting: fusermount3 -u $mnt"

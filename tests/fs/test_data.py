@@ -210,6 +210,31 @@ class LossTest(H.MountedCase):
         self.assert_clean_unmount(v)
 
 
+    def test_one_chunk_missing_on_each_member(self):
+        """A chunk deleted on one member, in turn each: the file keeps its
+        name, size and bytes (no member is the one that must answer)."""
+        k, m = 4, 2
+        v = self.volume(k + m)
+        mnt = self.mount(v, f"k={k},m={m}")
+        files = {f"f{i}-{size}": H.pattern(size, i * 7 + size)
+                 for i in range(k + m) for size in (0, 1, 300001)}
+        for rel, data in files.items():
+            H.write_file(os.path.join(mnt, rel), data)
+        for rel in files:
+            v.lose(int(rel[1]), "chunkdel", files=[rel])
+        H.drop_caches()
+        for rel, data in sorted(files.items()):
+            path = os.path.join(mnt, rel)
+            try:
+                size = os.stat(path).st_size
+            except OSError as e:
+                self.fail(f"{rel} (chunk deleted on member {rel[1]}): stat: {e}")
+            self.assertEqual(size, len(data), rel)
+            self.assert_exact(path, data, f"chunk deleted on member {rel[1]}:")
+        self.assertEqual(sorted(os.listdir(mnt)), sorted(files))
+        self.assert_clean_unmount(v)
+
+
 def _add(k, m, code, kind):
     def test(self):
         self.run_loss(k, m, code, kind)
