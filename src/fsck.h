@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared state of one ecfs-fsck run: the options, the open volume, the
+ * problem list (printed as it grows, and kept for the JSON report), the
+ * counters behind the summary and the exit status, and the progress line.
+ * The checker is split by concern: fsck_main.c (command line, members and
+ * superblocks, output), fsck_tree.c (the mirrored namespace) and repair.c
+ * (chunks and strips of one regular file).
+ */
+#ifndef ECFS_FSCK_H
+#define ECFS_FSCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <glib.h>
+
+#include "volume.h"
+
+/* fsck(8) exit status bits. */
+enum {
+	FSCK_EXIT_CLEAN = 0,
+	FSCK_EXIT_CORRECTED = 1,
+	FSCK_EXIT_UNCORRECTED = 4,
+	FSCK_EXIT_OPERATIONAL = 8,
+	FSCK_EXIT_USAGE = 16,
+};
+
+/* What became of one problem. */
+enum fsck_status {
+	FSCK_REPAIRED,     /* fixed in this run */
+	FSCK_REPAIRABLE,   /* would be fixed by --repair (dry run) */
+	FSCK_UNREPAIRABLE, /* cannot be fixed (more than m erasures, ...) */
+	FSCK_FAILED,       /* a repair was tried and failed */
+};
+
+typedef struct fsck_options {
+	bool repair, json, quiet, progress, deep;
+} fsck_options;
+
+typedef struct fsck {
+	volume *v;
+	fsck_options o;
+	int k, m, n;
+	uint64_t walk_mask; /* members whose namespace is read (healthy) */
+	/* problems by outcome */
+	uint64_t repaired, repairable, unrepairable, failed;
+	/* what was looked at */
+	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
+	GString *json;      /* the "problems" array items */
+	/* progress */
+	uint64_t total_bytes, total_files;
+	int64_t start_us, last_us;
+	bool progress_shown;
+} fsck;
+
+/* Records a problem: kind is a short fixed word (documented in
+ * ecfs-fsck(8)), path the volume path or NULL, member the member index or
+ * -1, off/len a byte range of the file or len 0 for none. */
+void fsck_problem(fsck *f, const char *kind, const char *path, int member,
+                  uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
+/* The status a repairable problem gets: repaired if repairing (and ok),
+ * repairable in a dry run, failed if the repair returned an error. */
+enum fsck_status fsck_outcome(const fsck *f, int rc);
+/* Redraws the progress line (at most a few times a second). */
+void fsck_progress(fsck *f, bool force);
+
+/* Walks the namespace of every healthy member from the root, compares and
+ * repairs it, and checks every regular file through repair_file(). */
+int fsck_tree(fsck *f);
+
+#endif

@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ecfs-fsck: offline check and repair of an ecfs volume's members.
+ * `ecfs-fsck [options] MEMBER:MEMBER:...` (the member list of the mount).
+ *
+ * This file holds the command line, the member and superblock stage (a
+ * missing member directory, a replaced empty member that gets its
+ * superblock and index back, superblocks that disagree), the problem list
+ * with its human and JSON forms, the progress line and the fsck(8) exit
+ * status.  The namespace is checked by fsck_tree.c and each regular file's
+ * chunks and strips by repair.c.  Repair opens the volume as the daemon
+ * does, with its lock, so it refuses a mounted volume; a check only opens
+ * it read-only and takes no lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "chunk.h"
+#include "fsck.h"
+#include "log.h"
+#include "stripe.h"
+#include "superblock.h"
+#include "volume_internal.h"
+
+#ifndef ECFS_VERSION
+#define ECFS_VERSION "unknown"
+#endif
+
+#define LOCK_NAME "lock"
+
+/* ---- problems and output ---- */
+
+static const char *status_word(enum fsck_status st)
+{
+	switch (st) {
+	case FSCK_REPAIRED: return "repaired";
+	case FSCK_REPAIRABLE: return "repairable";
+	case FSCK_UNREPAIRABLE: return "unrepairable";
+	default: return "repair failed";
+	}
+}
+
+/* Appends s as a JSON string; bytes that are not UTF-8 become \u00XX. */
+static void json_string(GString *out, const char *s)
+{
+	bool utf8 = g_utf8_validate(s, -1, NULL);
+
+	g_string_append_c(out, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			g_string_append_printf(out, "\\%c", *p);
+		else if (*p < 0x20 || (*p >= 0x80 && !utf8))
+			g_string_append_printf(out, "\\u%04x", *p);
+		else
+			g_string_append_c(out, (char)*p);
+	}
+	g_string_append_c(out, '"');
+}
+
+static void clear_progress(fsck *f)
+{
+	if (f->progress_shown) {
+		fputs("\r\033[K", stderr);
+		f->progress_shown = false;
+	}
+}
+
+void fsck_problem(fsck *f, const char *kind, const char *path, int member,
+                  uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *detail = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+
+	switch (st) {
+	case FSCK_REPAIRED: f->repaired++; break;
+	case FSCK_REPAIRABLE: f->repairable++; break;
+	case FSCK_UNREPAIRABLE: f->unrepairable++; break;
+	default: f->failed++; break;
+	}
+	if (f->o.json) {
+		GString *j = f->json;
+		g_string_append_printf(j, "%s\n    {\"kind\": ", j->len ? "," : "");
+		json_string(j, kind);
+		g_string_append(j, ", \"path\": ");
+		if (path)
+			json_string(j, path);
+		else
+			g_string_append(j, "null");
+		if (member >= 0)
+			g_string_append_printf(j, ", \"member\": %d", member);
+		else
+			g_string_append(j, ", \"member\": null");
+		if (len)
+			g_string_append_printf(j, ", \"offset\": %llu, \"length\": %llu",
+			                       (unsigned long long)off, (unsigned long long)len);
+		g_string_append_printf(j, ", \"status\": \"%s\", \"detail\": ", status_word(st));
+		json_string(j, detail);
+		g_string_append_c(j, '}');
+	} else if (!f->o.quiet || st != FSCK_REPAIRED) {
+		GString *line = g_string_new(NULL);
+		g_string_append_printf(line, "%s: %s", kind, path ? path : "volume");
+		if (member >= 0)
+			g_string_append_printf(line, ": member %d (%s)", member,
+			                       volume_member_path(f->v, member));
+		if (len)
+			g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)off,
+			                       (unsigned long long)(off + len - 1));
+		g_string_append_printf(line, ": %s [%s]", detail, status_word(st));
+		clear_progress(f);
+		puts(line->str);
+		fflush(stdout);
+		g_string_free(line, TRUE);
+	}
+	g_free(detail);
+}
+
+enum fsck_status fsck_outcome(const fsck *f, int rc)
+{
+	if (!f->o.repair)
+		return FSCK_REPAIRABLE;
+	return rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
+}
+
+static char *human_bytes(double b)
+{
+	const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	return g_strdup_printf(u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+void fsck_progress(fsck *f, bool force)
+{
+	int64_t now = g_get_monotonic_time();
+
+	if (!f->o.progress || (!force && now - f->last_us < 250000))
+		return;
+	f->last_us = now;
+	double secs = (double)(now - f->start_us) / 1e6;
+	double rate = secs > 0 ? (double)f->bytes / secs : 0;
+	char *done = human_bytes((double)f->bytes), *total = human_bytes((double)f->total_bytes);
+	char *r = human_bytes(rate);
+	char eta[32] = "?";
+	if (rate > 0 && f->total_bytes > f->bytes) {
+		long left = (long)((double)(f->total_bytes - f->bytes) / rate);
+		snprintf(eta, sizeof(eta), "%ld:%02ld", left / 60, left % 60);
+	} else if (f->total_bytes <= f->bytes) {
+		snprintf(eta, sizeof(eta), "0:00");
+	}
+	fprintf(stderr, "\r\033[Kfiles %llu/%llu, %s of %s, %s/s, %s left",
+	        (unsigned long long)f->files, (unsigned long long)f->total_files, done, total, r,
+	        eta);
+	f->progress_shown = true;
+	g_free(done);
+	g_free(total);
+	g_free(r);
+}
+
+/* Totals for the progress line: the files and data on one healthy member
+ * (a chunk holds 1/k of its file's strips). */
+static uint64_t count_files, count_bytes;
+
+static int count_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (ftw->level == 1 && !strcmp(p + ftw->base, ECFS_META_DIR))
+		return FTW_SKIP_SUBTREE;
+	if (type == FTW_F && S_ISREG(st->st_mode)) {
+		count_files++;
+		if (st->st_size > CHUNK_HEADER_SIZE)
+			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE;
+	}
+	return FTW_CONTINUE;
+}
+
+static void count_totals(fsck *f)
+{
+	for (int mb = 0; mb < f->n; mb++)
+		if (f->walk_mask >> mb & 1) {
+			count_files = count_bytes = 0;
+			nftw(volume_member_path(f->v, mb), count_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
+			f->total_files = count_files;
+			f->total_bytes = count_bytes * (uint64_t)f->k;
+			return;
+		}
+}
+
+/* ---- members and superblocks ---- */
+
+static int read_superblock(int rootfd, superblock *sb, char **why)
+{
+	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (metafd < 0) {
+		*why = g_strdup_printf("cannot open " ECFS_META_DIR ": %s", g_strerror(errno));
+		return -errno;
+	}
+	int rc = superblock_read(metafd, sb, why);
+	close(metafd);
+	return rc;
+}
+
+static int write_superblock(int rootfd, const superblock *sb)
+{
+	if (mkdirat(rootfd, ECFS_META_DIR, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (metafd < 0)
+		return -errno;
+	int rc = superblock_write(metafd, sb);
+	close(metafd);
+	return rc;
+}
+
+/* The member index the chunks on a member belong to (position + rotation
+ * of the first chunk header found), or -1 if it holds none. */
+static int index_from_chunks(int dirfd, int n, int depth)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), idx = -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (idx < 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (depth == 0 && !strcmp(e->d_name, ECFS_META_DIR)))
+			continue;
+		int cfd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (cfd < 0)
+			continue;
+		if (fstat(cfd, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8) {
+			idx = index_from_chunks(cfd, n, depth + 1);
+		} else if (S_ISREG(st.st_mode)) {
+			uint8_t buf[CHUNK_HEADER_SIZE];
+			chunk_header h;
+			if (pread(cfd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
+			    chunk_header_decode(buf, &h, NULL) == 0)
+				idx = (int)((h.position + h.rotation) % (uint32_t)n);
+		}
+		close(cfd);
+	}
+	closedir(d);
+	return idx;
+}
+
+/* Checks each given member path before the volume is opened: a member
+ * that does not exist is recreated empty by a repair (then rebuilt). */
+static void check_member_paths(fsck *f, char **paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(paths[i], &st) == 0 || errno != ENOENT)
+			continue;
+		{
+			int rc = f->o.repair && mkdir(paths[i], 0755) < 0 ? -errno : 0;
+			fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
+			        f->o.repair ? (rc ? ": cannot create it" : ": created empty, to rebuild")
+			                    : "");
+		}
+	}
+}
+
+/* The members the volume could not use: tells why, and with repair gives
+ * an empty (replaced) member, or one whose superblock is unreadable, its
+ * superblock back.  Returns true if a superblock was written (the volume
+ * must be opened again). */
+static bool check_members(fsck *f, superblock *ref)
+{
+	bool rewritten = false;
+	char *health = volume_health_text(f->v);
+	char **lines = g_strsplit(health, "\n", -1);
+
+	for (int i = 0; i < f->n; i++) {
+		char key[32];
+		const char *why = "unusable";
+		if (volume_member_ok(f->v, i))
+			continue;
+		snprintf(key, sizeof(key), "member.%d=failed ", i);
+		for (char **l = lines; *l; l++)
+			if (g_str_has_prefix(*l, key)) {
+				const char *colon = strstr(*l + strlen(key), ": ");
+				why = colon ? colon + 2 : *l + strlen(key);
+			}
+		int rootfd = volume_root_fd(f->v, i);
+		int rc = -ENODEV;
+		enum fsck_status st = FSCK_UNREPAIRABLE;
+		if (rootfd >= 0) {
+			int has = index_from_chunks(rootfd, f->n, 0);
+			if (has >= 0 && has != i) {
+				fsck_problem(f, "member", NULL, i, 0, 0, FSCK_UNREPAIRABLE,
+				             "%s; it holds chunks of member index %d, not %d: give the "
+				             "members so that it can be placed", why, has, i);
+				continue;
+			}
+			st = FSCK_REPAIRABLE;
+			if (f->o.repair) {
+				superblock sb = *ref;
+				sb.index = i;
+				rc = write_superblock(rootfd, &sb);
+				st = rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
+				rewritten |= rc == 0;
+			}
+		}
+		if (st == FSCK_REPAIRED)
+			fsck_problem(f, "member", NULL, i, 0, 0, st, "%s: superblock written for index "
+			             "%d, its namespace and chunks are rebuilt below", why, i);
+		else
+			fsck_problem(f, "member", NULL, i, 0, 0, st, "%s%s%s", why, rc == -ENODEV ? "" : ": ",
+			             rc == -ENODEV ? "" : g_strerror(-rc));
+	}
+	g_strfreev(lines);
+	g_free(health);
+	return rewritten;
+}
+
+/* Compares the healthy members' superblocks (all but the index); the text
+ * most members carry wins and is written to the others. */
+static int check_superblocks(fsck *f, superblock *ref)
+{
+	superblock sb[STRIPE_MAX_N];
+	char *text[STRIPE_MAX_N] = { 0 };
+	int best = -1, best_votes = 0;
+
+	for (int i = 0; i < f->n; i++) {
+		char *why = NULL;
+		if (!volume_member_ok(f->v, i))
+			continue;
+		if (read_superblock(volume_root_fd(f->v, i), &sb[i], &why) < 0) {
+			fsck_problem(f, "superblock", NULL, i, 0, 0, FSCK_UNREPAIRABLE, "%s", why);
+			g_free(why);
+			continue;
+		}
+		superblock norm = sb[i];
+		norm.index = 0;
+		text[i] = superblock_format(&norm);
+	}
+	for (int i = 0; i < f->n; i++) {
+		int votes = 0;
+		for (int j = 0; j < f->n && text[i]; j++)
+			votes += text[j] && !strcmp(text[i], text[j]);
+		if (votes > best_votes) {
+			best = i;
+			best_votes = votes;
+		}
+	}
+	if (best < 0)
+		return -EIO;
+	*ref = sb[best];
+	for (int i = 0; i < f->n; i++) {
+		if (!text[i] || !strcmp(text[i], text[best]))
+			continue;
+		superblock fix = sb[best];
+		fix.index = sb[i].index;
+		int rc = f->o.repair ? write_superblock(volume_root_fd(f->v, i), &fix) : 0;
+		fsck_problem(f, "superblock", NULL, i, 0, 0, fsck_outcome(f, rc),
+		             "volume defaults differ from the other members' superblocks");
+	}
+	for (int i = 0; i < f->n; i++)
+		g_free(text[i]);
+	return 0;
+}
+
+/* True (and the owner in *who) if a daemon holds the volume lock. */
+static bool volume_locked(fsck *f, char *who, size_t len)
+{
+	for (int i = 0; i < f->n; i++) {
+		if (!volume_member_ok(f->v, i))
+			continue;
+		char p[64];
+		snprintf(p, sizeof(p), ECFS_META_DIR "/" LOCK_NAME);
+		int fd = openat(volume_root_fd(f->v, i), p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		bool locked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+		if (locked) {
+			ssize_t r = pread(fd, who, len - 1, 0);
+			who[r > 0 ? r : 0] = 0;
+			g_strchomp(who);
+		}
+		close(fd);
+		return locked;
+	}
+	return false;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ecfs-fsck [options] MEMBER:MEMBER:...\n"
+	      "Checks (and with -y repairs) the members of an unmounted ecfs volume.\n"
+	      "\n"
+	      "  -n, --dry-run     report only, change nothing (the default)\n"
+	      "  -y, --repair      repair what can be repaired (refused while mounted)\n"
+	      "      --deep        also re-encode every stripe and compare its parity\n"
+	      "      --json        print a machine-readable report (see ecfs-fsck(8))\n"
+	      "  -q, --quiet       print only the problems left unrepaired\n"
+	      "      --progress    show progress on stderr (default on a terminal)\n"
+	      "      --no-progress never show progress\n"
+	      "  -h, --help        this help\n"
+	      "  -V, --version     the version\n"
+	      "\n"
+	      "Exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
+	      "8 operational error, 16 usage error.\n", out);
+}
+
+static void print_summary(fsck *f, int status, const char *error)
+{
+	if (f->o.json) {
+		GString *j = g_string_new("{\n  \"program\": \"ecfs-fsck\", \"version\": ");
+		json_string(j, ECFS_VERSION);
+		g_string_append_printf(j, ",\n  \"mode\": \"%s\", \"deep\": %s,\n",
+		                       f->o.repair ? "repair" : "check", f->o.deep ? "true" : "false");
+		if (f->v) {
+			char uuid[37];
+			uuid_format(volume_uuid(f->v), uuid);
+			g_string_append_printf(j, "  \"volume\": {\"uuid\": \"%s\", \"k\": %d, \"m\": %d, "
+			                       "\"n\": %d},\n  \"members\": [", uuid, f->k, f->m, f->n);
+			for (int i = 0; i < f->n; i++) {
+				g_string_append_printf(j, "%s\n    {\"index\": %d, \"path\": ", i ? "," : "", i);
+				json_string(j, volume_member_path(f->v, i));
+				g_string_append_printf(j, ", \"state\": \"%s\"}",
+				                       volume_member_ok(f->v, i) ? "ok" : "failed");
+			}
+			g_string_append(j, "\n  ],\n");
+		}
+		g_string_append_printf(j, "  \"problems\": [%s%s],\n", f->json->str,
+		                       f->json->len ? "\n  " : "");
+		g_string_append_printf(j, "  \"summary\": {\"files\": %llu, \"directories\": %llu, "
+		                       "\"other\": %llu, \"bytes\": %llu, \"stripes\": %llu, "
+		                       "\"strips_rebuilt\": %llu, \"repaired\": %llu, "
+		                       "\"repairable\": %llu, \"unrepairable\": %llu, "
+		                       "\"failed\": %llu},\n",
+		                       (unsigned long long)f->files, (unsigned long long)f->dirs,
+		                       (unsigned long long)f->others, (unsigned long long)f->bytes,
+		                       (unsigned long long)f->stripes,
+		                       (unsigned long long)f->strips_rebuilt,
+		                       (unsigned long long)f->repaired, (unsigned long long)f->repairable,
+		                       (unsigned long long)f->unrepairable, (unsigned long long)f->failed);
+		g_string_append(j, "  \"error\": ");
+		if (error)
+			json_string(j, error);
+		else
+			g_string_append(j, "null");
+		g_string_append_printf(j, ",\n  \"exit\": %d\n}\n", status);
+		fputs(j->str, stdout);
+		g_string_free(j, TRUE);
+		return;
+	}
+	if (error || (f->o.quiet && status != FSCK_EXIT_UNCORRECTED))
+		return;
+	if (f->o.quiet && status == FSCK_EXIT_UNCORRECTED)
+		return;
+	char *b = human_bytes((double)f->bytes);
+	printf("ecfs-fsck: %llu files, %llu directories, %llu other entries, %s in %llu stripes "
+	       "checked%s%s\n",
+	       (unsigned long long)f->files, (unsigned long long)f->dirs, (unsigned long long)f->others,
+	       b, (unsigned long long)f->stripes, f->o.deep ? " (deep)" : "",
+	       f->strips_rebuilt ? "" : "");
+	if (f->strips_rebuilt)
+		printf("ecfs-fsck: %llu strips rebuilt\n", (unsigned long long)f->strips_rebuilt);
+	uint64_t left = f->repairable + f->unrepairable + f->failed;
+	if (!f->repaired && !left)
+		printf("ecfs-fsck: the volume is clean\n");
+	else
+		printf("ecfs-fsck: %llu problems repaired, %llu left (%llu repairable with -y, "
+		       "%llu unrepairable, %llu repairs failed)\n",
+		       (unsigned long long)f->repaired, (unsigned long long)left,
+		       (unsigned long long)f->repairable, (unsigned long long)f->unrepairable,
+		       (unsigned long long)f->failed);
+	g_free(b);
+}
+
+static int finish(fsck *f, int status, const char *error)
+{
+	if (error)
+		fprintf(stderr, "ecfs-fsck: %s\n", error);
+	if (status != FSCK_EXIT_USAGE)
+		print_summary(f, status, error);
+	volume_close(f->v);
+	f->v = NULL;
+	g_string_free(f->json, TRUE);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS };
+	static const struct option longopts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "repair", no_argument, NULL, 'y' },
+		{ "deep", no_argument, NULL, OPT_DEEP },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	fsck f = { .json = g_string_new(NULL) };
+	int progress = -1, c;
+	bool dry = false;
+
+	ecfs_log_init("ecfs-fsck", false, false);
+	while ((c = getopt_long(argc, argv, "nyqhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': dry = true; break;
+		case 'y': f.o.repair = true; break;
+		case 'q': f.o.quiet = true; break;
+		case OPT_DEEP: f.o.deep = true; break;
+		case OPT_JSON: f.o.json = true; break;
+		case OPT_PROGRESS: progress = 1; break;
+		case OPT_NO_PROGRESS: progress = 0; break;
+		case 'h': usage(stdout); g_string_free(f.json, TRUE); return 0;
+		case 'V':
+			printf("ecfs-fsck %s\n", ECFS_VERSION);
+			g_string_free(f.json, TRUE);
+			return 0;
+		default: usage(stderr); return finish(&f, FSCK_EXIT_USAGE, NULL);
+		}
+	}
+	if (optind != argc - 1 || (dry && f.o.repair)) {
+		usage(stderr);
+		return finish(&f, FSCK_EXIT_USAGE, dry && f.o.repair ? "-n and -y exclude each other"
+		                                                       : "give one MEMBER:MEMBER:... list");
+	}
+	f.o.progress = progress < 0 ? isatty(STDERR_FILENO) && !f.o.quiet : progress;
+
+	char **paths = g_strsplit(argv[optind], ":", -1);
+	int n = (int)g_strv_length(paths);
+	char *msg = NULL;
+	volume_options vo = { .read_only = !f.o.repair };
+	check_member_paths(&f, paths, n);
+	int rc = volume_open((const char *const *)paths, n, &vo, &f.v, &msg);
+	if (rc == -EBUSY) {
+		char *e = g_strdup_printf("refusing to repair a mounted volume: %s", msg);
+		int st = finish(&f, FSCK_EXIT_OPERATIONAL, e);
+		g_free(e);
+		g_free(msg);
+		g_strfreev(paths);
+		return st;
+	}
+	if (rc < 0) {
+		/* More than m members unusable is damage beyond repair; anything
+		 * else (wrong members, foreign volume, bad arguments) is ours. */
+		int st = rc == -EIO ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
+		char *e = g_strdup_printf("cannot open the volume: %s", msg ? msg : g_strerror(-rc));
+		st = finish(&f, st, e);
+		g_free(e);
+		g_free(msg);
+		g_strfreev(paths);
+		return st;
+	}
+	f.k = volume_k(f.v);
+	f.m = volume_m(f.v);
+	f.n = volume_n(f.v);
+	if (!f.o.repair) {
+		char who[256];
+		if (volume_locked(&f, who, sizeof(who)))
+			fprintf(stderr, "ecfs-fsck: note: the volume is mounted (%s): writes in flight "
+			        "may show as problems\n", who);
+	}
+	superblock ref;
+	if (check_superblocks(&f, &ref) < 0) {
+		g_strfreev(paths);
+		return finish(&f, FSCK_EXIT_OPERATIONAL, "no healthy member has a readable superblock");
+	}
+	if (check_members(&f, &ref)) {
+		/* The rebuilt members take their place again: reopen. */
+		volume_close(f.v);
+		f.v = NULL;
+		rc = volume_open((const char *const *)paths, n, &vo, &f.v, &msg);
+		if (rc < 0) {
+			char *e = g_strdup_printf("cannot reopen the volume: %s", msg ? msg : "");
+			int st = finish(&f, FSCK_EXIT_OPERATIONAL, e);
+			g_free(e);
+			g_free(msg);
+			g_strfreev(paths);
+			return st;
+		}
+	}
+	g_strfreev(paths);
+	for (int i = 0; i < f.n; i++)
+		if (volume_member_ok(f.v, i))
+			f.walk_mask |= 1ull << i;
+	f.start_us = g_get_monotonic_time();
+	if (f.o.progress)
+		count_totals(&f);
+	rc = fsck_tree(&f);
+	fsck_progress(&f, true);
+	clear_progress(&f);
+
+	int status = FSCK_EXIT_CLEAN;
+	if (f.repaired)
+		status |= FSCK_EXIT_CORRECTED;
+	if (f.repairable || f.unrepairable || f.failed)
+		status |= FSCK_EXIT_UNCORRECTED;
+	if (rc < 0) {
+		char *e = g_strdup_printf("the check stopped early: %s", g_strerror(-rc));
+		status = finish(&f, status | FSCK_EXIT_OPERATIONAL, e);
+		g_free(e);
+		return status;
+	}
+	return finish(&f, status, NULL);
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mirrored namespace, offline: every healthy member's tree is walked
+ * in step from the root (one directory fd per member, *at() calls only, no
+ * symlink followed), the union of the names is judged entry by entry, and
+ * with --repair the members are brought back into agreement.
+ *
+ * The rule that settles disagreements (documented in ecfs-fsck(8)):
+ *   - existence: an entry is kept if at least half of the healthy members
+ *     hold it (a tie keeps: removing is the one step that cannot be
+ *     undone), a regular file also if at least k members hold it (its data
+ *     may still decode), a directory also if it is not empty anywhere.
+ *     Kept entries are recreated where missing; the others are removed
+ *     from the members that still hold them (the leftovers of an unlink
+ *     while those members were away);
+ *   - type, then each attribute (permission bits, owner and group, the
+ *     symlink target, the device number, the set of xattrs): the value
+ *     held by the most members wins, a tie goes to the member whose copy
+ *     has the newest ctime (the last change made).
+ * Regular files are handed to repair_file() for their chunks and strips.
+ */
+#include "fsck.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "repair.h"
+#include "stripe.h"
+#include "volume_internal.h"
+
+typedef struct view {
+	bool present;
+	int err;           /* lstat error other than ENOENT */
+	struct stat st;
+	char *target;      /* symlink target */
+	GPtrArray *xnames; /* char*, sorted */
+	GPtrArray *xvals;  /* GBytes*, same order */
+	GString *xblob;    /* canonical form of the xattrs, for comparing */
+} view;
+
+static void view_clear(view *w)
+{
+	g_free(w->target);
+	if (w->xnames)
+		g_ptr_array_unref(w->xnames);
+	if (w->xvals)
+		g_ptr_array_unref(w->xvals);
+	if (w->xblob)
+		g_string_free(w->xblob, TRUE);
+	memset(w, 0, sizeof(*w));
+}
+
+static int cmp_names(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The xattrs of (dfd, name), through an O_PATH fd: the same way the daemon
+ * reaches them (fs_xattr.c), so nothing is resolved through a symlink. */
+static void read_xattrs(int dfd, const char *name, view *w)
+{
+	char proc[40], *list = NULL;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	w->xnames = g_ptr_array_new_with_free_func(g_free);
+	w->xvals = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+	w->xblob = g_string_new(NULL);
+	if (fd < 0)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t len = listxattr(proc, NULL, 0);
+	if (len > 0) {
+		list = g_malloc((size_t)len);
+		len = listxattr(proc, list, (size_t)len);
+	}
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(list + i) + 1)
+		g_ptr_array_add(w->xnames, g_strdup(list + i));
+	g_ptr_array_sort(w->xnames, cmp_names);
+	for (guint i = 0; i < w->xnames->len; i++) {
+		const char *xn = w->xnames->pdata[i];
+		ssize_t vl = getxattr(proc, xn, NULL, 0);
+		char *val = vl > 0 ? g_malloc((size_t)vl) : NULL;
+		if (vl > 0)
+			vl = getxattr(proc, xn, val, (size_t)vl);
+		vl = vl < 0 ? 0 : vl;
+		g_ptr_array_add(w->xvals, g_bytes_new_take(val, (size_t)vl));
+		g_string_append_printf(w->xblob, "%s=%zd:", xn, vl);
+		g_string_append_len(w->xblob, val ? val : "", vl);
+		g_string_append_c(w->xblob, '\n');
+	}
+	g_free(list);
+	close(fd);
+}
+
+static void read_view(int dfd, const char *name, view *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (dfd < 0)
+		return;
+	if (fstatat(dfd, name, &w->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		w->err = errno == ENOENT ? 0 : errno;
+		return;
+	}
+	w->present = true;
+	if (S_ISLNK(w->st.st_mode)) {
+		char buf[PATH_MAX + 1];
+		ssize_t l = readlinkat(dfd, name, buf, sizeof(buf) - 1);
+		w->target = g_strndup(buf, l < 0 ? 0 : (size_t)l);
+	} else {
+		read_xattrs(dfd, name, w);
+	}
+}
+
+/* ---- votes ---- */
+
+typedef bool (*same_fn)(const view *a, const view *b);
+
+static bool same_type(const view *a, const view *b)
+{
+	return (a->st.st_mode & S_IFMT) == (b->st.st_mode & S_IFMT);
+}
+static bool same_perm(const view *a, const view *b)
+{
+	return (a->st.st_mode & 07777) == (b->st.st_mode & 07777);
+}
+static bool same_owner(const view *a, const view *b)
+{
+	return a->st.st_uid == b->st.st_uid && a->st.st_gid == b->st.st_gid;
+}
+static bool same_target(const view *a, const view *b)
+{
+	return g_strcmp0(a->target, b->target) == 0;
+}
+static bool same_rdev(const view *a, const view *b)
+{
+	return a->st.st_rdev == b->st.st_rdev;
+}
+static bool same_xattrs(const view *a, const view *b)
+{
+	if (!a->xblob || !b->xblob)
+		return a->xblob == b->xblob;
+	return a->xblob->len == b->xblob->len && !memcmp(a->xblob->str, b->xblob->str, a->xblob->len);
+}
+
+static bool newer(const struct stat *a, const struct stat *b)
+{
+	return a->st_ctim.tv_sec != b->st_ctim.tv_sec ? a->st_ctim.tv_sec > b->st_ctim.tv_sec
+	                                              : a->st_ctim.tv_nsec > b->st_ctim.tv_nsec;
+}
+
+/* The member whose value wins among voters (majority, ties to the newest
+ * ctime); -1 if there is no voter. */
+static int vote(const view *w, int n, uint64_t voters, same_fn same)
+{
+	int best = -1, best_votes = 0, best_newest = -1;
+
+	for (int a = 0; a < n; a++) {
+		if (!(voters >> a & 1))
+			continue;
+		int votes = 0, newest = a;
+		for (int b = 0; b < n; b++)
+			if (voters >> b & 1 && same(&w[a], &w[b])) {
+				votes++;
+				if (newer(&w[b].st, &w[newest].st))
+					newest = b;
+			}
+		if (votes > best_votes ||
+		    (votes == best_votes && newer(&w[newest].st, &w[best_newest].st))) {
+			best = a;
+			best_votes = votes;
+			best_newest = newest;
+		}
+	}
+	return best;
+}
+
+/* ---- repairs on one member ---- */
+
+static int set_xattrs(int dfd, const char *name, const view *want, const view *have)
+{
+	char proc[40];
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (guint i = 0; have->xnames && i < have->xnames->len; i++) {
+		const char *xn = have->xnames->pdata[i];
+		bool keep = false;
+		for (guint j = 0; j < want->xnames->len && !keep; j++)
+			keep = !strcmp(xn, want->xnames->pdata[j]);
+		if (!keep && removexattr(proc, xn) < 0 && errno != ENODATA)
+			rc = -errno;
+	}
+	for (guint j = 0; j < want->xnames->len; j++) {
+		gsize vl;
+		const void *val = g_bytes_get_data(want->xvals->pdata[j], &vl);
+		if (setxattr(proc, want->xnames->pdata[j], val, vl, 0) < 0)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
+}
+
+static int remove_entry(int dfd, const char *name, const view *w)
+{
+	return unlinkat(dfd, name, S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+}
+
+static int create_entry(int dfd, const char *name, const view *like)
+{
+	mode_t mode = like->st.st_mode;
+	int rc;
+
+	if (S_ISDIR(mode))
+		rc = mkdirat(dfd, name, 0700);
+	else if (S_ISLNK(mode))
+		rc = symlinkat(like->target, dfd, name);
+	else
+		rc = mknodat(dfd, name, (mode & S_IFMT) | 0600, like->st.st_rdev);
+	return rc < 0 ? -errno : 0;
+}
+
+static bool dir_has_entries(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	bool any = false;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0; /* unreadable: assume it holds something */
+	}
+	while (!any && (e = readdir(d)))
+		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return any;
+}
+
+static const char *type_name(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFDIR: return "directory";
+	case S_IFREG: return "regular file";
+	case S_IFLNK: return "symlink";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	case S_IFCHR: return "character device";
+	case S_IFBLK: return "block device";
+	default: return "unknown";
+	}
+}
+
+/* ---- one entry ---- */
+
+typedef struct entry_ctx {
+	fsck *f;
+	const char *path;    /* volume path, "/" for the root */
+	const char *name;    /* name in the parent, "." for the root */
+	const int *dfd;      /* parent directory fd per member, -1 if none */
+	uint64_t quiet;      /* members whose absence is reported higher up */
+	view w[STRIPE_MAX_N];
+	uint64_t present, fresh;
+} entry_ctx;
+
+/* One attribute: vote among the members that held the entry before this
+ * run, report the others, fix them (and the fresh copies, silently). */
+static void settle(entry_ctx *e, int win, same_fn same, const char *what,
+                   int (*fix)(entry_ctx *e, int mb, int win))
+{
+	fsck *f = e->f;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		if (!(e->present >> mb & 1) || same(&e->w[mb], &e->w[win]))
+			continue;
+		bool fresh = e->fresh >> mb & 1;
+		int rc = f->o.repair ? fix(e, mb, win) : 0;
+		if (!fresh)
+			fsck_problem(f, "metadata", e->path, mb, 0, 0, fsck_outcome(f, rc),
+			             "%s differs from the other members%s%s", what, rc ? ": " : "",
+			             rc ? g_strerror(-rc) : "");
+	}
+}
+
+static int fix_perm(entry_ctx *e, int mb, int win)
+{
+	mode_t mode = e->w[win].st.st_mode & 07777;
+	return fchmodat(e->dfd[mb], e->name, mode, 0) < 0 ? -errno : 0;
+}
+static int fix_owner(entry_ctx *e, int mb, int win)
+{
+	int rc = fchownat(e->dfd[mb], e->name, e->w[win].st.st_uid, e->w[win].st.st_gid,
+	                  AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	/* chown clears set-id bits: put the permission bits back. */
+	if (!rc && !S_ISLNK(e->w[win].st.st_mode) && e->w[win].st.st_mode & 06000)
+		rc = fix_perm(e, mb, win);
+	return rc;
+}
+static int fix_xattrs(entry_ctx *e, int mb, int win)
+{
+	return set_xattrs(e->dfd[mb], e->name, &e->w[win], &e->w[mb]);
+}
+static int fix_recreate(entry_ctx *e, int mb, int win)
+{
+	int rc = remove_entry(e->dfd[mb], e->name, &e->w[mb]);
+	if (!rc)
+		rc = create_entry(e->dfd[mb], e->name, &e->w[win]);
+	if (!rc)
+		rc = fix_owner(e, mb, win);
+	return rc;
+}
+
+static void settle_metadata(entry_ctx *e)
+{
+	fsck *f = e->f;
+	uint64_t voters = e->present & ~e->fresh;
+	if (!voters)
+		return;
+	int win = vote(e->w, f->n, voters, same_type);
+	mode_t type = e->w[win].st.st_mode & S_IFMT;
+
+	if (type == S_IFLNK) {
+		settle(e, vote(e->w, f->n, voters, same_target), same_target, "symlink target",
+		       fix_recreate);
+		for (int mb = 0; mb < f->n; mb++)
+			if (e->present >> mb & 1 && f->o.repair)
+				read_view(e->dfd[mb], e->name, &e->w[mb]); /* after recreation */
+	}
+	if (type == S_IFCHR || type == S_IFBLK)
+		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
+		       fix_recreate);
+	settle(e, vote(e->w, f->n, voters, same_owner), same_owner, "owner", fix_owner);
+	if (type != S_IFLNK) {
+		settle(e, vote(e->w, f->n, voters, same_perm), same_perm, "mode", fix_perm);
+		settle(e, vote(e->w, f->n, voters, same_xattrs), same_xattrs, "xattrs", fix_xattrs);
+	}
+	/* New copies take the times of the newest existing one. */
+	if (f->o.repair && e->fresh) {
+		int src = vote(e->w, f->n, voters, same_type);
+		struct timespec ts[2] = { e->w[src].st.st_atim, e->w[src].st.st_mtim };
+		for (int mb = 0; mb < f->n; mb++)
+			if (e->fresh >> mb & 1)
+				utimensat(e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
+	}
+}
+
+static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet);
+
+/* Judges the existence and type of the entry, makes it exist where it
+ * should (and only there), checks a regular file's data, settles its
+ * metadata and descends into a directory. */
+static int check_entry(entry_ctx *e, bool root)
+{
+	fsck *f = e->f;
+	int n = f->n, walkers = __builtin_popcountll(f->walk_mask), rc = 0;
+	uint64_t unreadable = 0, typed = 0, missing = 0;
+
+	for (int mb = 0; mb < n; mb++) {
+		read_view(e->dfd[mb], e->name, &e->w[mb]);
+		if (e->w[mb].present)
+			e->present |= 1ull << mb;
+		else if (e->w[mb].err) {
+			unreadable |= 1ull << mb;
+			fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE, "%s",
+			             g_strerror(e->w[mb].err));
+		}
+	}
+	if (!e->present)
+		return 0;
+	int win = vote(e->w, n, e->present, same_type);
+	mode_t type = e->w[win].st.st_mode & S_IFMT;
+	/* Copies of another type go; they are then missing like any other. */
+	for (int mb = 0; mb < n; mb++) {
+		if (!(e->present >> mb & 1))
+			continue;
+		if (same_type(&e->w[mb], &e->w[win])) {
+			typed |= 1ull << mb;
+			continue;
+		}
+		int r = S_ISDIR(e->w[mb].st.st_mode) && dir_has_entries(e->dfd[mb], e->name)
+		        ? -ENOTEMPTY : 0;
+		if (f->o.repair && !r)
+			r = remove_entry(e->dfd[mb], e->name, &e->w[mb]);
+		fsck_problem(f, "type", e->path, mb, 0, 0,
+		             r == -ENOTEMPTY ? FSCK_UNREPAIRABLE : fsck_outcome(f, r),
+		             "a %s where the other members hold a %s", type_name(e->w[mb].st.st_mode),
+		             type_name(type));
+		if (f->o.repair && !r) {
+			view_clear(&e->w[mb]);
+			e->present &= ~(1ull << mb);
+		} else {
+			unreadable |= 1ull << mb; /* leave it alone */
+		}
+	}
+	int holders = __builtin_popcountll(typed);
+	bool keep = root || holders * 2 >= walkers || (type == S_IFREG && holders >= f->k);
+	for (int mb = 0; mb < n && !keep && type == S_IFDIR; mb++)
+		keep = typed >> mb & 1 && dir_has_entries(e->dfd[mb], e->name);
+	if (!keep) {
+		for (int mb = 0; mb < n; mb++) {
+			if (!(typed >> mb & 1))
+				continue;
+			int r = f->o.repair ? remove_entry(e->dfd[mb], e->name, &e->w[mb]) : 0;
+			fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
+			             "%s held by %d of %d members only (left over from a removal)",
+			             type_name(type), holders, walkers);
+		}
+		goto out;
+	}
+	missing = f->walk_mask & ~typed & ~unreadable;
+	if (type == S_IFDIR)
+		f->dirs++;
+	else if (type != S_IFREG)
+		f->others++;
+	if (type == S_IFREG) {
+		uint64_t created = 0;
+		rc = repair_file(f, e->path, typed, e->quiet, &created);
+		e->fresh |= created;
+	} else {
+		for (int mb = 0; mb < n; mb++) {
+			if (!(missing >> mb & 1))
+				continue;
+			int r = f->o.repair && e->dfd[mb] >= 0 ? create_entry(e->dfd[mb], e->name, &e->w[win])
+			        : f->o.repair ? -ENOENT : 0;
+			if (!(e->quiet >> mb & 1))
+				fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),
+				             "%s missing on this member", type_name(type));
+			if (f->o.repair && !r)
+				e->fresh |= 1ull << mb;
+		}
+	}
+	e->present = typed;
+	for (int mb = 0; mb < n; mb++)
+		if (e->fresh >> mb & 1) {
+			read_view(e->dfd[mb], e->name, &e->w[mb]);
+			if (e->w[mb].present)
+				e->present |= 1ull << mb;
+		}
+	settle_metadata(e);
+	if (type == S_IFDIR) {
+		int cfd[STRIPE_MAX_N];
+		uint64_t cquiet = e->quiet | unreadable;
+		for (int mb = 0; mb < n; mb++) {
+			cfd[mb] = -1;
+			if (e->present >> mb & 1)
+				cfd[mb] = openat(e->dfd[mb], e->name,
+				                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd[mb] < 0)
+				cquiet |= 1ull << mb;
+		}
+		rc = walk_dir(f, root ? "" : e->path, cfd, cquiet);
+		for (int mb = 0; mb < n; mb++)
+			if (cfd[mb] >= 0)
+				close(cfd[mb]);
+	}
+out:
+	for (int mb = 0; mb < n; mb++)
+		view_clear(&e->w[mb]);
+	return rc;
+}
+
+static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
+{
+	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	GList *names;
+	int rc = 0;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		if (dfd[mb] < 0)
+			continue;
+		int fd = openat(dfd[mb], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *de;
+		if (!d) {
+			fsck_problem(f, "unreadable", *path ? path : "/", mb, 0, 0, FSCK_UNREPAIRABLE,
+			             "cannot list the directory: %s", g_strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (!*path && !strcmp(de->d_name, ECFS_META_DIR))
+				continue;
+			if (!g_hash_table_contains(seen, de->d_name))
+				g_hash_table_add(seen, g_strdup(de->d_name));
+		}
+		closedir(d);
+	}
+	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
+	for (GList *l = names; l && rc >= 0; l = l->next) {
+		entry_ctx *e = g_new0(entry_ctx, 1);
+		char *child = g_strdup_printf("%s/%s", path, (const char *)l->data);
+		*e = (entry_ctx){ .f = f, .path = child, .name = l->data, .dfd = dfd, .quiet = quiet };
+		rc = check_entry(e, false);
+		g_free(child);
+		g_free(e);
+	}
+	g_list_free(names);
+	g_hash_table_destroy(seen);
+	return rc;
+}
+
+int fsck_tree(fsck *f)
+{
+	int dfd[STRIPE_MAX_N];
+	entry_ctx *e = g_new0(entry_ctx, 1);
+
+	for (int mb = 0; mb < f->n; mb++)
+		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
+	*e = (entry_ctx){ .f = f, .path = "/", .name = ".", .dfd = dfd,
+	                  .quiet = ~f->walk_mask };
+	int rc = check_entry(e, true);
+	g_free(e);
+	return rc;
+}

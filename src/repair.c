@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Check and repair of one regular file, offline (ecfs-fsck).
+ *
+ * The file's chunks are opened on every healthy member and their headers
+ * judged as ecfile_open judges them (same file identity and code, right
+ * position under the rotation, the newest header's `missed` mask).  Then
+ * every stripe is read from every member that has a chunk, each strip is
+ * verified against its record with the core's chunk_strip_verify(), and
+ * the stripe's generation is voted as the reader does (docs/FORMAT.md
+ * 4.3): the highest generation held by at least k good strips wins, and
+ * every other strip is an erasure.
+ *
+ * Repair differs from a commit on purpose.  stripe_commit() writes a new
+ * generation to every member; repair instead rewrites only the erased
+ * strips, with the stripe's winning generation and the content decoded
+ * (ec_decode of libec, the one decoder) from the survivors.  So the strips
+ * that were good are never written: an interrupted repair leaves every
+ * stripe at least as readable as before, and a stripe with more than m
+ * erasures is reported and left exactly as found.  A chunk being rebuilt
+ * is first marked in the headers' `missed` mask (so a crash mid-rebuild
+ * leaves it stale, not trusted), and the mask is cleared once its strips
+ * are down and synced.
+ */
+#include "repair.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "chunk.h"
+#include "layout.h"
+#include "log.h"
+#include "memberio.h"
+#include "stripe.h"
+#include "volume_internal.h"
+
+#define RUN STRIPE_FETCH_RUN
+
+enum verdict { V_NONE, V_OK, V_HOLE, V_BAD, V_ERR };
+
+struct file_check;
+
+/* One member's share of a run of stripes: read and judged, then the
+ * erased strips of it written back. */
+typedef struct member_task {
+	struct file_check *fc;
+	int member, pos, cnt;
+	uint64_t s0;
+	uint8_t *buf; /* cnt strips */
+	enum verdict v[RUN];
+	uint64_t gen[RUN], size[RUN];
+	const char *why[RUN];
+	uint64_t wmask; /* strips of the run to write back */
+	uint64_t wgen[RUN], wsize[RUN];
+	int err;
+} member_task;
+
+typedef struct file_check {
+	fsck *f;
+	const char *path;
+	stripe_ctx c;
+	int n, k, m;
+	uint8_t *bufs; /* n * RUN strips, position-major */
+	uint8_t *spare; /* m strips: recomputed parity (--deep) */
+	member_task task[STRIPE_MAX_N]; /* by position */
+	uint64_t chunk_bad;  /* members whose chunk as a whole is rebuilt */
+	uint64_t quiet;      /* members whose erasures are reported elsewhere */
+	uint64_t unwritable; /* members that cannot take repairs */
+	const char *chunk_why[STRIPE_MAX_N];
+	const char *chunk_kind[STRIPE_MAX_N];
+	uint64_t bad[STRIPE_MAX_N], first_bad[STRIPE_MAX_N], last_bad[STRIPE_MAX_N];
+	const char *bad_why[STRIPE_MAX_N];
+	uint64_t rebuilt[STRIPE_MAX_N];
+	int write_err[STRIPE_MAX_N];
+	uint64_t parity_bad, parity_first, parity_last;
+	uint64_t lost_first, lost_last, lost_total;
+	bool lost_open;
+} file_check;
+
+static uint8_t *strip_buf(file_check *fc, int pos, int i)
+{
+	return fc->bufs + ((size_t)pos * RUN + (size_t)i) * fc->c.lay.strip_size;
+}
+
+static ssize_t pio_all(int fd, void *buf, size_t len, off_t off, bool write)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = write ? pwrite(fd, (uint8_t *)buf + done, len - done, off + (off_t)done)
+		                  : pread(fd, (uint8_t *)buf + done, len - done, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			break;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+static bool is_zero(const uint8_t *p, size_t len)
+{
+	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+/* ---- reading and judging one member's strips ---- */
+
+static void scan_member(void *arg)
+{
+	member_task *t = arg;
+	stripe_ctx *c = &t->fc->c;
+	uint64_t strip = c->lay.strip_size;
+	uint8_t recs[RUN * CHUNK_RECORD_SIZE];
+	size_t want = (size_t)t->cnt * strip, rwant = (size_t)t->cnt * CHUNK_RECORD_SIZE;
+	int fd = c->fd[t->member];
+	chunk_header h = c->hdr;
+
+	ssize_t got = pio_all(fd, t->buf, want, (off_t)layout_strip_offset(&c->lay, t->s0), false);
+	ssize_t rgot = got < 0 ? got
+	               : pio_all(fd, recs, rwant, (off_t)layout_record_offset(&c->lay, t->s0), false);
+	if (got < 0 || rgot < 0) {
+		t->err = (int)(got < 0 ? got : rgot);
+		for (int i = 0; i < t->cnt; i++) {
+			t->v[i] = V_ERR;
+			t->why[i] = "read error";
+		}
+		return;
+	}
+	/* Past the end of a chunk reads as zeros: a hole if the record agrees. */
+	if ((size_t)got < want)
+		memset(t->buf + got, 0, want - (size_t)got);
+	if ((size_t)rgot < rwant)
+		memset(recs + rgot, 0, rwant - (size_t)rgot);
+	h.position = (uint32_t)t->pos;
+	for (int i = 0; i < t->cnt; i++) {
+		const uint8_t *rec = recs + (size_t)i * CHUNK_RECORD_SIZE;
+		const uint8_t *data = t->buf + (size_t)i * strip;
+		uint64_t s = t->s0 + (uint64_t)i;
+		chunk_record r;
+		if (chunk_record_is_blank(rec)) {
+			t->v[i] = is_zero(data, strip) ? V_HOLE : V_BAD;
+			t->why[i] = "strip data without a record";
+			continue;
+		}
+		chunk_record_decode(rec, &r);
+		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, data, strip)) {
+			t->v[i] = V_OK;
+			t->gen[i] = r.generation;
+			t->size[i] = r.size;
+		} else {
+			t->v[i] = V_BAD;
+			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
+			            ? "record names another stripe or position" : "checksum mismatch";
+		}
+	}
+}
+
+/* Writes the strips of the run marked in wmask, each with its record. */
+static void write_member(void *arg)
+{
+	member_task *t = arg;
+	stripe_ctx *c = &t->fc->c;
+	uint64_t strip = c->lay.strip_size;
+	chunk_header h = c->hdr;
+
+	h.position = (uint32_t)t->pos;
+	t->err = 0;
+	for (int i = 0; i < t->cnt && !t->err; i++) {
+		uint8_t rec[CHUNK_RECORD_SIZE] = { 0 };
+		uint8_t *data = t->buf + (size_t)i * strip;
+		uint64_t s = t->s0 + (uint64_t)i;
+		if (!(t->wmask >> i & 1))
+			continue;
+		if (t->wgen[i]) {
+			chunk_record r = { .stripe = s, .generation = t->wgen[i], .position = (uint32_t)t->pos,
+			                   .flags = CHUNK_RECORD_WRITTEN, .size = t->wsize[i] };
+			if (chunk_strip_sum(c->sum, &h, &r, data, strip) < 0) {
+				t->err = -EIO;
+				break;
+			}
+			chunk_record_encode(&r, rec);
+		}
+		/* Strip first, then its record, as a commit does. */
+		ssize_t w = pio_all(c->fd[t->member], data, strip,
+		                    (off_t)layout_strip_offset(&c->lay, s), true);
+		if (w >= 0)
+			w = pio_all(c->fd[t->member], rec, sizeof(rec),
+			            (off_t)layout_record_offset(&c->lay, s), true);
+		if (w < 0)
+			t->err = (int)w;
+	}
+}
+
+/* ---- opening the chunks ---- */
+
+static bool same_file(const chunk_header *a, const chunk_header *b)
+{
+	return !memcmp(a->file_id, b->file_id, 16) && a->rotation == b->rotation &&
+	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
+	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
+	       a->strip_size == b->strip_size;
+}
+
+typedef struct chunk_probe {
+	int fd, err;
+	bool valid, empty;
+	const char *why;
+	chunk_header h;
+} chunk_probe;
+
+static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
+{
+	const char *leaf;
+	uint8_t buf[CHUNK_HEADER_SIZE];
+	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
+
+	p->fd = -1;
+	if (pfd < 0) {
+		p->err = -pfd;
+		return;
+	}
+	p->fd = openat(pfd, leaf, (f->o.repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	p->err = p->fd < 0 ? errno : 0;
+	close(pfd);
+	if (p->fd < 0)
+		return;
+	ssize_t got = pio_all(p->fd, buf, sizeof(buf), 0, false);
+	p->empty = got == 0;
+	if (got < 0) {
+		p->why = "header unreadable";
+	} else if (got < (ssize_t)sizeof(buf)) {
+		p->why = "chunk shorter than its header";
+	} else if (chunk_header_decode(buf, &p->h, &p->why) == 0) {
+		p->valid = memcmp(p->h.volume_uuid, volume_uuid(f->v), 16) == 0;
+		if (!p->valid)
+			p->why = "header of another volume";
+	}
+}
+
+/* Picks the file's header: the identity most chunks carry (ties: the
+ * newest), and its newest header.  -1 if no chunk has a valid header. */
+static int pick_reference(const chunk_probe *p, int n)
+{
+	int best = -1, best_votes = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!p[i].valid)
+			continue;
+		int votes = 0, newest = i;
+		for (int j = 0; j < n; j++)
+			if (p[j].valid && same_file(&p[j].h, &p[i].h)) {
+				votes++;
+				if (p[j].h.generation > p[newest].h.generation)
+					newest = j;
+			}
+		if (votes > best_votes ||
+		    (votes == best_votes && p[newest].h.generation > p[best].h.generation)) {
+			best = newest;
+			best_votes = votes;
+		}
+	}
+	return best;
+}
+
+/* Creates the missing chunk on member mb (repair only). */
+static int create_chunk(fsck *f, int mb, const char *path)
+{
+	const char *leaf;
+	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
+	if (pfd < 0)
+		return pfd;
+	int fd = openat(pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = errno;
+	close(pfd);
+	return fd < 0 ? -e : fd;
+}
+
+/* ---- the stripe pass ---- */
+
+/* Reports the open range of unrecoverable stripes. */
+static void flush_lost(file_check *fc)
+{
+	uint64_t sd = layout_stripe_data(&fc->c.lay), size = fc->c.hdr.size;
+	uint64_t off = fc->lost_first * sd, end = MIN((fc->lost_last + 1) * sd, size);
+
+	if (!fc->lost_open)
+		return;
+	fsck_problem(fc->f, "unrecoverable", fc->path, -1, off, end > off ? end - off : 0,
+	             FSCK_UNREPAIRABLE, "stripes %llu-%llu have fewer than k=%d good strips of "
+	             "one generation; their surviving strips are left untouched",
+	             (unsigned long long)fc->lost_first, (unsigned long long)fc->lost_last, fc->k);
+	fc->lost_open = false;
+}
+
+/* Adds stripe s to the ranges of unrecoverable stripes. */
+static void note_lost(file_check *fc, uint64_t s)
+{
+	if (fc->lost_open && s == fc->lost_last + 1) {
+		fc->lost_last = s;
+	} else {
+		flush_lost(fc);
+		fc->lost_first = fc->lost_last = s;
+		fc->lost_open = true;
+	}
+	fc->lost_total++;
+}
+
+/* Judges stripe s0+i of the run and prepares its repair. */
+static void judge_stripe(file_check *fc, int i)
+{
+	int n = fc->n, k = fc->k, m = fc->m;
+	uint64_t s = fc->task[0].s0 + (uint64_t)i, strip = fc->c.lay.strip_size;
+	uint64_t best = 0, size = 0, badmask = 0;
+	int votes_best = 0;
+
+	for (int j = 0; j < n; j++) {
+		member_task *t = &fc->task[j];
+		if (t->v[i] != V_OK && t->v[i] != V_HOLE)
+			continue;
+		uint64_t g = t->v[i] == V_OK ? t->gen[i] : 0;
+		int votes = 0;
+		for (int q = 0; q < n; q++)
+			votes += (fc->task[q].v[i] == V_OK && fc->task[q].gen[i] == g) ||
+			         (fc->task[q].v[i] == V_HOLE && g == 0);
+		if (votes >= k && (votes_best == 0 || g > best)) {
+			best = g;
+			votes_best = votes;
+		}
+	}
+	if (votes_best < k) {
+		note_lost(fc, s);
+		return;
+	}
+	flush_lost(fc);
+	for (int j = 0; j < n; j++) {
+		member_task *t = &fc->task[j];
+		bool good = (t->v[i] == V_OK && t->gen[i] == best) || (t->v[i] == V_HOLE && best == 0);
+		if (good && t->v[i] == V_OK)
+			size = t->size[i];
+		if (!good)
+			badmask |= 1ull << j;
+	}
+	/* Deep: every strip verified; does the parity still follow from the data? */
+	if (fc->f->o.deep && !badmask && best) {
+		const uint8_t *data[STRIPE_MAX_N];
+		uint8_t *par[STRIPE_MAX_N];
+		for (int j = 0; j < k; j++)
+			data[j] = strip_buf(fc, j, i);
+		for (int j = 0; j < m; j++)
+			par[j] = fc->spare + (size_t)j * strip;
+		if (ec_encode(fc->c.code, data, par, strip) == 0)
+			for (int j = 0; j < m; j++)
+				if (memcmp(par[j], strip_buf(fc, k + j, i), strip)) {
+					badmask |= 1ull << (k + j);
+					if (!fc->parity_bad++)
+						fc->parity_first = s;
+					fc->parity_last = s;
+				}
+	}
+	if (!badmask)
+		return;
+	int erased[STRIPE_MAX_N], ne = 0;
+	uint8_t *blocks[STRIPE_MAX_N];
+	for (int j = 0; j < n; j++) {
+		int mb = fc->task[j].member;
+		blocks[j] = strip_buf(fc, j, i);
+		if (!(badmask >> j & 1))
+			continue;
+		erased[ne++] = j;
+		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
+			if (!fc->bad[mb]++) {
+				fc->first_bad[mb] = s;
+				fc->bad_why[mb] = fc->task[j].v[i] == V_OK || fc->task[j].v[i] == V_HOLE
+				                  ? (best ? "strip of another generation (missed or torn write)"
+				                          : "stripe never written but strip present")
+				                  : fc->task[j].v[i] == V_NONE ? "no strip" : fc->task[j].why[i];
+			}
+			fc->last_bad[mb] = s;
+		}
+	}
+	if (!fc->f->o.repair)
+		return;
+	if (ec_decode(fc->c.code, blocks, erased, ne, strip) < 0) {
+		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed", fc->path, (unsigned long long)s);
+		return;
+	}
+	for (int e = 0; e < ne; e++) {
+		member_task *t = &fc->task[erased[e]];
+		if (fc->unwritable >> t->member & 1)
+			continue;
+		t->wmask |= 1ull << i;
+		t->wgen[i] = best;
+		t->wsize[i] = size;
+	}
+}
+
+static void run_stripes(file_check *fc, uint64_t s0, int cnt)
+{
+	memberio *mio = volume_memberio(fc->f->v);
+	mio_batch batch;
+	bool writes = false;
+
+	mio_batch_init(&batch);
+	for (int pos = 0; pos < fc->n; pos++) {
+		member_task *t = &fc->task[pos];
+		int mb = layout_member_of(&fc->c.lay, pos);
+		*t = (member_task){ .fc = fc, .member = mb, .pos = pos, .cnt = cnt, .s0 = s0,
+		                    .buf = strip_buf(fc, pos, 0) };
+		if (fc->c.fd[mb] >= 0 && volume_member_ok(fc->f->v, mb))
+			memberio_submit(mio, mb, &batch, scan_member, t);
+		else
+			memset(t->buf, 0, (size_t)cnt * fc->c.lay.strip_size);
+	}
+	mio_batch_wait(&batch);
+	for (int i = 0; i < cnt; i++)
+		judge_stripe(fc, i);
+	mio_batch_init(&batch);
+	for (int pos = 0; pos < fc->n; pos++) {
+		member_task *t = &fc->task[pos];
+		if (t->wmask) {
+			writes = true;
+			memberio_submit(mio, t->member, &batch, write_member, t);
+		}
+	}
+	mio_batch_wait(&batch);
+	if (!writes)
+		return;
+	for (int pos = 0; pos < fc->n; pos++) {
+		member_task *t = &fc->task[pos];
+		if (!t->wmask)
+			continue;
+		if (t->err) {
+			if (!fc->write_err[t->member])
+				fc->write_err[t->member] = t->err;
+			fc->unwritable |= 1ull << t->member;
+		} else {
+			fc->rebuilt[t->member] += (uint64_t)__builtin_popcountll(t->wmask);
+			fc->f->strips_rebuilt += (uint64_t)__builtin_popcountll(t->wmask);
+		}
+	}
+}
+
+/* ---- reporting ---- */
+
+static enum fsck_status member_outcome(const file_check *fc, int mb, bool header_ok)
+{
+	if (!fc->f->o.repair)
+		return FSCK_REPAIRABLE;
+	if (fc->unwritable >> mb & 1 || !header_ok)
+		return FSCK_FAILED;
+	return FSCK_REPAIRED;
+}
+
+static void report(file_check *fc, bool header_ok)
+{
+	uint64_t sd = layout_stripe_data(&fc->c.lay), size = fc->c.hdr.size;
+
+	for (int mb = 0; mb < fc->n; mb++) {
+		if (fc->chunk_bad >> mb & 1 && !(fc->quiet >> mb & 1))
+			fsck_problem(fc->f, fc->chunk_kind[mb], fc->path, mb, 0, 0,
+			             member_outcome(fc, mb, header_ok), "%s%s%s", fc->chunk_why[mb],
+			             fc->write_err[mb] ? ": " : "",
+			             fc->write_err[mb] ? g_strerror(-fc->write_err[mb]) : "");
+		if (fc->bad[mb]) {
+			uint64_t off = fc->first_bad[mb] * sd, end = (fc->last_bad[mb] + 1) * sd;
+			end = end > size ? size : end;
+			fsck_problem(fc->f, "strip", fc->path, mb, off, end > off ? end - off : 0,
+			             member_outcome(fc, mb, header_ok),
+			             "%llu bad strip(s) in stripes %llu-%llu (first: %s)",
+			             (unsigned long long)fc->bad[mb], (unsigned long long)fc->first_bad[mb],
+			             (unsigned long long)fc->last_bad[mb], fc->bad_why[mb]);
+		}
+	}
+	if (fc->parity_bad) {
+		uint64_t off = fc->parity_first * sd, end = (fc->parity_last + 1) * sd;
+		end = end > size ? size : end;
+		fsck_problem(fc->f, "parity", fc->path, -1, off, end > off ? end - off : 0,
+		             fc->f->o.repair ? (header_ok ? FSCK_REPAIRED : FSCK_FAILED)
+		                             : FSCK_REPAIRABLE,
+		             "%llu stripe(s) whose parity does not follow from their verified data",
+		             (unsigned long long)fc->parity_bad);
+	}
+}
+
+/* ---- the file ---- */
+
+static void mark_chunk(file_check *fc, int mb, const char *kind, const char *why)
+{
+	fc->chunk_bad |= 1ull << mb;
+	fc->chunk_kind[mb] = kind;
+	fc->chunk_why[mb] = why;
+}
+
+/* Opens and judges every member's chunk; returns the reference member or
+ * a negative errno (problem already reported) or -ENODATA for a file with
+ * no header that is empty everywhere (nothing to check). */
+static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
+{
+	fsck *f = fc->f;
+	int n = fc->n;
+
+	for (int mb = 0; mb < n; mb++) {
+		p[mb] = (chunk_probe){ .fd = -1 };
+		if (f->walk_mask >> mb & 1 && present >> mb & 1)
+			probe_chunk(f, mb, fc->path, &p[mb]);
+	}
+	int ref = pick_reference(p, n);
+	if (ref < 0) {
+		bool all_empty = true;
+		for (int mb = 0; mb < n; mb++)
+			all_empty &= p[mb].fd < 0 || p[mb].empty;
+		if (all_empty)
+			return -ENODATA;
+		fsck_problem(f, "chunk-header", fc->path, -1, 0, 0, FSCK_UNREPAIRABLE,
+		             "no member holds a valid chunk header for this file");
+		return -EINVAL;
+	}
+	fc->c.hdr = p[ref].h;
+	layout_init(&fc->c.lay, p[ref].h.k, p[ref].h.m, p[ref].h.strip_size, (int)p[ref].h.rotation);
+	for (int mb = 0; mb < n; mb++) {
+		chunk_probe *q = &p[mb];
+		fc->c.fd[mb] = q->fd;
+		fc->c.state[mb] = CHUNK_OK;
+		q->fd = -1;
+		if (!(f->walk_mask >> mb & 1)) {
+			fc->c.state[mb] = CHUNK_FAILED;
+			fc->quiet |= 1ull << mb;
+			fc->unwritable |= 1ull << mb;
+		} else if (fc->c.fd[mb] < 0 && q->err && q->err != ENOENT) {
+			fc->c.state[mb] = CHUNK_FAILED;
+			fc->unwritable |= 1ull << mb;
+			fsck_problem(f, "unreadable", fc->path, mb, 0, 0, FSCK_UNREPAIRABLE,
+			             "cannot open the chunk: %s", g_strerror(q->err));
+			fc->quiet |= 1ull << mb;
+		} else if (fc->c.fd[mb] < 0) {
+			fc->c.state[mb] = CHUNK_MISSING;
+			mark_chunk(fc, mb, "chunk-missing", "no chunk file");
+		} else if (!q->valid) {
+			fc->c.state[mb] = CHUNK_CORRUPT;
+			mark_chunk(fc, mb, "chunk-header", q->why ? q->why : "invalid header");
+		} else if (!same_file(&q->h, &fc->c.hdr)) {
+			fc->c.state[mb] = CHUNK_CORRUPT;
+			mark_chunk(fc, mb, "chunk-header", "header of another file or code");
+		} else if (q->h.position != (uint32_t)layout_position_of(&fc->c.lay, mb)) {
+			fc->c.state[mb] = CHUNK_CORRUPT;
+			mark_chunk(fc, mb, "chunk-header", "position does not match the rotation");
+		} else if (fc->c.hdr.missed >> mb & 1) {
+			fc->c.state[mb] = CHUNK_STALE;
+			mark_chunk(fc, mb, "chunk-stale", "missed writes while the member was failed");
+		}
+	}
+	return ref;
+}
+
+/* Makes every chunk to rebuild exist, with the file's header and its bit
+ * in `missed` (until its strips are back). */
+static int prepare_rebuild(file_check *fc, uint64_t *created)
+{
+	for (int mb = 0; mb < fc->n; mb++) {
+		if (!(fc->chunk_bad >> mb & 1) || fc->unwritable >> mb & 1)
+			continue;
+		if (fc->c.fd[mb] < 0) {
+			int fd = create_chunk(fc->f, mb, fc->path);
+			if (fd < 0) {
+				fc->write_err[mb] = fd;
+				fc->unwritable |= 1ull << mb;
+				fc->c.state[mb] = CHUNK_MISSING;
+				continue;
+			}
+			fc->c.fd[mb] = fd;
+			*created |= 1ull << mb;
+		}
+		fc->c.state[mb] = CHUNK_OK;
+		fc->c.hdr.missed |= 1ull << mb;
+	}
+	for (int mb = 0; mb < fc->n; mb++)
+		if (fc->c.state[mb] == CHUNK_STALE || fc->c.state[mb] == CHUNK_CORRUPT)
+			fc->c.state[mb] = CHUNK_OK; /* readable for the strip pass */
+	fc->c.hdr.generation++;
+	return stripe_write_headers(&fc->c);
+}
+
+int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
+                uint64_t *created)
+{
+	file_check *fc = g_new0(file_check, 1);
+	chunk_probe p[STRIPE_MAX_N];
+	int rc = 0;
+	bool header_ok = true;
+
+	*created = 0;
+	fc->f = f;
+	fc->path = path;
+	fc->n = f->n;
+	fc->quiet = quiet;
+	fc->c.v = f->v;
+	fc->c.path = path;
+	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
+		fc->c.fd[mb] = -1;
+	f->files++;
+	rc = open_chunks(fc, present, p);
+	if (rc < 0) {
+		for (int mb = 0; mb < f->n; mb++)
+			if (p[mb].fd >= 0)
+				close(p[mb].fd);
+		rc = rc == -ENODATA || rc == -EINVAL ? 0 : rc;
+		goto out;
+	}
+	fc->k = fc->c.lay.k;
+	fc->m = fc->c.lay.m;
+	ec_params ep = { .kind = fc->c.hdr.kind, .k = fc->k, .m = fc->m, .w = fc->c.hdr.w,
+	                 .packet_size = fc->c.hdr.packet_size };
+	fc->c.code = volume_code(f->v, &ep);
+	fc->c.sum = volume_checksum(f->v, fc->c.hdr.checksum);
+	if (!fc->c.code || !fc->c.sum || fc->n != fc->k + fc->m) {
+		fsck_problem(f, "chunk-header", path, -1, 0, 0, FSCK_UNREPAIRABLE,
+		             "the file's code or checksum is not available in this build");
+		goto out;
+	}
+	size_t strip = fc->c.lay.strip_size;
+	if (posix_memalign((void **)&fc->bufs, 4096, strip * RUN * (size_t)fc->n) ||
+	    posix_memalign((void **)&fc->spare, 4096, strip * (size_t)fc->m)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (f->o.repair && fc->chunk_bad && prepare_rebuild(fc, created) < 0)
+		header_ok = false;
+
+	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
+	uint64_t sd = layout_stripe_data(&fc->c.lay);
+	for (uint64_t s = 0; s < count;) {
+		uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+		int cnt = (int)MIN(MIN((uint64_t)RUN, count - s), left);
+		run_stripes(fc, s, cnt);
+		s += (uint64_t)cnt;
+		f->stripes += (uint64_t)cnt;
+		f->bytes += MIN((uint64_t)cnt * sd, fc->c.hdr.size - MIN(fc->c.hdr.size, (s - cnt) * sd));
+		fsck_progress(f, false);
+	}
+	flush_lost(fc);
+
+	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed;
+	for (int mb = 0; mb < fc->n; mb++)
+		touched |= fc->rebuilt[mb] != 0;
+	if (f->o.repair && touched && header_ok) {
+		/* Strips durable first, then the headers that trust them again. */
+		if (stripe_sync(&fc->c, true) < 0)
+			header_ok = false;
+		if (header_ok && !fc->lost_total && !fc->unwritable) {
+			fc->c.hdr.missed = 0;
+			fc->c.hdr.generation++;
+			header_ok = stripe_write_headers(&fc->c) == 0 && stripe_sync(&fc->c, true) == 0;
+		} else if (header_ok && !fc->lost_total) {
+			/* Members that could not take the repair stay marked. */
+			fc->c.hdr.missed &= fc->unwritable;
+			fc->c.hdr.generation++;
+			header_ok = stripe_write_headers(&fc->c) == 0;
+		}
+	}
+	if (!fc->chunk_bad && fc->c.hdr.missed && !f->o.repair)
+		fsck_problem(f, "chunk-stale", path, -1, 0, 0, FSCK_REPAIRABLE,
+		             "the header names members that missed writes (mask 0x%llx)",
+		             (unsigned long long)fc->c.hdr.missed);
+	report(fc, header_ok);
+out:
+	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
+		if (fc->c.fd[mb] >= 0)
+			close(fc->c.fd[mb]);
+	free(fc->bufs);
+	free(fc->spare);
+	g_free(fc);
+	return rc;
+}
