@@ -11,6 +11,7 @@
 #include "bench_config.h"
 #include "bench_report.h"
 #include "bench_run.h"
+#include "bench_timer.h"
 
 #if HAVE_BENCH_XOR
 #include "bench_xor.h"
@@ -59,6 +60,7 @@ static void print_usage(FILE *out)
 	        "  --no-baselines      leave out the memcpy and XOR rows\n"
 	        "  --seconds S         measuring time per row (default 0.3)\n"
 	        "  --rounds N          rounds per row, best reported (default 5)\n"
+	        "  --clock cpu|wall    time by the thread's CPU time (default) or wall time\n"
 	        "  --unaligned[=N]     put blocks N bytes (default 1) past 64-byte alignment\n"
 	        "  --seed N            seed of the random data (default fixed)\n"
 	        "  --grid              the performance bar: rs-cauchy and rs-vandermonde w=8,\n"
@@ -250,7 +252,7 @@ static const char *optional_arg(int argc, char **argv)
 enum {
 	OPT_CODE = 256, OPT_STRIP, OPT_PACKET, OPT_ORDER, OPT_ENCODE, OPT_DECODE, OPT_ERASE,
 	OPT_KERNEL, OPT_PEERS, OPT_NO_BASELINES, OPT_SECONDS, OPT_ROUNDS, OPT_UNALIGNED,
-	OPT_SEED, OPT_GRID, OPT_CSV,
+	OPT_SEED, OPT_GRID, OPT_CSV, OPT_CLOCK,
 };
 
 static const struct option long_options[] = {
@@ -266,6 +268,7 @@ static const struct option long_options[] = {
 	{ "no-baselines", no_argument, NULL, OPT_NO_BASELINES },
 	{ "seconds", required_argument, NULL, OPT_SECONDS },
 	{ "rounds", required_argument, NULL, OPT_ROUNDS },
+	{ "clock", required_argument, NULL, OPT_CLOCK },
 	{ "unaligned", optional_argument, NULL, OPT_UNALIGNED },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "grid", no_argument, NULL, OPT_GRID },
@@ -388,7 +391,7 @@ int main(int argc, char **argv)
 		.rounds = 5,
 	};
 	const char *kernels[MAX_KERNELS];
-	int n_kernels = 0, grid = 0, strips_given = 0, opt;
+	int n_kernels = 0, grid = 0, strips_given = 0, wall_clock = 0, opt;
 	int want_encode = 0, want_decode = 0;
 
 	if (wants_xor_tuner(argc, argv)) {
@@ -468,6 +471,14 @@ int main(int argc, char **argv)
 		case OPT_ROUNDS:
 			cfg.rounds = (int)parse_int("--rounds", optarg, 1, 64);
 			break;
+		case OPT_CLOCK:
+			if (strcmp(optarg, "cpu") == 0)
+				wall_clock = 0;
+			else if (strcmp(optarg, "wall") == 0)
+				wall_clock = 1;
+			else
+				usage_error("--clock: '%s' is neither cpu nor wall", optarg);
+			break;
 		case OPT_UNALIGNED:
 			arg = optional_arg(argc, argv);
 			cfg.offset = arg ? (size_t)parse_int("--unaligned", arg, 0, 63) : 1;
@@ -498,6 +509,7 @@ int main(int argc, char **argv)
 
 	cfg.do_encode = want_encode || !want_decode;
 	cfg.do_decode = want_decode || !want_encode;
+	bench_set_clock(wall_clock ? BENCH_CLOCK_WALL : BENCH_CLOCK_CPU);
 	if (cfg.params.w == 0)
 		cfg.params.w = default_w(cfg.params.kind, cfg.params.k);
 	if (!grid && !strips_given && is_bitmatrix(cfg.params.kind))
@@ -525,10 +537,10 @@ int main(int argc, char **argv)
 		printf("; peers:%s%s%s\n", cfg.use_isal ? " isal" : "",
 		       cfg.use_jerasure ? " jerasure" : "",
 		       cfg.use_isal || cfg.use_jerasure ? "" : " none");
-		printf("# GB/s = k x strip bytes of data per call / time (1 GB = 1e9 B), best of "
+		printf("# GB/s = k x strip bytes of data per call / %s time (1 GB = 1e9 B), best of "
 		       "%d rounds of %.3g s;\n# normalized = GB/s x m(k-1)/k (Plank et al., FAST'09); "
 		       "vs-isal = GB/s / ISA-L's GB/s\n",
-		       cfg.rounds, cfg.seconds / cfg.rounds);
+		       wall_clock ? "wall" : "CPU", cfg.rounds, cfg.seconds / cfg.rounds);
 		fflush(stdout);
 	}
 
