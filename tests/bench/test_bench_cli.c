@@ -217,6 +217,7 @@ static void test_usage_errors(void **state)
 		{ "--kernel", "no-such-kernel", NULL },
 		{ "--peers", "nobody", NULL },
 		{ "--seconds", "-1", NULL },
+		{ "--clock", "sundial", NULL },
 		{ "stray-argument", NULL },
 	};
 	static run_result r;
