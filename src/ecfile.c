@@ -75,10 +75,14 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 
 	pc->fd = -1;
 	pc->state = CHUNK_MISSING;
+	/* Errors make this chunk an erasure; the caller fails the open only
+	 * if no member has the file (then the error is the answer). */
 	if (pfd < 0) {
 		if (volume_member_error(v, mb, -pfd, "opening a directory"))
 			pc->state = CHUNK_FAILED;
-		return pfd == -ENOENT || pc->state == CHUNK_FAILED ? 0 : pfd;
+		else if (pfd != -ENOENT)
+			pc->state = CHUNK_CORRUPT;
+		return pc->state == CHUNK_FAILED ? 0 : pfd;
 	}
 	if (create) {
 		pc->fd = openat(pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -93,11 +97,14 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	if (pc->fd < 0) {
 		if (volume_member_error(v, mb, e, "opening a chunk"))
 			pc->state = CHUNK_FAILED;
-		return e == ENOENT || pc->state == CHUNK_FAILED ? 0 : -e;
+		else if (e != ENOENT)
+			pc->state = CHUNK_CORRUPT;
+		return pc->state == CHUNK_FAILED ? 0 : -e;
 	}
 	if (fstat(pc->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(pc->fd);
 		pc->fd = -1;
+		pc->state = CHUNK_CORRUPT;
 		return -EINVAL;
 	}
 	/* Owned by the caller: already so if the daemon runs with the
@@ -175,7 +182,7 @@ static int truncate_locked(ecfile *f, uint64_t size);
 static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
                        uid_t uid, gid_t gid, ecfile **out)
 {
-	int n = volume_n(v), rc = 0, ref = -1, exists = 0;
+	int n = volume_n(v), rc = 0, ref = -1, exists = 0, first_err = 0;
 	probe_chunk pc[STRIPE_MAX_N];
 	bool fresh = false;
 
@@ -198,17 +205,17 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		memset(&pc[mb], 0, sizeof(pc[mb]));
 		pc[mb].fd = -1;
 		pc[mb].state = CHUNK_FAILED;
-		if (!volume_member_ok(v, mb) || rc < 0)
+		if (!volume_member_ok(v, mb))
 			continue;
-		rc = open_chunk(v, mb, path, create, flags, mode, uid, gid, &pc[mb]);
+		int e = open_chunk(v, mb, path, create, flags, mode, uid, gid, &pc[mb]);
+		if (e < 0 && e != -ENOENT && !first_err)
+			first_err = e;
 		exists += pc[mb].fd >= 0;
 		if (pc[mb].valid && (ref < 0 || pc[mb].h.generation > pc[ref].h.generation))
 			ref = mb;
 	}
-	if (rc < 0)
-		goto fail;
 	if (!exists) {
-		rc = volume_usable(v) ? -ENOENT : -EIO;
+		rc = !volume_usable(v) ? -EIO : first_err ? first_err : -ENOENT;
 		goto fail;
 	}
 	chunk_header h;
@@ -509,7 +516,8 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 				set_size(f, pos + cnt * sd);
 			strip_pointers(f, src + (pos - (uint64_t)off), (int)cnt, p);
 			rc = commit_run(f, s, (int)cnt, p);
-			pos += cnt * sd;
+			if (rc == 0)
+				pos += cnt * sd;
 			continue;
 		}
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
@@ -537,9 +545,10 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 	}
 out:
 	g_mutex_unlock(&f->lock);
-	if (rc < 0 && pos > (uint64_t)off)
-		return (ssize_t)(pos - (uint64_t)off) < (ssize_t)size ? rc : (ssize_t)size;
-	return rc < 0 ? rc : (ssize_t)size;
+	/* Like write(2): what was taken before an error, else the error. */
+	if (rc < 0 && pos == (uint64_t)off)
+		return rc;
+	return (ssize_t)(pos - (uint64_t)off);
 }
 
 ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
