@@ -302,6 +302,10 @@ static bool check_members(fsck *f, superblock *ref)
 		int rootfd = volume_root_fd(f->v, i);
 		int rc = -ENODEV;
 		enum fsck_status st = FSCK_UNREPAIRABLE;
+		struct stat pst;
+		if (rootfd < 0 && !f->o.repair && stat(volume_member_path(f->v, i), &pst) < 0 &&
+		    errno == ENOENT)
+			st = FSCK_REPAIRABLE; /* -y creates it empty and rebuilds it */
 		if (rootfd >= 0) {
 			int has = index_from_chunks(rootfd, f->n, 0);
 			if (has >= 0 && has != i) {

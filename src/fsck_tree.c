@@ -215,6 +215,31 @@ static int remove_entry(int dfd, const char *name, const view *w)
 	return unlinkat(dfd, name, S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 }
 
+/* Moves a left-over entry to <member>/.ecfs/lost+found instead of
+ * deleting it: what looks like the remains of an unlink may also be the
+ * last strips of a file damaged beyond repair, and those are kept. */
+static int move_to_lost(fsck *f, int mb, int dfd, const char *name, const char *path)
+{
+	int root = volume_root_fd(f->v, mb);
+	char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, path, -1);
+	char *target = g_strdup_printf("%.12s-%.200s", sum, name);
+	int rc = 0;
+
+	if (mkdirat(root, ECFS_META_DIR "/lost+found", 0700) < 0 && errno != EEXIST)
+		rc = -errno;
+	int lfd = rc ? -1 : openat(root, ECFS_META_DIR "/lost+found",
+	                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!rc && lfd < 0)
+		rc = -errno;
+	if (!rc && renameat(dfd, name, lfd, target) < 0)
+		rc = -errno;
+	if (lfd >= 0)
+		close(lfd);
+	g_free(sum);
+	g_free(target);
+	return rc;
+}
+
 static int create_entry(int dfd, const char *name, const view *like)
 {
 	mode_t mode = like->st.st_mode;
@@ -410,10 +435,14 @@ static int check_entry(entry_ctx *e, bool root)
 		for (int mb = 0; mb < n; mb++) {
 			if (!(typed >> mb & 1))
 				continue;
-			int r = f->o.repair ? remove_entry(e->dfd[mb], e->name, &e->w[mb]) : 0;
+			int r = !f->o.repair ? 0
+			        : type == S_IFDIR ? remove_entry(e->dfd[mb], e->name, &e->w[mb])
+			                          : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
 			fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
-			             "%s held by %d of %d members only (left over from a removal)",
-			             type_name(type), holders, walkers);
+			             "%s held by %d of %d members only (left over from a removal)%s",
+			             type_name(type), holders, walkers,
+			             type == S_IFDIR ? "" : "; repair moves it to " ECFS_META_DIR
+			                                    "/lost+found on the member");
 		}
 		goto out;
 	}

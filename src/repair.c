@@ -79,6 +79,7 @@ typedef struct file_check {
 	uint64_t parity_bad, parity_first, parity_last;
 	uint64_t lost_first, lost_last, lost_total;
 	bool lost_open;
+	bool hopeless; /* fewer than k good chunks: report, never write */
 } file_check;
 
 static uint8_t *strip_buf(file_check *fc, int pos, int i)
@@ -453,6 +454,8 @@ static void run_stripes(file_check *fc, uint64_t s0, int cnt)
 
 static enum fsck_status member_outcome(const file_check *fc, int mb, bool header_ok)
 {
+	if (fc->hopeless)
+		return FSCK_UNREPAIRABLE;
 	if (!fc->f->o.repair)
 		return FSCK_REPAIRABLE;
 	if (fc->unwritable >> mb & 1 || !header_ok)
@@ -561,10 +564,15 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 	return ref;
 }
 
-/* Makes every chunk to rebuild exist, with the file's header and its bit
- * in `missed` (until its strips are back). */
+/* Makes every chunk to rebuild exist, with the file's header naming it
+ * in `missed` (stale until its strips are back).  Only those chunks get a
+ * header now: the good chunks are not written before the repair is known
+ * to be complete. */
 static int prepare_rebuild(file_check *fc, uint64_t *created)
 {
+	enum chunk_state saved[STRIPE_MAX_N];
+	uint64_t target = 0;
+
 	for (int mb = 0; mb < fc->n; mb++) {
 		if (!(fc->chunk_bad >> mb & 1) || fc->unwritable >> mb & 1)
 			continue;
@@ -579,14 +587,20 @@ static int prepare_rebuild(file_check *fc, uint64_t *created)
 			fc->c.fd[mb] = fd;
 			*created |= 1ull << mb;
 		}
-		fc->c.state[mb] = CHUNK_OK;
+		target |= 1ull << mb;
 		fc->c.hdr.missed |= 1ull << mb;
 	}
-	for (int mb = 0; mb < fc->n; mb++)
-		if (fc->c.state[mb] == CHUNK_STALE || fc->c.state[mb] == CHUNK_CORRUPT)
-			fc->c.state[mb] = CHUNK_OK; /* readable for the strip pass */
 	fc->c.hdr.generation++;
-	return stripe_write_headers(&fc->c);
+	/* stripe_write_headers() writes every usable member: hide the others. */
+	for (int mb = 0; mb < fc->n; mb++) {
+		saved[mb] = fc->c.state[mb];
+		fc->c.state[mb] = target >> mb & 1 ? CHUNK_OK : CHUNK_FAILED;
+	}
+	int rc = target ? stripe_write_headers(&fc->c) : 0;
+	for (int mb = 0; mb < fc->n; mb++)
+		fc->c.state[mb] = target >> mb & 1 ? CHUNK_OK : saved[mb];
+	/* stripe_write_headers() wants k members; fewer is fine here. */
+	return rc < 0 && (int)__builtin_popcountll(target) >= fc->k ? rc : 0;
 }
 
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
@@ -626,13 +640,22 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		             "the file's code or checksum is not available in this build");
 		goto out;
 	}
+	int good = 0;
+	for (int mb = 0; mb < fc->n; mb++)
+		good += fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0;
+	if (good < fc->k) {
+		/* Not enough of the file is left to rebuild anything: leave
+		 * every byte of it as found. */
+		fc->hopeless = true;
+		fc->unwritable = ~0ull;
+	}
 	size_t strip = fc->c.lay.strip_size;
 	if (posix_memalign((void **)&fc->bufs, 4096, strip * RUN * (size_t)fc->n) ||
 	    posix_memalign((void **)&fc->spare, 4096, strip * (size_t)fc->m)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (f->o.repair && fc->chunk_bad && prepare_rebuild(fc, created) < 0)
+	if (f->o.repair && fc->chunk_bad && !fc->hopeless && prepare_rebuild(fc, created) < 0)
 		header_ok = false;
 
 	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
@@ -651,19 +674,18 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed;
 	for (int mb = 0; mb < fc->n; mb++)
 		touched |= fc->rebuilt[mb] != 0;
-	if (f->o.repair && touched && header_ok) {
-		/* Strips durable first, then the headers that trust them again. */
+	if (f->o.repair && touched && !fc->hopeless) {
+		/* Strips durable first, then the headers that trust them again.
+		 * A file with unrecoverable stripes keeps its headers as found. */
+		for (int mb = 0; mb < fc->n; mb++)
+			if (fc->c.state[mb] != CHUNK_OK && fc->c.fd[mb] >= 0 && !(fc->unwritable >> mb & 1))
+				fc->c.state[mb] = CHUNK_OK;
 		if (stripe_sync(&fc->c, true) < 0)
 			header_ok = false;
-		if (header_ok && !fc->lost_total && !fc->unwritable) {
-			fc->c.hdr.missed = 0;
-			fc->c.hdr.generation++;
-			header_ok = stripe_write_headers(&fc->c) == 0 && stripe_sync(&fc->c, true) == 0;
-		} else if (header_ok && !fc->lost_total) {
-			/* Members that could not take the repair stay marked. */
+		if (header_ok && !fc->lost_total) {
 			fc->c.hdr.missed &= fc->unwritable;
 			fc->c.hdr.generation++;
-			header_ok = stripe_write_headers(&fc->c) == 0;
+			header_ok = stripe_write_headers(&fc->c) == 0 && stripe_sync(&fc->c, true) == 0;
 		}
 	}
 	if (!fc->chunk_bad && fc->c.hdr.missed && !f->o.repair)

@@ -1,0 +1,381 @@
+# SPDX-License-Identifier: MIT
+"""ecfs-fsck on real volumes.
+
+Started by meson as `python3 test_fsck.py ECFS ECFS_FSCK [unittest args]`.
+Each case builds a volume by mounting it and writing files of several
+sizes, unmounts, damages the members the way disks and people do, and then
+checks the fsck(8) contract: `-n` reports the damage (exit 4), `-y` repairs
+it (exit 1), a second check is clean (exit 0), and every file reads back
+byte-exact from every subset of k members (the other m are renamed away and
+the volume is mounted degraded).  Damage beyond m must be reported with the
+file and byte range, exit 4, and leave the members byte-identical.
+"""
+
+import hashlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "fs"))
+import ecfs_harness as h  # noqa: E402
+
+FSCK = None
+K, M = 4, 2
+OPTS = f"k={K},m={M},strip=4096"
+STRIPE = K * 4096
+# Sizes around the stripe (16 KiB) and record-group (64 stripes) edges.
+FILES = {
+    "empty": 0,
+    "one": 1,
+    "odd": 4095,
+    "stripe": STRIPE,
+    "mid": 100000,
+    "dir/a": 70000,
+    "dir/sub/b": (1 << 20) + 17,
+    "dir/sub/c": 5000,
+}
+
+
+def seed_of(rel):
+    return zlib.crc32(rel.encode())
+
+
+def member_hashes(v, members=None):
+    """sha256 of every entry on the members (the metadata folder aside)."""
+    out = {}
+    for i in members if members is not None else range(len(v.members)):
+        root = v.members[i]
+        for dirpath, dirs, files in os.walk(root):
+            if dirpath == root and ".ecfs" in dirs:
+                dirs.remove(".ecfs")
+            for name in files + dirs:
+                p = os.path.join(dirpath, name)
+                st = os.lstat(p)
+                key = (i, os.path.relpath(p, root))
+                if os.path.islink(p):
+                    out[key] = ("link", os.readlink(p))
+                elif os.path.isfile(p):
+                    with open(p, "rb") as f:
+                        out[key] = (st.st_mode, hashlib.sha256(f.read()).hexdigest())
+                else:
+                    out[key] = (st.st_mode,)
+    return out
+
+
+class FsckCase(h.MountedCase):
+
+    def build(self, n=K + M, opts=OPTS):
+        v = self.volume(n)
+        mnt = self.mount(v, opts)
+        data = {}
+        for rel, size in FILES.items():
+            os.makedirs(os.path.dirname(os.path.join(mnt, rel)), exist_ok=True)
+            data[rel] = h.pattern(size, seed_of(rel))
+            h.write_file(os.path.join(mnt, rel), data[rel])
+        os.symlink("dir/a", os.path.join(mnt, "link"))
+        os.setxattr(os.path.join(mnt, "mid"), "user.color", b"blue")
+        os.chmod(os.path.join(mnt, "odd"), 0o640)
+        self.assert_clean_unmount(v)
+        return v, data
+
+    def fsck(self, v, *args, members=None):
+        cmd = [FSCK, "--no-progress", *args,
+               ":".join(members if members is not None else v.members)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    def fsck_json(self, v, *args):
+        r = self.fsck(v, "--json", *args)
+        try:
+            rep = json.loads(r.stdout)
+        except ValueError:
+            self.fail(f"not JSON: {r.stdout!r} {r.stderr!r}")
+        self.assertEqual(rep["exit"], r.returncode)
+        return r.returncode, rep
+
+    def cycle(self, v, kinds):
+        """-n reports (exit 4, every expected kind), -y repairs (exit 1),
+        -n is clean again (exit 0)."""
+        rc, rep = self.fsck_json(v, "-n")
+        got = {p["kind"] for p in rep["problems"]}
+        self.assertEqual(rc, 4, json.dumps(rep, indent=1))
+        self.assertTrue(set(kinds) <= got, f"expected {kinds}, got {got}")
+        self.assertTrue(all(p["status"] == "repairable" for p in rep["problems"]),
+                        json.dumps(rep["problems"], indent=1))
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("clean", r.stdout)
+        return rep
+
+    def read_back(self, v, data, subsets=None):
+        """Every file byte-exact, with its metadata, from each subset of k
+        members (the other members renamed away)."""
+        n = len(v.members)
+        combos = list(itertools.combinations(range(n), n - K))
+        if subsets is not None:
+            combos = combos[::max(1, len(combos) // subsets)]
+        for hidden in combos:
+            moved = []
+            try:
+                for i in hidden:
+                    os.rename(v.members[i], v.members[i] + ".away")
+                    moved.append(i)
+                mnt = self.mount(v)
+                for rel, want in data.items():
+                    self.assert_exact(os.path.join(mnt, rel), want,
+                                      f"(members {hidden} hidden)")
+                self.assertEqual(os.readlink(os.path.join(mnt, "link")), "dir/a")
+                self.assertEqual(os.getxattr(os.path.join(mnt, "mid"), "user.color"),
+                                 b"blue")
+                self.assertEqual(os.stat(os.path.join(mnt, "odd")).st_mode & 0o777, 0o640)
+                self.assertEqual(os.stat(os.path.join(mnt, "stripe")).st_mode & 0o777,
+                                 0o644)
+                self.assert_clean_unmount(v)
+            finally:
+                v.unmount()
+                for i in moved:
+                    os.rename(v.members[i] + ".away", v.members[i])
+
+    def assert_healthy(self, v):
+        mnt = self.mount(v)
+        self.assertEqual(h.health(mnt).get("state"), "healthy")
+        self.assert_clean_unmount(v)
+
+
+class CleanTest(FsckCase):
+    def test_clean_volume(self):
+        v, data = self.build()
+        rc, rep = self.fsck_json(v, "-n")
+        self.assertEqual(rc, 0)
+        self.assertEqual(rep["problems"], [])
+        self.assertEqual(rep["summary"]["files"], len(FILES))
+        self.assertEqual(rep["volume"]["k"], K)
+        r = self.fsck(v, "-y", "--deep")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = self.fsck(v, "-q")
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+
+
+class MemberTest(FsckCase):
+    def test_replaced_member(self):
+        v, data = self.build()
+        v.lose(2, "empty")
+        rep = self.cycle(v, {"member"})
+        self.assertIn(2, [p["member"] for p in rep["problems"] if p["kind"] == "member"])
+        self.assert_healthy(v)
+        self.read_back(v, data)
+
+    def test_two_members_replaced(self):
+        v, data = self.build()
+        v.lose(0, "empty")
+        v.lose(5, "rmdir")
+        self.cycle(v, {"member"})
+        self.assert_healthy(v)
+        self.read_back(v, data, subsets=5)
+
+
+class DamageTest(FsckCase):
+    def test_mixed_damage(self):
+        v, data = self.build()
+        mem = v.members
+        v.lose(1, "chunkdel", files=["one"])
+        v.lose(4, "flip", files=["dir/sub/b", "mid"], seed=3)
+        v.lose(0, "flip", files=["mid"], seed=4)
+        # A corrupt chunk header: its magic overwritten.
+        with open(v.chunk_path(2, "dir/a"), "r+b") as f:
+            f.write(b"GARBAGE!")
+        # A directory (and the chunks in it) missing on one member.
+        subprocess.run(["rm", "-rf", os.path.join(mem[3], "dir/sub")], check=True)
+        # Metadata that differs on one member's copy.
+        os.chmod(v.chunk_path(0, "stripe"), 0o600)
+        os.setxattr(v.chunk_path(1, "mid"), "user.color", b"red")
+        os.unlink(v.chunk_path(5, "link"))
+        os.symlink("elsewhere", v.chunk_path(5, "link"))
+        rep = self.cycle(v, {"chunk-missing", "strip", "chunk-header", "missing",
+                             "metadata"})
+        paths = {(p["kind"], p["path"], p["member"]) for p in rep["problems"]}
+        self.assertIn(("chunk-missing", "/one", 1), paths)
+        self.assertIn(("chunk-header", "/dir/a", 2), paths)
+        self.assertIn(("missing", "/dir/sub", 3), paths)
+        self.assertIn(("metadata", "/stripe", 0), paths)
+        self.assertIn(("metadata", "/mid", 1), paths)
+        self.assertIn(("metadata", "/link", 5), paths)
+        # The children of the missing directory are not reported one by one.
+        self.assertNotIn(("chunk-missing", "/dir/sub/c", 3), paths)
+        self.read_back(v, data)
+
+    def test_deep_parity(self):
+        """Parity bytes changed and their record checksum recomputed (sha256
+        volume: the sum is computable here) pass every checksum; only
+        --deep, which re-encodes the stripe, sees them."""
+        v, data = self.build(opts=OPTS + ",checksum=sha256")
+        for i in range(len(v.members)):
+            with open(v.chunk_path(i, "dir/a"), "rb") as f:
+                hdr = f.read(64)
+            if int.from_bytes(hdr[48:52], "little") == K:
+                break
+        with open(v.chunk_path(i, "dir/a"), "r+b") as f:
+            f.seek(4096)
+            rec = bytearray(f.read(64))
+            f.seek(8192)
+            strip = bytearray(f.read(4096))
+            strip[10] ^= 0x55
+            rec[32:64] = hashlib.sha256(hdr[16:48] + rec[:32] + strip).digest()
+            f.seek(8192)
+            f.write(strip)
+            f.seek(4096)
+            f.write(rec)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, "the checksum should not see it\n" + r.stdout)
+        rc, rep = self.fsck_json(v, "-n", "--deep")
+        self.assertEqual(rc, 4)
+        self.assertIn(("parity", "/dir/a", 0, STRIPE),
+                      {(p["kind"], p["path"], p.get("offset"), p.get("length"))
+                       for p in rep["problems"]})
+        r = self.fsck(v, "-y", "--deep")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.fsck(v, "-n", "--deep")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.read_back(v, data, subsets=3)
+
+    def test_extra_entry(self):
+        v, data = self.build()
+        # A leftover on one member only, as an unlink while it was away leaves.
+        os.link(v.chunk_path(0, "one"), v.chunk_path(0, "ghost"))
+        rep = self.cycle(v, {"extra"})
+        self.assertIn(("extra", "/ghost", 0),
+                      {(p["kind"], p["path"], p["member"]) for p in rep["problems"]})
+        self.assertFalse(os.path.exists(v.chunk_path(0, "ghost")))
+        self.assertTrue(os.listdir(os.path.join(v.members[0], ".ecfs", "lost+found")))
+
+
+class BeyondTest(FsckCase):
+    def test_more_than_m(self):
+        v, data = self.build()
+        # Stripe 0 of dir/sub/b damaged on three members: its strip 0 sits
+        # after the header and the record block.
+        for i in (0, 1, 2):
+            with open(v.chunk_path(i, "dir/sub/b"), "r+b") as f:
+                f.seek(4096 + 4096 + 100)
+                f.write(b"\xde\xad\xbe\xef")
+        # "mid" lost on three members.
+        v.lose(3, "chunkdel", files=["mid"])
+        v.lose(4, "chunkdel", files=["mid"])
+        v.lose(5, "chunkdel", files=["mid"])
+        before = member_hashes(v)
+        rc, rep = self.fsck_json(v, "-n")
+        self.assertEqual(rc, 4)
+        lost = [p for p in rep["problems"] if p["kind"] == "unrecoverable"]
+        ranges = {(p["path"], p["offset"], p["length"]) for p in lost}
+        self.assertIn(("/dir/sub/b", 0, STRIPE), ranges)
+        self.assertIn(("/mid", 0, FILES["mid"]), ranges)
+        self.assertTrue(all(p["status"] == "unrepairable" for p in lost))
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("/dir/sub/b: bytes 0-16383", r.stdout)
+        self.assertEqual(before, member_hashes(v), "repair changed a member")
+        # Everything else still reads; the lost ranges fail with EIO only.
+        mnt = self.mount(v)
+        for rel, want in data.items():
+            if rel in ("mid", "dir/sub/b"):
+                self.assertEqual(self.assert_exact_or_eio(os.path.join(mnt, rel), want),
+                                 __import__("errno").EIO)
+            else:
+                self.assert_exact(os.path.join(mnt, rel), want)
+        self.assert_clean_unmount(v)
+
+
+class InputTest(FsckCase):
+    def superblock(self, v, i):
+        return os.path.join(v.members[i], ".ecfs", "superblock")
+
+    def test_garbage_superblock(self):
+        v, data = self.build()
+        with open(self.superblock(v, 1), "wb") as f:
+            f.write(os.urandom(300))
+        rep = self.cycle(v, {"member"})
+        self.assertIn(1, [p["member"] for p in rep["problems"]])
+        self.read_back(v, data, subsets=2)
+
+    def test_truncated_superblock(self):
+        v, data = self.build()
+        open(self.superblock(v, 4), "wb").close()
+        self.cycle(v, {"member"})
+        self.assert_healthy(v)
+
+    def test_foreign_and_future_superblocks(self):
+        v, _ = self.build()
+        w, _ = self.build()
+        with open(self.superblock(w, 0), "rb") as f:
+            foreign = f.read()
+        with open(self.superblock(v, 0), "rb") as f:
+            own = f.read()
+        with open(self.superblock(v, 0), "wb") as f:
+            f.write(foreign)
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
+        self.assertIn("another volume", r.stderr)
+        with open(self.superblock(v, 0), "wb") as f:
+            f.write(own.replace(b"format=1", b"format=99"))
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
+        self.assertIn("99", r.stderr)
+
+    def test_member_is_a_file(self):
+        v, _ = self.build()
+        before = member_hashes(v, [0, 1, 2, 4, 5])
+        v.lose(3, "file")
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn(v.members[3], r.stdout)
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertEqual(before, member_hashes(v, [0, 1, 2, 4, 5]))
+
+    def test_headers_garbage_everywhere(self):
+        v, _ = self.build()
+        for i in range(len(v.members)):
+            with open(v.chunk_path(i, "dir/a"), "r+b") as f:
+                f.write(os.urandom(4096))
+            with open(v.chunk_path(i, "odd"), "r+b") as f:
+                f.truncate(100)
+        rc, rep = self.fsck_json(v, "-y")
+        self.assertEqual(rc, 4)
+        bad = {p["path"] for p in rep["problems"] if p["status"] == "unrepairable"}
+        self.assertEqual(bad, {"/dir/a", "/odd"})
+
+    def test_usage(self):
+        for args in ([], ["-n", "-y", "a:b"], ["--bogus", "a:b"], ["a:b", "c:d"]):
+            r = subprocess.run([FSCK] + args, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 16, args)
+        r = subprocess.run([FSCK, "-V"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("ecfs-fsck", r.stdout)
+        r = subprocess.run([FSCK, "--help"], capture_output=True, text=True)
+        self.assertIn("--deep", r.stdout)
+
+    def test_refused_while_mounted(self):
+        v, _ = self.build()
+        v.lose(2, "chunkdel", files=["one"])
+        self.mount(v)
+        try:
+            r = self.fsck(v, "-y")
+            self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
+            self.assertIn("refusing to repair a mounted volume", r.stderr)
+            self.assertIn(f"pid {v.proc.pid}", r.stderr)
+            self.assertFalse(os.path.exists(v.chunk_path(2, "one")))
+        finally:
+            self.assert_clean_unmount(v)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(f"usage: {sys.argv[0]} ECFS ECFS_FSCK [unittest args]", file=sys.stderr)
+        sys.exit(2)
+    FSCK = os.path.abspath(sys.argv.pop(2))
+    sys.exit(h.main())
