@@ -71,6 +71,7 @@ static uint8_t gf8_log[256];
 static uint16_t *gf16_exp; /* 2 * 65535 entries */
 static uint16_t *gf16_log; /* 65536 entries */
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static int tables_ready; /* set (release) once the tables are built */
 
 static void build_tables(void)
 {
@@ -89,6 +90,7 @@ static void build_tables(void)
 		free(gf16_log);
 		gf16_exp = NULL;
 		gf16_log = NULL;
+		__atomic_store_n(&tables_ready, 1, __ATOMIC_RELEASE);
 		return;
 	}
 	x = 1;
@@ -97,11 +99,14 @@ static void build_tables(void)
 		gf16_log[x] = (uint16_t)i;
 		x = mul_slow(16, x, 2);
 	}
+	__atomic_store_n(&tables_ready, 1, __ATOMIC_RELEASE);
 }
 
 static void ensure_tables(void)
 {
-	pthread_once(&tables_once, build_tables);
+	/* The flag spares the hot matrix loops a pthread_once call each. */
+	if (!__atomic_load_n(&tables_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&tables_once, build_tables);
 }
 
 uint32_t gf_mul(int w, uint32_t a, uint32_t b)
@@ -161,6 +166,37 @@ uint32_t gf_div(int w, uint32_t a, uint32_t b)
 	return gf_mul(w, a, gf_inv(w, b));
 }
 
+void gf_row_addmul(int w, uint32_t *dst, const uint32_t *src, uint32_t f,
+                   int n)
+{
+	if (f == 0)
+		return;
+	if (f == 1) {
+		for (int j = 0; j < n; j++)
+			dst[j] ^= src[j];
+		return;
+	}
+	ensure_tables();
+	if (w == 8) {
+		unsigned lf = gf8_log[f & 0xff];
+
+		for (int j = 0; j < n; j++)
+			if (src[j] & 0xff)
+				dst[j] ^= gf8_exp[lf + gf8_log[src[j] & 0xff]];
+		return;
+	}
+	if (w == 16 && gf16_log) {
+		unsigned lf = gf16_log[f & 0xffff];
+
+		for (int j = 0; j < n; j++)
+			if (src[j] & 0xffff)
+				dst[j] ^= gf16_exp[lf + gf16_log[src[j] & 0xffff]];
+		return;
+	}
+	for (int j = 0; j < n; j++)
+		dst[j] ^= gf_mul(w, f, src[j]);
+}
+
 uint32_t *gf_matrix_new(int rows, int cols)
 {
 	if (rows <= 0 || cols <= 0)
@@ -211,10 +247,8 @@ int gf_matrix_invert(int w, uint32_t *a, uint32_t *inv, int n)
 
 			if (r == col || f == 0)
 				continue;
-			for (int j = 0; j < n; j++) {
-				ar[j] ^= gf_mul(w, f, arow[j]);
-				ir[j] ^= gf_mul(w, f, irow[j]);
-			}
+			gf_row_addmul(w, ar, arow, f, n);
+			gf_row_addmul(w, ir, irow, f, n);
 		}
 	}
 	return 0;
@@ -223,15 +257,15 @@ int gf_matrix_invert(int w, uint32_t *a, uint32_t *inv, int n)
 void gf_matrix_mul(int w, const uint32_t *a, const uint32_t *b, uint32_t *c,
                    int r, int k, int n)
 {
+	/* Row i of c is the sum over t of a[i][t] times row t of b. */
 	for (int i = 0; i < r; i++) {
-		for (int j = 0; j < n; j++) {
-			uint32_t s = 0;
+		uint32_t *ci = c + (size_t)i * (size_t)n;
 
-			for (int t = 0; t < k; t++)
-				s ^= gf_mul(w, a[(size_t)i * (size_t)k + (size_t)t],
-				            b[(size_t)t * (size_t)n + (size_t)j]);
-			c[(size_t)i * (size_t)n + (size_t)j] = s;
-		}
+		for (int j = 0; j < n; j++)
+			ci[j] = 0;
+		for (int t = 0; t < k; t++)
+			gf_row_addmul(w, ci, b + (size_t)t * (size_t)n,
+			              a[(size_t)i * (size_t)k + (size_t)t], n);
 	}
 }
 

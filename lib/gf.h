@@ -26,6 +26,7 @@
 #define gf_inv ec_gf_inv
 #define gf_div ec_gf_div
 #define gf_pow ec_gf_pow
+#define gf_row_addmul ec_gf_row_addmul
 #define gf_matrix_new ec_gf_matrix_new
 #define gf_matrix_invert ec_gf_matrix_invert
 #define gf_matrix_mul ec_gf_matrix_mul
@@ -38,6 +39,11 @@ uint32_t gf_mul(int w, uint32_t a, uint32_t b);
 uint32_t gf_inv(int w, uint32_t a);             /* a != 0 */
 uint32_t gf_div(int w, uint32_t a, uint32_t b); /* b != 0 */
 uint32_t gf_pow(int w, uint32_t a, uint32_t e);
+
+/* dst[j] ^= f * src[j] for j < n: the inner step of matrix work, with the
+ * log of f taken once (added to the contract for speed; pure addition). */
+void gf_row_addmul(int w, uint32_t *dst, const uint32_t *src, uint32_t f,
+                   int n);
 
 /* Row-major rows x cols matrices of elements. */
 uint32_t *gf_matrix_new(int rows, int cols);   /* zeroed, NULL on ENOMEM */

@@ -148,7 +148,7 @@ const gf8_kernel *gf8_kernel_current(void)
 }
 
 /* Bytes of L1 we let one slice of inputs plus one output group occupy. */
-#define GF8_SLICE_BUDGET (20 * 1024)
+#define GF8_SLICE_BUDGET (24 * 1024)
 /* Outputs that every kernel can keep in registers at once. */
 #define GF8_GROUP 4
 

@@ -158,9 +158,13 @@ AVX2 void gf8_dot_avx2(size_t off, size_t len, int k, int nout,
 			dot_group(off, end, k, 3, rows + g, in, out + g, accumulate);
 			g += 3;
 			break;
-		default:
+		case 4:
 			dot_group4x32(off, end, k, rows + g, in, out + g, accumulate);
 			g += 4;
+			break;
+		default:
+			dot_group(off, end, k, 3, rows + g, in, out + g, accumulate);
+			g += 3;
 			break;
 		}
 	}

@@ -13,6 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* For w = 16 each coefficient's tables also hold, at this offset, the
+ * eight 16-entry nibble tables of the AVX2 kernel (each pre-broadcast to
+ * 32 bytes): for nibble position j = 0..3 of x, the low then the high byte
+ * of c * (n << 4j). */
+#define GFW16_NIB_OFFSET 1024
+
 /* Bytes of one coefficient's tables (0 for an unsupported w). */
 size_t gfw_table_bytes(int w);
 void gfw_table_init(int w, uint32_t c, void *tab);
@@ -22,5 +28,14 @@ void gfw_table_init(int w, uint32_t c, void *tab);
  * one per input. */
 void gfw_dot(int w, size_t len, int k, int nout, const uint8_t *const *tabs,
              const uint8_t *const *in, uint8_t *const *out, int accumulate);
+
+/* The portable kernel over [off, off + len), and the AVX2 one for w = 16
+ * (same contract; the kernel tests compare them). */
+void gfw_dot_scalar_at(int w, size_t off, size_t len, int k, int nout,
+                       const uint8_t *const *tabs, const uint8_t *const *in,
+                       uint8_t *const *out, int accumulate);
+void gfw16_dot_avx2(size_t off, size_t len, int k, int nout,
+                    const uint8_t *const *tabs, const uint8_t *const *in,
+                    uint8_t *const *out, int accumulate);
 
 #endif /* EC_GFW_H */

@@ -275,78 +275,59 @@ static int decoding_rows(const rs_code *rs, const rs_pattern *p,
 
 	while (ed < n && p->erased[ed] < k)
 		ed++;
-	/* Position in surv[] of each data block (-1 if erased), and the
-	 * data rows of the survivor-space inverse (only erased ones stored). */
-	int *pos = malloc(kk * sizeof(*pos));
+	int ks = k - ed; /* surv[0..ks-1] are the surviving data blocks */
+	/* surv[ks .. k-1] are the parities R used for the erased data. */
+	const int *r = p->surv + ks;
 	uint32_t *m = ed ? gf_matrix_new(ed, ed) : NULL;
 	uint32_t *minv = ed ? gf_matrix_new(ed, ed) : NULL;
-	uint32_t *drow = ed ? gf_matrix_new(ed, k) : NULL;
+	/* sv: C[R][S], the used parities over the surviving data */
+	uint32_t *sv = ed && ks ? gf_matrix_new(ed, ks) : NULL;
 	int rc = EC_ENOMEM;
 
-	if (!pos || (ed && (!m || !minv || !drow)))
+	if (ed && (!m || !minv || (ks && !sv)))
 		goto out;
-	for (int c = 0; c < k; c++)
-		pos[c] = -1;
-	for (int i = 0; i < k; i++)
-		if (p->surv[i] < k)
-			pos[p->surv[i]] = i;
-	/* surv[k - ed .. k - 1] are the parities R used for the data. */
-	const int *r = p->surv + (k - ed);
+	for (int t = 0; t < ed; t++) {
+		const uint32_t *ct = rs->c + (size_t)(r[t] - k) * kk;
 
-	for (int t = 0; t < ed; t++)
 		for (int j = 0; j < ed; j++)
-			m[t * ed + j] = rs->c[(size_t)(r[t] - k) * kk + (size_t)p->erased[j]];
+			m[t * ed + j] = ct[p->erased[j]];
+		for (int i = 0; i < ks; i++)
+			sv[(size_t)t * (size_t)ks + (size_t)i] = ct[p->surv[i]];
+	}
 	if (ed) {
 		rc = gf_matrix_invert(w, m, minv, ed);
 		if (rc != 0)
 			goto out;
 	}
+	/* Erased data j: sum over t of Minv[j][t] (p_R[t] + C[R_t][S] d_S). */
 	for (int j = 0; j < ed; j++) {
-		uint32_t *row = drow + (size_t)j * kk;
+		uint32_t *row = rows + (size_t)j * kk;
 
 		memset(row, 0, kk * sizeof(*row));
 		for (int t = 0; t < ed; t++) {
 			uint32_t f = minv[j * ed + t];
-			const uint32_t *ct = rs->c + (size_t)(r[t] - k) * kk;
 
-			if (!f)
-				continue;
-			row[k - ed + t] ^= f;
-			for (int s = 0; s < k; s++)
-				if (pos[s] >= 0 && ct[s])
-					row[pos[s]] ^= gf_mul(w, f, ct[s]);
+			row[ks + t] ^= f;
+			if (ks)
+				gf_row_addmul(w, row, sv + (size_t)t * (size_t)ks, f, ks);
 		}
 	}
-	for (int e = 0; e < n; e++) {
+	/* Erased parity: C[j][S] d_S + sum over erased data x of C[j][x] d_x. */
+	for (int e = ed; e < n; e++) {
 		uint32_t *row = rows + (size_t)e * kk;
-
-		if (e < ed) {
-			memcpy(row, drow + (size_t)e * kk, kk * sizeof(*row));
-			continue;
-		}
 		const uint32_t *cj = rs->c + (size_t)(p->erased[e] - k) * kk;
 
 		memset(row, 0, kk * sizeof(*row));
-		for (int s = 0; s < k; s++)
-			if (pos[s] >= 0)
-				row[pos[s]] ^= cj[s];
-		for (int j = 0; j < ed; j++) {
-			uint32_t f = cj[p->erased[j]];
-			const uint32_t *dj = drow + (size_t)j * kk;
-
-			if (!f)
-				continue;
-			for (int i = 0; i < k; i++)
-				if (dj[i])
-					row[i] ^= gf_mul(w, f, dj[i]);
-		}
+		for (int i = 0; i < ks; i++)
+			row[i] = cj[p->surv[i]];
+		for (int j = 0; j < ed; j++)
+			gf_row_addmul(w, row, rows + (size_t)j * kk, cj[p->erased[j]], k);
 	}
 	rc = 0;
 out:
-	free(pos);
 	free(m);
 	free(minv);
-	free(drow);
+	free(sv);
 	return rc;
 }
 

@@ -24,6 +24,7 @@
 #include "ec.h"
 #include "gf.h"
 #include "gf8_kernels.h"
+#include "gfw.h"
 #include "test_util.h"
 
 typedef struct kernel_case {
@@ -250,6 +251,62 @@ static void test_pq_kernels(void **state)
 					run_pq_case(&cases[c], lengths[li], ks[ki]);
 }
 
+/* The AVX2 GF(2^16) kernel against the portable one. */
+static void test_gfw16_avx2(void **state)
+{
+	(void)state;
+	if (!ec_cpu_supports(EC_SIMD_AVX2))
+		skip();
+	enum { MAXW = 7, KW = 9 };
+	size_t tb = gfw_table_bytes(16);
+	uint8_t *tables = aligned_alloc(64, tb * MAXW * KW);
+	static const size_t lens[] = { 2, 30, 62, 64, 66, 128, 190, 4094, 65536 + 14 };
+
+	assert_non_null(tables);
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		for (int nout = 1; nout <= MAXW; nout++) {
+			int k = 1 + (int)test_rand_below(KW);
+			int acc = (int)(test_rand() & 1);
+			size_t len = lens[li], off = 2 * test_rand_below(8);
+			const uint8_t *tabs[MAXW], *inp[KW];
+			uint8_t *wantp[MAXW], *gotp[MAXW];
+			region in[KW], want[MAXW], got[MAXW];
+			size_t mis = test_rand_below(64);
+
+			for (int r = 0; r < nout; r++) {
+				for (int i = 0; i < k; i++)
+					gfw_table_init(16, (uint32_t)test_rand() & 0xffff,
+					               tables + (size_t)(r * KW + i) * tb);
+				tabs[r] = tables + (size_t)(r * KW) * tb;
+				want[r] = region_new(off + len, mis);
+				got[r] = region_new(off + len, mis);
+				test_fill(want[r].p, off + len);
+				memcpy(got[r].p, want[r].p, off + len);
+				wantp[r] = want[r].p;
+				gotp[r] = got[r].p;
+			}
+			for (int i = 0; i < k; i++) {
+				in[i] = region_new(off + len, test_rand_below(64));
+				test_fill(in[i].p, off + len);
+				inp[i] = in[i].p;
+			}
+			gfw_dot_scalar_at(16, off, len, k, nout, tabs, inp, wantp, acc);
+			gfw16_dot_avx2(off, len, k, nout, tabs, inp, gotp, acc);
+			for (int r = 0; r < nout; r++) {
+				if (memcmp(want[r].p, got[r].p, off + len) != 0)
+					fail_msg("gfw16 avx2 differs (len %zu off %zu k %d nout %d acc %d)",
+					         len, off, k, nout, acc);
+				check_guards(&got[r], mis);
+				free(want[r].raw);
+				free(got[r].raw);
+			}
+			for (int i = 0; i < k; i++)
+				free(in[i].raw);
+		}
+	}
+	free(tables);
+}
+
 static void test_kernel_dispatch(void **state)
 {
 	(void)state;
@@ -282,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_scalar_dot_reference),
 		cmocka_unit_test(test_dot_kernels),
 		cmocka_unit_test(test_pq_kernels),
+		cmocka_unit_test(test_gfw16_avx2),
 		cmocka_unit_test(test_kernel_dispatch),
 	};
 
