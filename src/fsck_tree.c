@@ -81,6 +81,7 @@ static void read_xattrs(int dfd, const char *name, view *w)
 		list = g_malloc((size_t)len);
 		len = listxattr(proc, list, (size_t)len);
 	}
+	bool unknown = len < 0 && errno != ENOTSUP;
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(list + i) + 1)
 		g_ptr_array_add(w->xnames, g_strdup(list + i));
 	g_ptr_array_sort(w->xnames, cmp_names);
@@ -90,11 +91,17 @@ static void read_xattrs(int dfd, const char *name, view *w)
 		char *val = vl > 0 ? g_malloc((size_t)vl) : NULL;
 		if (vl > 0)
 			vl = getxattr(proc, xn, val, (size_t)vl);
+		if (vl < 0 && errno != ENODATA)
+			unknown = true; /* a value we may not read: no vote */
 		vl = vl < 0 ? 0 : vl;
 		g_ptr_array_add(w->xvals, g_bytes_new_take(val, (size_t)vl));
 		g_string_append_printf(w->xblob, "%s=%zd:", xn, vl);
 		g_string_append_len(w->xblob, val ? val : "", vl);
 		g_string_append_c(w->xblob, '\n');
+	}
+	if (unknown) {
+		g_string_free(w->xblob, TRUE);
+		w->xblob = NULL;
 	}
 	g_free(list);
 	close(fd);
@@ -146,7 +153,7 @@ static bool same_rdev(const view *a, const view *b)
 static bool same_xattrs(const view *a, const view *b)
 {
 	if (!a->xblob || !b->xblob)
-		return a->xblob == b->xblob;
+		return true; /* unknown: not a disagreement */
 	return a->xblob->len == b->xblob->len && !memcmp(a->xblob->str, b->xblob->str, a->xblob->len);
 }
 
@@ -484,6 +491,9 @@ static int check_entry(entry_ctx *e, bool root)
 			if (e->present >> mb & 1)
 				cfd[mb] = openat(e->dfd[mb], e->name,
 				                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd[mb] < 0 && e->present >> mb & 1)
+				fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE,
+				             "cannot open the directory: %s", g_strerror(errno));
 			if (cfd[mb] < 0)
 				cquiet |= 1ull << mb;
 		}

@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zlib
@@ -348,6 +349,36 @@ class InputTest(FsckCase):
         self.assertEqual(rc, 4)
         bad = {p["path"] for p in rep["problems"] if p["status"] == "unrepairable"}
         self.assertEqual(bad, {"/dir/a", "/odd"})
+
+    def test_unreadable_entries(self):
+        """A chunk and a directory that fsck may not read (run without
+        CAP_DAC_OVERRIDE): named with the reason, nothing else disturbed."""
+        if not shutil.which("setpriv"):
+            self.skipTest("setpriv not installed")
+        v, _ = self.build()
+        dirp = os.path.join(v.members[3], "dir")
+        os.chmod(v.chunk_path(1, "one"), 0)
+        os.chmod(dirp, 0)
+        try:
+            r = subprocess.run(h.DROP_DAC + [FSCK, "--no-progress", "-n", ":".join(v.members)],
+                               capture_output=True, text=True, timeout=120)
+        finally:
+            os.chmod(v.chunk_path(1, "one"), 0o644)
+            os.chmod(dirp, 0o755)
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("unreadable: /one: member 1", r.stdout)
+        self.assertIn("unreadable: /dir: member 3", r.stdout)
+        self.assertIn("Permission denied", r.stdout)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_progress(self):
+        v, _ = self.build()
+        r = self.fsck(v, "--progress")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"files {len(FILES)}/{len(FILES)}", r.stderr)
+        r = self.fsck(v)
+        self.assertNotIn("files ", r.stderr)
 
     def test_usage(self):
         for args in ([], ["-n", "-y", "a:b"], ["--bogus", "a:b"], ["a:b", "c:d"]):
