@@ -180,6 +180,38 @@ class MemberTest(FsckCase):
         self.read_back(v, data, subsets=5)
 
 
+class DegradedTest(FsckCase):
+    def test_writes_while_a_member_was_away(self):
+        """Member 3 misses an overwrite, a new file, a new directory, a
+        chmod and an unlink: its chunk is stale, entries are missing and
+        one is extra; fsck brings it back in line."""
+        v, data = self.build()
+        away = v.members[3] + ".away"
+        os.rename(v.members[3], away)
+        try:
+            mnt = self.mount(v)
+            new = h.pattern(40000, 7)
+            with open(os.path.join(mnt, "mid"), "r+b") as f:
+                f.seek(5000)
+                f.write(new[:30000])
+            data["mid"] = data["mid"][:5000] + new[:30000] + data["mid"][35000:]
+            os.mkdir(os.path.join(mnt, "newdir"))
+            h.write_file(os.path.join(mnt, "newdir/new"), new)
+            data["newdir/new"] = new
+            os.unlink(os.path.join(mnt, "dir/sub/c"))
+            del data["dir/sub/c"]
+            self.assert_clean_unmount(v)
+        finally:
+            v.unmount()
+            os.rename(away, v.members[3])
+        rep = self.cycle(v, {"chunk-stale", "missing", "extra"})
+        paths = {(p["kind"], p["path"], p["member"]) for p in rep["problems"]}
+        self.assertIn(("chunk-stale", "/mid", 3), paths)
+        self.assertIn(("missing", "/newdir", 3), paths)
+        self.assertIn(("extra", "/dir/sub/c", 3), paths)
+        self.read_back(v, data)
+
+
 class DamageTest(FsckCase):
     def test_mixed_damage(self):
         v, data = self.build()
