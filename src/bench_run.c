@@ -49,7 +49,7 @@ void bench_default_erasures(int k, int n, int *out)
  * one for that peer (so a note is not repeated for every cell). */
 static void note_once(const char *impl, const char *what)
 {
-	static char last[2][256];
+	static char last[2][320];
 	int slot = strcmp(impl, "isal") == 0 ? 0 : 1;
 
 	if (strcmp(last[slot], what) == 0)
