@@ -49,6 +49,7 @@ typedef struct fsck {
 	/* what was looked at */
 	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
 	GString *json;      /* the "problems" array items */
+	GHashTable *links;  /* file id (16 bytes) -> first path, for files with links */
 	/* progress */
 	uint64_t total_bytes, total_files;
 	int64_t start_us, last_us;

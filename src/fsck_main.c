@@ -406,6 +406,17 @@ static bool volume_locked(fsck *f, char *who, size_t len)
 	return false;
 }
 
+static guint file_id_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	return (guint)b[0] | (guint)b[1] << 8 | (guint)b[2] << 16 | (guint)b[3] << 24;
+}
+
+static gboolean file_id_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, 16) == 0;
+}
+
 /* ---- command line ---- */
 
 static void usage(FILE *out)
@@ -503,6 +514,8 @@ static int finish(fsck *f, int status, const char *error)
 	volume_close(f->v);
 	f->v = NULL;
 	g_string_free(f->json, TRUE);
+	if (f->links)
+		g_hash_table_destroy(f->links);
 	return status;
 }
 
@@ -607,6 +620,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < f.n; i++)
 		if (volume_member_ok(f.v, i))
 			f.walk_mask |= 1ull << i;
+	f.links = g_hash_table_new_full(file_id_hash, file_id_equal, g_free, g_free);
 	f.start_us = g_get_monotonic_time();
 	if (f.o.progress)
 		count_totals(&f);

@@ -80,6 +80,7 @@ typedef struct file_check {
 	uint64_t lost_first, lost_last, lost_total;
 	bool lost_open;
 	bool hopeless; /* fewer than k good chunks: report, never write */
+	const char *link_from; /* another path of this file (hard links) */
 } file_check;
 
 static uint8_t *strip_buf(file_check *fc, int pos, int i)
@@ -272,15 +273,31 @@ static int pick_reference(const chunk_probe *p, int n)
 	return best;
 }
 
-/* Creates the missing chunk on member mb (repair only). */
-static int create_chunk(fsck *f, int mb, const char *path)
+/* Creates the missing chunk on member mb (repair only).  A file with
+ * hard links whose chunk on mb was already seen (and repaired) at another
+ * path gets that chunk linked, so the member keeps one inode per file. */
+static int create_chunk(fsck *f, int mb, const char *path, const char *link_from,
+                        bool *linked)
 {
-	const char *leaf;
+	const char *leaf, *sleaf;
 	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
+	int fd = -1, e = 0;
+
+	*linked = false;
 	if (pfd < 0)
 		return pfd;
-	int fd = openat(pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int e = errno;
+	if (link_from) {
+		int sfd = volume_parent_fd(f->v, mb, link_from, &sleaf);
+		if (sfd >= 0 && linkat(sfd, sleaf, pfd, leaf, 0) == 0) {
+			fd = openat(pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+			*linked = fd >= 0;
+		}
+		if (sfd >= 0)
+			close(sfd);
+	}
+	if (fd < 0)
+		fd = openat(pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	e = errno;
 	close(pfd);
 	return fd < 0 ? -e : fd;
 }
@@ -577,7 +594,8 @@ static int prepare_rebuild(file_check *fc, uint64_t *created)
 		if (!(fc->chunk_bad >> mb & 1) || fc->unwritable >> mb & 1)
 			continue;
 		if (fc->c.fd[mb] < 0) {
-			int fd = create_chunk(fc->f, mb, fc->path);
+			bool linked;
+			int fd = create_chunk(fc->f, mb, fc->path, fc->link_from, &linked);
 			if (fd < 0) {
 				fc->write_err[mb] = fd;
 				fc->unwritable |= 1ull << mb;
@@ -586,6 +604,12 @@ static int prepare_rebuild(file_check *fc, uint64_t *created)
 			}
 			fc->c.fd[mb] = fd;
 			*created |= 1ull << mb;
+			if (linked) {
+				/* The chunk of the other path, repaired already. */
+				fc->chunk_why[mb] = "no chunk file (restored as a hard link)";
+				fc->c.state[mb] = CHUNK_OK;
+				continue;
+			}
 		}
 		target |= 1ull << mb;
 		fc->c.hdr.missed |= 1ull << mb;
@@ -641,8 +665,19 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		goto out;
 	}
 	int good = 0;
+	struct stat st;
 	for (int mb = 0; mb < fc->n; mb++)
 		good += fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0;
+	for (int mb = 0; mb < fc->n; mb++)
+		if (fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0) {
+			if (fstat(fc->c.fd[mb], &st) == 0 && st.st_nlink > 1) {
+				fc->link_from = g_hash_table_lookup(f->links, fc->c.hdr.file_id);
+				if (!fc->link_from)
+					g_hash_table_insert(f->links, g_memdup2(fc->c.hdr.file_id, 16),
+					                    g_strdup(path));
+			}
+			break;
+		}
 	if (good < fc->k) {
 		/* Not enough of the file is left to rebuild anything: leave
 		 * every byte of it as found. */

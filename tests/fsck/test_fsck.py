@@ -165,9 +165,16 @@ class CleanTest(FsckCase):
 class MemberTest(FsckCase):
     def test_replaced_member(self):
         v, data = self.build()
+        mnt = self.mount(v)
+        os.link(os.path.join(mnt, "dir/a"), os.path.join(mnt, "hard"))
+        data["hard"] = data["dir/a"]
+        self.assert_clean_unmount(v)
         v.lose(2, "empty")
         rep = self.cycle(v, {"member"})
         self.assertIn(2, [p["member"] for p in rep["problems"] if p["kind"] == "member"])
+        # The rebuilt member keeps the hard link as one inode.
+        self.assertEqual(os.stat(v.chunk_path(2, "hard")).st_ino,
+                         os.stat(v.chunk_path(2, "dir/a")).st_ino)
         self.assert_healthy(v)
         self.read_back(v, data)
 
