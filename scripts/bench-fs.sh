@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Filesystem benchmark: ecfs (k=4, m=2) against mergerfs in the same run,
+# both over six member directories on one tmpfs, so that the members cost
+# nothing and what is measured is the FUSE file system itself.
+#
+#   sudo scripts/bench-fs.sh                 2 GiB file, 1 MiB requests
+#   sudo BENCH_MIB=512 scripts/bench-fs.sh   smaller file
+#   ECFS_OPTS=code=rs-vandermonde,checksum=sha256 ...   other ecfs options
+#
+# Sequential write (dd bs=1M conv=fsync from a random source file on tmpfs)
+# and sequential read (dd bs=1M to /dev/null, page cache dropped first) on
+# each; then ecfs's read with 2 of 6 members removed.  Reports MB/s, the
+# ratios, and the ecfs daemon's CPU seconds per GiB written (utime + stime
+# of the daemon from /proc/PID/stat).  Needs root (tmpfs mount, drop_caches).
+set -eu
+cd "$(dirname "$0")/.."
+build=${ECFS_BUILD_DIR:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+mib=${BENCH_MIB:-2048}
+ecfs_opts=${ECFS_OPTS:-}
+
+die() { printf 'bench-fs: %s\n' "$*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (tmpfs mount, drop_caches)"
+command -v mergerfs >/dev/null || die "mergerfs not installed (scripts/install-deps.sh)"
+if [ ! -f "$build/build.ninja" ]; then
+	meson setup "$build" --buildtype=release >/dev/null
+fi
+meson compile -C "$build" >/dev/null || die "build failed"
+ecfs=$build/src/ecfs
+[ -x "$ecfs" ] || die "$ecfs not built"
+
+work=$(mktemp -d /tmp/ecfs-bench-fs.XXXXXX)
+tmpfs=$work/tmpfs
+mkdir "$tmpfs" "$work/ecfs" "$work/mergerfs"
+ecfs_pid=""
+cleanup() {
+	for m in "$work/ecfs" "$work/mergerfs"; do
+		if mountpoint -q "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" || true
+		fi
+	done
+	[ -z "$ecfs_pid" ] || wait "$ecfs_pid" 2>/dev/null || true
+	mountpoint -q "$tmpfs" && umount "$tmpfs"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Room for: source, ecfs members (1.5x), mergerfs copy, and slack.
+size_mib=$((mib * 4 + 1024))
+mount -t tmpfs -o "size=${size_mib}m" tmpfs "$tmpfs"
+# First touch of fresh memory is slow on these VMs: touch it all once.
+echo "pre-touching ${size_mib} MiB of tmpfs..."
+dd if=/dev/zero of="$tmpfs/pretouch" bs=1M count=$((size_mib - 64)) status=none 2>/dev/null || true
+rm -f "$tmpfs/pretouch"
+
+echo "making a ${mib} MiB random source file..."
+head -c $((mib << 20)) /dev/urandom >"$tmpfs/source"
+ecfs_members="" merger_members=""
+for i in 0 1 2 3 4 5; do
+	mkdir "$tmpfs/e$i" "$tmpfs/g$i"
+	ecfs_members="$ecfs_members${ecfs_members:+:}$tmpfs/e$i"
+	merger_members="$merger_members${merger_members:+:}$tmpfs/g$i"
+done
+
+now() { date +%s.%N; }
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+# MB/s (10^6 bytes) of one dd run
+timed_dd() {
+	t0=$(now)
+	dd "$@" bs=1M status=none
+	t1=$(now)
+	echo "$t0 $t1 $mib" | awk '{ printf "%.0f", $3 * 1048576 / ($2 - $1) / 1e6 }'
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# ---- ecfs ----
+"$ecfs" -f -o "k=4,m=2${ecfs_opts:+,$ecfs_opts}" "$ecfs_members" "$work/ecfs" &
+ecfs_pid=$!
+for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
+mountpoint -q "$work/ecfs" || die "ecfs did not mount"
+drop
+c0=$(cpu_ticks "$ecfs_pid")
+ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
+c1=$(cpu_ticks "$ecfs_pid")
+hz=$(getconf CLK_TCK)
+cpu_per_gib=$(echo "$c0 $c1 $hz $mib" | awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }')
+drop
+ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+rm -rf "$tmpfs/e1" "$tmpfs/e4"
+drop
+ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+drop
+cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
+fusermount3 -u "$work/ecfs"
+wait "$ecfs_pid" || true
+ecfs_pid=""
+rm -rf "$tmpfs"/e?
+
+# ---- mergerfs, page cache off (as ecfs has none of its own) ----
+mergerfs -o cache.files=off,category.create=mfs "$merger_members" "$work/mergerfs"
+drop
+merger_write=$(timed_dd if="$tmpfs/source" of="$work/mergerfs/file" conv=fsync)
+drop
+merger_read=$(timed_dd if="$work/mergerfs/file" of=/dev/null)
+fusermount3 -u "$work/mergerfs"
+
+ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
+echo
+echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off), 6 members on tmpfs,"
+echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads"
+echo
+printf '%-34s %10s %10s %8s\n' "test" "ecfs MB/s" "peer MB/s" "ratio"
+printf '%-34s %10s %10s %8s\n' "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
+printf '%-34s %10s %10s %8s\n' "sequential read" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
+printf '%-34s %10s %10s %8s\n' "read, 2 of 6 members removed" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
+echo "  (the degraded read's peer is ecfs's own healthy read)"
+printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_per_gib"
