@@ -38,7 +38,11 @@
 #include "stripe.h"
 #include "volume_internal.h"
 
-#define RUN STRIPE_FETCH_RUN
+/* Stripes read per member in one go: up to a record group, and about
+ * RUN_BYTES of strips per member (fewer round trips through the member
+ * workers; bounded memory for large strips). */
+#define RUN CHUNK_GROUP_STRIPES
+#define RUN_BYTES (4u << 20)
 
 enum verdict { V_NONE, V_OK, V_HOLE, V_BAD, V_ERR };
 
@@ -64,7 +68,8 @@ typedef struct file_check {
 	const char *path;
 	stripe_ctx c;
 	int n, k, m;
-	uint8_t *bufs; /* n * RUN strips, position-major */
+	int run;       /* stripes per run, <= RUN */
+	uint8_t *bufs; /* n * run strips, position-major */
 	uint8_t *spare; /* m strips: recomputed parity (--deep) */
 	member_task task[STRIPE_MAX_N]; /* by position */
 	uint64_t chunk_bad;  /* members whose chunk as a whole is rebuilt */
@@ -85,7 +90,7 @@ typedef struct file_check {
 
 static uint8_t *strip_buf(file_check *fc, int pos, int i)
 {
-	return fc->bufs + ((size_t)pos * RUN + (size_t)i) * fc->c.lay.strip_size;
+	return fc->bufs + ((size_t)pos * (size_t)fc->run + (size_t)i) * fc->c.lay.strip_size;
 }
 
 static ssize_t pio_all(int fd, void *buf, size_t len, off_t off, bool write)
@@ -685,7 +690,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		fc->unwritable = ~0ull;
 	}
 	size_t strip = fc->c.lay.strip_size;
-	if (posix_memalign((void **)&fc->bufs, 4096, strip * RUN * (size_t)fc->n) ||
+	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / strip));
+	if (posix_memalign((void **)&fc->bufs, 4096, strip * (size_t)fc->run * (size_t)fc->n) ||
 	    posix_memalign((void **)&fc->spare, 4096, strip * (size_t)fc->m)) {
 		rc = -ENOMEM;
 		goto out;
@@ -697,7 +703,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	uint64_t sd = layout_stripe_data(&fc->c.lay);
 	for (uint64_t s = 0; s < count;) {
 		uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
-		int cnt = (int)MIN(MIN((uint64_t)RUN, count - s), left);
+		int cnt = (int)MIN(MIN((uint64_t)fc->run, count - s), left);
 		run_stripes(fc, s, cnt);
 		s += (uint64_t)cnt;
 		f->stripes += (uint64_t)cnt;
