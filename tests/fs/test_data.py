@@ -252,24 +252,35 @@ class DuringTest(H.MountedCase):
     SIZE = 24 << 20
     CHUNK = 256 << 10
 
-    def run_losing(self, v, worker, progress, members):
-        """Runs worker(done) in a thread and removes `members` once
-        progress[0] passes a quarter of the file; returns the errors the
-        worker collected."""
-        errors, done = [], threading.Event()
+    def run_losing(self, v, worker, members):
+        """Runs worker(step) in a thread; worker calls step(position) after
+        each request.  At a quarter of the file the worker is held until the
+        first of `members` is removed (so the loss surely falls inside the
+        I/O, with the file open); the others are removed while it runs on.
+        Returns the errors the worker met."""
+        errors, reached, removed = [], threading.Event(), threading.Event()
+        where = [0]
+
+        def step(pos):
+            where[0] = pos
+            if pos >= self.SIZE // 4 and not reached.is_set():
+                reached.set()
+                removed.wait(60)
 
         def body():
             try:
-                worker()
+                worker(step)
             except OSError as e:
-                errors.append(f"at byte {progress[0]}: {e}")
+                errors.append(f"at byte {where[0]}: {e}")
             finally:
-                done.set()
+                reached.set()
         t = threading.Thread(target=body)
         t.start()
-        while progress[0] < self.SIZE // 4 and not done.is_set():
-            done.wait(0.005)
-        for idx in members:
+        reached.wait(120)
+        self.assertTrue(t.is_alive(), "the I/O ended before the loss")
+        v.lose(members[0], "rmdir")
+        removed.set()
+        for idx in members[1:]:
             v.lose(idx, "rmdir")
         t.join()
         return errors
@@ -280,18 +291,17 @@ class DuringTest(H.MountedCase):
         mnt = self.mount(v, f"k={k},m={m},code=rs-cauchy")
         data = H.pattern(self.SIZE, 5)
         path = os.path.join(mnt, "written")
-        progress = [0]
-
-        def writer():
+        def writer(step):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
-                while progress[0] < len(data):
-                    off = progress[0]
-                    progress[0] += os.pwrite(fd, data[off:off + self.CHUNK], off)
+                off = 0
+                while off < len(data):
+                    off += os.pwrite(fd, data[off:off + self.CHUNK], off)
+                    step(off)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        self.assertEqual(self.run_losing(v, writer, progress, [0, 3]), [])
+        self.assertEqual(self.run_losing(v, writer, [0, 3]), [])
         H.drop_caches()
         self.assert_exact(path, data, "written while members 0, 3 vanished:")
         self.assert_clean_unmount(v)
@@ -309,9 +319,9 @@ class DuringTest(H.MountedCase):
         path = os.path.join(mnt, "read")
         H.write_file(path, data, fsync=True)
         H.drop_caches()
-        progress, got = [0], bytearray()
+        got = bytearray()
 
-        def reader():
+        def reader(step):
             fd = os.open(path, os.O_RDONLY)
             try:
                 while True:
@@ -319,12 +329,14 @@ class DuringTest(H.MountedCase):
                     if not b:
                         break
                     got.extend(b)
-                    progress[0] = len(got)
+                    step(len(got))
             finally:
                 os.close(fd)
-        self.assertEqual(self.run_losing(v, reader, progress, [1]), [])
+        # the member holding position 0 (data) if the layout tells it
+        data_member = int(H.layout(path).get("rotation", "1"))
+        self.assertEqual(self.run_losing(v, reader, [data_member]), [])
         if bytes(got) != data:
-            self.fail("read while member 1 vanished: " +
+            self.fail(f"read while member {data_member} vanished: " +
                       H.describe_mismatch(bytes(got), data))
         self.assert_clean_unmount(v)
 
