@@ -35,7 +35,7 @@ static void byte_table(const uint32_t *cbits, int shift, uint32_t *t)
 
 void gfw_table_init(int w, uint32_t c, void *tab)
 {
-	uint32_t cbits[32], t[256];
+	uint32_t cbits[32];
 	uint32_t poly = w == 16 ? 0x100b : 0x400007, top = 1u << (w - 1);
 	uint32_t x = c;
 
@@ -49,6 +49,7 @@ void gfw_table_init(int w, uint32_t c, void *tab)
 	if (w == 16) {
 		uint16_t *t16 = tab;
 		uint8_t *nib = (uint8_t *)tab + GFW16_NIB_OFFSET;
+		uint32_t t[256];
 
 		for (int half = 0; half < 2; half++) {
 			byte_table(cbits, 8 * half, t);
@@ -72,7 +73,6 @@ void gfw_table_init(int w, uint32_t c, void *tab)
 		for (int j = 0; j < 4; j++)
 			byte_table(cbits, 8 * j, t32 + 256 * j);
 	}
-	(void)t;
 }
 
 static void mul16(const uint16_t *t, const uint8_t *s, uint8_t *o, size_t len,
