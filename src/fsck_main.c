@@ -171,7 +171,7 @@ void fsck_progress(fsck *f, bool force)
 	g_free(r);
 }
 
-/* Totals for the progress line: the files and data on one healthy member
+/* Totals for the progress line: the files and data on a healthy member
  * (a chunk holds 1/k of its file's strips). */
 static uint64_t count_files, count_bytes;
 
@@ -189,13 +189,14 @@ static int count_one(const char *p, const struct stat *st, int type, struct FTW 
 
 static void count_totals(fsck *f)
 {
-	for (int mb = 0; mb < f->n; mb++)
+	/* m + 1 members: at least one of them was not just emptied. */
+	for (int mb = 0, seen = 0; mb < f->n && seen <= f->m; mb++)
 		if (f->walk_mask >> mb & 1) {
 			count_files = count_bytes = 0;
 			nftw(volume_member_path(f->v, mb), count_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
-			f->total_files = count_files;
-			f->total_bytes = count_bytes * (uint64_t)f->k;
-			return;
+			f->total_files = MAX(f->total_files, count_files);
+			f->total_bytes = MAX(f->total_bytes, count_bytes * (uint64_t)f->k);
+			seen++;
 		}
 }
 

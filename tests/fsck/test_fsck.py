@@ -158,6 +158,9 @@ class CleanTest(FsckCase):
         self.assertEqual(rep["volume"]["k"], K)
         r = self.fsck(v, "-y", "--deep")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # Members in any order are placed by their superblocks.
+        r = self.fsck(v, "-n", members=list(reversed(v.members)))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         r = self.fsck(v, "-q")
         self.assertEqual((r.returncode, r.stdout), (0, ""))
 
@@ -347,6 +350,18 @@ class InputTest(FsckCase):
         open(self.superblock(v, 4), "wb").close()
         self.cycle(v, {"member"})
         self.assert_healthy(v)
+
+    def test_superblock_defaults_differ(self):
+        v, data = self.build()
+        with open(self.superblock(v, 4), "rb") as f:
+            text = f.read()
+        self.assertIn(b"strip_size=4096", text)
+        with open(self.superblock(v, 4), "wb") as f:
+            f.write(text.replace(b"strip_size=4096", b"strip_size=8192"))
+        rep = self.cycle(v, {"superblock"})
+        self.assertEqual([p["member"] for p in rep["problems"]], [4])
+        with open(self.superblock(v, 4), "rb") as f:
+            self.assertEqual(f.read(), text)
 
     def test_foreign_and_future_superblocks(self):
         v, _ = self.build()
