@@ -14,6 +14,14 @@ static const ec_family *const families[] = {
 	&ec_family_raid6_pq,
 	/* Bit-matrix XOR families (cauchy-orig, cauchy-good, liberation,
 	 * blaum-roth, liber8tion, evenodd, rdp, star) go here. */
+	&ec_family_cauchy_orig,
+	&ec_family_cauchy_good,
+	&ec_family_liberation,
+	&ec_family_blaum_roth,
+	&ec_family_liber8tion,
+	&ec_family_evenodd,
+	&ec_family_rdp,
+	&ec_family_star,
 };
 
 const ec_family *ec_family_for(ec_kind kind)

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One ec_family implementation for all bit-matrix codes.
+ *
+ * Packets are numbered by block: packet p of block b (data blocks 0..k-1,
+ * then parity blocks k..k+m-1) is id b*w + p, and scratch packets for
+ * helper rows follow.  Encoding runs the precomputed smart schedule of the
+ * coding matrix.  Decoding picks k survivors (data first, so a single
+ * data loss uses P, the cheapest), inverts their rows of [I; B] over GF(2),
+ * writes each wanted erased packet as a row over survivor packets, and
+ * schedules those rows the same smart way; the schedule is cached per
+ * (erased set, wanted set) under a mutex, and cached schedules are never
+ * changed, so readers need no lock while running them.  The XOR kernel is
+ * looked up at every call, so ec_set_kernel() takes effect at once.
+ */
+#include "xor_codes.h"
+
+#include "bitmatrix.h"
+#include "cpu.h"
+#include "xor_schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHE_BUCKETS 256
+#define CACHE_MAX 4096
+
+typedef struct decode_entry {
+	uint64_t erased, wanted;
+	xor_schedule sched;
+	struct decode_entry *next;
+} decode_entry;
+
+typedef struct xcode {
+	bm coding;
+	bm helpers;
+	xor_schedule enc;
+	long plain_xors;
+	xor_schedule *upd; /* per data block: parity ^= B_j * delta */
+	pthread_mutex_t lock;
+	decode_entry *buckets[CACHE_BUCKETS];
+	int n_cached;
+} xcode;
+
+static void xcode_free(xcode *x, int k)
+{
+	if (!x)
+		return;
+	bm_free(&x->coding);
+	bm_free(&x->helpers);
+	xor_schedule_free(&x->enc);
+	if (x->upd)
+		for (int j = 0; j < k; j++)
+			xor_schedule_free(&x->upd[j]);
+	free(x->upd);
+	for (int b = 0; b < CACHE_BUCKETS; b++) {
+		decode_entry *e = x->buckets[b];
+		while (e) {
+			decode_entry *n = e->next;
+			xor_schedule_free(&e->sched);
+			free(e);
+			e = n;
+		}
+	}
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}
+
+/* Encode targets: the helper rows (into scratch ids) then every parity row. */
+static int build_encode(const ec_params *p, xcode *x)
+{
+	int k = p->k, m = p->m, w = p->w, h = x->helpers.rows;
+	int cols = k * w, n = h + m * w;
+	bm rows;
+	int rc = bm_init(&rows, n, cols);
+	if (rc)
+		return rc;
+	uint32_t *src = malloc(sizeof(uint32_t) * (size_t)cols);
+	uint32_t *dst = malloc(sizeof(uint32_t) * (size_t)n);
+	if (!src || !dst) {
+		rc = EC_ENOMEM;
+		goto out;
+	}
+	for (int c = 0; c < cols; c++)
+		src[c] = (uint32_t)c;
+	for (int t = 0; t < h; t++) {
+		memcpy(bm_row(&rows, t), bm_row(&x->helpers, t), sizeof(uint64_t) * (size_t)rows.words);
+		dst[t] = (uint32_t)((k + m) * w + t);
+	}
+	for (int r = 0; r < m * w; r++) {
+		memcpy(bm_row(&rows, h + r), bm_row(&x->coding, r), sizeof(uint64_t) * (size_t)rows.words);
+		dst[h + r] = (uint32_t)(k * w + r);
+	}
+	rc = xor_schedule_build(&rows, src, dst, &x->enc);
+	if (!rc)
+		rc = xor_schedule_set_order(&x->enc, p->order);
+	if (!rc) {
+		/* The reference count without reuse (and without helpers). */
+		xor_schedule plain;
+		bm only = rows;
+		only.rows = m * w;
+		only.bits = bm_row(&rows, h);
+		rc = xor_schedule_build_plain(&only, src, dst + h, &plain);
+		if (!rc) {
+			x->plain_xors = plain.n_xors;
+			xor_schedule_free(&plain);
+		}
+	}
+out:
+	free(src);
+	free(dst);
+	bm_free(&rows);
+	return rc;
+}
+
+/* Update schedules: for block j the run sees blocks [old, new, parity...]
+ * and w scratch packets (ids (2+m)*w + c) that first receive old ^ new. */
+static int build_update(const ec_params *p, xcode *x, int j, xor_schedule *out)
+{
+	int m = p->m, w = p->w;
+	size_t cap = (size_t)(2 * w) + (size_t)m * (size_t)w * (size_t)w;
+	xor_op *ops = malloc(cap * sizeof(*ops));
+	if (!ops)
+		return EC_ENOMEM;
+	size_t n = 0;
+	long xors = 0;
+	uint32_t scratch = (uint32_t)((2 + m) * w);
+	for (int c = 0; c < w; c++) {
+		ops[n++] = (xor_op){ (uint32_t)c, scratch + (uint32_t)c, XOR_OP_COPY };
+		ops[n++] = (xor_op){ (uint32_t)(w + c), scratch + (uint32_t)c, XOR_OP_XOR };
+	}
+	for (int r = 0; r < m * w; r++)
+		for (int c = 0; c < w; c++)
+			if (bm_get(&x->coding, r, j * w + c)) {
+				ops[n++] = (xor_op){ scratch + (uint32_t)c, (uint32_t)(2 * w + r), XOR_OP_XOR };
+				xors++;
+			}
+	out->ops = ops;
+	out->n_ops = n;
+	out->n_xors = xors;
+	out->word_guided = 0;
+	return 0;
+}
+
+static int xcode_create(ec_code *code)
+{
+	ec_params *p = &code->params;
+	int rc = bm_code_check(p);
+	if (rc)
+		return rc;
+	if (p->order == EC_ORDER_DEFAULT)
+		p->order = XOR_DEFAULT_ORDER;
+	xcode *x = calloc(1, sizeof(*x));
+	if (!x)
+		return EC_ENOMEM;
+	pthread_mutex_init(&x->lock, NULL);
+	rc = bm_code_build(p, &x->coding, &x->helpers);
+	if (rc) {
+		pthread_mutex_destroy(&x->lock);
+		free(x);
+		return rc;
+	}
+	rc = build_encode(p, x);
+	if (!rc) {
+		x->upd = calloc((size_t)p->k, sizeof(*x->upd));
+		if (!x->upd)
+			rc = EC_ENOMEM;
+		for (int j = 0; j < p->k && !rc; j++)
+			rc = build_update(p, x, j, &x->upd[j]);
+	}
+	if (rc) {
+		xcode_free(x, p->k);
+		return rc;
+	}
+	code->priv = x;
+	return 0;
+}
+
+static void xcode_destroy(ec_code *code)
+{
+	xcode_free(code->priv, code->params.k);
+	code->priv = NULL;
+}
+
+static _Atomic(xor_exec_fn) forced_kernel;
+
+void xor_codes_force_kernel(xor_exec_fn fn)
+{
+	forced_kernel = fn;
+}
+
+static xor_exec_fn current_kernel(void)
+{
+	xor_exec_fn forced = forced_kernel;
+	if (forced)
+		return forced;
+	int level = ec_simd_level();
+	return level < 0 ? NULL : xor_exec_for_level(level);
+}
+
+/* Runs a schedule with a per-call table and scratch area. */
+static int run(const ec_code *code, const xor_schedule *s, uint8_t *const *blocks,
+               int n_blocks, int n_temps, size_t len)
+{
+	const ec_params *p = &code->params;
+	xor_exec_fn fn = current_kernel();
+	if (!fn)
+		return EC_ENOKERNEL;
+	size_t n_table = (size_t)n_blocks * (size_t)p->w + (size_t)n_temps;
+	uint8_t **table = malloc(n_table * sizeof(*table) + (size_t)n_temps * p->packet_size + 64);
+	if (!table)
+		return EC_ENOMEM;
+	uintptr_t sp = (uintptr_t)(table + n_table);
+	sp = (sp + 63) & ~(uintptr_t)63;
+	xor_run r = {
+		.fn = fn,
+		.blocks = blocks,
+		.n_blocks = n_blocks,
+		.w = p->w,
+		.packet_size = p->packet_size,
+		.n_temps = n_temps,
+		.table = table,
+		.scratch = (uint8_t *)sp,
+		.word_bytes = xor_word_bytes((int)n_table),
+	};
+	xor_schedule_run(s, &r, len);
+	free(table);
+	return 0;
+}
+
+static int xcode_encode(const ec_code *code, const uint8_t *const *data,
+                        uint8_t *const *parity, size_t len)
+{
+	const xcode *x = code->priv;
+	int k = code->params.k, m = code->params.m;
+	uint8_t *blocks[64];
+	for (int j = 0; j < k; j++)
+		blocks[j] = (uint8_t *)(uintptr_t)data[j]; /* only read */
+	for (int i = 0; i < m; i++)
+		blocks[k + i] = parity[i];
+	return run(code, &x->enc, blocks, k + m, x->helpers.rows, len);
+}
+
+/* Builds the decoding schedule for an erasure set (see the file comment). */
+static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
+                        xor_schedule *out)
+{
+	const xcode *x = code->priv;
+	const ec_params *p = &code->params;
+	int k = p->k, m = p->m, w = p->w, kw = k * w;
+	int surv[64], ns = 0;
+	for (int b = 0; b < k + m && ns < k; b++)
+		if (!((erased >> b) & 1u))
+			surv[ns++] = b;
+	if (ns < k)
+		return EC_ETOOMANY;
+	/* Only the erased data needs an inverse: with E the erased data
+	 * blocks and S the |E| chosen parity blocks, B[S][E] * d_E =
+	 * p_S + B[S][rest] * d_rest, so inverting the (|E|w)^2 block B[S][E]
+	 * gives each erased data packet over survivor packets.  inv then
+	 * holds, for every data packet, its row over the sources (a unit row
+	 * for a surviving packet). */
+	int erased_data[64], ne = 0, par_pos[64];
+	for (int b = 0; b < k; b++)
+		if ((erased >> b) & 1u)
+			erased_data[ne++] = b;
+	int np = 0;
+	for (int s = 0; s < k; s++)
+		if (surv[s] >= k)
+			par_pos[np++] = s;
+	bm g, ginv = { 0 }, inv = { 0 }, rows = { 0 };
+	uint32_t *src = NULL, *dst = NULL;
+	int rc = bm_init(&inv, kw, kw);
+	if (rc)
+		return rc;
+	for (int s = 0; s < k; s++)
+		if (surv[s] < k)
+			for (int r = 0; r < w; r++)
+				bm_set(&inv, surv[s] * w + r, s * w + r);
+	if (ne > 0) {
+		int ew = ne * w;
+		rc = bm_init(&g, ew, ew);
+		if (rc)
+			goto out;
+		for (int a = 0; a < ne; a++)
+			for (int r = 0; r < w; r++)
+				for (int e = 0; e < ne; e++)
+					for (int c = 0; c < w; c++)
+						if (bm_get(&x->coding, (surv[par_pos[a]] - k) * w + r,
+						           erased_data[e] * w + c))
+							bm_set(&g, a * w + r, e * w + c);
+		rc = bm_invert(&g, &ginv);
+		bm_free(&g);
+		if (rc)
+			goto out;
+		/* known[u]: parity packet u of S plus its known-data terms, as a
+		 * row over the sources; erased packet t = sum of known[u] over
+		 * the ones of ginv row t. */
+		bm known;
+		rc = bm_init(&known, ew, kw);
+		if (rc)
+			goto out;
+		for (int u = 0; u < ew; u++) {
+			int a = u / w, r = u % w;
+			const uint64_t *brow = bm_row(&x->coding, (surv[par_pos[a]] - k) * w + r);
+			bm_set(&known, u, par_pos[a] * w + r);
+			for (int s = 0; s < k; s++)
+				for (int c = 0; c < w && surv[s] < k; c++)
+					if ((brow[(surv[s] * w + c) >> 6] >> ((surv[s] * w + c) & 63)) & 1u)
+						bm_set(&known, u, s * w + c);
+		}
+		for (int t = 0; t < ew; t++) {
+			uint64_t *row = bm_row(&inv, erased_data[t / w] * w + t % w);
+			for (int u = 0; u < ew; u++) {
+				if (!bm_get(&ginv, t, u))
+					continue;
+				const uint64_t *kr = bm_row(&known, u);
+				for (int i = 0; i < inv.words; i++)
+					row[i] ^= kr[i];
+			}
+		}
+		bm_free(&known);
+	}
+	int n_targets = __builtin_popcountll(wanted) * w;
+	src = malloc(sizeof(uint32_t) * (size_t)kw);
+	dst = malloc(sizeof(uint32_t) * (size_t)(n_targets ? n_targets : 1));
+	if (!src || !dst || bm_init(&rows, n_targets, kw)) {
+		rc = EC_ENOMEM;
+		goto out;
+	}
+	for (int s = 0; s < k; s++)
+		for (int r = 0; r < w; r++)
+			src[s * w + r] = (uint32_t)(surv[s] * w + r);
+	int t = 0;
+	for (int b = 0; b < k + m; b++) {
+		if (!((wanted >> b) & 1u))
+			continue;
+		for (int r = 0; r < w; r++, t++) {
+			uint64_t *row = bm_row(&rows, t);
+			dst[t] = (uint32_t)(b * w + r);
+			if (b < k) {
+				memcpy(row, bm_row(&inv, b * w + r), sizeof(uint64_t) * (size_t)rows.words);
+				continue;
+			}
+			/* parity row = B row * (data in terms of survivors) */
+			const uint64_t *brow = bm_row(&x->coding, (b - k) * w + r);
+			for (int c = 0; c < kw; c++) {
+				if (!((brow[c >> 6] >> (c & 63)) & 1u))
+					continue;
+				const uint64_t *irow = bm_row(&inv, c);
+				for (int i = 0; i < rows.words; i++)
+					row[i] ^= irow[i];
+			}
+		}
+	}
+	rc = xor_schedule_build(&rows, src, dst, out);
+	if (!rc)
+		rc = xor_schedule_set_order(out, p->order);
+	if (rc && out->ops)
+		xor_schedule_free(out);
+out:
+	free(src);
+	free(dst);
+	bm_free(&rows);
+	bm_free(&inv);
+	bm_free(&ginv);
+	return rc;
+}
+
+static unsigned bucket_of(uint64_t erased, uint64_t wanted)
+{
+	uint64_t h = (erased * 0x9e3779b97f4a7c15ull) ^ (wanted * 0xc2b2ae3d27d4eb4full);
+	return (unsigned)(h >> 56) % CACHE_BUCKETS;
+}
+
+static const decode_entry *cache_find(xcode *x, uint64_t erased, uint64_t wanted)
+{
+	const decode_entry *e = x->buckets[bucket_of(erased, wanted)];
+	while (e && !(e->erased == erased && e->wanted == wanted))
+		e = e->next;
+	return e;
+}
+
+static int xcode_decode(const ec_code *code, uint8_t *const *blocks,
+                        const int *erased, int n_erased, size_t len)
+{
+	xcode *x = code->priv;
+	int k = code->params.k, m = code->params.m;
+	uint64_t emask = 0, wmask = 0;
+	for (int i = 0; i < n_erased; i++) {
+		emask |= (uint64_t)1 << erased[i];
+		if (blocks[erased[i]])
+			wmask |= (uint64_t)1 << erased[i];
+	}
+	if (!wmask)
+		return 0;
+	pthread_mutex_lock(&x->lock);
+	const decode_entry *hit = cache_find(x, emask, wmask);
+	pthread_mutex_unlock(&x->lock);
+	if (hit)
+		return run(code, &hit->sched, blocks, k + m, 0, len);
+
+	decode_entry *e = calloc(1, sizeof(*e));
+	if (!e)
+		return EC_ENOMEM;
+	int rc = build_decode(code, emask, wmask, &e->sched);
+	if (rc) {
+		free(e);
+		return rc;
+	}
+	e->erased = emask;
+	e->wanted = wmask;
+	pthread_mutex_lock(&x->lock);
+	hit = cache_find(x, emask, wmask);
+	int keep = !hit && x->n_cached < CACHE_MAX;
+	if (keep) {
+		unsigned b = bucket_of(emask, wmask);
+		e->next = x->buckets[b];
+		x->buckets[b] = e;
+		x->n_cached++;
+	}
+	pthread_mutex_unlock(&x->lock);
+	/* Another thread may have inserted the same pattern meanwhile, or the
+	 * cache is full: then ours is used once and dropped. */
+	rc = run(code, &e->sched, blocks, k + m, 0, len);
+	if (!keep) {
+		xor_schedule_free(&e->sched);
+		free(e);
+	}
+	return rc;
+}
+
+static int xcode_update(const ec_code *code, int index, const uint8_t *old_data,
+                        const uint8_t *new_data, uint8_t *const *parity, size_t len)
+{
+	const xcode *x = code->priv;
+	int m = code->params.m;
+	uint8_t *blocks[66];
+	blocks[0] = (uint8_t *)(uintptr_t)old_data; /* only read */
+	blocks[1] = (uint8_t *)(uintptr_t)new_data;
+	for (int i = 0; i < m; i++)
+		blocks[2 + i] = parity[i];
+	return run(code, &x->upd[index], blocks, 2 + m, code->params.w, len);
+}
+
+static uint32_t xcode_coefficient(const ec_code *code, int row, int col)
+{
+	return 0;
+}
+
+static long xcode_xor_count(const ec_code *code)
+{
+	const xcode *x = code->priv;
+	return x->enc.n_xors;
+}
+
+static size_t xcode_block_align(const ec_code *code)
+{
+	return (size_t)code->params.w * code->params.packet_size;
+}
+
+long xor_code_plain_xor_count(const ec_code *code)
+{
+	const xcode *x = code->priv;
+	return x->plain_xors;
+}
+
+long xor_code_matrix_ones(const ec_code *code, int parity_block)
+{
+	const xcode *x = code->priv;
+	int w = code->params.w;
+	return bm_ones_rows(&x->coding, parity_block * w, w);
+}
+
+int xor_code_cached_patterns(const ec_code *code)
+{
+	xcode *x = code->priv;
+	pthread_mutex_lock(&x->lock);
+	int n = x->n_cached;
+	pthread_mutex_unlock(&x->lock);
+	return n;
+}
+
+#define XOR_FAMILY(var, kind_, name_)                   \
+	const ec_family var = {                         \
+		.kind = kind_,                          \
+		.name = name_,                          \
+		.create = xcode_create,                 \
+		.destroy = xcode_destroy,               \
+		.encode = xcode_encode,                 \
+		.decode = xcode_decode,                 \
+		.update = xcode_update,                 \
+		.coefficient = xcode_coefficient,       \
+		.xor_count = xcode_xor_count,           \
+		.block_align = xcode_block_align,       \
+	}
+
+XOR_FAMILY(ec_family_cauchy_orig, EC_CAUCHY_ORIG, "cauchy-orig");
+XOR_FAMILY(ec_family_cauchy_good, EC_CAUCHY_GOOD, "cauchy-good");
+XOR_FAMILY(ec_family_liberation, EC_LIBERATION, "liberation");
+XOR_FAMILY(ec_family_blaum_roth, EC_BLAUM_ROTH, "blaum-roth");
+XOR_FAMILY(ec_family_liber8tion, EC_LIBER8TION, "liber8tion");
+XOR_FAMILY(ec_family_evenodd, EC_EVENODD, "evenodd");
+XOR_FAMILY(ec_family_rdp, EC_RDP, "rdp");
+XOR_FAMILY(ec_family_star, EC_STAR, "star");

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scalar, SSE2 and AVX2 XOR kernels (the AVX-512 one lives in
+ * xor_kernel_avx512.c so that the tests can compile it a second time
+ * against an emulation of its intrinsics).  Each kernel walks the operation
+ * list and, for each operation, streams the byte range with the widest
+ * unaligned loads it has, finishing with 64-bit words.  The vector kernels
+ * are compiled with target attributes, so the library builds with plain
+ * flags and only runs them when cpuid says the CPU can.
+ */
+#include "xor_kernels.h"
+
+#include "cpu.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define XOR_HAVE_X86 1
+#endif
+
+static inline uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void store64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* The 64-bit tail shared by every kernel (and the whole scalar kernel). */
+static inline void words64(uint8_t *d, const uint8_t *s, size_t len, uint32_t kind)
+{
+	size_t i = 0;
+	if (kind == XOR_OP_XOR) {
+		for (; i + 32 <= len; i += 32) {
+			store64(d + i, load64(d + i) ^ load64(s + i));
+			store64(d + i + 8, load64(d + i + 8) ^ load64(s + i + 8));
+			store64(d + i + 16, load64(d + i + 16) ^ load64(s + i + 16));
+			store64(d + i + 24, load64(d + i + 24) ^ load64(s + i + 24));
+		}
+		for (; i < len; i += 8)
+			store64(d + i, load64(d + i) ^ load64(s + i));
+	} else if (kind == XOR_OP_COPY) {
+		for (; i < len; i += 8)
+			store64(d + i, load64(s + i));
+	} else {
+		for (; i < len; i += 8)
+			store64(d + i, 0);
+	}
+}
+
+void xor_exec_scalar(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                     size_t off, size_t len)
+{
+	for (size_t o = 0; o < n_ops; o++) {
+		uint8_t *d = packets[ops[o].dst] + off;
+		const uint8_t *s = packets[ops[o].src] + off;
+		words64(d, s, len, ops[o].kind);
+	}
+}
+
+#ifdef XOR_HAVE_X86
+static void xk_tail64(uint8_t *d, const uint8_t *s, size_t len, uint32_t kind)
+{
+	words64(d, s, len, kind);
+}
+
+#define XK_NAME xor_exec_sse2
+#define XK_TARGET __attribute__((target("sse2")))
+#define XK_VEC __m128i
+#define XK_BYTES 16
+#define XK_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define XK_STORE(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+#define XK_XOR(a, b) _mm_xor_si128((a), (b))
+#define XK_ZERO() _mm_setzero_si128()
+#define XK_END() ((void)0)
+#include "xor_kernel_body.h"
+
+/* AVX2 ends with vzeroupper: SSE code after a dirty upper state is slow. */
+#define XK_NAME xor_exec_avx2
+#define XK_TARGET __attribute__((target("avx2")))
+#define XK_VEC __m256i
+#define XK_BYTES 32
+#define XK_LOAD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define XK_STORE(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#define XK_XOR(a, b) _mm256_xor_si256((a), (b))
+#define XK_ZERO() _mm256_setzero_si256()
+#define XK_END() _mm256_zeroupper()
+#include "xor_kernel_body.h"
+#else
+void xor_exec_sse2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                   size_t off, size_t len)
+{
+	xor_exec_scalar(ops, n_ops, packets, off, len);
+}
+
+void xor_exec_avx2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                   size_t off, size_t len)
+{
+	xor_exec_scalar(ops, n_ops, packets, off, len);
+}
+#endif
+
+xor_exec_fn xor_exec_for_level(int level)
+{
+	switch (level) {
+	case EC_SIMD_SCALAR:
+		return xor_exec_scalar;
+	case EC_SIMD_SSSE3:
+		return xor_exec_sse2;
+	case EC_SIMD_AVX2:
+		return xor_exec_avx2;
+	case EC_SIMD_AVX512:
+	case EC_SIMD_GFNI:
+		return xor_exec_avx512;
+	default:
+		return NULL;
+	}
+}

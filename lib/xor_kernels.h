@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * XOR region kernels for the bit-matrix codes.  A coding schedule is a flat
+ * list of packet operations (copy, xor or zero one packet into another); a
+ * kernel runs a run of those operations over the byte range [off, off+len)
+ * of every packet.  Running the whole list once per packet (off = 0, len =
+ * packet size) gives the packet-guided orders; running it once per small
+ * slice gives the word-guided orders (Luo et al.), so one kernel serves all
+ * four orders.  There is one kernel per SIMD level: 64-bit scalar words,
+ * SSE2 (the "ssse3" level), AVX2 and AVX-512; the library picks one by
+ * ec_simd_level().  len and off are multiples of 8 bytes.
+ */
+#ifndef EC_XOR_KERNELS_H
+#define EC_XOR_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum xor_op_kind {
+	XOR_OP_COPY = 0, /* dst = src */
+	XOR_OP_XOR = 1,  /* dst ^= src */
+	XOR_OP_ZERO = 2, /* dst = 0 (src unused): a target with no inputs */
+};
+
+/* One packet operation; src and dst index a table of packet pointers. */
+typedef struct xor_op {
+	uint32_t src;
+	uint32_t dst;
+	uint32_t kind;
+} xor_op;
+
+typedef void (*xor_exec_fn)(const xor_op *ops, size_t n_ops,
+                            uint8_t *const *packets, size_t off, size_t len);
+
+void xor_exec_scalar(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                     size_t off, size_t len);
+void xor_exec_sse2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                   size_t off, size_t len);
+void xor_exec_avx2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                   size_t off, size_t len);
+void xor_exec_avx512(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
+                     size_t off, size_t len);
+
+/* The kernel for an ec_simd level (GFNI uses the AVX-512 kernel: XOR needs
+ * no field arithmetic); NULL for an unknown level. */
+xor_exec_fn xor_exec_for_level(int level);
+
+#endif /* EC_XOR_KERNELS_H */
