@@ -263,20 +263,28 @@ static int index_from_chunks(int dirfd, int n, int depth)
 }
 
 /* Checks each given member path before the volume is opened: a member
- * that does not exist is recreated empty by a repair (then rebuilt). */
-static void check_member_paths(fsck *f, char **paths, int n)
+ * that does not exist is recreated empty by a repair (then rebuilt), if
+ * some other given member does hold the volume (never for a list of
+ * mistyped paths). */
+static int check_member_paths(fsck *f, char **paths, int n)
 {
+	int formatted = 0;
+
+	for (int i = 0; i < n; i++) {
+		char *sb = g_build_filename(paths[i], ECFS_META_DIR, "superblock", NULL);
+		formatted += access(sb, F_OK) == 0;
+		g_free(sb);
+	}
 	for (int i = 0; i < n; i++) {
 		struct stat st;
 		if (stat(paths[i], &st) == 0 || errno != ENOENT)
 			continue;
-		{
-			int rc = f->o.repair && mkdir(paths[i], 0755) < 0 ? -errno : 0;
-			fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
-			        f->o.repair ? (rc ? ": cannot create it" : ": created empty, to rebuild")
-			                    : "");
-		}
+		int rc = f->o.repair && formatted && mkdir(paths[i], 0755) < 0 ? -errno : 0;
+		fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
+		        !f->o.repair || !formatted ? ""
+		        : rc ? ": cannot create it" : ": created empty, to rebuild");
 	}
+	return formatted;
 }
 
 /* The members the volume could not use: tells why, and with repair gives
@@ -568,7 +576,11 @@ int main(int argc, char **argv)
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
 	volume_options vo = { .read_only = !f.o.repair };
-	check_member_paths(&f, paths, n);
+	if (!check_member_paths(&f, paths, n)) {
+		g_strfreev(paths);
+		return finish(&f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
+		              "(" ECFS_META_DIR "/superblock): nothing to check");
+	}
 	int rc = volume_open((const char *const *)paths, n, &vo, &f.v, &msg);
 	if (rc == -EBUSY) {
 		char *e = g_strdup_printf("refusing to repair a mounted volume: %s", msg);

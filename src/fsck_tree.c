@@ -460,7 +460,7 @@ static int check_entry(entry_ctx *e, bool root)
 		f->others++;
 	if (type == S_IFREG) {
 		uint64_t created = 0;
-		rc = repair_file(f, e->path, typed, e->quiet, &created);
+		rc = repair_file(f, e->path, typed, e->quiet | unreadable, &created);
 		e->fresh |= created;
 	} else {
 		for (int mb = 0; mb < n; mb++) {
