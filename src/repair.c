@@ -85,6 +85,7 @@ typedef struct file_check {
 	uint64_t lost_first, lost_last, lost_total;
 	bool lost_open;
 	bool hopeless; /* fewer than k good chunks: report, never write */
+	uint64_t max_gen; /* highest generation in a verified record */
 	const char *link_from; /* another path of this file (hard links) */
 } file_check;
 
@@ -359,6 +360,9 @@ static void judge_stripe(file_check *fc, int i)
 			votes_best = votes;
 		}
 	}
+	for (int j = 0; j < n; j++)
+		if (fc->task[j].v[i] == V_OK && fc->task[j].gen[i] > fc->max_gen)
+			fc->max_gen = fc->task[j].gen[i];
 	if (votes_best < k) {
 		note_lost(fc, s);
 		return;
@@ -712,7 +716,11 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	}
 	flush_lost(fc);
 
-	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed;
+	/* The header generation reserves every generation records use
+	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
+	bool gen_low = fc->max_gen >= fc->c.hdr.generation;
+	uint64_t hdr_gen = fc->c.hdr.generation;
+	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed || gen_low;
 	for (int mb = 0; mb < fc->n; mb++)
 		touched |= fc->rebuilt[mb] != 0;
 	if (f->o.repair && touched && !fc->hopeless) {
@@ -726,6 +734,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		if (header_ok && !fc->lost_total) {
 			fc->c.hdr.missed &= fc->unwritable;
 			fc->c.hdr.generation++;
+			if (fc->max_gen >= fc->c.hdr.generation)
+				fc->c.hdr.generation = fc->max_gen + 65536;
 			header_ok = stripe_write_headers(&fc->c) == 0 && stripe_sync(&fc->c, true) == 0;
 		}
 	}
@@ -733,6 +743,13 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		fsck_problem(f, "chunk-stale", path, -1, 0, 0, FSCK_REPAIRABLE,
 		             "the header names members that missed writes (mask 0x%llx)",
 		             (unsigned long long)fc->c.hdr.missed);
+	if (gen_low)
+		fsck_problem(f, "generation", path, -1, 0, 0,
+		             fc->hopeless || fc->lost_total ? FSCK_UNREPAIRABLE
+		             : !f->o.repair ? FSCK_REPAIRABLE
+		             : header_ok ? FSCK_REPAIRED : FSCK_FAILED,
+		             "header generation %llu is not above the strips' %llu",
+		             (unsigned long long)hdr_gen, (unsigned long long)fc->max_gen);
 	report(fc, header_ok);
 out:
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)

@@ -286,6 +286,24 @@ class DamageTest(FsckCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.read_back(v, data, subsets=3)
 
+    def test_header_generation_too_low(self):
+        """Headers whose generation no longer reserves the records' (sum
+        recomputed: SHA-256 of bytes 0..4063) are raised above them."""
+        v, data = self.build()
+        for i in range(len(v.members)):
+            with open(v.chunk_path(i, "mid"), "r+b") as f:
+                hdr = bytearray(f.read(4096))
+                hdr[96:104] = (1).to_bytes(8, "little")
+                hdr[4064:4096] = hashlib.sha256(hdr[:4064]).digest()
+                f.seek(0)
+                f.write(hdr)
+        rep = self.cycle(v, {"generation"})
+        self.assertEqual({(p["kind"], p["path"]) for p in rep["problems"]},
+                         {("generation", "/mid")})
+        with open(v.chunk_path(0, "mid"), "rb") as f:
+            self.assertGreater(int.from_bytes(f.read(104)[96:104], "little"), 65536)
+        self.read_back(v, data, subsets=2)
+
     def test_extra_entry(self):
         v, data = self.build()
         # A leftover on one member only, as an unlink while it was away leaves.
