@@ -5,9 +5,16 @@
  * Multiplication by a constant uses the split 4-bit tables and vpshufb.  The
  * tables are stored pre-broadcast to both 128-bit lanes (gf8_kernels.h), so
  * each (input, output) pair costs two plain loads and, per 32 bytes, two
- * vpshufb: no lane shuffles.  Each pass walks all k inputs 64 bytes (two
- * ymm) at a time and keeps up to four outputs (eight accumulators) in
- * registers, so the data is read once per group of four parities.
+ * vpshufb: no lane shuffles (ISA-L's AVX2 kernels spend two vperm2i128 per
+ * pair on that).  Each pass walks all k inputs and keeps a group of outputs
+ * in registers: up to three outputs 64 bytes (two ymm each) per step, so a
+ * table is loaded once per 64 bytes, or exactly four outputs 32 bytes per
+ * step (see dot_group4x32).  m = 4 is thus one pass over the data, m = 6
+ * two passes over an L1-sized slice (gf8_dot).
+ *
+ * Measured here the loop is bound by instruction throughput (two vpshufb,
+ * two vpxor and the table loads per 32 bytes per pair), about 1.3-1.5x
+ * ISA-L's rate, not by the shuffle port alone.
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include "gf8_kernels.h"
