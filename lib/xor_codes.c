@@ -126,15 +126,16 @@ static int build_update(const ec_params *p, xcode *x, int j, xor_schedule *out)
 	long xors = 0;
 	uint32_t scratch = (uint32_t)((2 + m) * w);
 	for (int c = 0; c < w; c++) {
-		ops[n++] = (xor_op){ (uint32_t)c, scratch + (uint32_t)c, XOR_OP_COPY };
-		ops[n++] = (xor_op){ (uint32_t)(w + c), scratch + (uint32_t)c, XOR_OP_XOR };
+		ops[n++] = (xor_op){ (uint32_t)c, scratch + (uint32_t)c, XOR_OP_COPY, 1 };
+		ops[n++] = (xor_op){ (uint32_t)(w + c), scratch + (uint32_t)c, XOR_OP_XOR, 1 };
 	}
 	for (int r = 0; r < m * w; r++)
 		for (int c = 0; c < w; c++)
 			if (bm_get(&x->coding, r, j * w + c)) {
-				ops[n++] = (xor_op){ scratch + (uint32_t)c, (uint32_t)(2 * w + r), XOR_OP_XOR };
+				ops[n++] = (xor_op){ scratch + (uint32_t)c, (uint32_t)(2 * w + r), XOR_OP_XOR, 1 };
 				xors++;
 			}
+	xor_mark_runs(ops, n);
 	out->ops = ops;
 	out->n_ops = n;
 	out->n_xors = xors;

@@ -13,7 +13,7 @@
 
 /* The order EC_ORDER_DEFAULT resolves to (chosen by measurement, see
  * docs/xor-codes.md). */
-#define XOR_DEFAULT_ORDER EC_ORDER_DWG
+#define XOR_DEFAULT_ORDER EC_ORDER_PPG
 
 /* For tests and the bench: the XOR count of the plain (no reuse) encode
  * schedule and the ones in the coding matrix of a code. */

@@ -15,11 +15,39 @@ XK_TARGET
 void XK_NAME(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
              size_t off, size_t len)
 {
-	for (size_t o = 0; o < n_ops; o++) {
+	size_t o = 0;
+	while (o < n_ops) {
 		uint8_t *d = packets[ops[o].dst] + off;
+		size_t run = ops[o].run > XOR_MAX_FUSE ? XOR_MAX_FUSE : ops[o].run;
+		size_t i = 0;
+		if (run >= 2) {
+			/* A run of operations into one packet: keep the sum in
+			 * registers and store it once. */
+			const uint8_t *src[XOR_MAX_FUSE];
+			for (size_t j = 0; j < run; j++)
+				src[j] = packets[ops[o + j].src] + off;
+			int from_dst = ops[o].kind == XOR_OP_XOR;
+			for (; i + 2 * XK_BYTES <= len; i += 2 * XK_BYTES) {
+				XK_VEC a0 = XK_LOAD(src[0] + i);
+				XK_VEC a1 = XK_LOAD(src[0] + i + XK_BYTES);
+				if (from_dst) {
+					a0 = XK_XOR(a0, XK_LOAD(d + i));
+					a1 = XK_XOR(a1, XK_LOAD(d + i + XK_BYTES));
+				}
+				for (size_t j = 1; j < run; j++) {
+					a0 = XK_XOR(a0, XK_LOAD(src[j] + i));
+					a1 = XK_XOR(a1, XK_LOAD(src[j] + i + XK_BYTES));
+				}
+				XK_STORE(d + i, a0);
+				XK_STORE(d + i + XK_BYTES, a1);
+			}
+			for (size_t j = 0; j < run; j++)
+				xk_tail64(d + i, src[j] + i, len - i, ops[o + j].kind);
+			o += run;
+			continue;
+		}
 		const uint8_t *s = packets[ops[o].src] + off;
 		uint32_t kind = ops[o].kind;
-		size_t i = 0;
 		if (kind == XOR_OP_XOR) {
 			/* Four vectors per step hide the load latency. */
 			for (; i + 4 * XK_BYTES <= len; i += 4 * XK_BYTES) {
@@ -46,6 +74,7 @@ void XK_NAME(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
 				XK_STORE(d + i, XK_ZERO());
 		}
 		xk_tail64(d + i, s + i, len - i, kind);
+		o++;
 	}
 	XK_END();
 }

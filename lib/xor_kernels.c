@@ -53,22 +53,33 @@ static inline void words64(uint8_t *d, const uint8_t *s, size_t len, uint32_t ki
 	}
 }
 
-void xor_exec_scalar(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
-                     size_t off, size_t len)
+void xor_mark_runs(xor_op *ops, size_t n_ops)
 {
-	for (size_t o = 0; o < n_ops; o++) {
-		uint8_t *d = packets[ops[o].dst] + off;
-		const uint8_t *s = packets[ops[o].src] + off;
-		words64(d, s, len, ops[o].kind);
+	for (size_t i = n_ops; i-- > 0;) {
+		int joins = i + 1 < n_ops && ops[i + 1].dst == ops[i].dst &&
+		            ops[i + 1].kind == XOR_OP_XOR && ops[i].kind != XOR_OP_ZERO;
+		ops[i].run = joins ? ops[i + 1].run + 1 : 1;
 	}
 }
 
-#ifdef XOR_HAVE_X86
 static void xk_tail64(uint8_t *d, const uint8_t *s, size_t len, uint32_t kind)
 {
 	words64(d, s, len, kind);
 }
 
+/* The scalar kernel is the same body over 64-bit words. */
+#define XK_NAME xor_exec_scalar
+#define XK_TARGET
+#define XK_VEC uint64_t
+#define XK_BYTES 8
+#define XK_LOAD(p) load64(p)
+#define XK_STORE(p, v) store64((p), (v))
+#define XK_XOR(a, b) ((a) ^ (b))
+#define XK_ZERO() ((uint64_t)0)
+#define XK_END() ((void)0)
+#include "xor_kernel_body.h"
+
+#ifdef XOR_HAVE_X86
 #define XK_NAME xor_exec_sse2
 #define XK_TARGET __attribute__((target("sse2")))
 #define XK_VEC __m128i

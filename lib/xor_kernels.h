@@ -22,12 +22,21 @@ enum xor_op_kind {
 	XOR_OP_ZERO = 2, /* dst = 0 (src unused): a target with no inputs */
 };
 
-/* One packet operation; src and dst index a table of packet pointers. */
+/* One packet operation; src and dst index a table of packet pointers.
+ * run counts this and the following operations into the same dst (the
+ * first a COPY or XOR, the rest XOR): kernels sum such a run in registers
+ * and store once, up to XOR_MAX_FUSE operations at a time.  1 otherwise;
+ * xor_mark_runs() fills it. */
 typedef struct xor_op {
 	uint32_t src;
 	uint32_t dst;
 	uint32_t kind;
+	uint32_t run;
 } xor_op;
+
+#define XOR_MAX_FUSE 32
+
+void xor_mark_runs(xor_op *ops, size_t n_ops);
 
 typedef void (*xor_exec_fn)(const xor_op *ops, size_t n_ops,
                             uint8_t *const *packets, size_t off, size_t len);

@@ -25,7 +25,7 @@ static int push(op_list *l, uint32_t src, uint32_t dst, uint32_t kind)
 		l->ops = ops;
 		l->cap = cap;
 	}
-	l->ops[l->n++] = (xor_op){ src, dst, kind };
+	l->ops[l->n++] = (xor_op){ src, dst, kind, 1 };
 	if (kind == XOR_OP_XOR)
 		l->n_xors++;
 	return 0;
@@ -57,6 +57,7 @@ static int emit_row(op_list *l, const uint64_t *bits, int words,
 
 static void finish(op_list *l, xor_schedule *out)
 {
+	xor_mark_runs(l->ops, l->n);
 	out->ops = l->ops;
 	out->n_ops = l->n;
 	out->n_xors = l->n_xors;
@@ -195,6 +196,7 @@ int xor_schedule_set_order(xor_schedule *s, int order)
 		}
 		s->ops[i] = op;
 	}
+	xor_mark_runs(s->ops, n);
 	free(rank);
 	free(start);
 	free(sorted);
@@ -211,8 +213,11 @@ void xor_schedule_free(xor_schedule *s)
 
 size_t xor_word_bytes(int n_packets)
 {
-	size_t wb = 64;
-	while (wb < 4096 && wb * 2 * (size_t)n_packets <= 16384)
+	/* Measured (docs/xor-codes.md): below ~1 KiB per slice the per-slice
+	 * cost of walking the list dominates, so slices are sized to the L2
+	 * share of one core rather than to L1. */
+	size_t wb = 256;
+	while (wb < 4096 && wb * 2 * (size_t)n_packets <= 256 * 1024)
 		wb *= 2;
 	return wb;
 }

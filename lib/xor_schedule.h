@@ -55,7 +55,7 @@ int xor_schedule_set_order(xor_schedule *s, int order);
 void xor_schedule_free(xor_schedule *s);
 
 /* Slice size in bytes for word-guided runs over groups of n_packets
- * packets: keeps n_packets slices within about 16 KiB of L1. */
+ * packets: keeps n_packets slices within about 256 KiB (L2). */
 size_t xor_word_bytes(int n_packets);
 
 /*
