@@ -190,6 +190,61 @@ class MemberTest(FsckCase):
         self.read_back(v, data, subsets=5)
 
 
+class ManyFilesTest(FsckCase):
+    def test_mixed_over_many_files(self):
+        """120 files; each loses up to m of its chunks, strips or headers
+        (a seeded mix); all of it is repaired and reads back."""
+        import random
+        rng = random.Random(2026)
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        data = {}
+        for d in range(6):
+            os.mkdir(os.path.join(mnt, f"d{d}"))
+        for i in range(120):
+            rel = f"d{i % 6}/f{i}"
+            data[rel] = h.pattern(rng.choice([0, 1, 4096, STRIPE, rng.randrange(1, 200000)]),
+                                  i)
+            h.write_file(os.path.join(mnt, rel), data[rel])
+        os.symlink("d0/f0", os.path.join(mnt, "link"))
+        os.setxattr(os.path.join(mnt, "d1"), "user.k", b"v")
+        self.assert_clean_unmount(v)
+        damaged = 0
+        for rel, want in data.items():
+            for mb in rng.sample(range(K + M), rng.randint(0, M)):
+                how = rng.choice(["chunkdel", "flip", "header"])
+                if how == "header":
+                    with open(v.chunk_path(mb, rel), "r+b") as f:
+                        f.seek(rng.randrange(0, 4096))
+                        f.write(os.urandom(8))
+                else:
+                    v.lose(mb, how, files=[rel], seed=damaged)
+                damaged += 1
+        self.assertGreater(damaged, 100)
+        rc, rep = self.fsck_json(v, "-n")
+        self.assertEqual(rc, 4)
+        self.assertFalse([p for p in rep["problems"] if p["status"] != "repairable"])
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.fsck(v, "-n", "--deep")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for hidden in [(0, 1), (2, 5), (3, 4)]:
+            moved = []
+            try:
+                for i in hidden:
+                    os.rename(v.members[i], v.members[i] + ".away")
+                    moved.append(i)
+                mnt = self.mount(v)
+                for rel, want in data.items():
+                    self.assert_exact(os.path.join(mnt, rel), want, f"(hidden {hidden})")
+                self.assertEqual(os.getxattr(os.path.join(mnt, "d1"), "user.k"), b"v")
+                self.assert_clean_unmount(v)
+            finally:
+                v.unmount()
+                for i in moved:
+                    os.rename(v.members[i] + ".away", v.members[i])
+
+
 class DegradedTest(FsckCase):
     def test_writes_while_a_member_was_away(self):
         """Member 3 misses an overwrite, a new file, a new directory, a
