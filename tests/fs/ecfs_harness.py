@@ -523,6 +523,9 @@ def main(argv=None):
         print(f"ecfs binary {ECFS} is not executable", file=sys.stderr)
         return 1
     why = fuse_unusable_reason()
+    if os.geteuid() != 0:
+        why = ("the integration tests need root (other users' files, "
+               "mknod, drop_caches, a daemon without CAP_DAC_OVERRIDE)")
     if why:
         print(f"SKIP: {why}", file=sys.stderr)
         return SKIP

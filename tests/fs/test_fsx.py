@@ -83,7 +83,9 @@ class FsxTest(H.MountedCase):
         os.mkdir(art)
         cmd = [FSX, "-v", "-N", str(OPS), "-S", str(seed), "-f", conf,
                "-P", art, os.path.join(v.mnt, "fsxfile")]
-        tail = collections.deque(maxlen=60)
+        # fsx's verdict (miscompare offset, good and bad bytes) comes
+        # before its LOG DUMP of the last operations: keep both
+        tail, verdict = collections.deque(maxlen=30), []
         fired = threading.Event()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
@@ -91,6 +93,9 @@ class FsxTest(H.MountedCase):
         try:
             for line in proc.stdout:
                 tail.append(line.rstrip())
+                if "[INFO" not in line and len(verdict) < 40 and not (
+                        verdict and "LOG DUMP" in verdict[-1]):
+                    verdict.append(line.rstrip())
                 if at_op is not None and not fired.is_set():
                     mo = OP_LINE.search(line)
                     if mo and int(mo.group(1)) >= at_op:
@@ -104,7 +109,7 @@ class FsxTest(H.MountedCase):
             proc.stdout.close()
         if at_op is not None:
             self.assertTrue(fired.is_set(), "fsx ended before the removal")
-        return rc, "\n".join(tail)
+        return rc, "\n".join(verdict + ["..."] + list(tail))
 
     def check(self, rc, out):
         self.assertEqual(rc, 0, f"fsx failed (exit {rc}):\n{out}")
