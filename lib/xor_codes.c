@@ -473,6 +473,20 @@ long xor_code_matrix_ones(const ec_code *code, int parity_block)
 	return bm_ones_rows(&x->coding, parity_block * w, w);
 }
 
+long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_erased)
+{
+	uint64_t mask = 0;
+	for (int i = 0; i < n_erased; i++)
+		mask |= (uint64_t)1 << erased[i];
+	xor_schedule s;
+	int rc = build_decode(code, mask, mask, &s);
+	if (rc)
+		return rc;
+	long n = s.n_xors;
+	xor_schedule_free(&s);
+	return n;
+}
+
 int xor_code_cached_patterns(const ec_code *code)
 {
 	xcode *x = code->priv;

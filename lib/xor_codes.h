@@ -24,6 +24,10 @@ long xor_code_matrix_ones(const ec_code *code, int parity_block);
  * the emulated AVX-512 kernel is exercised on CPUs without AVX-512. */
 void xor_codes_force_kernel(xor_exec_fn fn);
 
+/* XORs of the decoding schedule for an erasure list (sorted, every
+ * erased block wanted), or a negative EC_E* code.  For the figures. */
+long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_erased);
+
 /* Number of decoding schedules in the cache (tests). */
 int xor_code_cached_patterns(const ec_code *code);
 
