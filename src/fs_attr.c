@@ -51,14 +51,10 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	if (volume_path_reserved(path))
 		return -ENOENT;
 	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
-	/* The first healthy member answers for the namespace (a missing name
-	 * is the commonest lookup, and ecfile_stat would ask every member);
-	 * a regular file's size is the logical one, from ecfile. */
-	int rc = fs_member_lstat(path, st);
-	if (rc < 0 || !S_ISREG(st->st_mode))
-		return rc;
-	return ecfile_stat(fs_volume(), path, st);
+	/* ecfile_stat answers for every type: the lstat of the first healthy
+	 * member that has the name (another may have lost a chunk), with a
+	 * regular file's logical size. */
+	return ecfile_stat(fs_volume(), fs_path(path, buf), st);
 }
 
 static int chmod_member(int member, int dirfd, const char *leaf, void *arg)

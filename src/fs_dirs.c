@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Directory operations.  Directories exist on every member (mkdir and rmdir
- * are mirrored); a listing is read from one healthy member, the first,
- * which is also the one getattr asks, so the two agree.  The volume's own
- * metadata folder (/.ecfs) is never listed.
+ * are mirrored); a listing is the union of the healthy members' entries, as
+ * getattr finds a name on any member that has it, so a name one member has
+ * lost (a deleted chunk file) is still listed.  The volume's own metadata
+ * folder (/.ecfs) is never listed.
  */
 #include "fs_ops.h"
 
@@ -16,20 +17,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "mirror.h"
 
-/* An open directory: the listing stream of the member it was opened on. */
+/* One name of a listing. */
+struct dir_entry {
+	char *name;
+	unsigned char type; /* DT_* */
+};
+
+/* An open directory: the path it was opened with and, from the first
+ * readdir at offset 0, the listing (the union of the members' entries);
+ * offsets handed to the kernel are indices in it. */
 struct dir_handle {
-	DIR *dir;
-	int member;     /* the member listed */
-	off_t offset;   /* telldir() position after the last entry handed out */
-	bool is_root;   /* hide the metadata folder */
-	char *path;     /* as opened, for fsyncdir if libfuse has lost it */
+	char *path;       /* as opened, if libfuse has lost it */
+	bool is_root;     /* hide the metadata folder */
+	GArray *entries;  /* struct dir_entry; NULL until listed */
 };
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
 {
 	return (struct dir_handle *)(uintptr_t)fi->fh;
+}
+
+static void free_entries(struct dir_handle *h)
+{
+	if (!h->entries)
+		return;
+	for (guint i = 0; i < h->entries->len; i++)
+		g_free(g_array_index(h->entries, struct dir_entry, i).name);
+	g_array_free(h->entries, TRUE);
+	h->entries = NULL;
 }
 
 struct new_dir {
@@ -71,40 +90,33 @@ int fs_rmdir(const char *path)
 	return mirror_apply(fs_volume(), path, rmdir_member, NULL, 0, "rmdir");
 }
 
-static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
+static int open_dir_at(int dirfd, const char *leaf)
 {
 	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int err = errno;
+	return fd < 0 ? -errno : fd;
+}
+
+static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	int fd = open_dir_at(dirfd, leaf);
+	if (fd >= 0)
 		close(fd);
-		return -err;
-	}
-	struct dir_handle *h = arg;
-	h->dir = d;
-	h->member = member;
-	return 0;
+	return fd < 0 ? fd : 0;
 }
 
 int fs_opendir(const char *path, struct fuse_file_info *fi)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
-	struct dir_handle *h = calloc(1, sizeof *h);
-	if (!h)
-		return -ENOMEM;
-	h->path = strdup(path);
-	if (!h->path) {
-		free(h);
-		return -ENOMEM;
-	}
-	int rc = mirror_query(fs_volume(), path, opendir_member, h, 0, "opendir");
-	if (rc < 0) {
-		free(h->path);
-		free(h);
+	/* Checks that it is a directory the daemon can read; the listing is
+	 * made by readdir. */
+	int rc = mirror_query(fs_volume(), path, opendir_member, NULL, 0, "opendir");
+	if (rc < 0)
 		return rc;
+	struct dir_handle *h = calloc(1, sizeof *h);
+	if (!h || !(h->path = strdup(path))) {
+		free(h);
+		return -ENOMEM;
 	}
 	h->is_root = strcmp(path, "/") == 0;
 	fi->fh = (uintptr_t)h;
@@ -112,9 +124,9 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
 }
 
 /* True for an entry of the root that names the volume's metadata. */
-static bool hidden_entry(const struct dir_handle *h, const char *name)
+static bool hidden_entry(bool is_root, const char *name)
 {
-	if (!h->is_root)
+	if (!is_root)
 		return false;
 	char path[NAME_MAX + 2];
 	path[0] = '/';
@@ -123,46 +135,78 @@ static bool hidden_entry(const struct dir_handle *h, const char *name)
 	return volume_path_reserved(path);
 }
 
+struct listing {
+	struct dir_handle *h;
+	GHashTable *seen; /* names already in h->entries */
+};
+
+/* Adds the member's entries that are not listed yet. */
+static int list_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct listing *l = arg;
+	int fd = open_dir_at(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	int rc = 0;
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(d);
+		if (!de) {
+			rc = -errno;
+			break;
+		}
+		if (hidden_entry(l->h->is_root, de->d_name) ||
+		    g_hash_table_contains(l->seen, de->d_name))
+			continue;
+		struct dir_entry e = { g_strdup(de->d_name), de->d_type };
+		g_array_append_val(l->h->entries, e);
+		g_hash_table_add(l->seen, e.name);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Lists the directory: the union over the healthy members, so a name one
+ * member lost (a deleted chunk) is still shown, as getattr still finds it. */
+static int make_listing(struct dir_handle *h, const char *path)
+{
+	free_entries(h);
+	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
+	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
+	int rc = mirror_apply(fs_volume(), path, list_member, &l, 0, "readdir");
+	g_hash_table_destroy(l.seen);
+	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
+}
+
 int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct dir_handle *h = dir_of(fi);
-	if (off != h->offset) {
-		if (off == 0)
-			rewinddir(h->dir);
-		else
-			seekdir(h->dir, off);
-		h->offset = off;
+	if (off == 0 || !h->entries) {
+		/* First call, or rewinddir: a fresh listing. */
+		int rc = make_listing(h, path ? path : h->path);
+		if (rc < 0)
+			return rc;
 	}
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(h->dir);
-		if (!de) {
-			if (errno) {
-				int err = errno;
-				volume_member_error(fs_volume(), h->member, err, "readdir");
-				return -err;
-			}
-			return 0;
-		}
-		off_t next = telldir(h->dir);
-		if (!hidden_entry(h, de->d_name)) {
-			struct stat st = { .st_ino = de->d_ino,
-			                   .st_mode = (mode_t)DTTOIF(de->d_type) };
-			if (filler(buf, de->d_name, &st, next, 0)) {
-				/* The reply is full: this entry comes first next time. */
-				seekdir(h->dir, h->offset);
-				return 0;
-			}
-		}
-		h->offset = next;
+	for (guint i = (guint)off; i < h->entries->len; i++) {
+		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
+		struct stat st = { .st_mode = (mode_t)DTTOIF(e->type) };
+		if (filler(buf, e->name, &st, (off_t)i + 1, 0))
+			break; /* the reply is full: the kernel asks again from i */
 	}
+	return 0;
 }
 
 int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
-	closedir(h->dir);
+	free_entries(h);
 	free(h->path);
 	free(h);
 	return 0;
@@ -170,9 +214,9 @@ int fs_releasedir(const char *path, struct fuse_file_info *fi)
 
 static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 {
-	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_dir_at(dirfd, leaf);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	int datasync = *(const int *)arg;
 	int rc = mirror_errno(datasync ? fdatasync(fd) : fsync(fd));
 	close(fd);
@@ -183,10 +227,8 @@ int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
 	/* By its current path (libfuse knows it), else the one it was opened
-	 * with; if that is gone, through the stream we hold. */
+	 * with; a directory removed meanwhile has nothing left to sync. */
 	int rc = mirror_apply(fs_volume(), path ? path : h->path, fsync_member_dir, &datasync,
 	                      0, "fsyncdir");
-	if (rc == -ENOENT || rc == -ENOTDIR)
-		rc = mirror_errno(datasync ? fdatasync(dirfd(h->dir)) : fsync(dirfd(h->dir)));
-	return rc;
+	return rc == -ENOENT ? 0 : rc;
 }

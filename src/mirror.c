@@ -74,6 +74,12 @@ static int apply_all(volume *v, member_runner one, const void *ctx,
 		if (member_broke(v, idx, rc, flags, what))
 			continue;
 		if (!decided) {
+			if (rc == -ENOENT) {
+				/* Maybe only this member lacks the object (a lost
+				 * chunk): the first member that has it decides. */
+				answer = rc;
+				continue;
+			}
 			decided = true;
 			answer = rc;
 			if (rc < 0)
@@ -130,12 +136,16 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
 int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
                  unsigned flags, const char *what)
 {
+	int answer = -EIO;
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
 		int rc = run_one(v, idx, path, fn, arg);
-		if (!member_broke(v, idx, rc, flags, what))
-			return rc;
+		if (member_broke(v, idx, rc, flags, what))
+			continue;
+		answer = rc;
+		if (rc != -ENOENT) /* as in apply_all: ENOENT may be this member's loss */
+			break;
 	}
-	return -EIO;
+	return volume_usable(v) ? answer : -EIO;
 }

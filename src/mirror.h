@@ -4,7 +4,9 @@
  * setxattr, ...) applied to the same relative path on every healthy member,
  * and one answer made of the members' answers.
  *
- * The first healthy member is the primary.  Its answer is the volume's
+ * The first healthy member that has the object is the primary (ENOENT
+ * from a member before it only says that member lost it, a deleted chunk
+ * say; ENOENT from all is the answer).  Its answer is the volume's
  * answer: if it refuses (EEXIST, ENOTEMPTY, ...), nothing is applied to the
  * other members, so a refused operation never makes the members diverge.
  * If it succeeds, the operation is applied to the others; a member whose
@@ -41,8 +43,8 @@ int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
 /* Applies fn to (from, to) on every healthy member. */
 int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
                   void *arg, unsigned flags, const char *what);
-/* Runs a read-only fn on the first healthy member that answers (a broken
- * member is marked failed and the next one asked).  fn may run more than
+/* Runs a read-only fn on the first healthy member that answers other than
+ * ENOENT (a broken member is marked failed and the next one asked).  fn may run more than
  * once, so it must not keep state from a failed attempt. */
 int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
                  unsigned flags, const char *what);
