@@ -11,6 +11,7 @@ PACKAGES="
   attr acl
   libisal-dev libjerasure-dev libgf-complete-dev
   python3 mergerfs
+  gnuplot-nox
 "
 
 SUDO=""
