@@ -428,6 +428,20 @@ def sc_file_io(o):
     o.stat("files/app/")                       # ENOTDIR
     o.unlink("files")                          # EISDIR
     o.unlink("files/nonexistent")
+    # truncate down, then extend past EOF by a write: the stripes that
+    # the truncation cut must read as zeros, not as their old data
+    o.open("tw", "files/trunc-write", CREAT)
+    o.pwrite("tw", pat(1 << 20, 20), 0)
+    o.ftruncate("tw", 0x2316f)
+    o.ftruncate("tw", 0x4227e)
+    o.pwrite("tw", pat(0xac9a, 21), 0x52205)
+    o.pread("tw", 1 << 21, 0)
+    o.ftruncate("tw", 1000)
+    o.mmap_write("tw", 1000, [(10, b"mapped")])
+    o.pwrite("tw", b"end", 900000)
+    o.pread("tw", 1 << 20, 0)
+    o.close("tw")
+    o.read_file("files/trunc-write")
     o.open("big", "files/big", CREAT)
     o.pwrite("big", pat(3 << 20, 7), 0)
     o.pwrite("big", pat(777, 8), (3 << 20) - 300)
