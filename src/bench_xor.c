@@ -264,10 +264,12 @@ static FILE *open_csv(const xb_opts *o, const char *name, const char *header)
 }
 
 /* Packet size of a figure point: blocks of about o->strip bytes cut into
- * w packets (a multiple of 8 bytes), as FAST'09 fixes the data size. */
+ * w packets, as FAST'09 fixes the data size.  A multiple of 64 bytes where
+ * possible: packets that straddle cache lines cost up to 40% here. */
 static size_t figure_packet(const xb_opts *o, int w)
 {
-	size_t ps = o->strip / (size_t)w / 8 * 8;
+	size_t ps = o->strip / (size_t)w;
+	ps = ps >= 64 ? ps / 64 * 64 : ps / 8 * 8;
 	return ps < 8 ? 8 : ps;
 }
 
@@ -374,7 +376,7 @@ static void usage(FILE *f)
 	        "  --figures    CSV files for the XOR-code figures into DIR (default figures/)\n"
 	        "  --code NAME  tune only this code\n"
 	        "  --strip SIZE block length to aim for, K/M suffixes (default 64K)\n"
-	        "  --seconds S  measuring time per point (default 0.06 tune, 0.03 figures)\n"
+	        "  --seconds S  measuring time per point (default 0.06 tune, 0.09 figures)\n"
 	        "  --quick      fewer w (a smoke run)\n");
 }
 
@@ -433,6 +435,6 @@ int bench_xor_main(int argc, char **argv)
 		return 2;
 	}
 	if (o.seconds <= 0)
-		o.seconds = o.tune ? 0.06 : 0.03;
+		o.seconds = o.tune ? 0.06 : 0.09;
 	return o.tune ? run_tune(&o) : run_figures(&o);
 }
