@@ -46,8 +46,9 @@ struct ecfile {
 	bool hdr_dirty;
 	bool read_only;
 	uint8_t *buf;      /* the stripe buffer: k strips */
-	int64_t buf_stripe;
-	uint64_t lo, hi;   /* dirty bytes of the buffer */
+	int64_t buf_stripe; /* stripe it holds, -1 for none */
+	uint64_t lo, hi;   /* hull of its dirty bytes (lo == hi: clean) */
+	bool loaded;       /* it holds the whole stripe, not just [lo, hi) */
 	uint8_t *partial;  /* k strips of scratch for RMW and partial reads */
 };
 
@@ -438,32 +439,61 @@ static int fetch_stripe(ecfile *f, uint64_t s, uint8_t *dst)
 	return stripe_fetch(&f->c, s, (1ull << f->c.lay.k) - 1, p);
 }
 
-/* Commits the stripe buffer, reading the rest of the stripe if needed. */
+/* Completes the buffer with the stored stripe under its dirty bytes, so it
+ * holds the whole current stripe. */
+static int load_buffer(ecfile *f)
+{
+	uint8_t *t;
+	int rc;
+
+	if (f->loaded)
+		return 0;
+	rc = fetch_stripe(f, (uint64_t)f->buf_stripe, f->partial);
+	if (rc < 0)
+		return rc;
+	if (f->lo < f->hi)
+		memcpy(f->partial + f->lo, f->buf + f->lo, f->hi - f->lo);
+	t = f->buf;
+	f->buf = f->partial;
+	f->partial = t;
+	f->loaded = true;
+	return 0;
+}
+
+static void drop_buffer(ecfile *f)
+{
+	f->buf_stripe = -1;
+	f->lo = f->hi = 0;
+	f->loaded = false;
+}
+
+/* Commits the dirty bytes of the buffer (read-modify-write unless the
+ * buffer holds the whole stripe).  The buffer stays as a clean copy of
+ * the stripe, so reads and small writes that follow need no I/O. */
 static int commit_buffer(ecfile *f)
 {
 	uint64_t sd = stripe_data(f), s = (uint64_t)f->buf_stripe;
 	const uint8_t *p[STRIPE_MAX_N];
-	uint8_t *data = f->buf;
 	int rc;
 
-	if (f->buf_stripe < 0 || f->lo == f->hi) {
-		f->buf_stripe = -1;
+	if (f->buf_stripe < 0 || f->lo == f->hi)
 		return 0;
-	}
-	if (f->lo != 0 || f->hi != sd) {
-		/* Read-modify-write: the stored stripe with the new bytes over it. */
-		rc = fetch_stripe(f, s, f->partial);
+	if (f->lo == 0 && f->hi == sd) {
+		f->loaded = true;
+	} else if (!f->loaded && s >= f->disk_end) {
+		/* Nothing stored there: the rest of the stripe is zeros. */
+		memset(f->buf, 0, f->lo);
+		memset(f->buf + f->hi, 0, sd - f->hi);
+		f->loaded = true;
+	} else {
+		rc = load_buffer(f);
 		if (rc < 0)
 			return rc;
-		memcpy(f->partial + f->lo, f->buf + f->lo, f->hi - f->lo);
-		data = f->partial;
 	}
-	strip_pointers(f, data, 1, p);
+	strip_pointers(f, f->buf, 1, p);
 	rc = commit_run(f, s, 1, p);
-	if (rc == 0) {
-		f->buf_stripe = -1;
+	if (rc == 0)
 		f->lo = f->hi = 0;
-	}
 	return rc;
 }
 
@@ -511,7 +541,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 				cnt = to_group;
 			if (f->buf_stripe >= 0 && (uint64_t)f->buf_stripe >= s &&
 			    (uint64_t)f->buf_stripe < s + cnt)
-				f->buf_stripe = -1, f->lo = f->hi = 0; /* wholly overwritten */
+				drop_buffer(f); /* wholly overwritten */
 			if (pos + cnt * sd > f->size)
 				set_size(f, pos + cnt * sd);
 			strip_pointers(f, src + (pos - (uint64_t)off), (int)cnt, p);
@@ -521,13 +551,17 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 			continue;
 		}
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
-		if (f->buf_stripe != (int64_t)s ||
-		    (f->lo < f->hi && (in > f->hi || in + len < f->lo))) {
+		if (f->buf_stripe != (int64_t)s) {
 			rc = commit_buffer(f);
 			if (rc < 0)
 				break;
+			drop_buffer(f);
 			f->buf_stripe = (int64_t)s;
-			f->lo = f->hi = in;
+		} else if (!f->loaded && f->lo < f->hi && (in > f->hi || in + len < f->lo)) {
+			/* A gap between dirty ranges: fill it from storage. */
+			rc = load_buffer(f);
+			if (rc < 0)
+				break;
 		}
 		memcpy(f->buf + in, src + (pos - (uint64_t)off), len);
 		if (f->lo == f->hi) {
@@ -540,7 +574,9 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		pos += len;
 		if (pos > f->size)
 			set_size(f, pos);
-		if (f->lo == 0 && f->hi == sd)
+		/* A stripe completed by a write that ends it (the streaming
+		 * case) goes out now; random writes stay buffered. */
+		if (f->lo == 0 && f->hi == sd && in + len == sd)
 			rc = commit_buffer(f);
 	}
 out:
@@ -571,14 +607,19 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		goto out;
 	}
 	rc = ensure_buffers(f);
-	/* Buffered bytes in the range: commit them so storage is the truth. */
-	if (rc == 0 && f->buf_stripe >= 0 && f->lo < f->hi &&
-	    (uint64_t)f->buf_stripe * sd + f->lo < end && (uint64_t)f->buf_stripe * sd + f->hi > pos)
-		rc = commit_buffer(f);
 	while (rc == 0 && pos < end) {
 		uint64_t s = pos / sd, in = pos % sd;
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
 		uint8_t *out_p = dst + (pos - (uint64_t)off);
+		if ((int64_t)s == f->buf_stripe) {
+			/* The buffered stripe: served from memory. */
+			rc = load_buffer(f);
+			if (rc == 0) {
+				memcpy(out_p, f->buf + in, len);
+				pos += len;
+			}
+			continue;
+		}
 		if (s >= f->disk_end) {
 			memset(out_p, 0, len);
 			pos += len;
@@ -596,6 +637,8 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 				cnt = to_group;
 			if (cnt > f->disk_end - s)
 				cnt = f->disk_end - s;
+			if (f->buf_stripe > (int64_t)s && (uint64_t)f->buf_stripe < s + cnt)
+				cnt = (uint64_t)f->buf_stripe - s;
 			for (uint64_t i = 0; i < cnt * (uint64_t)f->c.lay.k; i++)
 				run[i] = out_p + i * strip;
 			rc = stripe_fetch_run(&f->c, s, (int)cnt, run);
@@ -649,6 +692,7 @@ static int truncate_locked(ecfile *f, uint64_t size)
 		rc = commit_buffer(f);
 	if (rc < 0)
 		return rc;
+	drop_buffer(f); /* simpler than cutting the cached stripe too */
 	if (size < f->size) {
 		uint64_t s = size / sd, in = size % sd, first_gone = in ? s + 1 : s;
 		if (in && s < f->disk_end) {
@@ -842,18 +886,22 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 			best_gen = h.generation;
 			size = h.size;
 			memcpy(id, h.file_id, 16);
+			/* An open file knows its size best (buffered writes
+			 * included): no need to ask the other members. */
+			bool open_now = false;
+			volume_files_lock(v);
+			ecfile *f = volume_files_lookup(v, id);
+			if (f) {
+				size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+				open_now = true;
+			}
+			volume_files_unlock(v);
+			if (open_now)
+				break;
 		}
 	}
 	if (!any)
 		return rc;
-	if (have) {
-		/* An open file knows about writes still in its buffer. */
-		volume_files_lock(v);
-		ecfile *f = volume_files_lookup(v, id);
-		if (f)
-			size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
-		volume_files_unlock(v);
-	}
 	fill_size(st, have ? size : 0);
 	return 0;
 }
