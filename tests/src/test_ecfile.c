@@ -504,6 +504,45 @@ static void test_every_checksum(void **state)
 	}
 }
 
+/* Every code of lib/ec.h as the volume default, with its default w and
+ * packet size (the strip size rounded to the code's alignment): exact with
+ * m members corrupted. */
+static void test_every_code(void **state)
+{
+	const char *codes[] = { "rs-vandermonde", "rs-cauchy", "raid6-pq", "cauchy-orig",
+	                        "cauchy-good", "liberation", "blaum-roth", "liber8tion",
+	                        "evenodd", "rdp", "star" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		int m = strcmp(codes[i], "star") == 0 ? 3 : 2, n = K + m;
+		volume_options o = { .k = K, .m = m, .code = ec_kind_from_name(codes[i]) };
+		fixture fx = { 0 };
+		char *msg = NULL;
+		members_make(&fx.mb, n);
+		int rc = volume_open((const char *const *)fx.mb.path, n, &o, &fx.v, &msg);
+		if (rc)
+			fail_msg("%s: volume_open: %s", codes[i], msg);
+		size_t strip = volume_defaults(fx.v)->strip_size, len = 2 * K * strip + 333;
+		uint8_t *data = g_malloc(len);
+		fill_random(data, len, i);
+		write_file(&fx, "/c", data, len, 100000);
+		for (int j = 0; j < m; j++)
+			damage(&fx, "/c", (int)(i + (size_t)j * 2) % n, CORRUPT_STRIP);
+		check_file(&fx, "/c", data, len);
+		ecfile *f;
+		assert_int_equal(ecfile_open(fx.v, "/c", 0, &f), 0);
+		char *text = ecfile_layout_text(f), *want = g_strdup_printf("code=%s\n", codes[i]);
+		assert_non_null(strstr(text, want));
+		g_free(want);
+		g_free(text);
+		ecfile_release(f);
+		g_free(data);
+		volume_close(fx.v);
+		members_remove(&fx.mb);
+	}
+}
+
 int main(void)
 {
 	ecfs_log_init("test_ecfile", false, false);
@@ -519,6 +558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test(test_every_checksum),
+		cmocka_unit_test(test_every_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
