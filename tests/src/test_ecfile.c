@@ -114,6 +114,18 @@ static void check_file(fixture *fx, const char *name, const uint8_t *data, size_
 	g_free(got);
 }
 
+/* The file's user.ecfs.layout text contains `want`. */
+static void assert_layout_has(fixture *fx, const char *name, const char *want)
+{
+	ecfile *f;
+	assert_int_equal(ecfile_open(fx->v, name, 0, &f), 0);
+	char *text = ecfile_layout_text(f);
+	if (!strstr(text, want))
+		fail_msg("layout of %s lacks '%s':\n%s", name, want, text);
+	g_free(text);
+	assert_int_equal(ecfile_release(f), 0);
+}
+
 static const size_t sizes[] = { 0, 1, STRIP - 1, STRIP, STRIPE - 1, STRIPE, STRIPE + 1,
                                 10 * STRIPE + 7 };
 
@@ -492,13 +504,9 @@ static void test_every_checksum(void **state)
 		write_file(&fx, "/c", data, sizeof(data), 5000);
 		damage(&fx, "/c", 2, CORRUPT_STRIP);
 		check_file(&fx, "/c", data, sizeof(data));
-		ecfile *f;
-		assert_int_equal(ecfile_open(fx.v, "/c", 0, &f), 0);
-		char *text = ecfile_layout_text(f), *want = g_strdup_printf("checksum=%s\n", names[i]);
-		assert_non_null(strstr(text, want));
+		char *want = g_strdup_printf("checksum=%s\n", names[i]);
+		assert_layout_has(&fx, "/c", want);
 		g_free(want);
-		g_free(text);
-		ecfile_release(f);
 		volume_close(fx.v);
 		members_remove(&fx.mb);
 	}
@@ -530,13 +538,9 @@ static void test_every_code(void **state)
 		for (int j = 0; j < m; j++)
 			damage(&fx, "/c", (int)(i + (size_t)j * 2) % n, CORRUPT_STRIP);
 		check_file(&fx, "/c", data, len);
-		ecfile *f;
-		assert_int_equal(ecfile_open(fx.v, "/c", 0, &f), 0);
-		char *text = ecfile_layout_text(f), *want = g_strdup_printf("code=%s\n", codes[i]);
-		assert_non_null(strstr(text, want));
+		char *want = g_strdup_printf("code=%s\n", codes[i]);
+		assert_layout_has(&fx, "/c", want);
 		g_free(want);
-		g_free(text);
-		ecfile_release(f);
 		g_free(data);
 		volume_close(fx.v);
 		members_remove(&fx.mb);
