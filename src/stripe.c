@@ -125,7 +125,12 @@ static void commit_member(void *arg)
 	struct iovec iov[STRIPE_BATCH], riov;
 	uint64_t strip = c->lay.strip_size;
 	ssize_t r;
+	int ferr;
 
+	if (volume_fault(c->v, t->member, true, &ferr)) {
+		t->err = -ferr; /* errno 0: the writes are silently lost */
+		return;
+	}
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++) {
 		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
@@ -224,7 +229,14 @@ static void fetch_member(void *arg)
 	struct iovec iov[STRIPE_FETCH_RUN], riov = { recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
+	int ferr;
 
+	if (volume_fault(c->v, t->member, false, &ferr) && ferr) {
+		for (int i = 0; i < t->cnt; i++)
+			t->status[i] = FETCH_ERR;
+		t->err = -ferr;
+		return;
+	}
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
 	ssize_t got = full_iov(fd, iov, t->cnt, (off_t)layout_strip_offset(&c->lay, t->s0), false);
@@ -442,7 +454,9 @@ int stripe_write_headers(stripe_ctx *c)
 		h.position = (uint32_t)layout_position_of(&c->lay, mb);
 		chunk_header_encode(&h, buf);
 		struct iovec iov = { buf, sizeof(buf) };
-		ssize_t r = full_iov(c->fd[mb], &iov, 1, 0, true);
+		int ferr;
+		ssize_t r = volume_fault(c->v, mb, true, &ferr) ? -ferr
+		            : full_iov(c->fd[mb], &iov, 1, 0, true);
 		if (r < 0) {
 			if (volume_member_error(c->v, mb, (int)-r, "writing a chunk header"))
 				c->state[mb] = CHUNK_FAILED;

@@ -67,9 +67,19 @@ struct volume {
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	int64_t roots_checked; /* monotonic seconds of the last root check */
+#ifdef ECFS_FAULT_INJECTION
+	struct {
+		int member, op, err; /* op: 1 read, 2 write, 3 any */
+		long after, seen;
+	} fault;
+#endif
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
 };
+
+#ifdef ECFS_FAULT_INJECTION
+static void parse_fault(volume *v);
+#endif
 
 /* ---- probing members ---- */
 
@@ -580,6 +590,9 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	rc = set_defaults(v, &sb, opts, message);
 	if (rc < 0)
 		goto fail;
+#ifdef ECFS_FAULT_INJECTION
+	parse_fault(v);
+#endif
 	v->mio = memberio_new(n);
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
@@ -889,6 +902,41 @@ void volume_files_remove(volume *v, const uint8_t id[16])
 {
 	g_hash_table_remove(v->files, id);
 }
+
+/* ---- fault injection (test builds) ---- */
+
+#ifdef ECFS_FAULT_INJECTION
+static void parse_fault(volume *v)
+{
+	const char *spec = getenv("ECFS_FAULT");
+	char op[16] = "any";
+
+	v->fault.member = -1;
+	if (!spec)
+		return;
+	v->fault.err = EIO;
+	char **kv = g_strsplit(spec, ",", -1);
+	for (char **p = kv; *p; p++)
+		if (sscanf(*p, "member=%d", &v->fault.member) != 1 &&
+		    sscanf(*p, "after=%ld", &v->fault.after) != 1 &&
+		    sscanf(*p, "errno=%d", &v->fault.err) != 1 && sscanf(*p, "op=%15s", op) != 1)
+			ecfs_log(LOG_WARNING, "ECFS_FAULT: ignoring '%s'", *p);
+	g_strfreev(kv);
+	v->fault.op = !strcmp(op, "read") ? 1 : !strcmp(op, "write") ? 2 : 3;
+	ecfs_log(LOG_WARNING, "fault injection: member %d, %s operations after %ld fail with "
+	         "errno %d", v->fault.member, op, v->fault.after, v->fault.err);
+}
+
+bool volume_fault(volume *v, int idx, bool write, int *err)
+{
+	if (idx != v->fault.member || !(v->fault.op & (write ? 2 : 1)))
+		return false;
+	if (__atomic_add_fetch(&v->fault.seen, 1, __ATOMIC_RELAXED) <= v->fault.after)
+		return false;
+	*err = v->fault.err;
+	return true;
+}
+#endif
 
 /* ---- space and health ---- */
 
