@@ -51,6 +51,12 @@ class DifferentialTest(H.MountedCase):
             diff = D.transcript_diff(*logs)
             if diff:
                 self.fail("as uid 65534: " + diff)
+            # both sides refusing everything would agree too: make sure the
+            # unprivileged user got in at all
+            wrote = [out for what, out in logs[0] if what.startswith("pwrite")]
+            self.assertIn(("ok", 70000), wrote, "uid 65534 could not write in "
+                          "its own directory: is every directory above the "
+                          f"test tree searchable by others? {logs[0][:3]}")
             diff = D.snapshot_diff(D.snapshot(roots[0] + "/perm"),
                                    D.snapshot(roots[1] + "/perm"))
             if diff:
