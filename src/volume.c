@@ -330,8 +330,8 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 /* ---- judging probed members ---- */
 
 /* Picks the reference superblock (the UUID most members carry) and refuses
- * any member that contradicts it.  Returns the index of the reference
- * probe, -1 if no member is formatted, or a negative errno - 1... */
+ * any member that contradicts it.  Sets *ref to the reference probe (-1 if
+ * no member is formatted); returns 0 or a negative errno with *message. */
 static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref,
                              char **message)
 {
