@@ -243,9 +243,135 @@ static int xcode_encode(const ec_code *code, const uint8_t *const *data,
 }
 
 /* Builds the decoding schedule for an erasure set (see the file comment). */
+/* Rows of one data block j over every packet of the stripe (column b*w+r),
+ * recovered from parity block `pi` alone: X d_j = p_pi + B_pi[rest] d_rest
+ * with X = B[pi][j], so d_j = X^-1 (p_pi + B_pi[rest] d_rest).  Returns
+ * EC_ESINGULAR if X is not invertible. */
+static int single_rows(const ec_code *code, int j, int pi, bm *rows)
+{
+	const xcode *x = code->priv;
+	int k = code->params.k, m = code->params.m, w = code->params.w;
+	bm xb, xinv, known;
+	int rc = bm_init(&xb, w, w);
+	if (rc)
+		return rc;
+	for (int r = 0; r < w; r++)
+		for (int c = 0; c < w; c++)
+			if (bm_get(&x->coding, pi * w + r, j * w + c))
+				bm_set(&xb, r, c);
+	rc = bm_invert(&xb, &xinv);
+	bm_free(&xb);
+	if (rc)
+		return rc;
+	rc = bm_init(&known, w, (k + m) * w);
+	if (!rc)
+		rc = bm_init(rows, w, (k + m) * w);
+	if (rc) {
+		bm_free(&xinv);
+		bm_free(&known);
+		return rc;
+	}
+	for (int r = 0; r < w; r++) {
+		bm_set(&known, r, (k + pi) * w + r);
+		for (int c = 0; c < k * w; c++)
+			if (c / w != j && bm_get(&x->coding, pi * w + r, c))
+				bm_set(&known, r, c);
+	}
+	for (int t = 0; t < w; t++)
+		for (int u = 0; u < w; u++)
+			if (bm_get(&xinv, t, u))
+				for (int i = 0; i < rows->words; i++)
+					bm_row(rows, t)[i] ^= bm_row(&known, u)[i];
+	bm_free(&xinv);
+	bm_free(&known);
+	return 0;
+}
+
+static int union_ones(const bm *a, const bm *b, const char *use_b, int n)
+{
+	int ones = 0;
+	for (int i = 0; i < a->words; i++) {
+		uint64_t u = 0;
+		for (int t = 0; t < n; t++)
+			u |= use_b[t] ? bm_row(b, t)[i] : bm_row(a, t)[i];
+		ones += __builtin_popcountll(u);
+	}
+	return ones;
+}
+
+/* Hybrid recovery of a single lost data block when two parities survive
+ * (Xiang et al. for RDP, and the same idea for any m >= 2 code here): each
+ * lost packet comes either from the first parity's equation or from the
+ * second's, chosen greedily to minimize the number of distinct packets
+ * read; the rows that share packets then also share XORs in the smart
+ * schedule.  Returns 1 (not used) when the mix reads no less than the
+ * first parity alone. */
+static int build_single_hybrid(const ec_code *code, int j, xor_schedule *out)
+{
+	int k = code->params.k, m = code->params.m, w = code->params.w;
+	bm a, b;
+	if (single_rows(code, j, 0, &a) != 0)
+		return 1;
+	if (single_rows(code, j, 1, &b) != 0) {
+		bm_free(&a);
+		return 1;
+	}
+	char use_b[32] = { 0 };
+	int best = union_ones(&a, &b, use_b, w), plain = best;
+	for (int improved = 1; improved;) {
+		improved = 0;
+		for (int t = 0; t < w; t++) {
+			use_b[t] ^= 1;
+			int u = union_ones(&a, &b, use_b, w);
+			if (u < best) {
+				best = u;
+				improved = 1;
+			} else {
+				use_b[t] ^= 1;
+			}
+		}
+	}
+	int rc = 1;
+	if (best < plain) {
+		/* Keep the mix only if it costs no more XORs than the first
+		 * parity alone: in memory, XORs are the cost; fewer reads is
+		 * the bonus (RDP gets both, Cauchy codes would pay ~40%). */
+		uint32_t src[64 * 32], dst[32];
+		xor_schedule only_a;
+		for (int c = 0; c < (k + m) * w; c++)
+			src[c] = (uint32_t)c;
+		for (int t = 0; t < w; t++)
+			dst[t] = (uint32_t)(j * w + t);
+		rc = xor_schedule_build(&a, src, dst, &only_a);
+		long limit = rc ? 0 : only_a.n_xors;
+		if (!rc)
+			xor_schedule_free(&only_a);
+		for (int t = 0; t < w && !rc; t++)
+			if (use_b[t])
+				memcpy(bm_row(&a, t), bm_row(&b, t), sizeof(uint64_t) * (size_t)a.words);
+		if (!rc)
+			rc = xor_schedule_build(&a, src, dst, out);
+		if (!rc && out->n_xors > limit) {
+			xor_schedule_free(out);
+			rc = 1;
+		}
+		if (!rc && (rc = xor_schedule_set_order(out, code->params.order)) != 0)
+			xor_schedule_free(out);
+	}
+	bm_free(&a);
+	bm_free(&b);
+	return rc;
+}
+
 static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
                         xor_schedule *out)
 {
+	if (code->params.m >= 2 && erased == wanted && __builtin_popcountll(erased) == 1 &&
+	    __builtin_ctzll(erased) < code->params.k) {
+		int rc = build_single_hybrid(code, __builtin_ctzll(erased), out);
+		if (rc <= 0)
+			return rc;
+	}
 	const xcode *x = code->priv;
 	const ec_params *p = &code->params;
 	int k = p->k, m = p->m, w = p->w, kw = k * w;
@@ -355,9 +481,7 @@ static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
 		}
 	}
 	rc = xor_schedule_build(&rows, src, dst, out);
-	if (!rc)
-		rc = xor_schedule_set_order(out, p->order);
-	if (rc && out->ops)
+	if (!rc && (rc = xor_schedule_set_order(out, p->order)) != 0)
 		xor_schedule_free(out);
 out:
 	free(src);
@@ -485,6 +609,31 @@ long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_era
 	long n = s.n_xors;
 	xor_schedule_free(&s);
 	return n;
+}
+
+long xor_code_decode_reads(const ec_code *code, const int *erased, int n_erased)
+{
+	uint64_t mask = 0;
+	for (int i = 0; i < n_erased; i++)
+		mask |= (uint64_t)1 << erased[i];
+	xor_schedule s;
+	int rc = build_decode(code, mask, mask, &s);
+	if (rc)
+		return rc;
+	int n_ids = (code->params.k + code->params.m) * code->params.w;
+	char *read = calloc((size_t)n_ids, 1);
+	long n = 0;
+	for (size_t i = 0; read && i < s.n_ops; i++) {
+		uint32_t id = s.ops[i].src;
+		if (s.ops[i].kind != XOR_OP_ZERO && !((mask >> (id / (uint32_t)code->params.w)) & 1u) &&
+		    !read[id]) {
+			read[id] = 1;
+			n++;
+		}
+	}
+	free(read);
+	xor_schedule_free(&s);
+	return read ? n : EC_ENOMEM;
 }
 
 int xor_code_cached_patterns(const ec_code *code)

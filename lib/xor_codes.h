@@ -28,6 +28,10 @@ void xor_codes_force_kernel(xor_exec_fn fn);
  * erased block wanted), or a negative EC_E* code.  For the figures. */
 long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_erased);
 
+/* Distinct surviving packets the decoding schedule of an erasure list
+ * reads, per group of w packets (tests, figures), or a negative EC_E*. */
+long xor_code_decode_reads(const ec_code *code, const int *erased, int n_erased);
+
 /* Number of decoding schedules in the cache (tests). */
 int xor_code_cached_patterns(const ec_code *code);
 

@@ -47,6 +47,33 @@ static void test_rdp_optimal(void **state)
 	}
 }
 
+/* Hybrid single-failure recovery (Xiang et al.): RDP rebuilds a lost data
+ * block reading fewer than the k*w packets of P alone, for the same k-1
+ * XORs per word; and no code's single-failure decode costs more XORs than
+ * decoding from P alone (w(k-1)). */
+static void test_rdp_hybrid_single(void **state)
+{
+	const int ws[] = { 4, 6, 10, 12, 16 };
+	for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++) {
+		int w = ws[i], k = w;
+		ec_code *c = make(EC_RDP, k, 2, w, 8);
+		for (int j = 0; j < k; j++) {
+			long reads = xor_code_decode_reads(c, &j, 1);
+			assert_true(reads > 0 && reads < (long)k * w);
+			assert_int_equal(xor_code_decode_xor_count(c, &j, 1), (long)w * (k - 1));
+		}
+		ec_destroy(c);
+	}
+	const ec_kind others[] = { EC_EVENODD, EC_LIBERATION, EC_CAUCHY_GOOD };
+	const int ow[] = { 6, 7, 5 };
+	for (int t = 0; t < 3; t++) {
+		ec_code *c = make(others[t], 6, 2, ow[t], 8);
+		for (int j = 0; j < 6; j++)
+			assert_true(xor_code_decode_xor_count(c, &j, 1) <= (long)ow[t] * 5);
+		ec_destroy(c);
+	}
+}
+
 /* EVENODD: P costs k-1 per word, S costs k-2 once, each Q word k-1 from S. */
 static void test_evenodd_common_s(void **state)
 {
@@ -305,6 +332,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdp_optimal),
 		cmocka_unit_test(test_evenodd_common_s),
+		cmocka_unit_test(test_rdp_hybrid_single),
 		cmocka_unit_test(test_minimum_density),
 		cmocka_unit_test(test_smart_beats_plain),
 		cmocka_unit_test(test_bad_parameters),
