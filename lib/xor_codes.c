@@ -597,13 +597,21 @@ long xor_code_matrix_ones(const ec_code *code, int parity_block)
 	return bm_ones_rows(&x->coding, parity_block * w, w);
 }
 
+/* A fresh (uncached) decoding schedule for an erasure list, all wanted. */
+static int schedule_for_list(const ec_code *code, const int *erased, int n_erased,
+                             uint64_t *mask, xor_schedule *s)
+{
+	*mask = 0;
+	for (int i = 0; i < n_erased; i++)
+		*mask |= (uint64_t)1 << erased[i];
+	return build_decode(code, *mask, *mask, s);
+}
+
 long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_erased)
 {
-	uint64_t mask = 0;
-	for (int i = 0; i < n_erased; i++)
-		mask |= (uint64_t)1 << erased[i];
+	uint64_t mask;
 	xor_schedule s;
-	int rc = build_decode(code, mask, mask, &s);
+	int rc = schedule_for_list(code, erased, n_erased, &mask, &s);
 	if (rc)
 		return rc;
 	long n = s.n_xors;
@@ -613,11 +621,9 @@ long xor_code_decode_xor_count(const ec_code *code, const int *erased, int n_era
 
 long xor_code_decode_reads(const ec_code *code, const int *erased, int n_erased)
 {
-	uint64_t mask = 0;
-	for (int i = 0; i < n_erased; i++)
-		mask |= (uint64_t)1 << erased[i];
+	uint64_t mask;
 	xor_schedule s;
-	int rc = build_decode(code, mask, mask, &s);
+	int rc = schedule_for_list(code, erased, n_erased, &mask, &s);
 	if (rc)
 		return rc;
 	int n_ids = (code->params.k + code->params.m) * code->params.w;
