@@ -43,8 +43,8 @@ static void print_usage(FILE *out)
 	        "  --code NAME         code (default rs-cauchy); --help lists the names\n"
 	        "  -k N                data blocks (default 10)\n"
 	        "  -m N                parity blocks (default 4)\n"
-	        "  -w N                word size in bits (default 8; bit-matrix codes: the\n"
-	        "                      smallest their construction allows for k)\n"
+	        "  -w N                word size in bits (default 8; liberation, blaum-roth,\n"
+	        "                      evenodd, rdp, star: the smallest libec accepts)\n"
 	        "  --strip SIZE[,SIZE...]  strip (block) sizes, K/M/G suffixes\n"
 	        "                      (default 4K,64K,1M)\n"
 	        "  --packet SIZE       packet size of bit-matrix codes (default: the largest\n"
@@ -141,39 +141,23 @@ static int split_list(char *s, char **items, int max, const char *opt)
 	return n;
 }
 
-static int is_prime(int n)
+/* The smallest w libec accepts for this code and k, m (the codes whose w
+ * must be prime or one less than a prime); 8 for the others.  Asking the
+ * library keeps its rules in one place. */
+static int default_w(ec_kind kind, int k, int m)
 {
-	if (n < 2)
-		return 0;
-	for (int d = 2; d * d <= n; d++)
-		if (n % d == 0)
-			return 0;
-	return 1;
-}
-
-/* The smallest w each construction allows for k data blocks. */
-static int default_w(ec_kind kind, int k)
-{
-	int w;
-
-	switch (kind) {
-	case EC_LIBERATION: /* w prime, k <= w */
-		for (w = k < 3 ? 3 : k; !is_prime(w); w++)
-			;
-		return w;
-	case EC_BLAUM_ROTH: /* w + 1 prime, k <= w */
-	case EC_RDP:
-		for (w = k < 2 ? 2 : k; !is_prime(w + 1); w++)
-			;
-		return w;
-	case EC_EVENODD: /* w + 1 prime, k <= w + 1 */
-	case EC_STAR:
-		for (w = k < 3 ? 2 : k - 1; !is_prime(w + 1); w++)
-			;
-		return w;
-	default:
+	if (kind != EC_LIBERATION && kind != EC_BLAUM_ROTH && kind != EC_EVENODD &&
+	    kind != EC_RDP && kind != EC_STAR)
 		return 8;
+	for (int w = 2; w <= 32; w++) {
+		ec_params p = { .kind = kind, .k = k, .m = m, .w = w, .packet_size = 8 };
+		ec_code *code;
+		if (ec_create(&p, &code) == 0) {
+			ec_destroy(code);
+			return w;
+		}
 	}
+	return 8; /* none: let the code check below say why */
 }
 
 static int is_bitmatrix(ec_kind kind)
@@ -512,7 +496,7 @@ int main(int argc, char **argv)
 	cfg.do_decode = want_decode || !want_encode;
 	bench_set_clock(wall_clock ? BENCH_CLOCK_WALL : BENCH_CLOCK_CPU);
 	if (cfg.params.w == 0)
-		cfg.params.w = default_w(cfg.params.kind, cfg.params.k);
+		cfg.params.w = default_w(cfg.params.kind, cfg.params.k, cfg.params.m);
 	if (!grid && !strips_given && is_bitmatrix(cfg.params.kind))
 		fit_default_strips(&cfg);
 	if (!grid) {
