@@ -425,7 +425,7 @@ int bench_xor_main(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "ecfs-bench: option '%s' is not one of --tune/--figures'\n", a);
+			fprintf(stderr, "ecfs-bench: unknown option '%s' for --tune/--figures\n", a);
 			usage(stderr);
 			return 2;
 		}
