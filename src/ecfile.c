@@ -14,6 +14,7 @@
 #include "ecfile.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ struct ecfile {
 	volume *v;
 	uint8_t id[16];
 	int refs;          /* under the volume's files lock */
-	GMutex lock;
+	pthread_mutex_t lock;
 	char *path;        /* the name it was first opened by, for messages */
 	stripe_ctx c;
 	uint64_t size;     /* logical size, buffered writes included */
@@ -173,7 +174,7 @@ static void free_ecfile(ecfile *f)
 	stripe_ctx_free_buffers(&f->c);
 	free(f->buf);
 	free(f->partial);
-	g_mutex_clear(&f->lock);
+	pthread_mutex_destroy(&f->lock);
 	g_free(f->path);
 	g_free(f);
 }
@@ -278,9 +279,9 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 			if (pc[mb].fd >= 0)
 				close(pc[mb].fd);
 		if (flags & O_TRUNC) {
-			g_mutex_lock(&f->lock);
+			pthread_mutex_lock(&f->lock);
 			rc = truncate_locked(f, 0);
-			g_mutex_unlock(&f->lock);
+			pthread_mutex_unlock(&f->lock);
 		}
 		*out = f;
 		return rc < 0 ? (ecfile_release(f), rc) : 0;
@@ -288,7 +289,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	f = g_new0(ecfile, 1);
 	f->v = v;
 	f->refs = 1;
-	g_mutex_init(&f->lock);
+	pthread_mutex_init(&f->lock, NULL);
 	f->path = g_strdup(path);
 	f->read_only = volume_defaults(v)->read_only;
 	f->c.v = v;
@@ -318,12 +319,12 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	volume_files_unlock(v);
 	*out = f;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	if (fresh)
 		rc = write_headers(f, false);
 	else if ((flags & O_TRUNC) && f->size)
 		rc = truncate_locked(f, 0);
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	if (rc < 0) {
 		ecfile_release(f);
 		*out = NULL;
@@ -518,7 +519,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 	if (size == 0)
 		return 0;
 	volume_check_roots(f->v);
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	sd = stripe_data(f);
 	if (f->read_only) {
 		rc = -EROFS;
@@ -580,7 +581,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 			rc = commit_buffer(f);
 	}
 out:
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	/* Like write(2): what was taken before an error, else the error. */
 	if (rc < 0 && pos == (uint64_t)off)
 		return rc;
@@ -596,7 +597,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 	if (off < 0)
 		return -EINVAL;
 	volume_check_roots(f->v);
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	sd = stripe_data(f);
 	strip = f->c.lay.strip_size;
 	if (pos >= f->size || size == 0)
@@ -672,7 +673,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		pos += len;
 	}
 out:
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	if (rc < 0)
 		return pos > (uint64_t)off ? (ssize_t)(pos - (uint64_t)off) : rc;
 	return (ssize_t)(pos - (uint64_t)off);
@@ -727,9 +728,9 @@ int ecfile_truncate(ecfile *f, off_t size)
 
 	if (size < 0)
 		return -EINVAL;
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	rc = truncate_locked(f, (uint64_t)size);
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
@@ -755,10 +756,10 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
 		return -EINVAL;
 	if (mode & FALLOC_FL_KEEP_SIZE)
 		return 0; /* stripes are written whole when they are written */
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	if ((uint64_t)(off + len) > f->size)
 		rc = truncate_locked(f, (uint64_t)(off + len));
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
@@ -775,9 +776,9 @@ static int flush_locked(ecfile *f)
 
 int ecfile_flush(ecfile *f)
 {
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	int rc = flush_locked(f);
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
@@ -785,13 +786,13 @@ int ecfile_fsync(ecfile *f, int datasync)
 {
 	int rc;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	rc = flush_locked(f);
 	if (rc == 0 && !f->read_only)
 		rc = write_headers(f, false);
 	if (rc == 0)
 		rc = stripe_sync(&f->c, datasync != 0);
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
@@ -822,7 +823,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 {
 	int rc = -EIO;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		if (!stripe_member_usable(&f->c, mb))
 			continue;
@@ -833,7 +834,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 		}
 		volume_member_error(f->v, mb, errno, "stat of a chunk");
 	}
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
@@ -922,7 +923,7 @@ char *ecfile_layout_text(ecfile *f)
 	GString *s = g_string_new(NULL);
 	const chunk_header *h = &f->c.hdr;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	g_string_append_printf(s, "code=%s\nk=%d\nm=%d\nw=%d\npacket_size=%llu\nstrip_size=%llu\n"
 	                       "checksum=%s\nsize=%llu\ngeneration=%llu\nrotation=%u\nhealthy=",
 	                       ec_kind_name(h->kind), h->k, h->m, h->w,
@@ -941,6 +942,6 @@ char *ecfile_layout_text(ecfile *f)
 		g_string_append_printf(s, "member.%d=%s %s\n", mb, state_name(f->c.state[mb]),
 		                       volume_member_path(f->v, mb));
 	}
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return g_string_free(s, FALSE);
 }

@@ -13,6 +13,7 @@
 #include "volume.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -59,11 +60,11 @@ struct volume {
 	volume_options defaults;
 	char *checksum_name;
 	bool read_only;
-	GMutex lock;           /* member health */
-	GMutex cache_lock;     /* codes and checksums */
+	pthread_mutex_t lock;           /* member health */
+	pthread_mutex_t cache_lock;     /* codes and checksums */
 	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
 	checksum *sums[8];
-	GMutex files_lock;
+	pthread_mutex_t files_lock;
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	int64_t roots_checked; /* monotonic seconds of the last root check */
@@ -482,9 +483,9 @@ static volume *volume_alloc(int n)
 	v->mem = g_new0(member, n);
 	for (int i = 0; i < n; i++)
 		v->mem[i].rootfd = v->mem[i].metafd = v->mem[i].lockfd = -1;
-	g_mutex_init(&v->lock);
-	g_mutex_init(&v->cache_lock);
-	g_mutex_init(&v->files_lock);
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_init(&v->cache_lock, NULL);
+	pthread_mutex_init(&v->files_lock, NULL);
 	v->codes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
 	                                 (GDestroyNotify)ec_destroy);
 	v->files = g_hash_table_new(id_hash, id_equal);
@@ -637,9 +638,9 @@ void volume_close(volume *v)
 		checksum_free(v->sums[i]);
 	g_hash_table_destroy(v->codes);
 	g_hash_table_destroy(v->files);
-	g_mutex_clear(&v->lock);
-	g_mutex_clear(&v->cache_lock);
-	g_mutex_clear(&v->files_lock);
+	pthread_mutex_destroy(&v->lock);
+	pthread_mutex_destroy(&v->cache_lock);
+	pthread_mutex_destroy(&v->files_lock);
 	g_free(v->checksum_name);
 	g_free(v->mem);
 	g_free(v);
@@ -689,7 +690,7 @@ static void fail_member(volume *v, int idx, const char *why)
 {
 	member *mb = &v->mem[idx];
 
-	g_mutex_lock(&v->lock);
+	pthread_mutex_lock(&v->lock);
 	if (!mb->failed) {
 		mb->why = g_strdup(why);
 		__atomic_store_n(&mb->failed, true, __ATOMIC_RELEASE);
@@ -697,7 +698,7 @@ static void fail_member(volume *v, int idx, const char *why)
 		         mb->path, why, volume_failed_count(v), v->n,
 		         volume_usable(v) ? "" : ", more than m: the volume is unusable");
 	}
-	g_mutex_unlock(&v->lock);
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* The member root still the directory we opened, and still ours? */
@@ -770,11 +771,11 @@ void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
 	bool first;
 
 	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
-	g_mutex_lock(&v->lock);
+	pthread_mutex_lock(&v->lock);
 	mb->strip_failures++;
 	first = !mb->warned_strip;
 	mb->warned_strip = true;
-	g_mutex_unlock(&v->lock);
+	pthread_mutex_unlock(&v->lock);
 	ecfs_log(first ? LOG_WARNING : LOG_DEBUG,
 	         "member %d (%s): %s, stripe %llu: %s; decoding around it%s", idx, mb->path,
 	         path, (unsigned long long)stripe, why,
@@ -789,9 +790,9 @@ void volume_count_decoded(volume *v, uint64_t stripes)
 void volume_count_checksum_failure(volume *v, int idx)
 {
 	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
-	g_mutex_lock(&v->lock);
+	pthread_mutex_lock(&v->lock);
 	v->mem[idx].strip_failures++;
-	g_mutex_unlock(&v->lock);
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* ---- paths ---- */
@@ -864,11 +865,11 @@ const checksum *volume_checksum(volume *v, checksum_alg alg)
 
 	if (alg <= 0 || (size_t)alg >= G_N_ELEMENTS(v->sums))
 		return NULL;
-	g_mutex_lock(&v->cache_lock);
+	pthread_mutex_lock(&v->cache_lock);
 	if (!v->sums[alg])
 		v->sums[alg] = checksum_new(alg, v->key);
 	c = v->sums[alg];
-	g_mutex_unlock(&v->cache_lock);
+	pthread_mutex_unlock(&v->cache_lock);
 	return c;
 }
 
@@ -877,19 +878,19 @@ const ec_code *volume_code(volume *v, const ec_params *p)
 	char *key = g_strdup_printf("%d:%d:%d:%d:%zu", p->kind, p->k, p->m, p->w, p->packet_size);
 	ec_code *code;
 
-	g_mutex_lock(&v->cache_lock);
+	pthread_mutex_lock(&v->cache_lock);
 	code = g_hash_table_lookup(v->codes, key);
 	if (!code && ec_create(p, &code) == 0) {
 		g_hash_table_insert(v->codes, key, code);
 		key = NULL;
 	}
-	g_mutex_unlock(&v->cache_lock);
+	pthread_mutex_unlock(&v->cache_lock);
 	g_free(key);
 	return code;
 }
 
-void volume_files_lock(volume *v) { g_mutex_lock(&v->files_lock); }
-void volume_files_unlock(volume *v) { g_mutex_unlock(&v->files_lock); }
+void volume_files_lock(volume *v) { pthread_mutex_lock(&v->files_lock); }
+void volume_files_unlock(volume *v) { pthread_mutex_unlock(&v->files_lock); }
 void *volume_files_lookup(volume *v, const uint8_t id[16])
 {
 	return g_hash_table_lookup(v->files, id);
@@ -985,7 +986,7 @@ char *volume_health_text(volume *v)
 	g_string_append_printf(s, "state=%s\n", failed == 0 ? "healthy"
 	                       : failed <= v->m ? "degraded" : "failed");
 	g_string_append_printf(s, "k=%d\nm=%d\nn=%d\nmembers_failed=%d\n", v->k, v->m, v->n, failed);
-	g_mutex_lock(&v->lock);
+	pthread_mutex_lock(&v->lock);
 	for (int i = 0; i < v->n; i++) {
 		if (v->mem[i].failed)
 			g_string_append_printf(s, "member.%d=failed %s: %s\n", i, v->mem[i].path,
@@ -993,7 +994,7 @@ char *volume_health_text(volume *v)
 		else
 			g_string_append_printf(s, "member.%d=up %s\n", i, v->mem[i].path);
 	}
-	g_mutex_unlock(&v->lock);
+	pthread_mutex_unlock(&v->lock);
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -547,6 +548,69 @@ static void test_every_code(void **state)
 	}
 }
 
+/* Many threads at once, as FUSE calls: each writes and checks its own
+ * file, and all of them also write disjoint stripes of one shared file. */
+typedef struct worker_arg {
+	fixture *fx;
+	ecfile *shared;
+	int id;
+	int failures;
+} worker_arg;
+
+static void *io_worker(void *p)
+{
+	worker_arg *a = p;
+	const size_t len = 7 * STRIPE + 123;
+	uint8_t *data = g_malloc(len), *got = g_malloc(len);
+	char name[32];
+	ecfile *f;
+
+	fill_random(data, len, 100 + (uint64_t)a->id);
+	snprintf(name, sizeof(name), "/thread%d", a->id);
+	if (ecfile_create(a->fx->v, name, O_CREAT, 0644, getuid(), getgid(), &f) < 0) {
+		a->failures++;
+		goto out;
+	}
+	for (size_t off = 0; off < len; off += 5000) {
+		size_t l = len - off < 5000 ? len - off : 5000;
+		a->failures += ecfile_write(f, data + off, l, (off_t)off) != (ssize_t)l;
+		/* Our stripe of the shared file: stripe id, 2 * id + 1, ... */
+		off_t so = (off_t)((off / 5000 % 2) * 8 + (size_t)a->id) * STRIPE + 17;
+		a->failures += ecfile_write(a->shared, data, 999, so) != 999;
+	}
+	a->failures += ecfile_read(f, got, len, 0) != (ssize_t)len || memcmp(got, data, len);
+	a->failures += ecfile_release(f) != 0;
+	for (int i = 0; i < 2; i++) {
+		off_t so = (off_t)(i * 8 + a->id) * STRIPE + 17;
+		a->failures += ecfile_read(a->shared, got, 999, so) != 999 || memcmp(got, data, 999);
+	}
+out:
+	g_free(data);
+	g_free(got);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	fixture *fx = *state;
+	enum { T = 6 };
+	pthread_t th[T];
+	worker_arg args[T];
+	ecfile *shared;
+
+	assert_int_equal(ecfile_create(fx->v, "/shared", O_CREAT, 0644, getuid(), getgid(),
+	                               &shared), 0);
+	for (int i = 0; i < T; i++) {
+		args[i] = (worker_arg){ .fx = fx, .shared = shared, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, io_worker, &args[i]), 0);
+	}
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].failures, 0);
+	}
+	assert_int_equal(ecfile_release(shared), 0);
+}
+
 int main(void)
 {
 	ecfs_log_init("test_ecfile", false, false);
@@ -561,6 +625,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_degraded_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test(test_every_checksum),
 		cmocka_unit_test(test_every_code),
 	};
