@@ -24,6 +24,7 @@ meson compile -C "$build" >/dev/null || die "build failed: run 'meson compile -C
 ecfs=$build/src/ecfs
 fsck=$build/src/ecfs-fsck
 [ -x "$ecfs" ] || die "$ecfs was not built"
+[ -x "$fsck" ] || die "$fsck was not built"
 
 if [ -n "${ECFS_DEMO_DIR:-}" ]; then
 	demo=$ECFS_DEMO_DIR
@@ -111,29 +112,20 @@ getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/  
 say "Replacing the lost disk by an empty directory"
 unmount_volume
 mkdir "$demo/disk$lost"
-if [ -x "$fsck" ]; then
-	echo "   $ ecfs-fsck -y $demo/disk0:...:disk5"
-	# exit status 0: clean, 1: errors corrected, 4 and up: not repaired
-	rc=0
-	"$fsck" -y --no-progress "$members" >"$demo/fsck.out" 2>&1 || rc=$?
-	sed 's/^/   /' "$demo/fsck.out"
-	[ "$rc" -le 1 ] || die "ecfs-fsck exited with $rc"
-	mount_volume
-	drop_caches
-	check data.bin "$sum_data"
-	check hello.txt "$sum_text"
-	say "Health after repair"
-	getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
-	state=$(getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed -n 's/^state=//p')
-	[ "$state" = healthy ] || die "volume is $state after ecfs-fsck, not healthy"
-else
-	echo "   (repair comes with ecfs-fsck, which this build does not have yet;"
-	echo "    meanwhile the volume mounts degraded and serves every byte)"
-	mount_volume
-	check data.bin "$sum_data"
-	check hello.txt "$sum_text"
-	getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
-fi
+echo "   $ ecfs-fsck -y $demo/disk0:...:disk5"
+# exit status 0: clean, 1: errors corrected, 4 and up: not repaired
+rc=0
+"$fsck" -y --no-progress "$members" >"$demo/fsck.out" 2>&1 || rc=$?
+sed 's/^/   /' "$demo/fsck.out"
+[ "$rc" -le 1 ] || die "ecfs-fsck exited with $rc"
+mount_volume
+drop_caches
+check data.bin "$sum_data"
+check hello.txt "$sum_text"
+say "Health after repair"
+getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/   /'
+state=$(getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed -n 's/^state=//p')
+[ "$state" = healthy ] || die "volume is $state after ecfs-fsck, not healthy"
 
 say "Unmounting: fusermount3 -u $mnt"
 unmount_volume
