@@ -193,6 +193,23 @@ static bool is_bitmatrix(ec_kind kind)
 	return kind >= EC_CAUCHY_ORIG;
 }
 
+/* A strip size must be a multiple of the code's block alignment: one the
+ * user gave is refused, a defaulted one is rounded up. */
+static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind kind,
+                     char **message)
+{
+	if (*strip_size % align == 0)
+		return 0;
+	if (strip_given) {
+		*message = g_strdup_printf("strip_size=%zu is not a multiple of %zu, the block "
+		                           "alignment of code %s", *strip_size, align,
+		                           ec_kind_name(kind));
+		return -EINVAL;
+	}
+	*strip_size = (*strip_size + align - 1) / align * align;
+	return 0;
+}
+
 /* Checks that files can be created with defaults d (creating the code) and
  * rounds a defaulted strip size up to the code's alignment. */
 static int check_defaults(volume *v, volume_options *d, bool strip_given, char **message)
@@ -206,16 +223,9 @@ static int check_defaults(volume *v, volume_options *d, bool strip_given, char *
 		                           ec_kind_name(d->code), v->k, v->m, d->w, d->packet_size);
 		return -EINVAL;
 	}
-	size_t align = ec_block_align(code);
-	if (d->strip_size % align) {
-		if (strip_given) {
-			*message = g_strdup_printf("strip_size=%zu is not a multiple of %zu, the block "
-			                           "alignment of code %s", d->strip_size, align,
-			                           ec_kind_name(d->code));
-			return -EINVAL;
-		}
-		d->strip_size = (d->strip_size + align - 1) / align * align;
-	}
+	int rc = fit_strip(&d->strip_size, ec_block_align(code), strip_given, d->code, message);
+	if (rc < 0)
+		return rc;
 	if (!checksum_alg_from_name(d->checksum) ||
 	    !volume_checksum(v, checksum_alg_from_name(d->checksum))) {
 		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose sha256, "
@@ -294,6 +304,24 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 		                           "blake2s, gmac or poly1305)", o->checksum);
 		return -EINVAL;
 	}
+	/* Refuse a code or strip size that cannot work before any member is
+	 * touched: bad options must leave empty members empty. */
+	ec_params p = { .kind = sb->code, .k = sb->k, .m = sb->m, .w = sb->w,
+	                .packet_size = sb->packet_size };
+	ec_code *code;
+	int crc = ec_create(&p, &code);
+	if (crc < 0) {
+		*message = g_strdup_printf("code %s with k=%d m=%d w=%d packet_size=%llu is not "
+		                           "valid: %s", ec_kind_name(sb->code), sb->k, sb->m, sb->w,
+		                           (unsigned long long)sb->packet_size, ec_strerror(crc));
+		return -EINVAL;
+	}
+	size_t strip = sb->strip_size;
+	crc = fit_strip(&strip, ec_block_align(code), o->strip_size != 0, sb->code, message);
+	ec_destroy(code);
+	if (crc < 0)
+		return crc;
+	sb->strip_size = strip;
 	sb->created = time(NULL);
 	if (RAND_bytes(sb->uuid, 16) != 1 || RAND_bytes(sb->key, sizeof(sb->key)) != 1) {
 		*message = g_strdup("cannot get random bytes for the volume identity");

@@ -116,6 +116,12 @@ class MountTest(H.MountedCase):
             ("strip not a size", "k=2,m=1,strip=abc", 3, "strip"),
             ("strip not a multiple of the code's block", "k=2,m=1,"
              "code=rs-vandermonde,w=16,strip=4097", 3, "strip"),
+            # bit-matrix codes align to w x packet (here 7 x 2048 bytes);
+            # checked where the volume is created, not only on the command line
+            ("strip not a multiple of a bit-matrix code's block",
+             "k=6,m=2,code=liberation,strip=4096", 8, "strip"),
+            ("liberation needs a prime w", "k=6,m=2,code=liberation,w=8", 8,
+             "liberation"),
             ("unknown checksum", "k=2,m=1,checksum=no-such-hash", 3,
              "no-such-hash"),
             ("unknown option", "k=2,m=1,no_such_option=1", 3,
