@@ -193,6 +193,13 @@ static bool is_bitmatrix(ec_kind kind)
 	return kind >= EC_CAUCHY_ORIG;
 }
 
+/* The refusal of code parameters libec does not accept, g_malloc'd. */
+static char *invalid_code_message(const ec_params *p)
+{
+	return g_strdup_printf("code %s with k=%d m=%d w=%d packet_size=%zu is not valid",
+	                       ec_kind_name(p->kind), p->k, p->m, p->w, p->packet_size);
+}
+
 /* A strip size must be a multiple of the code's block alignment: one the
  * user gave is refused, a defaulted one is rounded up. */
 static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind kind,
@@ -219,8 +226,7 @@ static int check_defaults(volume *v, volume_options *d, bool strip_given, char *
 	const ec_code *code = volume_code(v, &p);
 
 	if (!code) {
-		*message = g_strdup_printf("code %s with k=%d m=%d w=%d packet_size=%zu is not valid",
-		                           ec_kind_name(d->code), v->k, v->m, d->w, d->packet_size);
+		*message = invalid_code_message(&p);
 		return -EINVAL;
 	}
 	int rc = fit_strip(&d->strip_size, ec_block_align(code), strip_given, d->code, message);
@@ -311,9 +317,7 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	ec_code *code;
 	int crc = ec_create(&p, &code);
 	if (crc < 0) {
-		*message = g_strdup_printf("code %s with k=%d m=%d w=%d packet_size=%llu is not "
-		                           "valid: %s", ec_kind_name(sb->code), sb->k, sb->m, sb->w,
-		                           (unsigned long long)sb->packet_size, ec_strerror(crc));
+		*message = invalid_code_message(&p);
 		return -EINVAL;
 	}
 	size_t strip = sb->strip_size;
