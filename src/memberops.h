@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Member operations: every system call that reads or changes something
+ * stored on a member goes through one of these wrappers, so there is one
+ * place where test builds inject faults (-Dfault_injection, ECFS_FAULT),
+ * record the operations for crash simulation (ECFS_RECORD), and count
+ * them (abort after the Nth write).  Each wrapper has the calling
+ * convention of the system call it wraps (-1 and errno on failure), plus
+ * the volume and the member index the descriptor belongs to.
+ *
+ * Only the wrappers' plumbing lives here: what a failed member means is
+ * still decided by volume_member_error().
+ */
+#ifndef ECFS_MEMBEROPS_H
+#define ECFS_MEMBEROPS_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+typedef struct volume volume;
+
+/* Reads (faults only; never recorded). */
+ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
+ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off);
+
+/* Opens: recorded when flags include O_CREAT (and the file was created). */
+int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode);
+
+/* Data writes and barriers. */
+ssize_t mop_pwrite(volume *v, int idx, int fd, const void *buf, size_t len, off_t off);
+ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off);
+int mop_ftruncate(volume *v, int idx, int fd, off_t len);
+int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len);
+int mop_fsync(volume *v, int idx, int fd, bool datasync);
+
+/* Namespace changes. */
+int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode);
+int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, dev_t dev);
+int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char *name);
+int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
+               const char *newname, int flags);
+int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags);
+int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
+                  const char *newname, unsigned flags);
+
+/* Metadata changes. */
+int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, int flags);
+int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid_t gid,
+                 int flags);
+int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid);
+int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
+                  const struct timespec ts[2], int flags);
+int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,
+                  size_t size, int flags);
+int mop_fremovexattr(volume *v, int idx, int fd, const char *name);
+
+#endif
