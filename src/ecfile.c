@@ -27,6 +27,7 @@
 
 #include "chunk.h"
 #include "log.h"
+#include "memberops.h"
 #include "stripe.h"
 #include "volume_internal.h"
 
@@ -87,12 +88,13 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		return pc->state == CHUNK_FAILED ? 0 : pfd;
 	}
 	if (create) {
-		pc->fd = openat(pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		                    mode);
 		pc->created = pc->fd >= 0;
 		if (pc->fd < 0 && errno == EEXIST && !(flags & O_EXCL))
-			pc->fd = openat(pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC);
+			pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	} else {
-		pc->fd = openat(pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC);
+		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	}
 	int e = errno;
 	close(pfd);
@@ -112,11 +114,11 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	/* Owned by the caller: already so if the daemon runs with the
 	 * caller's fsuid/fsgid, else chown it (root daemon). */
 	if (pc->created && (st.st_uid != uid || st.st_gid != gid) &&
-	    fchown(pc->fd, uid, gid) < 0)
+	    mop_fchown(v, mb, pc->fd, uid, gid) < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
 		         mb, (unsigned)uid, (unsigned)gid, g_strerror(errno));
 	uint8_t buf[CHUNK_HEADER_SIZE];
-	ssize_t got = pread(pc->fd, buf, sizeof(buf), 0);
+	ssize_t got = mop_pread(v, mb, pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
 		if (volume_member_error(v, mb, errno, "reading a chunk header"))
 			pc->state = CHUNK_FAILED;
@@ -873,13 +875,13 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 		if (!any)
 			*st = s;
 		any = true;
-		int fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = mop_openat(v, mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 		close(pfd);
 		uint8_t buf[CHUNK_HEADER_SIZE];
 		chunk_header h;
 		if (fd < 0)
 			continue;
-		ssize_t got = pread(fd, buf, sizeof(buf), 0);
+		ssize_t got = mop_pread(v, mb, fd, buf, sizeof(buf), 0);
 		close(fd);
 		if (got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
 		    !memcmp(h.volume_uuid, volume_uuid(v), 16) && (!have || h.generation > best_gen)) {

@@ -19,6 +19,7 @@
 
 #include <glib.h>
 
+#include "memberops.h"
 #include "mirror.h"
 
 /* One name of a listing. */
@@ -60,9 +61,9 @@ struct new_dir {
 static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_dir *nd = arg;
-	if (mkdirat(dirfd, leaf, nd->mode) < 0)
+	if (mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode) < 0)
 		return -errno;
-	return fs_chown_new(dirfd, leaf, nd->uid, nd->gid);
+	return fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
 }
 
 int fs_mkdir(const char *path, mode_t mode)
@@ -80,7 +81,7 @@ int fs_mkdir(const char *path, mode_t mode)
 
 static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(unlinkat(dirfd, leaf, AT_REMOVEDIR));
+	return mirror_errno(mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR));
 }
 
 int fs_rmdir(const char *path)
@@ -218,7 +219,7 @@ static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 	if (fd < 0)
 		return fd;
 	int datasync = *(const int *)arg;
-	int rc = mirror_errno(datasync ? fdatasync(fd) : fsync(fd));
+	int rc = mirror_errno(mop_fsync(fs_volume(), member, fd, datasync));
 	close(fd);
 	return rc;
 }

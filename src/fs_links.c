@@ -16,11 +16,12 @@
 #include <unistd.h>
 
 #include "ecfile.h"
+#include "memberops.h"
 #include "mirror.h"
 
 static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(unlinkat(dirfd, leaf, 0));
+	return mirror_errno(mop_unlinkat(fs_volume(), member, dirfd, leaf, 0));
 }
 
 int fs_unlink(const char *path)
@@ -34,7 +35,8 @@ int fs_unlink(const char *path)
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
                          const char *leaf2, void *arg)
 {
-	return mirror_errno(renameat2(fd1, leaf1, fd2, leaf2, *(const unsigned *)arg));
+	return mirror_errno(mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2,
+	                                  *(const unsigned *)arg));
 }
 
 int fs_rename(const char *from, const char *to, unsigned int flags)
@@ -61,9 +63,9 @@ struct new_link {
 static int symlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_link *nl = arg;
-	if (symlinkat(nl->target, dirfd, leaf) < 0)
+	if (mop_symlinkat(fs_volume(), member, nl->target, dirfd, leaf) < 0)
 		return -errno;
-	return fs_chown_new(dirfd, leaf, nl->uid, nl->gid);
+	return fs_chown_new(member, dirfd, leaf, nl->uid, nl->gid);
 }
 
 int fs_symlink(const char *target, const char *path)
@@ -105,7 +107,7 @@ int fs_readlink(const char *path, char *buf, size_t size)
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
                        const char *leaf2, void *arg)
 {
-	return mirror_errno(linkat(fd1, leaf1, fd2, leaf2, 0));
+	return mirror_errno(mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0));
 }
 
 int fs_link(const char *from, const char *to)
@@ -127,9 +129,9 @@ struct new_node {
 static int mknod_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_node *nn = arg;
-	if (mknodat(dirfd, leaf, nn->mode, nn->rdev) < 0)
+	if (mop_mknodat(fs_volume(), member, dirfd, leaf, nn->mode, nn->rdev) < 0)
 		return -errno;
-	return fs_chown_new(dirfd, leaf, nn->uid, nn->gid);
+	return fs_chown_new(member, dirfd, leaf, nn->uid, nn->gid);
 }
 
 int fs_mknod(const char *path, mode_t mode, dev_t rdev)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "memberops.h"
 #include "mirror.h"
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
@@ -53,11 +54,12 @@ int fs_new_owner(const char *path, uid_t *uid, gid_t *gid)
 	return 0;
 }
 
-int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid)
+int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 {
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
-	return mirror_errno(fchownat(dirfd, leaf, uid, gid, AT_SYMLINK_NOFOLLOW));
+	return mirror_errno(mop_fchownat(fs_volume(), member, dirfd, leaf, uid, gid,
+	                                 AT_SYMLINK_NOFOLLOW));
 }
 
 static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
@@ -97,7 +99,9 @@ const char *fs_path(const char *path, char *buf)
 
 static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	if (mkdirat(dirfd, leaf, 0700) < 0 && errno != EEXIST)
+	volume *v = arg; /* before mounting: no FUSE context to ask */
+
+	if (mop_mkdirat(v, member, dirfd, leaf, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -111,7 +115,7 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 	/* Files that were open and unlinked when the daemon stopped. */
 	for (struct dirent *de; (de = readdir(d)) != NULL;)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-		    unlinkat(fd, de->d_name, 0) < 0)
+		    mop_unlinkat(v, member, fd, de->d_name, 0) < 0)
 			ecfs_log(LOG_WARNING, "cannot remove orphan %s on member %d: %s",
 			         de->d_name, member, strerror(errno));
 	closedir(d);
@@ -120,7 +124,7 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 
 void fs_orphans_prepare(volume *v)
 {
-	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, NULL, 0, "orphan folder");
+	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, v, 0, "orphan folder");
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "cannot prepare the orphan folder %s: %s; files unlinked "
 		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));

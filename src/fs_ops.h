@@ -36,9 +36,9 @@ volume *fs_volume(void);
  * if the parent directory is setgid (as a local filesystem does).  Returns
  * 0 or a negative errno (the parent's lookup failed). */
 int fs_new_owner(const char *path, uid_t *uid, gid_t *gid);
-/* Gives the object just created at (dirfd, leaf) to uid:gid when the daemon
- * runs as root; a no-op otherwise. */
-int fs_chown_new(int dirfd, const char *leaf, uid_t uid, gid_t gid);
+/* Gives the object just created at (dirfd, leaf) on member to uid:gid when
+ * the daemon runs as root; a no-op otherwise. */
+int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid);
 /* Open files that are unlinked or renamed over are not removed while open:
  * libfuse renames them to "<dir>/.fuse_hidden<16 hex digits>" and unlinks
  * that name at the last close (so users cannot have names of that form).  ecfs keeps them in the members' orphan folder instead,

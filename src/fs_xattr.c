@@ -29,6 +29,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "memberops.h"
 #include "mirror.h"
 
 #define XATTR_USER "user."
@@ -85,7 +86,8 @@ static int setxattr_member(int member, int dirfd, const char *leaf, void *arg)
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
-	rc = mirror_errno(setxattr(o.path, x->name, x->value, x->size, x->flags));
+	rc = mirror_errno(mop_fsetxattr(fs_volume(), member, o.fd, x->name, x->value, x->size,
+	                                 x->flags));
 	close(o.fd);
 	return rc;
 }
@@ -121,7 +123,7 @@ static int removexattr_member(int member, int dirfd, const char *leaf, void *arg
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
-	rc = mirror_errno(removexattr(o.path, arg));
+	rc = mirror_errno(mop_fremovexattr(fs_volume(), member, o.fd, arg));
 	close(o.fd);
 	return rc;
 }

@@ -28,6 +28,7 @@
 #include "chunk.h"
 #include "fsck.h"
 #include "log.h"
+#include "memberops.h"
 #include "stripe.h"
 #include "superblock.h"
 #include "volume_internal.h"
@@ -214,21 +215,21 @@ static int read_superblock(int rootfd, superblock *sb, char **why)
 	return rc;
 }
 
-static int write_superblock(int rootfd, const superblock *sb)
+static int write_superblock(fsck *f, int idx, int rootfd, const superblock *sb)
 {
-	if (mkdirat(rootfd, ECFS_META_DIR, 0755) < 0 && errno != EEXIST)
+	if (mop_mkdirat(f->v, idx, rootfd, ECFS_META_DIR, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (metafd < 0)
 		return -errno;
-	int rc = superblock_write(metafd, sb);
+	int rc = superblock_write(f->v, idx, metafd, sb);
 	close(metafd);
 	return rc;
 }
 
 /* The member index the chunks on a member belong to (position + rotation
  * of the first chunk header found), or -1 if it holds none. */
-static int index_from_chunks(int dirfd, int n, int depth)
+static int index_from_chunks(volume *v, int mb, int dirfd, int n, int depth)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), idx = -1;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -248,11 +249,11 @@ static int index_from_chunks(int dirfd, int n, int depth)
 		if (cfd < 0)
 			continue;
 		if (fstat(cfd, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8) {
-			idx = index_from_chunks(cfd, n, depth + 1);
+			idx = index_from_chunks(v, mb, cfd, n, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
 			uint8_t buf[CHUNK_HEADER_SIZE];
 			chunk_header h;
-			if (pread(cfd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
+			if (mop_pread(v, mb, cfd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
 			    chunk_header_decode(buf, &h, NULL) == 0)
 				idx = (int)((h.position + h.rotation) % (uint32_t)n);
 		}
@@ -316,7 +317,7 @@ static bool check_members(fsck *f, superblock *ref)
 		    errno == ENOENT)
 			st = FSCK_REPAIRABLE; /* -y creates it empty and rebuilds it */
 		if (rootfd >= 0) {
-			int has = index_from_chunks(rootfd, f->n, 0);
+			int has = index_from_chunks(f->v, i, rootfd, f->n, 0);
 			if (has >= 0 && has != i) {
 				fsck_problem(f, "member", NULL, i, 0, 0, FSCK_UNREPAIRABLE,
 				             "%s; it holds chunks of member index %d, not %d: give the "
@@ -327,7 +328,7 @@ static bool check_members(fsck *f, superblock *ref)
 			if (f->o.repair) {
 				superblock sb = *ref;
 				sb.index = i;
-				rc = write_superblock(rootfd, &sb);
+				rc = write_superblock(f, i, rootfd, &sb);
 				st = rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
 				rewritten |= rc == 0;
 			}
@@ -382,7 +383,7 @@ static int check_superblocks(fsck *f, superblock *ref)
 			continue;
 		superblock fix = sb[best];
 		fix.index = sb[i].index;
-		int rc = f->o.repair ? write_superblock(volume_root_fd(f->v, i), &fix) : 0;
+		int rc = f->o.repair ? write_superblock(f, i, volume_root_fd(f->v, i), &fix) : 0;
 		fsck_problem(f, "superblock", NULL, i, 0, 0, fsck_outcome(f, rc),
 		             "volume defaults differ from the other members' superblocks");
 	}
@@ -405,7 +406,7 @@ static bool volume_locked(fsck *f, char *who, size_t len)
 		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 		bool locked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 		if (locked) {
-			ssize_t r = pread(fd, who, len - 1, 0);
+			ssize_t r = mop_pread(f->v, i, fd, who, len - 1, 0);
 			who[r > 0 ? r : 0] = 0;
 			g_strchomp(who);
 		}

@@ -32,6 +32,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "memberops.h"
 #include "repair.h"
 #include "stripe.h"
 #include "volume_internal.h"
@@ -191,35 +192,35 @@ static int vote(const view *w, int n, uint64_t voters, same_fn same)
 
 /* ---- repairs on one member ---- */
 
-static int set_xattrs(int dfd, const char *name, const view *want, const view *have)
+static int set_xattrs(volume *v, int mb, int dfd, const char *name, const view *want,
+                      const view *have)
 {
-	char proc[40];
 	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), rc = 0;
 
 	if (fd < 0)
 		return -errno;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	for (guint i = 0; have->xnames && i < have->xnames->len; i++) {
 		const char *xn = have->xnames->pdata[i];
 		bool keep = false;
 		for (guint j = 0; j < want->xnames->len && !keep; j++)
 			keep = !strcmp(xn, want->xnames->pdata[j]);
-		if (!keep && removexattr(proc, xn) < 0 && errno != ENODATA)
+		if (!keep && mop_fremovexattr(v, mb, fd, xn) < 0 && errno != ENODATA)
 			rc = -errno;
 	}
 	for (guint j = 0; j < want->xnames->len; j++) {
 		gsize vl;
 		const void *val = g_bytes_get_data(want->xvals->pdata[j], &vl);
-		if (setxattr(proc, want->xnames->pdata[j], val, vl, 0) < 0)
+		if (mop_fsetxattr(v, mb, fd, want->xnames->pdata[j], val, vl, 0) < 0)
 			rc = -errno;
 	}
 	close(fd);
 	return rc;
 }
 
-static int remove_entry(int dfd, const char *name, const view *w)
+static int remove_entry(volume *v, int mb, int dfd, const char *name, const view *w)
 {
-	return unlinkat(dfd, name, S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+	int flags = S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0;
+	return mop_unlinkat(v, mb, dfd, name, flags) < 0 ? -errno : 0;
 }
 
 /* Moves a left-over entry to <member>/.ecfs/lost+found instead of
@@ -232,13 +233,13 @@ static int move_to_lost(fsck *f, int mb, int dfd, const char *name, const char *
 	char *target = g_strdup_printf("%.12s-%.200s", sum, name);
 	int rc = 0;
 
-	if (mkdirat(root, ECFS_META_DIR "/lost+found", 0700) < 0 && errno != EEXIST)
+	if (mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700) < 0 && errno != EEXIST)
 		rc = -errno;
 	int lfd = rc ? -1 : openat(root, ECFS_META_DIR "/lost+found",
 	                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!rc && lfd < 0)
 		rc = -errno;
-	if (!rc && renameat(dfd, name, lfd, target) < 0)
+	if (!rc && mop_renameat2(f->v, mb, dfd, name, lfd, target, 0) < 0)
 		rc = -errno;
 	if (lfd >= 0)
 		close(lfd);
@@ -247,17 +248,17 @@ static int move_to_lost(fsck *f, int mb, int dfd, const char *name, const char *
 	return rc;
 }
 
-static int create_entry(int dfd, const char *name, const view *like)
+static int create_entry(volume *v, int mb, int dfd, const char *name, const view *like)
 {
 	mode_t mode = like->st.st_mode;
 	int rc;
 
 	if (S_ISDIR(mode))
-		rc = mkdirat(dfd, name, 0700);
+		rc = mop_mkdirat(v, mb, dfd, name, 0700);
 	else if (S_ISLNK(mode))
-		rc = symlinkat(like->target, dfd, name);
+		rc = mop_symlinkat(v, mb, like->target, dfd, name);
 	else
-		rc = mknodat(dfd, name, (mode & S_IFMT) | 0600, like->st.st_rdev);
+		rc = mop_mknodat(v, mb, dfd, name, (mode & S_IFMT) | 0600, like->st.st_rdev);
 	return rc < 0 ? -errno : 0;
 }
 
@@ -327,12 +328,12 @@ static void settle(entry_ctx *e, int win, same_fn same, const char *what,
 static int fix_perm(entry_ctx *e, int mb, int win)
 {
 	mode_t mode = e->w[win].st.st_mode & 07777;
-	return fchmodat(e->dfd[mb], e->name, mode, 0) < 0 ? -errno : 0;
+	return mop_fchmodat(e->f->v, mb, e->dfd[mb], e->name, mode, 0) < 0 ? -errno : 0;
 }
 static int fix_owner(entry_ctx *e, int mb, int win)
 {
-	int rc = fchownat(e->dfd[mb], e->name, e->w[win].st.st_uid, e->w[win].st.st_gid,
-	                  AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	int rc = mop_fchownat(e->f->v, mb, e->dfd[mb], e->name, e->w[win].st.st_uid,
+	                      e->w[win].st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	/* chown clears set-id bits: put the permission bits back. */
 	if (!rc && !S_ISLNK(e->w[win].st.st_mode) && e->w[win].st.st_mode & 06000)
 		rc = fix_perm(e, mb, win);
@@ -340,13 +341,13 @@ static int fix_owner(entry_ctx *e, int mb, int win)
 }
 static int fix_xattrs(entry_ctx *e, int mb, int win)
 {
-	return set_xattrs(e->dfd[mb], e->name, &e->w[win], &e->w[mb]);
+	return set_xattrs(e->f->v, mb, e->dfd[mb], e->name, &e->w[win], &e->w[mb]);
 }
 static int fix_recreate(entry_ctx *e, int mb, int win)
 {
-	int rc = remove_entry(e->dfd[mb], e->name, &e->w[mb]);
+	int rc = remove_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
 	if (!rc)
-		rc = create_entry(e->dfd[mb], e->name, &e->w[win]);
+		rc = create_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[win]);
 	if (!rc)
 		rc = fix_owner(e, mb, win);
 	return rc;
@@ -382,7 +383,7 @@ static void settle_metadata(entry_ctx *e)
 		struct timespec ts[2] = { e->w[src].st.st_atim, e->w[src].st.st_mtim };
 		for (int mb = 0; mb < f->n; mb++)
 			if (e->fresh >> mb & 1)
-				utimensat(e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
+				mop_utimensat(f->v, mb, e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
 	}
 }
 
@@ -422,7 +423,7 @@ static int check_entry(entry_ctx *e, bool root)
 		int r = S_ISDIR(e->w[mb].st.st_mode) && dir_has_entries(e->dfd[mb], e->name)
 		        ? -ENOTEMPTY : 0;
 		if (f->o.repair && !r)
-			r = remove_entry(e->dfd[mb], e->name, &e->w[mb]);
+			r = remove_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
 		fsck_problem(f, "type", e->path, mb, 0, 0,
 		             r == -ENOTEMPTY ? FSCK_UNREPAIRABLE : fsck_outcome(f, r),
 		             "a %s where the other members hold a %s", type_name(e->w[mb].st.st_mode),
@@ -443,7 +444,7 @@ static int check_entry(entry_ctx *e, bool root)
 			if (!(typed >> mb & 1))
 				continue;
 			int r = !f->o.repair ? 0
-			        : type == S_IFDIR ? remove_entry(e->dfd[mb], e->name, &e->w[mb])
+			        : type == S_IFDIR ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
 			                          : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
 			fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
 			             "%s held by %d of %d members only (left over from a removal)%s",
@@ -466,7 +467,8 @@ static int check_entry(entry_ctx *e, bool root)
 		for (int mb = 0; mb < n; mb++) {
 			if (!(missing >> mb & 1))
 				continue;
-			int r = f->o.repair && e->dfd[mb] >= 0 ? create_entry(e->dfd[mb], e->name, &e->w[win])
+			int r = f->o.repair && e->dfd[mb] >= 0
+			        ? create_entry(f->v, mb, e->dfd[mb], e->name, &e->w[win])
 			        : f->o.repair ? -ENOENT : 0;
 			if (!(e->quiet >> mb & 1))
 				fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),

@@ -6,7 +6,9 @@
  * record the operations for crash simulation (ECFS_RECORD), and count
  * them (abort after the Nth write).  Each wrapper has the calling
  * convention of the system call it wraps (-1 and errno on failure), plus
- * the volume and the member index the descriptor belongs to.
+ * the volume and the member index the descriptor belongs to (v may be
+ * NULL while a volume is being created: such calls are plain system
+ * calls).  The xattr wrappers also accept O_PATH descriptors.
  *
  * Only the wrappers' plumbing lives here: what a failed member means is
  * still decided by volume_member_error().

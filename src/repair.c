@@ -34,6 +34,7 @@
 #include "chunk.h"
 #include "layout.h"
 #include "log.h"
+#include "memberops.h"
 #include "memberio.h"
 #include "stripe.h"
 #include "volume_internal.h"
@@ -94,13 +95,15 @@ static uint8_t *strip_buf(file_check *fc, int pos, int i)
 	return fc->bufs + ((size_t)pos * (size_t)fc->run + (size_t)i) * fc->c.lay.strip_size;
 }
 
-static ssize_t pio_all(int fd, void *buf, size_t len, off_t off, bool write)
+static ssize_t pio_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off,
+                       bool write)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = write ? pwrite(fd, (uint8_t *)buf + done, len - done, off + (off_t)done)
-		                  : pread(fd, (uint8_t *)buf + done, len - done, off + (off_t)done);
+		uint8_t *p = (uint8_t *)buf + done;
+		ssize_t r = write ? mop_pwrite(v, idx, fd, p, len - done, off + (off_t)done)
+		                  : mop_pread(v, idx, fd, p, len - done, off + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -132,9 +135,11 @@ static void scan_member(void *arg)
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
 
-	ssize_t got = pio_all(fd, t->buf, want, (off_t)layout_strip_offset(&c->lay, t->s0), false);
+	ssize_t got = pio_all(c->v, t->member, fd, t->buf, want,
+	                      (off_t)layout_strip_offset(&c->lay, t->s0), false);
 	ssize_t rgot = got < 0 ? got
-	               : pio_all(fd, recs, rwant, (off_t)layout_record_offset(&c->lay, t->s0), false);
+	               : pio_all(c->v, t->member, fd, recs, rwant,
+	                         (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		t->err = (int)(got < 0 ? got : rgot);
 		for (int i = 0; i < t->cnt; i++) {
@@ -198,10 +203,10 @@ static void write_member(void *arg)
 			chunk_record_encode(&r, rec);
 		}
 		/* Strip first, then its record, as a commit does. */
-		ssize_t w = pio_all(c->fd[t->member], data, strip,
+		ssize_t w = pio_all(c->v, t->member, c->fd[t->member], data, strip,
 		                    (off_t)layout_strip_offset(&c->lay, s), true);
 		if (w >= 0)
-			w = pio_all(c->fd[t->member], rec, sizeof(rec),
+			w = pio_all(c->v, t->member, c->fd[t->member], rec, sizeof(rec),
 			            (off_t)layout_record_offset(&c->lay, s), true);
 		if (w < 0)
 			t->err = (int)w;
@@ -241,7 +246,7 @@ static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
 	close(pfd);
 	if (p->fd < 0)
 		return;
-	ssize_t got = pio_all(p->fd, buf, sizeof(buf), 0, false);
+	ssize_t got = pio_all(f->v, mb, p->fd, buf, sizeof(buf), 0, false);
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";
@@ -294,7 +299,7 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 		return pfd;
 	if (link_from) {
 		int sfd = volume_parent_fd(f->v, mb, link_from, &sleaf);
-		if (sfd >= 0 && linkat(sfd, sleaf, pfd, leaf, 0) == 0) {
+		if (sfd >= 0 && mop_linkat(f->v, mb, sfd, sleaf, pfd, leaf, 0) == 0) {
 			fd = openat(pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 			*linked = fd >= 0;
 		}
@@ -302,7 +307,8 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 			close(sfd);
 	}
 	if (fd < 0)
-		fd = openat(pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		                0600);
 	e = errno;
 	close(pfd);
 	return fd < 0 ? -e : fd;

@@ -25,6 +25,7 @@
 #include <glib.h>
 
 #include "log.h"
+#include "memberops.h"
 #include "memberio.h"
 #include "volume_internal.h"
 
@@ -69,13 +70,15 @@ int stripe_usable_count(stripe_ctx *c)
 /* Full-length positioned I/O over an iovec, resuming after short transfers.
  * Returns bytes moved (less than asked only at end of file for reads) or
  * -errno. */
-static ssize_t full_iov(int fd, struct iovec *iov, int cnt, off_t off, bool write)
+static ssize_t full_iov(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
+                        bool write)
 {
 	ssize_t total = 0;
 
 	while (cnt > 0) {
-		ssize_t r = write ? pwritev(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt, off)
-		                  : preadv(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt, off);
+		int part = cnt > IOV_MAX ? IOV_MAX : cnt;
+		ssize_t r = write ? mop_pwritev(v, idx, fd, iov, part, off)
+		                  : mop_preadv(v, idx, fd, iov, part, off);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -125,12 +128,7 @@ static void commit_member(void *arg)
 	struct iovec iov[STRIPE_BATCH], riov;
 	uint64_t strip = c->lay.strip_size;
 	ssize_t r;
-	int ferr;
 
-	if (volume_fault(c->v, t->member, true, &ferr)) {
-		t->err = -ferr; /* errno 0: the writes are silently lost */
-		return;
-	}
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++) {
 		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
@@ -145,10 +143,11 @@ static void commit_member(void *arg)
 	}
 	/* Strips first, then their records: until both are down the pair does
 	 * not verify, so a torn commit reads as an erasure, never as data. */
-	r = full_iov(c->fd[t->member], iov, t->cnt, (off_t)layout_strip_offset(&c->lay, t->s0), true);
+	r = full_iov(c->v, t->member, c->fd[t->member], iov, t->cnt,
+	             (off_t)layout_strip_offset(&c->lay, t->s0), true);
 	if (r >= 0) {
 		riov = (struct iovec){ recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
-		r = full_iov(c->fd[t->member], &riov, 1,
+		r = full_iov(c->v, t->member, c->fd[t->member], &riov, 1,
 		             (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
 	t->err = r < 0 ? (int)r : 0;
@@ -229,19 +228,14 @@ static void fetch_member(void *arg)
 	struct iovec iov[STRIPE_FETCH_RUN], riov = { recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
-	int ferr;
 
-	if (volume_fault(c->v, t->member, false, &ferr) && ferr) {
-		for (int i = 0; i < t->cnt; i++)
-			t->status[i] = FETCH_ERR;
-		t->err = -ferr;
-		return;
-	}
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
-	ssize_t got = full_iov(fd, iov, t->cnt, (off_t)layout_strip_offset(&c->lay, t->s0), false);
+	ssize_t got = full_iov(c->v, t->member, fd, iov, t->cnt,
+	                       (off_t)layout_strip_offset(&c->lay, t->s0), false);
 	ssize_t rgot = got < 0 ? got
-	               : full_iov(fd, &riov, 1, (off_t)layout_record_offset(&c->lay, t->s0), false);
+	               : full_iov(c->v, t->member, fd, &riov, 1,
+	                          (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
 			t->status[i] = FETCH_ERR;
@@ -454,9 +448,7 @@ int stripe_write_headers(stripe_ctx *c)
 		h.position = (uint32_t)layout_position_of(&c->lay, mb);
 		chunk_header_encode(&h, buf);
 		struct iovec iov = { buf, sizeof(buf) };
-		int ferr;
-		ssize_t r = volume_fault(c->v, mb, true, &ferr) ? -ferr
-		            : full_iov(c->fd[mb], &iov, 1, 0, true);
+		ssize_t r = full_iov(c->v, mb, c->fd[mb], &iov, 1, 0, true);
 		if (r < 0) {
 			if (volume_member_error(c->v, mb, (int)-r, "writing a chunk header"))
 				c->state[mb] = CHUNK_FAILED;
@@ -468,7 +460,8 @@ int stripe_write_headers(stripe_ctx *c)
 }
 
 typedef struct sync_task {
-	int fd;
+	volume *v;
+	int member, fd;
 	bool datasync;
 	int err;
 } sync_task;
@@ -476,7 +469,7 @@ typedef struct sync_task {
 static void sync_member(void *arg)
 {
 	sync_task *t = arg;
-	t->err = (t->datasync ? fdatasync(t->fd) : fsync(t->fd)) < 0 ? -errno : 0;
+	t->err = mop_fsync(t->v, t->member, t->fd, t->datasync) < 0 ? -errno : 0;
 }
 
 int stripe_sync(stripe_ctx *c, bool datasync)
@@ -487,7 +480,8 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 
 	mio_batch_init(&batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
-		tasks[mb] = (sync_task){ .fd = c->fd[mb], .datasync = datasync, .err = 1 };
+		tasks[mb] = (sync_task){ .v = c->v, .member = mb, .fd = c->fd[mb],
+		                         .datasync = datasync, .err = 1 };
 		if (stripe_member_usable(c, mb))
 			memberio_submit(volume_memberio(c->v), mb, &batch, sync_member, &tasks[mb]);
 	}
@@ -518,11 +512,12 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 			rc = -errno;
 		if (rc == 0 && in_group && (uint64_t)st.st_size > layout_record_offset(&c->lay, from)) {
 			struct iovec iov = { zeros, (CHUNK_GROUP_STRIPES - in_group) * CHUNK_RECORD_SIZE };
-			ssize_t r = full_iov(c->fd[mb], &iov, 1,
+			ssize_t r = full_iov(c->v, mb, c->fd[mb], &iov, 1,
 			                     (off_t)layout_record_offset(&c->lay, from), true);
 			rc = r < 0 ? (int)r : 0;
 		}
-		if (rc == 0 && (uint64_t)st.st_size > len && ftruncate(c->fd[mb], (off_t)len) < 0)
+		if (rc == 0 && (uint64_t)st.st_size > len &&
+		    mop_ftruncate(c->v, mb, c->fd[mb], (off_t)len) < 0)
 			rc = -errno;
 		if (rc < 0) {
 			if (volume_member_error(c->v, mb, -rc, "truncating a chunk"))

@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "ec.h"
+#include "memberops.h"
 
 void uuid_format(const uint8_t u[16], char out[37])
 {
@@ -227,24 +228,26 @@ int superblock_read(int metafd, superblock *sb, char **why)
 	return superblock_parse(buf, (size_t)len, sb, why);
 }
 
-int superblock_write(int metafd, const superblock *sb)
+int superblock_write(volume *v, int idx, int metafd, const superblock *sb)
 {
 	char *text = superblock_format(sb);
 	size_t len = strlen(text);
 	int rc = 0;
-	int fd = openat(metafd, SUPERBLOCK_FILE ".tmp",
-	                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = mop_openat(v, idx, metafd, SUPERBLOCK_FILE ".tmp",
+	                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
 	}
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
+	if (mop_pwrite(v, idx, fd, text, len, 0) != (ssize_t)len ||
+	    mop_fsync(v, idx, fd, false) < 0)
 		rc = errno ? -errno : -EIO;
 	close(fd);
-	if (rc == 0 && renameat(metafd, SUPERBLOCK_FILE ".tmp", metafd, SUPERBLOCK_FILE) < 0)
+	if (rc == 0 && mop_renameat2(v, idx, metafd, SUPERBLOCK_FILE ".tmp", metafd,
+	                             SUPERBLOCK_FILE, 0) < 0)
 		rc = -errno;
-	if (rc == 0 && fsync(metafd) < 0)
+	if (rc == 0 && mop_fsync(v, idx, metafd, false) < 0)
 		rc = -errno;
 out:
 	g_free(text);

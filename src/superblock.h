@@ -11,6 +11,8 @@
 
 #include "checksum.h"
 
+typedef struct volume volume;
+
 #define SUPERBLOCK_FILE "superblock"
 #define SUPERBLOCK_VERSION 1
 #define SUPERBLOCK_GROUP "ecfs"
@@ -34,9 +36,10 @@ int superblock_parse(const char *text, size_t len, superblock *sb, char **why);
 /* The GKeyFile text of sb, g_malloc'd. */
 char *superblock_format(const superblock *sb);
 /* Reads / atomically writes (temp file + rename + fsync) the superblock
- * inside the metadata directory fd. */
+ * inside the metadata directory fd (through member idx of v for the
+ * write; v is NULL while the volume is being created). */
 int superblock_read(int metafd, superblock *sb, char **why);
-int superblock_write(int metafd, const superblock *sb);
+int superblock_write(volume *v, int idx, int metafd, const superblock *sb);
 
 void uuid_format(const uint8_t uuid[16], char out[37]);
 int uuid_parse(const char *s, uint8_t uuid[16]);

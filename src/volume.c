@@ -34,6 +34,7 @@
 #include "checksum.h"
 #include "log.h"
 #include "memberio.h"
+#include "memberops.h"
 #include "superblock.h"
 #include "volume_internal.h"
 
@@ -336,13 +337,14 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	for (int i = 0; i < n; i++) {
 		int rc;
 		sb->index = i;
-		if (mkdirat(pr[i].rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
+		/* No volume yet (v NULL): creation is neither faulted nor recorded. */
+		if (mop_mkdirat(NULL, i, pr[i].rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
 			rc = -errno;
 		else if ((pr[i].metafd = openat(pr[i].rootfd, ECFS_META_DIR,
 		                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			rc = -errno;
 		else
-			rc = superblock_write(pr[i].metafd, sb);
+			rc = superblock_write(NULL, i, pr[i].metafd, sb);
 		if (rc < 0) {
 			*message = g_strdup_printf("cannot write the superblock of member %s: %s",
 			                           pr[i].path, g_strerror(-rc));
@@ -461,7 +463,8 @@ static int take_lock(volume *v, int idx, char **message)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char info[256];
 
-	mb->lockfd = openat(mb->metafd, LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	mb->lockfd = mop_openat(v, idx, mb->metafd, LOCK_FILE,
+	                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (mb->lockfd < 0) {
 		*message = g_strdup_printf("cannot open the lock of member %s: %s", mb->path,
 		                           g_strerror(errno));
@@ -471,7 +474,7 @@ static int take_lock(volume *v, int idx, char **message)
 	 * dropped by the kernel when it dies, so nothing stale is left. */
 	if (fcntl(mb->lockfd, F_OFD_SETLK, &fl) < 0) {
 		int e = errno;
-		ssize_t len = pread(mb->lockfd, info, sizeof(info) - 1, 0);
+		ssize_t len = mop_pread(v, idx, mb->lockfd, info, sizeof(info) - 1, 0);
 		long pid = 0;
 		char host[200] = "?";
 		if (len > 0) {
@@ -489,7 +492,8 @@ static int take_lock(volume *v, int idx, char **message)
 	char host[128] = "";
 	gethostname(host, sizeof(host) - 1);
 	int len = snprintf(info, sizeof(info), "pid=%ld host=%s\n", (long)getpid(), host);
-	if (ftruncate(mb->lockfd, 0) < 0 || pwrite(mb->lockfd, info, (size_t)len, 0) != len)
+	if (mop_ftruncate(v, idx, mb->lockfd, 0) < 0 ||
+	    mop_pwrite(v, idx, mb->lockfd, info, (size_t)len, 0) != len)
 		ecfs_log(LOG_WARNING, "cannot record the lock owner on %s", mb->path);
 	return 0;
 }

@@ -138,7 +138,7 @@ static void test_read_write_files(void **state)
 	assert_non_null(why);
 	g_free(why);
 	why = NULL;
-	assert_int_equal(superblock_write(fd, &sb), 0);
+	assert_int_equal(superblock_write(NULL, 0, fd, &sb), 0);
 	assert_int_equal(superblock_read(fd, &d, &why), 0);
 	assert_memory_equal(d.uuid, sb.uuid, 16);
 
