@@ -76,7 +76,8 @@ int fs_mkdir(const char *path, mode_t mode)
 	int rc = fs_new_owner(path, &nd.uid, &nd.gid);
 	if (rc < 0)
 		return rc;
-	return mirror_apply(fs_volume(), path, mkdir_member, &nd, 0, "mkdir");
+	intent_args a = { INTENT_MKDIR, .from = path, .mode = nd.mode, .uid = nd.uid, .gid = nd.gid };
+	return mirror_apply_logged(fs_volume(), &a, mkdir_member, NULL, &nd, "mkdir");
 }
 
 static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
@@ -88,7 +89,8 @@ int fs_rmdir(const char *path)
 {
 	if (volume_path_reserved(path))
 		return -ENOENT;
-	return mirror_apply(fs_volume(), path, rmdir_member, NULL, 0, "rmdir");
+	intent_args a = { INTENT_RMDIR, .from = path };
+	return mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
 }
 
 static int open_dir_at(int dirfd, const char *leaf)

@@ -29,7 +29,8 @@ int fs_unlink(const char *path)
 	if (volume_path_reserved(path))
 		return -ENOENT;
 	char buf[FS_ORPHAN_PATH_MAX];
-	return mirror_apply(fs_volume(), fs_path(path, buf), unlink_member, NULL, 0, "unlink");
+	intent_args a = { INTENT_UNLINK, .from = fs_path(path, buf) };
+	return mirror_apply_logged(fs_volume(), &a, unlink_member, NULL, NULL, "unlink");
 }
 
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
@@ -50,8 +51,9 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
 	/* libfuse hides an open file that is unlinked or renamed over by
 	 * renaming it to a hidden name: into the orphan folder. */
 	char buf1[FS_ORPHAN_PATH_MAX], buf2[FS_ORPHAN_PATH_MAX];
-	return mirror_apply2(fs_volume(), fs_path(from, buf1), fs_path(to, buf2),
-	                     rename_member, &flags, 0, "rename");
+	intent_args a = { INTENT_RENAME, .from = fs_path(from, buf1), .to = fs_path(to, buf2),
+	                  .flags = flags };
+	return mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &flags, "rename");
 }
 
 struct new_link {
@@ -116,7 +118,8 @@ int fs_link(const char *from, const char *to)
 		return -ENOENT;
 	if (volume_path_reserved(to))
 		return -EPERM;
-	return mirror_apply2(fs_volume(), from, to, link_member, NULL, 0, "link");
+	intent_args a = { INTENT_LINK, .from = from, .to = to };
+	return mirror_apply_logged(fs_volume(), &a, NULL, link_member, NULL, "link");
 }
 
 struct new_node {

@@ -68,6 +68,13 @@ enum fsck_status fsck_outcome(const fsck *f, int rc);
 /* Redraws the progress line (at most a few times a second). */
 void fsck_progress(fsck *f, bool force);
 
+/* What a crash leaves outside the namespace (fsck_tree.c): operations
+ * whose intent records remain (reported; finished with --repair, before
+ * the namespace is judged) and files unlinked while open, left in the
+ * orphan folders (reported; removed with --repair).  Not to be run on a
+ * mounted volume, where both are in use. */
+void fsck_pending(fsck *f);
+
 /* Walks the namespace of every healthy member from the root, compares and
  * repairs it, and checks every regular file through repair_file(). */
 int fsck_tree(fsck *f);

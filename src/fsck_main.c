@@ -576,7 +576,8 @@ int main(int argc, char **argv)
 	char **paths = g_strsplit(argv[optind], ":", -1);
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
-	volume_options vo = { .read_only = !f.o.repair };
+	/* Intents are replayed by fsck_pending, which reports them. */
+	volume_options vo = { .read_only = !f.o.repair, .keep_intents = true };
 	if (!check_member_paths(&f, paths, n)) {
 		g_strfreev(paths);
 		return finish(&f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
@@ -605,9 +606,11 @@ int main(int argc, char **argv)
 	f.k = volume_k(f.v);
 	f.m = volume_m(f.v);
 	f.n = volume_n(f.v);
+	bool mounted = false;
 	if (!f.o.repair) {
 		char who[256];
-		if (volume_locked(&f, who, sizeof(who)))
+		mounted = volume_locked(&f, who, sizeof(who));
+		if (mounted)
 			fprintf(stderr, "ecfs-fsck: note: the volume is mounted (%s): writes in flight "
 			        "may show as problems\n", who);
 	}
@@ -638,6 +641,8 @@ int main(int argc, char **argv)
 	f.start_us = g_get_monotonic_time();
 	if (f.o.progress)
 		count_totals(&f);
+	if (!mounted)
+		fsck_pending(&f);
 	rc = fsck_tree(&f);
 	fsck_progress(&f, true);
 	clear_progress(&f);

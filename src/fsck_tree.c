@@ -18,6 +18,12 @@
  *     held by the most members wins, a tie goes to the member whose copy
  *     has the newest ctime (the last change made).
  * Regular files are handed to repair_file() for their chunks and strips.
+ *
+ * Before the walk, fsck_pending() deals with what a crash leaves in the
+ * metadata folder: intents are finished first (the namespace votes would
+ * otherwise settle a half-done rename by majority, which can split a file's
+ * chunks between two names), and orphans are removed; neither is ever
+ * judged as a namespace entry.
  */
 #include "fsck.h"
 
@@ -32,6 +38,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "intent.h"
 #include "memberops.h"
 #include "repair.h"
 #include "stripe.h"
@@ -565,4 +572,63 @@ int fsck_tree(fsck *f)
 	int rc = check_entry(e, true);
 	g_free(e);
 	return rc;
+}
+
+/* ---- intents and orphans ---- */
+
+static void report_intent(void *arg, const char *op, const char *from, const char *to,
+                          int copies)
+{
+	fsck *f = arg;
+	fsck_problem(f, "intent", from, -1, 0, 0, fsck_outcome(f, 0),
+	             "a %s%s%s interrupted by a crash (its record is on %d of %d members); "
+	             "repair finishes it on every member", op, to ? " to " : "", to ? to : "",
+	             copies, f->n);
+}
+
+static int remove_orphan(fsck *f, int mb, int dfd, const char *name)
+{
+	if (mop_unlinkat(f->v, mb, dfd, name, 0) == 0)
+		return 0;
+	if (errno == EISDIR && mop_unlinkat(f->v, mb, dfd, name, AT_REMOVEDIR) == 0)
+		return 0;
+	return -errno;
+}
+
+/* The member's orphan folder: files that were unlinked while open when
+ * the daemon stopped.  Nothing can reach them any more. */
+static void check_orphans(fsck *f, int mb)
+{
+	int fd = openat(volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans",
+	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		int rc = f->o.repair ? remove_orphan(f, mb, fd, de->d_name) : 0;
+		fsck_problem(f, "orphan", NULL, mb, 0, 0, fsck_outcome(f, rc),
+		             ECFS_META_DIR "/orphans/%s: a file unlinked while open, left by a "
+		             "crash; repair removes it%s%s", de->d_name, rc ? ": " : "",
+		             rc ? g_strerror(-rc) : "");
+	}
+	closedir(d);
+}
+
+void fsck_pending(fsck *f)
+{
+	if (f->o.repair)
+		intent_replay(f->v, report_intent, f);
+	else
+		intent_scan(f->v, report_intent, f);
+	for (int mb = 0; mb < f->n; mb++) {
+		if (!volume_member_ok(f->v, mb))
+			f->walk_mask &= ~(1ull << mb); /* failed while finishing an intent */
+		if (f->walk_mask >> mb & 1)
+			check_orphans(f, mb);
+	}
 }

@@ -133,6 +133,19 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
 	return apply_all(v, run_two_ctx, &c, flags, what, from);
 }
 
+int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
+                        void *arg, const char *what)
+{
+	intent *it;
+	int rc = intent_begin(v, a, &it);
+	if (rc < 0)
+		return rc;
+	rc = a->to ? mirror_apply2(v, a->from, a->to, fn2, arg, 0, what)
+	           : mirror_apply(v, a->from, fn, arg, 0, what);
+	intent_end(v, it, rc);
+	return rc;
+}
+
 int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
                  unsigned flags, const char *what)
 {

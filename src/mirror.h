@@ -22,6 +22,7 @@
 
 #include <errno.h>
 
+#include "intent.h"
 #include "volume.h"
 
 /* Runs one operation on one member: dirfd is the directory holding the
@@ -43,6 +44,11 @@ int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
 /* Applies fn to (from, to) on every healthy member. */
 int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
                   void *arg, unsigned flags, const char *what);
+/* mirror_apply (fn) or, for rename and link, mirror_apply2 (fn2) of the
+ * operation a describes, under an intent (intent.h): for the operations
+ * whose partial state after a crash would hurt.  fn or fn2 gets arg. */
+int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
+                        void *arg, const char *what);
 /* Runs a read-only fn on the first healthy member that answers other than
  * ENOENT (a broken member is marked failed and the next one asked).  fn may run more than
  * once, so it must not keep state from a failed attempt. */

@@ -32,6 +32,7 @@
 #include <openssl/rand.h>
 
 #include "checksum.h"
+#include "intent.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -636,6 +637,8 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if (!opts->read_only && !opts->keep_intents)
+		intent_replay(v, NULL, NULL); /* finish what a crash cut short (intent.h) */
 	if (volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);

@@ -33,6 +33,7 @@ typedef struct volume_options {
 	size_t strip_size;     /* bytes per strip; 0 = superblock's (or the default) */
 	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
 	bool read_only;        /* do not take the write lock or create anything */
+	bool keep_intents;     /* do not replay intents at open (ecfs-fsck does, to report them) */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of

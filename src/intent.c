@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Intents (intent.h): writing, ending, finding and replaying the redo
+ * records of the namespace operations whose partial state would hurt.
+ * The byte format of a record is docs/FORMAT.md section 8.  All member
+ * changes go through memberops.h.
+ */
+#include "intent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "log.h"
+#include "memberops.h"
+#include "volume_internal.h"
+
+#define INTENT_MAGIC "ECFSINT1"
+#define INTENT_HEAD 48     /* fixed part before the per-member identities */
+#define INTENT_SUM 32      /* SHA-256 of everything before it */
+#define INTENT_MAX (INTENT_HEAD + 64 * 16 + 2 * 4096 + INTENT_SUM)
+#define INTENT_NAME_LEN 16 /* hex digits of the id */
+
+struct intent {
+	intent_op op;
+	unsigned flags;
+	mode_t mode;      /* mkdir */
+	uid_t uid;        /* mkdir: owner, (uid_t)-1 to leave as made */
+	gid_t gid;
+	uint64_t id;
+	int n;
+	char *from, *to;
+	uint64_t ino_from[64], ino_to[64]; /* identity per member; 0: absent */
+	char name[INTENT_NAME_LEN + 1];
+	uint64_t holders; /* replay: members with a valid copy */
+};
+
+static const char *op_name(intent_op op)
+{
+	switch (op) {
+	case INTENT_RENAME: return "rename";
+	case INTENT_LINK: return "link";
+	case INTENT_UNLINK: return "unlink";
+	case INTENT_RMDIR: return "rmdir";
+	case INTENT_MKDIR: return "mkdir";
+	default: return "?";
+	}
+}
+
+static void intent_free(intent *it)
+{
+	if (!it)
+		return;
+	g_free(it->from);
+	g_free(it->to);
+	g_free(it);
+}
+
+/* ---- the record's bytes ---- */
+
+static void put32(uint8_t *p, uint32_t x)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(x >> 8 * i);
+}
+
+static void put64(uint8_t *p, uint64_t x)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(x >> 8 * i);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t x = 0;
+	for (int i = 3; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+static void sha256(const uint8_t *data, size_t len, uint8_t out[INTENT_SUM])
+{
+	GChecksum *c = g_checksum_new(G_CHECKSUM_SHA256);
+	gsize olen = INTENT_SUM;
+	g_checksum_update(c, data, len);
+	g_checksum_get_digest(c, out, &olen);
+	g_checksum_free(c);
+}
+
+static uint8_t *encode(const intent *it, size_t *len)
+{
+	size_t l1 = strlen(it->from), l2 = it->to ? strlen(it->to) : 0;
+	size_t ids = (size_t)it->n * 16;
+	*len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
+	uint8_t *b = g_malloc0(*len);
+	memcpy(b, INTENT_MAGIC, 8);
+	put32(b + 8, it->op);
+	put32(b + 12, it->flags);
+	put64(b + 16, it->id);
+	put32(b + 24, (uint32_t)it->n);
+	put32(b + 28, (uint32_t)l1);
+	put32(b + 32, (uint32_t)l2);
+	put32(b + 36, it->mode);
+	put32(b + 40, it->uid);
+	put32(b + 44, it->gid);
+	for (int i = 0; i < it->n; i++) {
+		put64(b + INTENT_HEAD + 16 * i, it->ino_from[i]);
+		put64(b + INTENT_HEAD + 16 * i + 8, it->ino_to[i]);
+	}
+	memcpy(b + INTENT_HEAD + ids, it->from, l1);
+	memcpy(b + INTENT_HEAD + ids + l1, it->to ? it->to : "", l2);
+	sha256(b, *len - INTENT_SUM, b + *len - INTENT_SUM);
+	return b;
+}
+
+/* A valid volume path: absolute, no NUL, no empty or dot-dot component
+ * (it is resolved beneath the member root anyway). */
+static bool sane_path(const uint8_t *p, size_t len)
+{
+	if (len < 2 || len > 4095 || p[0] != '/' || memchr(p, 0, len))
+		return false;
+	char *s = g_strndup((const char *)p, len);
+	bool ok = !strstr(s, "//") && !g_str_has_suffix(s, "/") && !strstr(s, "/../") &&
+	          !g_str_has_suffix(s, "/..");
+	g_free(s);
+	return ok;
+}
+
+/* Decodes a record read from a member of an n-member volume; NULL if it
+ * is torn or not a record of this volume's shape. */
+static intent *decode(const uint8_t *b, size_t len, int n)
+{
+	uint8_t sum[INTENT_SUM];
+	if (len < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
+		return NULL;
+	sha256(b, len - INTENT_SUM, sum);
+	if (memcmp(sum, b + len - INTENT_SUM, INTENT_SUM) != 0)
+		return NULL;
+	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
+	size_t ids = (size_t)rn * 16;
+	if (op < INTENT_RENAME || op > INTENT_MKDIR || (int)rn != n ||
+	    (size_t)INTENT_HEAD + ids + l1 + l2 + INTENT_SUM != len)
+		return NULL;
+	bool two = op == INTENT_RENAME || op == INTENT_LINK;
+	const uint8_t *p1 = b + INTENT_HEAD + ids, *p2 = p1 + l1;
+	if (!sane_path(p1, l1) || (two ? !sane_path(p2, l2) : l2 != 0))
+		return NULL;
+	intent *it = g_new0(intent, 1);
+	it->op = (intent_op)op;
+	it->flags = get32(b + 12);
+	it->mode = get32(b + 36) & 07777;
+	it->uid = get32(b + 40);
+	it->gid = get32(b + 44);
+	it->id = get64(b + 16);
+	it->n = n;
+	for (int i = 0; i < n; i++) {
+		it->ino_from[i] = get64(b + INTENT_HEAD + 16 * i);
+		it->ino_to[i] = get64(b + INTENT_HEAD + 16 * i + 8);
+	}
+	it->from = g_strndup((const char *)p1, l1);
+	it->to = two ? g_strndup((const char *)p2, l2) : NULL;
+	snprintf(it->name, sizeof(it->name), "%016" PRIx64, it->id);
+	return it;
+}
+
+/* ---- member helpers ---- */
+
+/* The member's intent folder, created if asked and missing. */
+static int open_intent_dir(volume *v, int idx, bool create)
+{
+	int root = volume_root_fd(v, idx);
+	int fd = openat(root, INTENT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mop_mkdirat(v, idx, root, INTENT_DIR, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		/* The folder's entry must be as durable as the records in it. */
+		int meta = openat(root, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (meta < 0 || mop_fsync(v, idx, meta, false) < 0) {
+			int err = errno;
+			if (meta >= 0)
+				close(meta);
+			return -err;
+		}
+		close(meta);
+		fd = openat(root, INTENT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/* The inode number of path's object on member idx; 0 if it has none. */
+static uint64_t ino_of(volume *v, int idx, const char *path, struct stat *st)
+{
+	const char *leaf;
+	struct stat tmp;
+	int d = volume_parent_fd(v, idx, path, &leaf);
+	if (!st)
+		st = &tmp;
+	if (d < 0)
+		return 0;
+	uint64_t ino = fstatat(d, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 ? st->st_ino : 0;
+	close(d);
+	return ino;
+}
+
+static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, size_t len)
+{
+	int dfd = open_intent_dir(v, idx, true);
+	if (dfd < 0)
+		return dfd;
+	int rc = 0;
+	int fd = mop_openat(v, idx, dfd, it->name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+	                    0600);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		ssize_t w = mop_pwrite(v, idx, fd, buf, len, 0);
+		if (w < 0)
+			rc = -errno;
+		else if ((size_t)w != len)
+			rc = -EIO;
+		/* The record, then its name: durable before the operation starts. */
+		if (!rc && mop_fsync(v, idx, fd, false) < 0)
+			rc = -errno;
+		close(fd);
+	}
+	if (!rc && mop_fsync(v, idx, dfd, false) < 0)
+		rc = -errno;
+	close(dfd);
+	return rc;
+}
+
+static void remove_copy(volume *v, int idx, const char *name)
+{
+	int dfd = open_intent_dir(v, idx, false);
+	if (dfd < 0)
+		return;
+	if (mop_unlinkat(v, idx, dfd, name, 0) < 0 && errno != ENOENT)
+		volume_member_error(v, idx, errno, "removing an intent");
+	close(dfd);
+}
+
+static int sync_parent(volume *v, int idx, const char *path)
+{
+	const char *leaf;
+	int d = volume_parent_fd(v, idx, path, &leaf);
+	if (d < 0)
+		return d == -ENOENT ? 0 : d; /* the member lacks it: nothing to sync */
+	int rc = mop_fsync(v, idx, d, false) < 0 ? -errno : 0;
+	close(d);
+	return rc;
+}
+
+/* True if a and b are in the same directory. */
+static bool same_parent(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+	return sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
+}
+
+/* Makes the operation durable on member idx: its parent directories. */
+static void sync_parents(volume *v, int idx, const intent *it)
+{
+	int rc = 0;
+	if (it->op != INTENT_LINK)
+		rc = sync_parent(v, idx, it->from);
+	if (!rc && it->to && (it->op == INTENT_LINK || !same_parent(it->from, it->to)))
+		rc = sync_parent(v, idx, it->to);
+	if (rc < 0)
+		volume_member_error(v, idx, -rc, "syncing a directory");
+}
+
+/* ---- begin and end ---- */
+
+/* Ids grow with the time of day, so that records left by several mounts
+ * replay in the order they were made, and are unique within a process. */
+static uint64_t next_id(void)
+{
+	static uint64_t last;
+	uint64_t now = (uint64_t)g_get_real_time(), prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
+	uint64_t id;
+	do
+		id = now > prev ? now : prev + 1;
+	while (!__atomic_compare_exchange_n(&last, &prev, id, false, __ATOMIC_RELAXED,
+	                                    __ATOMIC_RELAXED));
+	return id;
+}
+
+int intent_begin(volume *v, const intent_args *a, intent **out)
+{
+	*out = NULL;
+	if (!volume_usable(v))
+		return -EIO;
+	intent *it = g_new0(intent, 1);
+	it->op = a->op;
+	it->flags = a->flags;
+	it->mode = a->mode & 07777;
+	it->uid = a->op == INTENT_MKDIR ? a->uid : (uid_t)-1;
+	it->gid = a->op == INTENT_MKDIR ? a->gid : (gid_t)-1;
+	it->n = volume_n(v);
+	it->from = g_strdup(a->from);
+	it->to = g_strdup(a->to);
+	it->id = next_id();
+	snprintf(it->name, sizeof(it->name), "%016" PRIx64, it->id);
+	for (int idx = 0; idx < it->n; idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		if (a->op == INTENT_MKDIR)
+			continue; /* nothing there yet to identify */
+		it->ino_from[idx] = ino_of(v, idx, a->from, NULL);
+		if (a->op == INTENT_RENAME && (a->flags & RENAME_EXCHANGE))
+			it->ino_to[idx] = ino_of(v, idx, a->to, NULL);
+	}
+	size_t len;
+	uint8_t *buf = encode(it, &len);
+	for (int idx = 0; idx < it->n; idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		int rc = write_copy(v, idx, it, buf, len);
+		if (rc < 0)
+			volume_member_error(v, idx, -rc, "writing an intent");
+	}
+	g_free(buf);
+	if (!volume_usable(v)) {
+		intent_free(it);
+		return -EIO;
+	}
+	*out = it;
+	return 0;
+}
+
+void intent_end(volume *v, intent *it, int rc)
+{
+	if (!it)
+		return;
+	/* Unusable: the operation may be half done; the next mount replays. */
+	if (volume_usable(v)) {
+		for (int idx = 0; idx < it->n; idx++) {
+			if (!volume_member_ok(v, idx))
+				continue;
+			/* A refused operation changed nothing (mirror.h). */
+			if (rc >= 0)
+				sync_parents(v, idx, it);
+			if (volume_member_ok(v, idx))
+				remove_copy(v, idx, it->name);
+		}
+	}
+	intent_free(it);
+}
+
+/* ---- finding and replaying ---- */
+
+static bool intent_name(const char *s)
+{
+	if (strlen(s) != INTENT_NAME_LEN)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+static intent *read_copy(volume *v, int idx, int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	intent *it = NULL;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= INTENT_MAX) {
+		uint8_t *b = g_malloc((size_t)st.st_size + 1);
+		ssize_t r = mop_pread(v, idx, fd, b, (size_t)st.st_size, 0);
+		if (r == st.st_size)
+			it = decode(b, (size_t)r, volume_n(v));
+		g_free(b);
+	}
+	close(fd);
+	if (it && strcmp(it->name, name) != 0) {
+		intent_free(it); /* a record under another name is no record */
+		it = NULL;
+	}
+	return it;
+}
+
+static gint by_id(gconstpointer a, gconstpointer b)
+{
+	const intent *x = *(intent *const *)a, *y = *(intent *const *)b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The valid records on the usable members, by id; names of entries that
+ * are not valid records go to junk (per member, "idx/name"). */
+static GPtrArray *collect(volume *v, bool create, GPtrArray *junk)
+{
+	GHashTable *by_name = g_hash_table_new(g_str_hash, g_str_equal);
+	GPtrArray *all = g_ptr_array_new();
+
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		int dfd = open_intent_dir(v, idx, create);
+		if (dfd < 0) {
+			if (dfd != -ENOENT)
+				volume_member_error(v, idx, -dfd, "opening the intent folder");
+			continue;
+		}
+		int lfd = dup(dfd);
+		DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+		if (!d) {
+			if (lfd >= 0)
+				close(lfd);
+			close(dfd);
+			continue;
+		}
+		for (struct dirent *de; (de = readdir(d)) != NULL;) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			intent *it = intent_name(de->d_name) ? read_copy(v, idx, dfd, de->d_name) : NULL;
+			if (!it) {
+				if (junk)
+					g_ptr_array_add(junk, g_strdup_printf("%d/%s", idx, de->d_name));
+				continue;
+			}
+			intent *have = g_hash_table_lookup(by_name, it->name);
+			if (have) {
+				intent_free(it);
+				it = have;
+			} else {
+				g_hash_table_insert(by_name, it->name, it);
+				g_ptr_array_add(all, it);
+			}
+			it->holders |= 1ull << idx;
+		}
+		closedir(d);
+		close(dfd);
+	}
+	g_hash_table_destroy(by_name);
+	g_ptr_array_sort(all, by_id);
+	return all;
+}
+
+/* mkdir has no object to identify before it: it is made where missing
+ * (where the name is taken, the mkdir got EEXIST the first time too). */
+static int redo_mkdir(volume *v, int idx, const intent *it)
+{
+	const char *leaf;
+	int d = volume_parent_fd(v, idx, it->from, &leaf), rc = 0;
+	if (d < 0)
+		return d;
+	if (mop_mkdirat(v, idx, d, leaf, it->mode) < 0)
+		rc = errno == EEXIST ? 0 : -errno;
+	else if ((it->uid != (uid_t)-1 || it->gid != (gid_t)-1) &&
+	         mop_fchownat(v, idx, d, leaf, it->uid, it->gid, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = -errno;
+	close(d);
+	return rc;
+}
+
+/* Redoes the operation on member idx if the member's object still has the
+ * identity recorded for it (so never twice, and never on another object). */
+static int redo_member(volume *v, int idx, const intent *it)
+{
+	struct stat st;
+	if (it->op == INTENT_MKDIR)
+		return redo_mkdir(v, idx, it);
+	if (!it->ino_from[idx] || ino_of(v, idx, it->from, &st) != it->ino_from[idx])
+		return 0; /* done here already, or never concerned this member */
+	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE) &&
+	    (!it->ino_to[idx] || ino_of(v, idx, it->to, NULL) != it->ino_to[idx]))
+		return 0;
+	const char *leaf1, *leaf2 = NULL;
+	int d1 = volume_parent_fd(v, idx, it->from, &leaf1), d2 = -1, rc = 0;
+	if (d1 < 0)
+		return d1;
+	if (it->to && (d2 = volume_parent_fd(v, idx, it->to, &leaf2)) < 0) {
+		close(d1);
+		return d2;
+	}
+	switch (it->op) {
+	case INTENT_RENAME:
+		rc = mop_renameat2(v, idx, d1, leaf1, d2, leaf2, it->flags);
+		break;
+	case INTENT_LINK:
+		rc = mop_linkat(v, idx, d1, leaf1, d2, leaf2, 0);
+		break;
+	case INTENT_UNLINK:
+		rc = S_ISDIR(st.st_mode) ? 0 : mop_unlinkat(v, idx, d1, leaf1, 0);
+		break;
+	case INTENT_RMDIR:
+		rc = S_ISDIR(st.st_mode) ? mop_unlinkat(v, idx, d1, leaf1, AT_REMOVEDIR) : 0;
+		break;
+	case INTENT_MKDIR: /* see redo_mkdir */
+		break;
+	}
+	rc = rc < 0 ? -errno : 0;
+	close(d1);
+	if (d2 >= 0)
+		close(d2);
+	return rc;
+}
+
+static void replay_one(volume *v, const intent *it)
+{
+	for (int idx = 0; idx < it->n; idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		int rc = redo_member(v, idx, it);
+		/* An answer (EEXIST for RENAME_NOREPLACE, ENOTEMPTY, ...) is what
+		 * the operation got the first time too: nothing to do. */
+		if (rc < 0 && !volume_member_error(v, idx, -rc, "replaying an intent"))
+			ecfs_log(LOG_INFO, "replaying %s %s: member %d: %s", op_name(it->op), it->from,
+			         idx, g_strerror(-rc));
+		if (volume_member_ok(v, idx))
+			sync_parents(v, idx, it);
+	}
+}
+
+static int scan_or_replay(volume *v, bool replay, intent_report_fn report, void *arg)
+{
+	GPtrArray *junk = replay ? g_ptr_array_new_with_free_func(g_free) : NULL;
+	GPtrArray *all = collect(v, replay, junk);
+	int count = (int)all->len;
+
+	for (guint i = 0; i < all->len; i++) {
+		intent *it = all->pdata[i];
+		if (report)
+			report(arg, op_name(it->op), it->from, it->to,
+			       __builtin_popcountll(it->holders));
+		if (!replay)
+			continue;
+		ecfs_log(LOG_WARNING, "finishing a %s of %s%s%s that a crash interrupted",
+		         op_name(it->op), it->from, it->to ? " to " : "", it->to ? it->to : "");
+		replay_one(v, it);
+	}
+	/* The records go only once every operation is redone and durable:
+	 * oldest first, a later one may depend on an earlier one. */
+	for (guint i = 0; replay && volume_usable(v) && i < all->len; i++)
+		for (int idx = 0; idx < volume_n(v); idx++)
+			if (volume_member_ok(v, idx))
+				remove_copy(v, idx, ((intent *)all->pdata[i])->name);
+	for (guint i = 0; replay && volume_usable(v) && i < junk->len; i++) {
+		const char *s = junk->pdata[i], *slash = strchr(s, '/');
+		int idx = atoi(s);
+		ecfs_log(LOG_INFO, "member %d: removing %s/%s, not a whole intent record (torn "
+		         "by a crash before its operation started)", idx, INTENT_DIR, slash + 1);
+		if (volume_member_ok(v, idx))
+			remove_copy(v, idx, slash + 1);
+	}
+	for (guint i = 0; i < all->len; i++)
+		intent_free(all->pdata[i]);
+	g_ptr_array_free(all, TRUE);
+	if (junk)
+		g_ptr_array_free(junk, TRUE);
+	return volume_usable(v) ? count : -EIO;
+}
+
+int intent_replay(volume *v, intent_report_fn report, void *arg)
+{
+	return scan_or_replay(v, true, report, arg);
+}
+
+int intent_scan(volume *v, intent_report_fn report, void *arg)
+{
+	return scan_or_replay(v, false, report, arg);
+}

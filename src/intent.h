@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Intents: the redo log of the mirrored namespace operations whose partial
+ * state would hurt (rename, link, unlink, rmdir, mkdir).  mirror.c applies an
+ * operation to one member after another, so a crash in the middle leaves
+ * the members disagreeing; for these four operations that can leave a
+ * regular file with fewer than k chunks under one name (a rename over an
+ * existing file done on half the members: both the old and the new file
+ * lose their quorum).  So the operation is first written down, durably, on
+ * every usable member (.ecfs/intent/<id>, docs/FORMAT.md section 8), then
+ * applied, then made durable (the affected parent directories are fsynced
+ * on each member), and only then is the record removed.  A mount (and
+ * ecfs-fsck -y) that finds a record finishes the operation on every
+ * member before anything else looks at the namespace: each name ends in
+ * its new state.
+ *
+ * Redo is idempotent per member and bound to identity: the record holds,
+ * for each member, the inode number the source (and for RENAME_EXCHANGE
+ * the target) had there, and a member's copy of the operation is redone
+ * only while its object still has that inode number.  So replaying an
+ * intent whose operation had already been done there does nothing, and a
+ * record whose removal was lost (it is not synced) can never act on a
+ * newer object that took the name meanwhile.
+ */
+#ifndef ECFS_INTENT_H
+#define ECFS_INTENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "volume.h"
+
+#define INTENT_DIR ECFS_META_DIR "/intent" /* beneath each member root */
+
+typedef enum intent_op {
+	INTENT_RENAME = 1, /* from -> to with renameat2 flags */
+	INTENT_LINK = 2,   /* new hard link to -> from */
+	INTENT_UNLINK = 3, /* from (not a directory) */
+	INTENT_RMDIR = 4,  /* from (an empty directory) */
+	INTENT_MKDIR = 5,  /* from, with a mode and an owner */
+} intent_op;
+
+typedef struct intent intent;
+
+/* An operation to log: to only for rename and link, flags (renameat2's)
+ * only for rename, mode and owner only for mkdir (uid and gid (uid_t)-1
+ * and (gid_t)-1: as the daemon makes it). */
+typedef struct intent_args {
+	intent_op op;
+	const char *from, *to;
+	unsigned flags;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+} intent_args;
+
+/* Writes the intent for the operation (volume paths) to every usable
+ * member and makes it durable.  Returns 0 and the intent in *out, or -EIO
+ * when more than m members are failed.  A member that fails to take the
+ * record is failed (volume_member_error). */
+int intent_begin(volume *v, const intent_args *a, intent **out);
+/* Ends an intent after its operation returned rc: makes the operation
+ * durable (fsync of the parent directories on each member, unless the
+ * operation was refused) and removes the record; frees it.  While the
+ * volume is unusable the record stays for the next mount to replay. */
+void intent_end(volume *v, intent *it, int rc);
+
+/* One pending intent (for ecfs-fsck): the operation's name ("rename",
+ * ...), its paths (to NULL if none) and how many members hold a valid
+ * copy of the record. */
+typedef void (*intent_report_fn)(void *arg, const char *op, const char *from,
+                                 const char *to, int copies);
+
+/* Finishes every operation whose intent a crash left on the usable
+ * members, oldest first, then removes the records (and torn ones).
+ * Creates the intent folder where it is missing.  Calls report (if not
+ * NULL) for each intent.  Returns the number replayed, or a negative
+ * errno if the volume became unusable. */
+int intent_replay(volume *v, intent_report_fn report, void *arg);
+/* Only reports the pending intents (changes nothing).  Returns their
+ * number. */
+int intent_scan(volume *v, intent_report_fn report, void *arg);
+
+#endif

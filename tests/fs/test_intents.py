@@ -1,0 +1,365 @@
+# SPDX-License-Identifier: MIT
+"""Crash-consistent namespace operations: intents (docs/FORMAT.md section 8).
+
+Started by meson as `python3 test_intents.py ECFS ECFS_FSCK [unittest args]`.
+
+A crash in the middle of a mirrored rename, link, unlink or rmdir leaves
+the members disagreeing.  Each case here builds such a state on a k=4, m=2
+volume directly in the member directories, as the daemon leaves it: the
+intent record (written in the documented byte format, with the inode
+numbers the members hold) on every member, and the operation done on only
+some of them.  Then it mounts WITHOUT running ecfs-fsck first and checks
+that every name shows its new state (the operation is finished), every file
+reads back byte-exact, no record is left, ecfs-fsck -y then -n end clean,
+and the files still read back with two members hidden.  Further cases: a
+record torn or on a few members only, a stale record whose name was taken
+by a newer object (identity check), what the daemon does with partial
+mkdir and create (not logged), and ecfs-fsck with pending intents and with
+orphans.
+"""
+
+import hashlib
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import ecfs_harness as h
+
+FSCK = None
+K, M = 4, 2
+N = K + M
+OPTS = f"k={K},m={M},strip=4096"
+OPS = {"rename": 1, "link": 2, "unlink": 3, "rmdir": 4, "mkdir": 5}
+RENAME_EXCHANGE = 2
+HALF = [0, 1, 2]  # the members a crash let the operation reach
+
+
+def encode_intent(op, frm, to, flags, ino_from, ino_to, ident, mode=0,
+                  owner=(0xFFFFFFFF, 0xFFFFFFFF)):
+    """An intent record, byte for byte as docs/FORMAT.md section 8 says."""
+    f, t = os.fsencode(frm), os.fsencode(to or "")
+    b = b"ECFSINT1" + struct.pack("<IIQIIIIII", OPS[op], flags, ident, len(ino_from),
+                                  len(f), len(t), mode, *owner)
+    for a, c in zip(ino_from, ino_to):
+        b += struct.pack("<QQ", a, c)
+    b += f + t
+    return b + hashlib.sha256(b).digest()
+
+
+def ino(v, i, rel):
+    try:
+        return os.lstat(os.path.join(v.members[i], rel.lstrip("/"))).st_ino
+    except FileNotFoundError:
+        return 0
+
+
+def intent_dir(v, i):
+    return os.path.join(v.members[i], ".ecfs", "intent")
+
+
+def write_record(v, i, ident, data):
+    os.makedirs(intent_dir(v, i), exist_ok=True)
+    with open(os.path.join(intent_dir(v, i), "%016x" % ident), "wb") as f:
+        f.write(data)
+
+
+def member_op(v, i, op, frm, to, flags):
+    """The operation as the daemon does it on member i."""
+    p1 = os.path.join(v.members[i], frm.lstrip("/"))
+    p2 = to and os.path.join(v.members[i], to.lstrip("/"))
+    if op == "rename":
+        h.renameat2(p1, p2, flags)
+    elif op == "link":
+        os.link(p1, p2, follow_symlinks=False)
+    elif op == "unlink":
+        os.unlink(p1)
+    elif op == "mkdir":
+        os.mkdir(p1, 0o750)
+        os.chown(p1, 1234, 5678)
+    else:
+        os.rmdir(p1)
+
+
+def crash(v, op, frm, to=None, flags=0, done=HALF, recorded=range(N),
+          ident=None, apply=True, **kw):
+    """Leaves the state of a crash: the record on `recorded`, the
+    operation done on `done`.  Returns the record's id."""
+    ident = ident or int(time.time() * 1e6)
+    ino_from = [ino(v, i, frm) for i in range(N)]
+    ino_to = [ino(v, i, to) if flags & RENAME_EXCHANGE else 0 for i in range(N)]
+    data = encode_intent(op, frm, to, flags, ino_from, ino_to, ident, **kw)
+    for i in recorded:
+        write_record(v, i, ident, data)
+    for i in done if apply else ():
+        member_op(v, i, op, frm, to, flags)
+    return ident
+
+
+def tree(mnt):
+    """{relative path: bytes for a file, "dir" for a directory}."""
+    out = {}
+    for dirpath, dirs, files in os.walk(mnt):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(dirpath, d), mnt)] = "dir"
+        for f in files:
+            p = os.path.join(dirpath, f)
+            got, err = h.read_all(p)
+            out[os.path.relpath(p, mnt)] = got if err == 0 else f"errno {err}"
+    return out
+
+
+class IntentCase(h.MountedCase):
+
+    def build(self, files, dirs=()):
+        """A volume holding `files` ({rel: bytes}) and the empty `dirs`."""
+        v = self.volume(N)
+        mnt = self.mount(v, OPTS)
+        for d in dirs:
+            os.makedirs(os.path.join(mnt, d), exist_ok=True)
+        for rel, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(mnt, rel)), exist_ok=True)
+            h.write_file(os.path.join(mnt, rel), data)
+        self.assert_clean_unmount(v)
+        return v
+
+    def fsck(self, v, *args):
+        return subprocess.run([FSCK, "--no-progress", *args, ":".join(v.members)],
+                              capture_output=True, text=True, timeout=120)
+
+    def records_left(self, v):
+        return {i: os.listdir(intent_dir(v, i)) for i in range(N)
+                if os.path.isdir(intent_dir(v, i)) and os.listdir(intent_dir(v, i))}
+
+    def check_after_crash(self, v, want):
+        """Mount without fsck: the tree is exactly `want`; no record left;
+        fsck -y then -n clean; the files read back with 2 members hidden."""
+        mnt = self.mount(v)
+        self.assertEqual(tree(mnt), want, v.log())
+        self.assertEqual(self.records_left(v), {})
+        self.assert_clean_unmount(v)
+        r = self.fsck(v, "-y")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for hidden in ((0, 1), (2, 3), (1, 5)):
+            moved = []
+            try:
+                for i in hidden:
+                    os.rename(v.members[i], v.members[i] + ".away")
+                    moved.append(i)
+                mnt = self.mount(v)
+                self.assertEqual(tree(mnt), want, f"members {hidden} hidden")
+                self.assert_clean_unmount(v)
+            finally:
+                v.unmount()
+                for i in moved:
+                    os.rename(v.members[i] + ".away", v.members[i])
+
+
+A, B, C = h.pattern(40000, 1), h.pattern(70000, 2), h.pattern(5000, 3)
+
+
+class ReplayTest(IntentCase):
+    """A crash after the operation reached members 0-2 of 6."""
+
+    def test_rename_file_over_existing(self):
+        v = self.build({"a": A, "b": B, "c": C})
+        crash(v, "rename", "/a", "/b")
+        self.check_after_crash(v, {"b": A, "c": C})
+
+    def test_rename_across_directories(self):
+        v = self.build({"x/a": A, "y/b": B})
+        crash(v, "rename", "/x/a", "/y/b")
+        self.check_after_crash(v, {"x": "dir", "y": "dir", "y/b": A})
+
+    def test_rename_directory_over_empty_directory(self):
+        v = self.build({"d/a": A, "d/sub/b": B}, dirs=["e"])
+        crash(v, "rename", "/d", "/e")
+        self.check_after_crash(v, {"e": "dir", "e/a": A, "e/sub": "dir", "e/sub/b": B})
+
+    def test_rename_directory(self):
+        v = self.build({"d/a": A, "d/sub/b": B, "c": C})
+        crash(v, "rename", "/d", "/n", done=[3, 4, 5])
+        self.check_after_crash(v, {"n": "dir", "n/a": A, "n/sub": "dir", "n/sub/b": B,
+                                   "c": C})
+
+    def test_exchange(self):
+        v = self.build({"a": A, "b": B})
+        crash(v, "rename", "/a", "/b", flags=RENAME_EXCHANGE)
+        self.check_after_crash(v, {"a": B, "b": A})
+
+    def test_link(self):
+        v = self.build({"a": A})
+        crash(v, "link", "/a", "/l")
+        self.check_after_crash(v, {"a": A, "l": A})
+
+    def test_unlink(self):
+        v = self.build({"a": A, "b": B})
+        crash(v, "unlink", "/a")
+        self.check_after_crash(v, {"b": B})
+
+    def test_rmdir(self):
+        v = self.build({"b": B}, dirs=["e"])
+        crash(v, "rmdir", "/e")
+        self.check_after_crash(v, {"b": B})
+
+    def test_mkdir(self):
+        v = self.build({"b": B})
+        crash(v, "mkdir", "/d", mode=0o750, owner=(1234, 5678), done=[5])
+        self.check_after_crash(v, {"b": B, "d": "dir"})
+        for m in v.members:
+            st = os.lstat(os.path.join(m, "d"))
+            self.assertEqual((st.st_mode & 0o7777, st.st_uid, st.st_gid), (0o750, 1234, 5678))
+
+    def test_rmdir_refused(self):
+        # rmdir of a non-empty directory: the members refuse again.
+        v = self.build({"d/a": A})
+        crash(v, "rmdir", "/d", apply=False)
+        self.check_after_crash(v, {"d": "dir", "d/a": A})
+
+
+class RecordTest(IntentCase):
+    """Crashes around the record itself."""
+
+    def test_record_on_some_members_only(self):
+        # The crash came while the record was written: the operation had
+        # not started; it is done now (the new state).
+        v = self.build({"a": A, "b": B})
+        crash(v, "rename", "/a", "/b", done=[], recorded=[4, 5])
+        self.check_after_crash(v, {"b": A})
+
+    def test_torn_record(self):
+        v = self.build({"a": A, "b": B})
+        ident = int(time.time() * 1e6)
+        data = encode_intent("rename", "/a", "/b", 0, [ino(v, i, "/a") for i in range(N)],
+                             [0] * N, ident)
+        for i in range(N):
+            write_record(v, i, ident, data[:len(data) - 1 - i])  # all torn
+        self.check_after_crash(v, {"a": A, "b": B})
+
+    def test_stale_record_never_touches_a_newer_object(self):
+        # The rename finished everywhere, but the removal of its record was
+        # lost; meanwhile a new "a" was made.  Replay must leave it alone.
+        v = self.build({"a": A, "b": B})
+        ident = crash(v, "rename", "/a", "/b", done=[], recorded=[], apply=False)
+        ino_from = [ino(v, i, "/a") for i in range(N)]
+        for i in range(N):
+            member_op(v, i, "rename", "/a", "/b", 0)
+        mnt = self.mount(v)
+        h.write_file(os.path.join(mnt, "a"), C)
+        self.assert_clean_unmount(v)
+        data = encode_intent("rename", "/a", "/b", 0, ino_from, [0] * N, ident)
+        for i in range(N):
+            write_record(v, i, ident, data)
+        self.check_after_crash(v, {"a": C, "b": A})
+
+    def test_two_records_replay_in_order(self):
+        # rename a -> b, then b -> c, both cut short after 3 members.
+        v = self.build({"a": A})
+        t = int(time.time() * 1e6)
+        crash(v, "rename", "/a", "/b", ident=t, done=range(N))
+        crash(v, "rename", "/b", "/c", ident=t + 1)
+        self.check_after_crash(v, {"c": A})
+
+    def test_operations_leave_no_record(self):
+        v = self.build({"a": A, "b": B}, dirs=["e"])
+        mnt = self.mount(v)
+        os.rename(os.path.join(mnt, "a"), os.path.join(mnt, "b"))
+        os.link(os.path.join(mnt, "b"), os.path.join(mnt, "l"))
+        os.unlink(os.path.join(mnt, "l"))
+        os.rmdir(os.path.join(mnt, "e"))
+        with self.assertRaises(OSError):  # refused by the primary
+            os.rmdir(os.path.join(mnt, "b"))
+        self.assertEqual(self.records_left(v), {})
+        self.assert_clean_unmount(v)
+        self.check_after_crash(v, {"b": A})
+
+
+class UnloggedTest(IntentCase):
+    """Operations without intents, cut short: the daemon still serves."""
+
+    def test_create_on_some_members(self):
+        v = self.build({"a": A, "new": b""})
+        for i in (0, 1, 2):
+            os.unlink(os.path.join(v.members[i], "new"))
+        mnt = self.mount(v)
+        got = tree(mnt)
+        self.assertEqual(got.get("a"), A)
+        self.assertIn(got.get("new", b""), (b"",))  # old (absent) or new (empty)
+        self.assert_clean_unmount(v)
+        r = self.fsck(v, "-y")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class FsckPendingTest(IntentCase):
+
+    def member_state(self, v):
+        out = {}
+        for i, root in enumerate(v.members):
+            for dirpath, dirs, files in os.walk(root):
+                for name in files + dirs:
+                    p = os.path.join(dirpath, name)
+                    out[os.path.relpath(p, root)] = os.lstat(p).st_ino
+        return out
+
+    def test_pending_intent(self):
+        v = self.build({"a": A, "b": B})
+        crash(v, "rename", "/a", "/b")
+        before = self.member_state(v)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("intent: /a: a rename to /b interrupted by a crash", r.stdout)
+        self.assertIn("[repairable]", r.stdout)
+        self.assertEqual(self.member_state(v), before, "fsck -n changed the members")
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("[repaired]", r.stdout)
+        self.assertEqual(self.records_left(v), {})
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        mnt = self.mount(v)
+        self.assertEqual(tree(mnt), {"b": A})
+        self.assert_clean_unmount(v)
+
+    def test_orphans(self):
+        v = self.build({"a": A, "b": B})
+        mnt = self.mount(v)
+        fd = os.open(os.path.join(mnt, "a"), os.O_RDONLY)
+        try:
+            os.unlink(os.path.join(mnt, "a"))  # open: kept as an orphan
+            self.assertEqual(os.pread(fd, 10, 0), A[:10])
+            orphans = [os.listdir(os.path.join(m, ".ecfs", "orphans")) for m in v.members]
+            self.assertTrue(all(len(o) == 1 for o in orphans), orphans)
+            v.proc.send_signal(signal.SIGKILL)
+            v.proc.wait()
+        finally:
+            try:
+                os.close(fd)
+            except OSError:  # ENOTCONN: the daemon is gone
+                pass
+            v.unmount()
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("orphan: volume: member"), N, r.stdout)
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual([os.listdir(os.path.join(m, ".ecfs", "orphans")) for m in v.members],
+                         [[]] * N)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        mnt = self.mount(v)
+        self.assertEqual(tree(mnt), {"b": B})
+        self.assert_clean_unmount(v)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(f"usage: {sys.argv[0]} ECFS ECFS_FSCK [unittest args]", file=sys.stderr)
+        sys.exit(2)
+    FSCK = os.path.abspath(sys.argv.pop(2))
+    sys.exit(h.main())
