@@ -183,6 +183,38 @@ static void free_ecfile(ecfile *f)
 
 static int truncate_locked(ecfile *f, uint64_t size);
 
+/* An empty file whose create a crash cut short leaves chunks missing on
+ * some members, or still without a header.  With no data to lose, the
+ * create is finished (the missing chunks made, and the caller writes every
+ * header) rather than the file failed for want of k chunks: a name shows
+ * its old or its new state (intent.h).  Returns the members made usable. */
+static uint64_t finish_create(volume *v, const char *path, const chunk_header *h,
+                              probe_chunk *pc, int n)
+{
+	struct stat st;
+	int like = -1;
+	uint64_t made = 0;
+
+	for (int mb = 0; mb < n && like < 0; mb++)
+		if (pc[mb].fd >= 0 && pc[mb].state == CHUNK_OK)
+			like = mb;
+	if (h->size != 0 || volume_defaults(v)->read_only || like < 0 || fstat(pc[like].fd, &st) < 0)
+		return 0;
+	for (int mb = 0; mb < n; mb++) {
+		probe_chunk *p = &pc[mb];
+		if (!volume_member_ok(v, mb) || p->state == CHUNK_OK || p->state == CHUNK_FAILED ||
+		    (p->fd >= 0 && !p->empty))
+			continue; /* a chunk with content is repair's to judge */
+		if (p->fd < 0 &&
+		    (open_chunk(v, mb, path, true, 0, st.st_mode & 07777, st.st_uid, st.st_gid, p) < 0 ||
+		     p->fd < 0 || !p->empty))
+			continue;
+		p->state = CHUNK_OK;
+		made |= 1ull << mb;
+	}
+	return made;
+}
+
 static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
                        uid_t uid, gid_t gid, ecfile **out)
 {
@@ -264,6 +296,12 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 				p->state = CHUNK_STALE;
 		}
 		usable += p->state == CHUNK_OK;
+	}
+	uint64_t made = finish_create(v, path, &h, pc, n);
+	if (made) {
+		usable += __builtin_popcountll(made);
+		h.missed &= ~made;
+		fresh = true; /* every chunk gets its header below */
 	}
 	if (usable < h.k) {
 		ecfs_log(LOG_ERR, "%s: only %d members hold a current chunk, %d needed", path,
