@@ -10,7 +10,7 @@ PACKAGES="
   libglib2.0-dev libssl-dev libcmocka-dev
   attr acl
   libisal-dev libjerasure-dev libgf-complete-dev
-  python3 mergerfs
+  python3 mergerfs snapraid time
   gnuplot-nox
 "
 
