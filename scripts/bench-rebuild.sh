@@ -34,10 +34,10 @@
 #
 # Reported: the medians of the runs (wall seconds, and CPU seconds user +
 # system from /usr/bin/time), data restored (ecfs: the bytes written to the
-# replaced member, the sizes of its files: chunks and superblock; SnapRAID:
-# the bytes of the lost disk's files), MB/s of data restored and MB/s of the
-# data set made whole again (10^6 bytes), and ecfs/SnapRAID ratios.  Needs
-# root (mounts), snapraid and /usr/bin/time (scripts/install-deps.sh).
+# replaced member, the sizes of its chunk files; SnapRAID: the bytes of the
+# lost disk's files), MB/s of data restored and MB/s of the data set made
+# whole again (10^6 bytes), and ecfs/SnapRAID ratios.  Needs root (mounts),
+# snapraid and /usr/bin/time (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -180,7 +180,11 @@ print(*best)
 EOF
 )
 lost_member=$tmpfs/e$lost
-file_bytes() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
+# Bytes in the regular files under $1, less an ecfs member's .ecfs (its
+# superblock, and a lock whose size varies with the holder's pid).
+file_bytes() {
+	find "$1" -path "$1/.ecfs" -prune -o -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
 ecfs_lost_bytes=$(file_bytes "$lost_member")
 echo "ecfs: losing member $lost ($((ecfs_lost_bytes >> 20)) MiB; data chunks of" \
 	"$data_files of $nfiles files, $((data_bytes >> 20)) MiB)"
