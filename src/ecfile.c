@@ -26,6 +26,7 @@
 #include <openssl/rand.h>
 
 #include "chunk.h"
+#include "committer.h"
 #include "log.h"
 #include "memberops.h"
 #include "stripe.h"
@@ -52,6 +53,11 @@ struct ecfile {
 	uint64_t lo, hi;   /* hull of its dirty bytes (lo == hi: clean) */
 	bool loaded;       /* it holds the whole stripe, not just [lo, hi) */
 	uint8_t *partial;  /* k strips of scratch for RMW and partial reads */
+	/* Whole stripes on their way to the members (committer.h).  While it
+	 * is busy, its thread owns the stripe context, gen and the header:
+	 * everything that touches them but the write path drains it first. */
+	cm_queue *cq;
+	int cq_stripes;    /* stripes per batch; 0: not started, -1: none */
 };
 
 static uint64_t stripe_data(const ecfile *f)
@@ -170,6 +176,10 @@ static int write_headers(ecfile *f, bool reserve);
 
 static void free_ecfile(ecfile *f)
 {
+	pthread_mutex_lock(&f->lock);
+	cm_drain(f->cq);
+	pthread_mutex_unlock(&f->lock);
+	cm_queue_free(f->cq);
 	for (int i = 0; i < f->c.lay.n; i++)
 		if (f->c.fd[i] >= 0)
 			close(f->c.fd[i]);
@@ -425,8 +435,12 @@ static int write_headers(ecfile *f, bool reserve)
 	return rc;
 }
 
-/* Commits a run of whole stripes; the single path data takes to members. */
-static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data)
+/* Commits a run of whole stripes, whose records say the file is size
+ * bytes long; the single path data takes to members.  The committer
+ * (unlock) drops the lock around the member I/O: meanwhile only the write
+ * path runs, and it touches neither the stripe context nor gen. */
+static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data,
+                          uint64_t size, bool unlock)
 {
 	int rc;
 
@@ -439,12 +453,80 @@ static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *dat
 		if (rc < 0)
 			return rc;
 	}
-	rc = stripe_commit(&f->c, s0, cnt, data, ++f->gen, f->size);
+	uint64_t gen = ++f->gen;
+	if (unlock)
+		pthread_mutex_unlock(&f->lock);
+	rc = stripe_commit(&f->c, s0, cnt, data, gen, size);
+	if (unlock)
+		pthread_mutex_lock(&f->lock);
 	if (rc == 0 && (missing_mask(f) & ~f->c.hdr.missed))
 		rc = write_headers(f, false); /* a member dropped out during the commit */
 	if (rc == 0 && s0 + (uint64_t)cnt > f->disk_end)
 		f->disk_end = s0 + (uint64_t)cnt;
 	return rc;
+}
+
+/* Commits now, after everything queued (so generations stay ordered). */
+static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data)
+{
+	cm_drain(f->cq);
+	return commit_stripes(f, s0, cnt, data, f->size, false);
+}
+
+static void strip_pointers(const ecfile *f, const uint8_t *base, int stripes, const uint8_t **p);
+
+/* The committer's callback (committer.h). */
+static int run_batch(void *owner, cm_batch *b)
+{
+	ecfile *f = owner;
+	const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+
+	strip_pointers(f, b->data, b->cnt, p);
+	return commit_stripes(f, b->s0, b->cnt, p, b->size, true);
+}
+
+/* Batches hold up to this much data; a file whose stripe is larger
+ * commits synchronously. */
+#define ASYNC_BATCH_MAX (2u << 20)
+
+/* Queues a copy of stripes [s0, s0+cnt) (cnt <= f->cq_stripes) from src
+ * for the committer.  False if the caller must commit them itself.  Never
+ * drops the lock (the caller waited for a free batch). */
+static bool commit_async(ecfile *f, uint64_t s0, int cnt, const uint8_t *src)
+{
+	uint64_t sd = stripe_data(f);
+	cm_batch *b;
+
+	if (cnt > f->cq_stripes || !f->cq || !(b = cm_reserve(f->cq)))
+		return false;
+	memcpy(b->data, src, (size_t)cnt * sd);
+	b->s0 = s0;
+	b->cnt = cnt;
+	b->size = f->size;
+	/* Stored as far as the write path is concerned: it must not take
+	 * these stripes for holes. */
+	if (s0 + (uint64_t)cnt > f->disk_end)
+		f->disk_end = s0 + (uint64_t)cnt;
+	cm_submit(f->cq, b);
+	return true;
+}
+
+/* Starts the file's committer queue on its first write. */
+static void start_committer(ecfile *f)
+{
+	uint64_t sd = stripe_data(f);
+
+	if (f->cq || f->cq_stripes < 0)
+		return;
+	f->cq_stripes = -1; /* tried */
+	if (sd > ASYNC_BATCH_MAX)
+		return;
+	int cnt = (int)(ASYNC_BATCH_MAX / sd);
+	if (cnt > STRIPE_BATCH)
+		cnt = STRIPE_BATCH;
+	f->cq = cm_queue_new(&f->lock, (size_t)cnt * sd, run_batch, f);
+	if (f->cq)
+		f->cq_stripes = cnt;
 }
 
 static int ensure_buffers(ecfile *f)
@@ -471,6 +553,7 @@ static int fetch_stripe(ecfile *f, uint64_t s, uint8_t *dst)
 {
 	uint8_t *p[STRIPE_MAX_N];
 
+	cm_drain(f->cq); /* s may be on its way */
 	if (s >= f->disk_end) {
 		memset(dst, 0, stripe_data(f));
 		return 0;
@@ -509,9 +592,10 @@ static void drop_buffer(ecfile *f)
 }
 
 /* Commits the dirty bytes of the buffer (read-modify-write unless the
- * buffer holds the whole stripe).  The buffer stays as a clean copy of
- * the stripe, so reads and small writes that follow need no I/O. */
-static int commit_buffer(ecfile *f)
+ * buffer holds the whole stripe), through the committer if async.  The
+ * buffer stays as a clean copy of the stripe, so reads and small writes
+ * that follow need no I/O. */
+static int commit_buffer(ecfile *f, bool async)
 {
 	uint64_t sd = stripe_data(f), s = (uint64_t)f->buf_stripe;
 	const uint8_t *p[STRIPE_MAX_N];
@@ -531,8 +615,12 @@ static int commit_buffer(ecfile *f)
 		if (rc < 0)
 			return rc;
 	}
-	strip_pointers(f, f->buf, 1, p);
-	rc = commit_run(f, s, 1, p);
+	if (async && commit_async(f, s, 1, f->buf)) {
+		rc = 0;
+	} else {
+		strip_pointers(f, f->buf, 1, p);
+		rc = commit_run(f, s, 1, p);
+	}
 	if (rc == 0)
 		f->lo = f->hi = 0;
 	return rc;
@@ -545,6 +633,42 @@ static void set_size(ecfile *f, uint64_t size)
 	if (size != f->size) {
 		f->size = size;
 		f->hdr_dirty = true;
+	}
+}
+
+/* True if writing [in, in+len) of stripe s through the buffer reads the
+ * stored stripe first (read-modify-write of the stripe buffered now, or
+ * a gap between dirty ranges). */
+static bool write_fetches(const ecfile *f, uint64_t s, uint64_t in, uint64_t len)
+{
+	if (f->loaded || f->lo == f->hi)
+		return false;
+	if (f->buf_stripe == (int64_t)s)
+		return in > f->hi || in + len < f->lo;
+	return f->buf_stripe >= 0 && !(f->lo == 0 && f->hi == stripe_data(f)) &&
+	       (uint64_t)f->buf_stripe < f->disk_end;
+}
+
+/* Before a step of a write: waits (dropping the lock) until the step can
+ * run without dropping it again, so that what it decides from the buffer
+ * holds to its end: until the committer is idle if the step reads stored
+ * data, else until the batches it may queue are free (a run of whole
+ * stripes queues one; a buffered step up to two, the stripe buffered
+ * before and the one it completes). */
+static void write_settle(ecfile *f, bool whole, uint64_t s, uint64_t in, uint64_t len)
+{
+	int need = whole ? 1 : 2;
+
+	while (f->cq) {
+		if (!whole && write_fetches(f, s, in, len)) {
+			if (!cm_busy(f->cq))
+				return;
+			cm_drain(f->cq);
+		} else if (cm_free_slots(f->cq) < need) {
+			cm_wait_slots(f->cq, need);
+		} else {
+			return;
+		}
 	}
 }
 
@@ -565,19 +689,32 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		rc = -EROFS;
 		goto out;
 	}
-	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k) {
+	/* An earlier write that failed behind its answer fails this one. */
+	rc = cm_take_error(f->cq);
+	if (rc < 0)
+		goto out;
+	/* (While the committer is busy the member states are its own; it
+	 * latches the error if too few members take a write.) */
+	if (!volume_usable(f->v) ||
+	    (!cm_busy(f->cq) && stripe_usable_count(&f->c) < f->c.lay.k)) {
 		rc = -EIO;
 		goto out;
 	}
 	rc = ensure_buffers(f);
+	start_committer(f);
 	while (rc == 0 && pos < end) {
 		uint64_t s = pos / sd, in = pos % sd;
 		if (in == 0 && end - pos >= sd) {
-			/* Whole stripes straight from the caller's buffer: no copy. */
+			/* Whole stripes, copied to the committer (or straight
+			 * from the caller's buffer if there is none). */
 			uint64_t cnt = (end - pos) / sd, to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
 			const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+			const uint8_t *from = src + (pos - (uint64_t)off);
+			write_settle(f, true, s, 0, sd);
 			if (cnt > STRIPE_BATCH)
 				cnt = STRIPE_BATCH;
+			if (f->cq && cnt > (uint64_t)f->cq_stripes)
+				cnt = (uint64_t)f->cq_stripes;
 			if (cnt > to_group)
 				cnt = to_group;
 			if (f->buf_stripe >= 0 && (uint64_t)f->buf_stripe >= s &&
@@ -585,15 +722,20 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 				drop_buffer(f); /* wholly overwritten */
 			if (pos + cnt * sd > f->size)
 				set_size(f, pos + cnt * sd);
-			strip_pointers(f, src + (pos - (uint64_t)off), (int)cnt, p);
-			rc = commit_run(f, s, (int)cnt, p);
+			if (commit_async(f, s, (int)cnt, from)) {
+				rc = 0;
+			} else {
+				strip_pointers(f, from, (int)cnt, p);
+				rc = commit_run(f, s, (int)cnt, p);
+			}
 			if (rc == 0)
 				pos += cnt * sd;
 			continue;
 		}
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
+		write_settle(f, false, s, in, len);
 		if (f->buf_stripe != (int64_t)s) {
-			rc = commit_buffer(f);
+			rc = commit_buffer(f, true);
 			if (rc < 0)
 				break;
 			drop_buffer(f);
@@ -618,7 +760,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		/* A stripe completed by a write that ends it (the streaming
 		 * case) goes out now; random writes stay buffered. */
 		if (f->lo == 0 && f->hi == sd && in + len == sd)
-			rc = commit_buffer(f);
+			rc = commit_buffer(f, true);
 	}
 out:
 	pthread_mutex_unlock(&f->lock);
@@ -638,6 +780,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		return -EINVAL;
 	volume_check_roots(f->v);
 	pthread_mutex_lock(&f->lock);
+	cm_drain(f->cq); /* reads see every write answered before */
 	sd = stripe_data(f);
 	strip = f->c.lay.strip_size;
 	if (pos >= f->size || size == 0)
@@ -728,9 +871,10 @@ static int truncate_locked(ecfile *f, uint64_t size)
 		return -EROFS;
 	if (!volume_usable(f->v))
 		return -EIO;
+	cm_drain(f->cq);
 	rc = ensure_buffers(f);
 	if (rc == 0)
-		rc = commit_buffer(f);
+		rc = commit_buffer(f, false);
 	if (rc < 0)
 		return rc;
 	drop_buffer(f); /* simpler than cutting the cached stripe too */
@@ -805,10 +949,12 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
 
 static int flush_locked(ecfile *f)
 {
-	int rc = 0;
+	int rc;
 
-	if (f->buf_stripe >= 0 && f->lo < f->hi)
-		rc = commit_buffer(f);
+	cm_drain(f->cq);
+	rc = cm_take_error(f->cq);
+	if (rc == 0 && f->buf_stripe >= 0 && f->lo < f->hi)
+		rc = commit_buffer(f, false);
 	if (rc == 0 && f->hdr_dirty && !f->read_only)
 		rc = write_headers(f, false);
 	return rc;
@@ -864,6 +1010,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 	int rc = -EIO;
 
 	pthread_mutex_lock(&f->lock);
+	cm_drain(f->cq); /* the stripe context is the committer's meanwhile */
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		if (!stripe_member_usable(&f->c, mb))
 			continue;
@@ -964,6 +1111,7 @@ char *ecfile_layout_text(ecfile *f)
 	const chunk_header *h = &f->c.hdr;
 
 	pthread_mutex_lock(&f->lock);
+	cm_drain(f->cq);
 	g_string_append_printf(s, "code=%s\nk=%d\nm=%d\nw=%d\npacket_size=%llu\nstrip_size=%llu\n"
 	                       "checksum=%s\nsize=%llu\ngeneration=%llu\nrotation=%u\nhealthy=",
 	                       ec_kind_name(h->kind), h->k, h->m, h->w,

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The committer pool and the per-file batch queues (committer.h).
+ *
+ * One process-wide pool of CM_THREADS threads serves every queue: a queue
+ * with work is put on the pool's list once (its `scheduled` flag), and the
+ * thread that takes it runs its batches until the queue is empty, so a
+ * file's batches never run on two threads at once.  Two threads let two
+ * files commit at the same time; more would only compete for the member
+ * workers (memberio.c), which do the I/O.  The pool is started on first
+ * use and lives as long as the process.
+ */
+#include "committer.h"
+
+#include <stdlib.h>
+
+#define CM_THREADS 2
+
+struct cm_queue {
+	pthread_mutex_t *lock; /* the owner's; guards everything below */
+	pthread_cond_t changed; /* a batch finished or the queue went idle */
+	cm_batch slot[CM_DEPTH];
+	bool used[CM_DEPTH];
+	cm_batch *head, *tail; /* queued, oldest first; head runs first */
+	bool scheduled;        /* on the pool's list or being run */
+	int err;               /* latched */
+	size_t batch_bytes;
+	cm_run_fn run;
+	void *owner;
+	cm_queue *next_ready;  /* the pool's list (under the pool's lock) */
+};
+
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	cm_queue *head, *tail;
+	int threads;
+} pool = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER,
+           .wake = PTHREAD_COND_INITIALIZER };
+
+/* Runs every batch of q in order, then marks it idle. */
+static void run_queue(cm_queue *q)
+{
+	pthread_mutex_lock(q->lock);
+	while (q->head) {
+		cm_batch *b = q->head;
+		/* b stays at the head while it runs: writers append behind it. */
+		int rc = q->run(q->owner, b);
+		if (rc < 0 && !q->err)
+			q->err = rc;
+		q->head = b->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->used[b - q->slot] = false;
+		pthread_cond_broadcast(&q->changed);
+	}
+	q->scheduled = false;
+	pthread_cond_broadcast(&q->changed);
+	/* Nothing of q is touched after this: a drained queue may be freed. */
+	pthread_mutex_unlock(q->lock);
+}
+
+static void *pool_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&pool.lock);
+		while (!pool.head)
+			pthread_cond_wait(&pool.wake, &pool.lock);
+		cm_queue *q = pool.head;
+		pool.head = q->next_ready;
+		if (!pool.head)
+			pool.tail = NULL;
+		pthread_mutex_unlock(&pool.lock);
+		run_queue(q);
+	}
+	return NULL;
+}
+
+static void pool_start(void)
+{
+	for (int i = 0; i < CM_THREADS; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, pool_main, NULL) == 0) {
+			pthread_detach(t);
+			pool.threads++;
+		}
+	}
+}
+
+cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_fn run,
+                       void *owner)
+{
+	pthread_once(&pool.once, pool_start);
+	if (pool.threads == 0)
+		return NULL;
+	cm_queue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->lock = owner_lock;
+	pthread_cond_init(&q->changed, NULL);
+	q->batch_bytes = batch_bytes;
+	q->run = run;
+	q->owner = owner;
+	for (int i = 0; i < CM_DEPTH; i++)
+		if (posix_memalign((void **)&q->slot[i].data, 4096, batch_bytes)) {
+			q->slot[i].data = NULL;
+			cm_queue_free(q);
+			return NULL;
+		}
+	return q;
+}
+
+void cm_queue_free(cm_queue *q)
+{
+	if (!q)
+		return;
+	for (int i = 0; i < CM_DEPTH; i++)
+		free(q->slot[i].data);
+	pthread_cond_destroy(&q->changed);
+	free(q);
+}
+
+int cm_free_slots(const cm_queue *q)
+{
+	int n = 0;
+	for (int i = 0; i < CM_DEPTH; i++)
+		n += !q->used[i];
+	return n;
+}
+
+void cm_wait_slots(cm_queue *q, int need)
+{
+	while (cm_free_slots(q) < need)
+		pthread_cond_wait(&q->changed, q->lock);
+}
+
+cm_batch *cm_reserve(cm_queue *q)
+{
+	for (int i = 0; i < CM_DEPTH; i++)
+		if (!q->used[i]) {
+			q->used[i] = true;
+			q->slot[i].next = NULL;
+			return &q->slot[i];
+		}
+	return NULL;
+}
+
+void cm_submit(cm_queue *q, cm_batch *b)
+{
+	if (q->tail)
+		q->tail->next = b;
+	else
+		q->head = b;
+	q->tail = b;
+	if (q->scheduled)
+		return; /* its thread will get to b */
+	q->scheduled = true;
+	pthread_mutex_lock(&pool.lock);
+	q->next_ready = NULL;
+	if (pool.tail)
+		pool.tail->next_ready = q;
+	else
+		pool.head = q;
+	pool.tail = q;
+	pthread_cond_signal(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+}
+
+bool cm_busy(const cm_queue *q)
+{
+	return q && q->scheduled;
+}
+
+void cm_drain(cm_queue *q)
+{
+	while (q && q->scheduled)
+		pthread_cond_wait(&q->changed, q->lock);
+}
+
+int cm_take_error(cm_queue *q)
+{
+	int e = q ? q->err : 0;
+	if (q)
+		q->err = 0;
+	return e;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asynchronous stripe commits: a write hands its whole stripes to a
+ * per-file queue and is answered at once, while a small pool of committer
+ * threads encodes them and writes them to the members behind it.  So the
+ * next request's trip through the kernel overlaps the commit of the last.
+ *
+ * A queue belongs to one owner (an open file) and shares the owner's
+ * mutex: every function here is called with that mutex held, and the
+ * owner's run callback is called with it held too (it may drop it around
+ * its slow part, as long as it re-takes it before returning).  Batches of
+ * one queue run one at a time, in submission order, so the generations
+ * they are given stay ordered.  At most CM_DEPTH batches are queued per
+ * file; a writer that finds them all taken waits.  The first error of a
+ * run is latched until the owner takes it (as the kernel keeps writeback
+ * errors for the next fsync or close).
+ */
+#ifndef ECFS_COMMITTER_H
+#define ECFS_COMMITTER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Batches in flight per file (queued or being committed). */
+#define CM_DEPTH 3
+
+typedef struct cm_batch {
+	uint64_t s0;           /* first stripe */
+	int cnt;               /* whole stripes in data */
+	uint64_t size;         /* the file's logical size when it was queued */
+	uint8_t *data;         /* cnt stripes of data, one after the other */
+	struct cm_batch *next; /* queue order */
+} cm_batch;
+
+typedef struct cm_queue cm_queue;
+
+/* Commits one batch; called by a committer thread with the owner's lock
+ * held.  Returns 0 or a negative errno, which is latched. */
+typedef int (*cm_run_fn)(void *owner, cm_batch *b);
+
+/* A queue of CM_DEPTH batches of batch_bytes each, allocated now.  NULL if
+ * out of memory (the owner then commits synchronously). */
+cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_fn run,
+                       void *owner);
+/* Frees an idle queue (drain it first). */
+void cm_queue_free(cm_queue *q);
+
+/* Batches not in flight. */
+int cm_free_slots(const cm_queue *q);
+/* Waits until at least need (<= CM_DEPTH) batches are free.  The lock is
+ * released meanwhile, so the caller re-checks its state afterwards; it
+ * never is by cm_reserve and cm_submit. */
+void cm_wait_slots(cm_queue *q, int need);
+/* A free batch to fill (NULL if all are in flight: wait first). */
+cm_batch *cm_reserve(cm_queue *q);
+/* Queues a batch from cm_reserve, filled in. */
+void cm_submit(cm_queue *q, cm_batch *b);
+
+/* True while a batch is queued or being committed: then the run callback
+ * may be using the owner's state outside the lock. */
+bool cm_busy(const cm_queue *q);
+/* Waits until no batch is queued or running (the lock released
+ * meanwhile, unless it is idle already). */
+void cm_drain(cm_queue *q);
+/* The latched error (0 if none), cleared. */
+int cm_take_error(cm_queue *q);
+
+#endif
