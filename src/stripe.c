@@ -45,7 +45,8 @@ void stripe_ctx_free_buffers(stripe_ctx *c)
 {
 	free(c->scratch);
 	free(c->parity);
-	c->scratch = c->parity = NULL;
+	free(c->run_parity);
+	c->scratch = c->parity = c->run_parity = NULL;
 }
 
 bool stripe_member_usable(stripe_ctx *c, int member)
@@ -322,26 +323,80 @@ static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 	return true;
 }
 
+static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN]);
+
+/* Parity strips of a degraded run, position k+p of stripe i of the run. */
+static uint8_t *run_parity(stripe_ctx *c, int p, int i)
+{
+	return c->run_parity + ((size_t)p * STRIPE_FETCH_RUN + (size_t)i) * c->lay.strip_size;
+}
+
+/* Stripe i of a run fetched from every position: vote and decode it as
+ * stripe_fetch does, from the run's buffers. */
+static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task *tasks,
+                             uint8_t *(*dest)[STRIPE_FETCH_RUN])
+{
+	int n = c->lay.n;
+	fetch_task *one = g_new(fetch_task, n);
+	uint8_t *one_dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+
+	for (int j = 0; j < n; j++) {
+		one[j] = tasks[j];
+		one[j].s0 = s0 + (uint64_t)i;
+		one[j].cnt = 1;
+		one[j].status[0] = tasks[j].status[i];
+		one[j].gen[0] = tasks[j].gen[i];
+		one[j].why[0] = tasks[j].why[i];
+		one[j].dest[0] = one_dest[j][0] = dest[j][i];
+	}
+	int rc = vote_and_decode(c, s0 + (uint64_t)i, (1ull << c->lay.k) - 1, one, one_dest);
+	g_free(one);
+	return rc;
+}
+
 int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 {
-	int k = c->lay.k;
-	uint64_t all = (1ull << k) - 1;
+	int k = c->lay.k, n = c->lay.n;
+	uint64_t all = (1ull << k) - 1, mask = all;
 	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+	bool degraded = false;
 	fetch_task *tasks;
 	int rc = 0;
 
 	if (cnt < 1 || cnt > STRIPE_FETCH_RUN ||
 	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
 		return -EINVAL;
-	tasks = g_new(fetch_task, c->lay.n);
 	for (int j = 0; j < k; j++)
 		for (int i = 0; i < cnt; i++)
 			dest[j][i] = data[(size_t)i * k + j];
-	fetch_positions(c, s0, cnt, all, dest, tasks);
-	/* Stripes that did not read cleanly go the careful way, one by one. */
-	for (int i = 0; i < cnt && rc == 0; i++)
-		if (!run_stripe_ok(tasks, k, all, i))
+	/* A data position on a member known to be failed: every stripe needs
+	 * decoding, so read every position of the whole run at once (one read
+	 * per member) rather than fall back stripe by stripe. */
+	for (int j = 0; j < k && !degraded; j++)
+		degraded = !stripe_member_usable(c, layout_member_of(&c->lay, j));
+	if (degraded && !c->run_parity &&
+	    posix_memalign((void **)&c->run_parity, 4096,
+	                   (size_t)c->lay.m * STRIPE_FETCH_RUN * c->lay.strip_size))
+		c->run_parity = NULL;
+	if (degraded && c->run_parity) {
+		mask = (1ull << n) - 1;
+		for (int j = k; j < n; j++)
+			for (int i = 0; i < cnt; i++)
+				dest[j][i] = run_parity(c, j - k, i);
+	}
+	tasks = g_new(fetch_task, n);
+	fetch_positions(c, s0, cnt, mask, dest, tasks);
+	/* Stripes that did not read cleanly: decoded from what the run read,
+	 * or fetched again the careful way, one by one. */
+	for (int i = 0; i < cnt && rc == 0; i++) {
+		if (run_stripe_ok(tasks, k, all, i))
+			continue;
+		if (mask != all)
+			rc = decode_run_stripe(c, s0, i, tasks, dest);
+		else
 			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
+	}
 	g_free(tasks);
 	return rc;
 }

@@ -44,6 +44,7 @@ typedef struct stripe_ctx {
 	enum chunk_state state[STRIPE_MAX_N];
 	uint8_t *scratch;   /* n strips, for fetches that must decode */
 	uint8_t *parity;    /* m * STRIPE_BATCH strips */
+	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
 } stripe_ctx;
 
 /* Allocates the scratch buffers; 0 or -ENOMEM. */
@@ -72,7 +73,8 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 /* Fetches all data strips of stripes [s0, s0+cnt) (cnt <= STRIPE_FETCH_RUN,
  * all in one record group): data[i*k + j] receives strip j of stripe s0+i.
  * One read per member for the whole run; stripes that do not verify are
- * fetched again one by one through stripe_fetch. */
+ * fetched again one by one through stripe_fetch, or, when a data member
+ * is known to be failed, decoded from the run's read of every member. */
 int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data);
 
 /* Writes the chunk header (hdr with each member's position) to every
