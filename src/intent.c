@@ -286,6 +286,52 @@ static void sync_parents(volume *v, int idx, const intent *it)
 
 /* ---- begin and end ---- */
 
+/* An intent's work on the members, run on every usable member at once (on
+ * the member I/O workers): the syncs of six disks overlap. */
+struct member_task {
+	volume *v;
+	const intent *it;
+	uint8_t *buf;  /* begin: the record */
+	size_t len;
+	int op_rc;     /* end: the operation's result */
+};
+
+struct member_job {
+	const struct member_task *t;
+	int idx;
+};
+
+static void begin_member(void *arg)
+{
+	const struct member_job *j = arg;
+	int rc = write_copy(j->t->v, j->idx, j->t->it, j->t->buf, j->t->len);
+	if (rc < 0)
+		volume_member_error(j->t->v, j->idx, -rc, "writing an intent");
+}
+
+static void end_member(void *arg)
+{
+	const struct member_job *j = arg;
+	/* A refused operation changed nothing (mirror.h): no sync. */
+	if (j->t->op_rc >= 0)
+		sync_parents(j->t->v, j->idx, j->t->it);
+	if (volume_member_ok(j->t->v, j->idx))
+		remove_copy(j->t->v, j->idx, j->t->it->name);
+}
+
+static void on_members(volume *v, const struct member_task *t, void (*fn)(void *))
+{
+	struct member_job jobs[64];
+	mio_batch b;
+	mio_batch_init(&b);
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		jobs[idx] = (struct member_job){ t, idx };
+		if (volume_member_ok(v, idx))
+			memberio_submit(volume_memberio(v), idx, &b, fn, &jobs[idx]);
+	}
+	mio_batch_wait(&b);
+}
+
 /* Ids grow with the time of day, so that records left by several mounts
  * replay in the order they were made, and are unique within a process. */
 static uint64_t next_id(void)
@@ -325,16 +371,10 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 		if (a->op == INTENT_RENAME && (a->flags & RENAME_EXCHANGE))
 			it->ino_to[idx] = ino_of(v, idx, a->to, NULL);
 	}
-	size_t len;
-	uint8_t *buf = encode(it, &len);
-	for (int idx = 0; idx < it->n; idx++) {
-		if (!volume_member_ok(v, idx))
-			continue;
-		int rc = write_copy(v, idx, it, buf, len);
-		if (rc < 0)
-			volume_member_error(v, idx, -rc, "writing an intent");
-	}
-	g_free(buf);
+	struct member_task t = { .v = v, .it = it };
+	t.buf = encode(it, &t.len);
+	on_members(v, &t, begin_member);
+	g_free(t.buf);
 	if (!volume_usable(v)) {
 		intent_free(it);
 		return -EIO;
@@ -349,15 +389,8 @@ void intent_end(volume *v, intent *it, int rc)
 		return;
 	/* Unusable: the operation may be half done; the next mount replays. */
 	if (volume_usable(v)) {
-		for (int idx = 0; idx < it->n; idx++) {
-			if (!volume_member_ok(v, idx))
-				continue;
-			/* A refused operation changed nothing (mirror.h). */
-			if (rc >= 0)
-				sync_parents(v, idx, it);
-			if (volume_member_ok(v, idx))
-				remove_copy(v, idx, it->name);
-		}
+		struct member_task t = { .v = v, .it = it, .op_rc = rc };
+		on_members(v, &t, end_member);
 	}
 	intent_free(it);
 }
