@@ -20,6 +20,7 @@ orphans.
 
 import hashlib
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -308,6 +309,119 @@ class UnloggedTest(IntentCase):
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_after_crash(v, {"a": A, "early": b"", "late": C, "headers": b""})
+
+
+def snapshot(v):
+    """Copies of the member directories, to start every crash run from."""
+    snap = os.path.join(v.base, "snap")
+    for i, m in enumerate(v.members):
+        shutil.copytree(m, os.path.join(snap, str(i)), symlinks=True)
+    return snap
+
+
+def restore(v, snap):
+    for i, m in enumerate(v.members):
+        shutil.rmtree(m)
+        shutil.copytree(os.path.join(snap, str(i)), m, symlinks=True)
+
+
+def record_count(rec):
+    try:
+        with open(os.path.join(rec, "ops.jsonl"), "rb") as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return None
+
+
+class CrashLoopTest(IntentCase):
+    """The daemon itself killed after its N-th member write, for every N
+    inside one operation (ECFS_FAULT=abort_after=N, docs/RECORD.md); in CI
+    every third N and the last ones, all of them with ECFS_SLOW=1."""
+
+    def loop(self, files, dirs, op, old, new):
+        v = self.build(files, dirs)
+        snap = snapshot(v)
+        rec = os.path.join(v.base, "rec")
+        os.mkdir(rec)
+        os.environ["ECFS_RECORD"] = rec
+        try:
+            mnt = self.mount(v)
+            start = record_count(rec)
+            if start is None:
+                self.skipTest("this build does not record member operations (ECFS_RECORD)")
+            op(mnt)
+            end = record_count(rec)
+            self.assert_clean_unmount(v)
+        finally:
+            del os.environ["ECFS_RECORD"]
+        self.assertEqual(tree(self.mount(v)), new)
+        self.assert_clean_unmount(v)
+        points = list(range(start + 1, end + 1))
+        if not os.environ.get("ECFS_SLOW"):
+            points = sorted(set(points[::3] + points[-3:]))
+        for n in points:
+            restore(v, snap)
+            os.environ["ECFS_FAULT"] = f"abort_after={n}"
+            try:
+                mnt = self.mount(v)
+            finally:
+                del os.environ["ECFS_FAULT"]
+            if "ignoring 'abort_after" in v.output():
+                v.unmount()
+                self.skipTest("this build has no ECFS_FAULT=abort_after")
+            try:
+                op(mnt)
+            except OSError:
+                pass  # the daemon died under it
+            self.assertIsNotNone(v.proc.wait(timeout=20), f"abort_after={n}")
+            v.unmount()
+            mnt = self.mount(v)  # no fsck first
+            got = tree(mnt)
+            self.assertIn(got, (old, new), f"after a crash at member write {n}\n" + v.log())
+            self.assertEqual(self.records_left(v), {})
+            self.assert_clean_unmount(v)
+            hidden = (0, 1) if n % 2 else (4, 5)
+            for i in hidden:
+                os.rename(v.members[i], v.members[i] + ".away")
+            try:
+                self.assertEqual(tree(self.mount(v)), got, f"crash at {n}, {hidden} hidden")
+                self.assert_clean_unmount(v)
+            finally:
+                v.unmount()
+                for i in hidden:
+                    os.rename(v.members[i] + ".away", v.members[i])
+            r = self.fsck(v, "-y")
+            self.assertIn(r.returncode, (0, 1), f"crash at {n}: " + r.stdout + r.stderr)
+            r = self.fsck(v, "-n")
+            self.assertEqual(r.returncode, 0, f"crash at {n}: " + r.stdout + r.stderr)
+
+    def test_rename_over_existing(self):
+        self.loop({"a": A, "b": B}, [],
+                  lambda mnt: os.rename(os.path.join(mnt, "a"), os.path.join(mnt, "b")),
+                  {"a": A, "b": B}, {"b": A})
+
+    def test_rename_directory_over_empty_directory(self):
+        self.loop({"d/a": A, "d/s/b": B}, ["e"],
+                  lambda mnt: os.rename(os.path.join(mnt, "d"), os.path.join(mnt, "e")),
+                  {"d": "dir", "d/a": A, "d/s": "dir", "d/s/b": B, "e": "dir"},
+                  {"e": "dir", "e/a": A, "e/s": "dir", "e/s/b": B})
+
+    def test_link(self):
+        self.loop({"a": A}, [],
+                  lambda mnt: os.link(os.path.join(mnt, "a"), os.path.join(mnt, "l")),
+                  {"a": A}, {"a": A, "l": A})
+
+    def test_unlink(self):
+        self.loop({"a": A, "b": B}, [], lambda mnt: os.unlink(os.path.join(mnt, "a")),
+                  {"a": A, "b": B}, {"b": B})
+
+    def test_rmdir(self):
+        self.loop({"b": B}, ["e"], lambda mnt: os.rmdir(os.path.join(mnt, "e")),
+                  {"b": B, "e": "dir"}, {"b": B})
+
+    def test_mkdir(self):
+        self.loop({"b": B}, [], lambda mnt: os.mkdir(os.path.join(mnt, "d")),
+                  {"b": B}, {"b": B, "d": "dir"})
 
 
 class FsckPendingTest(IntentCase):
