@@ -25,8 +25,16 @@
 #define INTENT_MAGIC "ECFSINT1"
 #define INTENT_HEAD 48     /* fixed part before the per-member identities */
 #define INTENT_SUM 32      /* SHA-256 of everything before it */
-#define INTENT_MAX (INTENT_HEAD + 64 * 16 + 2 * 4096 + INTENT_SUM)
+#define INTENT_IDENT 32    /* per member: from's and to's identity */
+#define INTENT_MAX (INTENT_HEAD + 64 * INTENT_IDENT + 2 * 4096 + INTENT_SUM)
 #define INTENT_NAME_LEN 16 /* hex digits of the id */
+
+/* An object's identity on one member: its inode number (0: no object)
+ * and birth time, so that an inode number reused for a newer object is
+ * told apart (btime 0: the member filesystem does not keep it). */
+typedef struct ident {
+	uint64_t ino, btime;
+} ident;
 
 struct intent {
 	intent_op op;
@@ -37,7 +45,7 @@ struct intent {
 	uint64_t id;
 	int n;
 	char *from, *to;
-	uint64_t ino_from[64], ino_to[64]; /* identity per member; 0: absent */
+	ident from_id[64], to_id[64]; /* per member */
 	char name[INTENT_NAME_LEN + 1];
 	uint64_t holders; /* replay: members with a valid copy */
 };
@@ -105,7 +113,7 @@ static void sha256(const uint8_t *data, size_t len, uint8_t out[INTENT_SUM])
 static uint8_t *encode(const intent *it, size_t *len)
 {
 	size_t l1 = strlen(it->from), l2 = it->to ? strlen(it->to) : 0;
-	size_t ids = (size_t)it->n * 16;
+	size_t ids = (size_t)it->n * INTENT_IDENT;
 	*len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
 	uint8_t *b = g_malloc0(*len);
 	memcpy(b, INTENT_MAGIC, 8);
@@ -119,8 +127,11 @@ static uint8_t *encode(const intent *it, size_t *len)
 	put32(b + 40, it->uid);
 	put32(b + 44, it->gid);
 	for (int i = 0; i < it->n; i++) {
-		put64(b + INTENT_HEAD + 16 * i, it->ino_from[i]);
-		put64(b + INTENT_HEAD + 16 * i + 8, it->ino_to[i]);
+		uint8_t *p = b + INTENT_HEAD + INTENT_IDENT * i;
+		put64(p, it->from_id[i].ino);
+		put64(p + 8, it->from_id[i].btime);
+		put64(p + 16, it->to_id[i].ino);
+		put64(p + 24, it->to_id[i].btime);
 	}
 	memcpy(b + INTENT_HEAD + ids, it->from, l1);
 	memcpy(b + INTENT_HEAD + ids + l1, it->to ? it->to : "", l2);
@@ -152,7 +163,7 @@ static intent *decode(const uint8_t *b, size_t len, int n)
 	if (memcmp(sum, b + len - INTENT_SUM, INTENT_SUM) != 0)
 		return NULL;
 	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
-	size_t ids = (size_t)rn * 16;
+	size_t ids = (size_t)rn * INTENT_IDENT;
 	if (op < INTENT_RENAME || op > INTENT_MKDIR || (int)rn != n ||
 	    (size_t)INTENT_HEAD + ids + l1 + l2 + INTENT_SUM != len)
 		return NULL;
@@ -169,8 +180,9 @@ static intent *decode(const uint8_t *b, size_t len, int n)
 	it->id = get64(b + 16);
 	it->n = n;
 	for (int i = 0; i < n; i++) {
-		it->ino_from[i] = get64(b + INTENT_HEAD + 16 * i);
-		it->ino_to[i] = get64(b + INTENT_HEAD + 16 * i + 8);
+		const uint8_t *p = b + INTENT_HEAD + INTENT_IDENT * i;
+		it->from_id[i] = (ident){ get64(p), get64(p + 8) };
+		it->to_id[i] = (ident){ get64(p + 16), get64(p + 24) };
 	}
 	it->from = g_strndup((const char *)p1, l1);
 	it->to = two ? g_strndup((const char *)p2, l2) : NULL;
@@ -202,19 +214,32 @@ static int open_intent_dir(volume *v, int idx, bool create)
 	return fd < 0 ? -errno : fd;
 }
 
-/* The inode number of path's object on member idx; 0 if it has none. */
-static uint64_t ino_of(volume *v, int idx, const char *path, struct stat *st)
+/* The identity of path's object on member idx (ino 0 if it has none), and
+ * its type in *mode. */
+static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
 {
 	const char *leaf;
-	struct stat tmp;
+	struct statx stx;
+	ident id = { 0, 0 };
 	int d = volume_parent_fd(v, idx, path, &leaf);
-	if (!st)
-		st = &tmp;
 	if (d < 0)
-		return 0;
-	uint64_t ino = fstatat(d, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 ? st->st_ino : 0;
+		return id;
+	if (statx(d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME, &stx) == 0) {
+		id.ino = stx.stx_ino;
+		if (stx.stx_mask & STATX_BTIME)
+			id.btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
+		if (mode)
+			*mode = stx.stx_mode;
+	}
 	close(d);
-	return ino;
+	return id;
+}
+
+/* True if path's object on member idx is the one recorded as want. */
+static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *mode)
+{
+	ident have = ident_of(v, idx, path, mode);
+	return want.ino && have.ino == want.ino && have.btime == want.btime;
 }
 
 static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, size_t len)
@@ -367,9 +392,9 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 			continue;
 		if (a->op == INTENT_MKDIR)
 			continue; /* nothing there yet to identify */
-		it->ino_from[idx] = ino_of(v, idx, a->from, NULL);
+		it->from_id[idx] = ident_of(v, idx, a->from, NULL);
 		if (a->op == INTENT_RENAME && (a->flags & RENAME_EXCHANGE))
-			it->ino_to[idx] = ino_of(v, idx, a->to, NULL);
+			it->to_id[idx] = ident_of(v, idx, a->to, NULL);
 	}
 	struct member_task t = { .v = v, .it = it };
 	t.buf = encode(it, &t.len);
@@ -507,13 +532,13 @@ static int redo_mkdir(volume *v, int idx, const intent *it)
  * identity recorded for it (so never twice, and never on another object). */
 static int redo_member(volume *v, int idx, const intent *it)
 {
-	struct stat st;
+	mode_t mode = 0;
 	if (it->op == INTENT_MKDIR)
 		return redo_mkdir(v, idx, it);
-	if (!it->ino_from[idx] || ino_of(v, idx, it->from, &st) != it->ino_from[idx])
+	if (!is_object(v, idx, it->from, it->from_id[idx], &mode))
 		return 0; /* done here already, or never concerned this member */
 	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE) &&
-	    (!it->ino_to[idx] || ino_of(v, idx, it->to, NULL) != it->ino_to[idx]))
+	    !is_object(v, idx, it->to, it->to_id[idx], NULL))
 		return 0;
 	const char *leaf1, *leaf2 = NULL;
 	int d1 = volume_parent_fd(v, idx, it->from, &leaf1), d2 = -1, rc = 0;
@@ -531,10 +556,10 @@ static int redo_member(volume *v, int idx, const intent *it)
 		rc = mop_linkat(v, idx, d1, leaf1, d2, leaf2, 0);
 		break;
 	case INTENT_UNLINK:
-		rc = S_ISDIR(st.st_mode) ? 0 : mop_unlinkat(v, idx, d1, leaf1, 0);
+		rc = S_ISDIR(mode) ? 0 : mop_unlinkat(v, idx, d1, leaf1, 0);
 		break;
 	case INTENT_RMDIR:
-		rc = S_ISDIR(st.st_mode) ? mop_unlinkat(v, idx, d1, leaf1, AT_REMOVEDIR) : 0;
+		rc = S_ISDIR(mode) ? mop_unlinkat(v, idx, d1, leaf1, AT_REMOVEDIR) : 0;
 		break;
 	case INTENT_MKDIR: /* see redo_mkdir */
 		break;

@@ -15,9 +15,9 @@
  * its new state.
  *
  * Redo is idempotent per member and bound to identity: the record holds,
- * for each member, the inode number the source (and for RENAME_EXCHANGE
- * the target) had there, and a member's copy of the operation is redone
- * only while its object still has that inode number.  So replaying an
+ * for each member, the inode number and birth time the source (and for
+ * RENAME_EXCHANGE the target) had there, and a member's copy of the
+ * operation is redone only while its object still has them.  So replaying an
  * intent whose operation had already been done there does nothing, and a
  * record whose removal was lost (it is not synced) can never act on a
  * newer object that took the name meanwhile.

@@ -18,6 +18,7 @@ mkdir and create (not logged), and ecfs-fsck with pending intents and with
 orphans.
 """
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -38,23 +39,35 @@ RENAME_EXCHANGE = 2
 HALF = [0, 1, 2]  # the members a crash let the operation reach
 
 
-def encode_intent(op, frm, to, flags, ino_from, ino_to, ident, mode=0,
+def encode_intent(op, frm, to, flags, id_from, id_to, ident, mode=0,
                   owner=(0xFFFFFFFF, 0xFFFFFFFF)):
     """An intent record, byte for byte as docs/FORMAT.md section 8 says."""
     f, t = os.fsencode(frm), os.fsencode(to or "")
-    b = b"ECFSINT1" + struct.pack("<IIQIIIIII", OPS[op], flags, ident, len(ino_from),
+    b = b"ECFSINT1" + struct.pack("<IIQIIIIII", OPS[op], flags, ident, len(id_from),
                                   len(f), len(t), mode, *owner)
-    for a, c in zip(ino_from, ino_to):
-        b += struct.pack("<QQ", a, c)
+    for a, c in zip(id_from, id_to):
+        b += struct.pack("<QQQQ", *a, *c)
     b += f + t
     return b + hashlib.sha256(b).digest()
 
 
-def ino(v, i, rel):
-    try:
-        return os.lstat(os.path.join(v.members[i], rel.lstrip("/"))).st_ino
-    except FileNotFoundError:
-        return 0
+_statx = ctypes.CDLL(None, use_errno=True).statx
+
+
+def ident(v, i, rel):
+    """(inode number, birth time in ns) of rel on member i, (0, 0) if none."""
+    buf = ctypes.create_string_buffer(256)
+    path = os.fsencode(os.path.join(v.members[i], rel.lstrip("/")))
+    # AT_FDCWD, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME
+    if _statx(-100, path, 0x100, 0x100 | 0x800, buf) != 0:
+        return (0, 0)
+    mask, = struct.unpack_from("<I", buf, 0)
+    ino, = struct.unpack_from("<Q", buf, 32)
+    sec, nsec = struct.unpack_from("<qI", buf, 80)
+    return (ino, sec * 10**9 + nsec if mask & 0x800 else 0)
+
+
+NONE = (0, 0)
 
 
 def intent_dir(v, i):
@@ -85,18 +98,18 @@ def member_op(v, i, op, frm, to, flags):
 
 
 def crash(v, op, frm, to=None, flags=0, done=HALF, recorded=range(N),
-          ident=None, apply=True, **kw):
+          ident_=None, apply=True, **kw):
     """Leaves the state of a crash: the record on `recorded`, the
     operation done on `done`.  Returns the record's id."""
-    ident = ident or int(time.time() * 1e6)
-    ino_from = [ino(v, i, frm) for i in range(N)]
-    ino_to = [ino(v, i, to) if flags & RENAME_EXCHANGE else 0 for i in range(N)]
-    data = encode_intent(op, frm, to, flags, ino_from, ino_to, ident, **kw)
+    ident_ = ident_ or int(time.time() * 1e6)
+    id_from = [ident(v, i, frm) if op != "mkdir" else NONE for i in range(N)]
+    id_to = [ident(v, i, to) if flags & RENAME_EXCHANGE else NONE for i in range(N)]
+    data = encode_intent(op, frm, to, flags, id_from, id_to, ident_, **kw)
     for i in recorded:
-        write_record(v, i, ident, data)
+        write_record(v, i, ident_, data)
     for i in done if apply else ():
         member_op(v, i, op, frm, to, flags)
-    return ident
+    return ident_
 
 
 def tree(mnt):
@@ -234,35 +247,46 @@ class RecordTest(IntentCase):
 
     def test_torn_record(self):
         v = self.build({"a": A, "b": B})
-        ident = int(time.time() * 1e6)
-        data = encode_intent("rename", "/a", "/b", 0, [ino(v, i, "/a") for i in range(N)],
-                             [0] * N, ident)
+        t = int(time.time() * 1e6)
+        data = encode_intent("rename", "/a", "/b", 0, [ident(v, i, "/a") for i in range(N)],
+                             [NONE] * N, t)
         for i in range(N):
-            write_record(v, i, ident, data[:len(data) - 1 - i])  # all torn
+            write_record(v, i, t, data[:len(data) - 1 - i])  # all torn
         self.check_after_crash(v, {"a": A, "b": B})
 
     def test_stale_record_never_touches_a_newer_object(self):
         # The rename finished everywhere, but the removal of its record was
         # lost; meanwhile a new "a" was made.  Replay must leave it alone.
         v = self.build({"a": A, "b": B})
-        ident = crash(v, "rename", "/a", "/b", done=[], recorded=[], apply=False)
-        ino_from = [ino(v, i, "/a") for i in range(N)]
+        t = crash(v, "rename", "/a", "/b", done=[], recorded=[], apply=False)
+        id_from = [ident(v, i, "/a") for i in range(N)]
         for i in range(N):
             member_op(v, i, "rename", "/a", "/b", 0)
         mnt = self.mount(v)
         h.write_file(os.path.join(mnt, "a"), C)
         self.assert_clean_unmount(v)
-        data = encode_intent("rename", "/a", "/b", 0, ino_from, [0] * N, ident)
+        data = encode_intent("rename", "/a", "/b", 0, id_from, [NONE] * N, t)
         for i in range(N):
-            write_record(v, i, ident, data)
+            write_record(v, i, t, data)
         self.check_after_crash(v, {"a": C, "b": A})
+
+    def test_stale_record_and_a_reused_inode_number(self):
+        # An unlink finished, its record's removal lost, and a new "a"
+        # got the old inode number: its birth time tells it apart.
+        v = self.build({"a": C, "b": B})
+        t = int(time.time() * 1e6)
+        id_from = [(ident(v, i, "/a")[0], ident(v, i, "/a")[1] - 10**9) for i in range(N)]
+        data = encode_intent("unlink", "/a", None, 0, id_from, [NONE] * N, t)
+        for i in range(N):
+            write_record(v, i, t, data)
+        self.check_after_crash(v, {"a": C, "b": B})
 
     def test_two_records_replay_in_order(self):
         # rename a -> b, then b -> c, both cut short after 3 members.
         v = self.build({"a": A})
         t = int(time.time() * 1e6)
-        crash(v, "rename", "/a", "/b", ident=t, done=range(N))
-        crash(v, "rename", "/b", "/c", ident=t + 1)
+        crash(v, "rename", "/a", "/b", ident_=t, done=range(N))
+        crash(v, "rename", "/b", "/c", ident_=t + 1)
         self.check_after_crash(v, {"c": A})
 
     def test_operations_leave_no_record(self):
