@@ -8,8 +8,8 @@ to learn W, the number of mutating member operations of the whole mount
 (the daemon's "member writes: W" line), then again for N in 1..W with
 ECFS_FAULT=abort_after=N, which makes the daemon SIGKILL itself right after
 its Nth member operation.  Each crash state must then pass
-crashlib.verify_state: with any m members hidden and with all of them,
-mounted without fsck, every file reads entirely and holds old or new
+crashlib.verify_state: mounted without fsck, with all members and with
+any m of them hidden (each time on the state made afresh by a new run), every file reads entirely and holds old or new
 content per stripe, fsync'd data intact; fsck -y repairs, fsck -n is
 clean, and the contents still check.
 
@@ -69,6 +69,28 @@ class CrashPointTest(H.MountedCase):
                           "built with -Dfault_injection=true")
         return w
 
+    def crash_at(self, tmpl, wl, n, problems):
+        """A fresh copy of the initial members, the workload run on it with
+        abort_after=n; returns (volume, recorder, durable, name-set floor),
+        or None if the daemon did not die (the run did fewer member
+        operations than counted: threads finished in another order)."""
+        v = C.new_volume(tmpl.members)
+        try:
+            mounted = C.start_env(v, {"ECFS_FAULT": f"abort_after={n}"})
+            rec = C.Recorder(v.mnt, wl.initial)
+            if mounted:
+                rec = self.run_workload(v, wl)
+            rc = C.stop(v) if mounted else v.last_exit
+            if rec.error:
+                problems.append(f"N={n}: {rec.error}\n{v.log(1500)}")
+        except BaseException:
+            v.cleanup()
+            raise
+        if rc != -9:
+            v.cleanup()
+            return None
+        return (v, rec) + rec.promises()
+
     def enumerate(self, name):
         wl = C.WORKLOADS[name]
         rng = random.Random(f"crashpoints-{name}")
@@ -78,26 +100,14 @@ class CrashPointTest(H.MountedCase):
         points = crash_points(w, rng)
         problems, crashed, missed = [], 0, []
         for n in points:
-            v = C.new_volume(tmpl.members)
-            try:
-                mounted = C.start_env(v, {"ECFS_FAULT": f"abort_after={n}"})
-                rec = C.Recorder(v.mnt, wl.initial)
-                if mounted:
-                    rec = self.run_workload(v, wl)
-                rc = C.stop(v) if mounted else v.last_exit
-                if rec.error:
-                    problems.append(f"N={n}: {rec.error}\n{v.log(1500)}")
-                if rc != -9:
-                    # the run did fewer member operations than the count
-                    # (threads finish in another order): nothing to check
-                    missed.append(n)
-                    continue
+            def make_state(n=n):
+                return self.crash_at(tmpl, wl, n, problems)
+            probs, ok = C.verify_state(make_state, rng, SUBSETS, f"N={n}")
+            problems += probs
+            if ok:
                 crashed += 1
-                durable, ns = rec.promises()
-                problems += C.verify_state(rec, v.members, durable, ns, rng,
-                                           SUBSETS, f"N={n}")
-            finally:
-                v.cleanup()
+            else:
+                missed.append(n)
         # A handful of points past the real end is normal; most must crash.
         if len(missed) > len(points) // 4:
             problems.append(f"the daemon did not die at {len(missed)} of "

@@ -114,15 +114,12 @@ class PowerLossTest(H.MountedCase):
         states = record.states(rng, None if C.FULL else STATES)
         problems = []
         for point, mode, seed in states:
-            what = f"state {point}/{mode}/{seed}"
-            v = C.new_volume(tmpl.members)
-            try:
+            def make_state(point=point, mode=mode, seed=seed):
+                v = C.new_volume(tmpl.members)
                 record.apply(record.choose(point, mode, seed), v.members)
-                durable, ns = rec.promises(upto_mark=point)
-                problems += C.verify_state(rec, v.members, durable, ns, rng,
-                                           SUBSETS, what)
-            finally:
-                v.cleanup()
+                return (v, rec) + rec.promises(upto_mark=point)
+            problems += C.verify_state(make_state, rng, SUBSETS,
+                                       f"state {point}/{mode}/{seed}")[0]
         C.report(self, f"power loss {name}", problems,
                  f"{len(record.ops)} operations, {len(record.barriers)} "
                  f"fsyncs, {len(states)} states checked")
