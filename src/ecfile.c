@@ -1133,3 +1133,49 @@ char *ecfile_layout_text(ecfile *f)
 	pthread_mutex_unlock(&f->lock);
 	return g_string_free(s, FALSE);
 }
+
+/* ---- the online heal ---- */
+
+ecfile *ecfile_heal_begin(volume *v, const char *path)
+{
+	ecfile *f;
+
+	if (ecfile_open(v, path, 0, &f) < 0)
+		return NULL;
+	pthread_mutex_lock(&f->lock);
+	/* What is buffered goes down first: the heal reads the stored stripes. */
+	int rc = flush_locked(f);
+	if (rc < 0)
+		ecfs_log(LOG_WARNING, "%s: cannot flush before healing it: %s", f->path,
+		         g_strerror(-rc));
+	return f;
+}
+
+void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
+{
+	for (int mb = 0; mb < f->c.lay.n; mb++) {
+		probe_chunk pc;
+		if (!(members >> mb & 1) || stripe_member_usable(&f->c, mb) ||
+		    !volume_member_ok(f->v, mb))
+			continue;
+		memset(&pc, 0, sizeof(pc));
+		open_chunk(f->v, mb, path, false, 0, 0, 0, 0, &pc);
+		/* Taken back only if the heal left it current. */
+		if (pc.fd < 0 || !pc.valid || !same_file(&pc.h, &f->c.hdr) ||
+		    pc.h.position != (uint32_t)layout_position_of(&f->c.lay, mb) ||
+		    pc.h.missed >> mb & 1) {
+			if (pc.fd >= 0)
+				close(pc.fd);
+			continue;
+		}
+		if (f->c.fd[mb] >= 0)
+			close(f->c.fd[mb]);
+		f->c.fd[mb] = pc.fd;
+		f->c.state[mb] = CHUNK_OK;
+		if (pc.h.generation > f->c.hdr.generation)
+			f->c.hdr.generation = pc.h.generation;
+		f->c.hdr.missed = pc.h.missed;
+	}
+	pthread_mutex_unlock(&f->lock);
+	ecfile_release(f);
+}

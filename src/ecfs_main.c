@@ -33,7 +33,12 @@
 #include "checksum.h"
 #include "ec.h"
 #include "log.h"
+#include "heal.h"
 #include "volume.h"
+
+/* MB/s of the online heal unless -o heal_rate says otherwise: about a
+ * tenth of what a tmpfs member moves, leaving foreground I/O responsive. */
+#define DEFAULT_HEAL_RATE 64
 
 #ifndef ECFS_VERSION
 #define ECFS_VERSION "unknown"
@@ -43,7 +48,7 @@
 struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
-	char *k, *m, *code, *w, *strip, *packet, *checksum;
+	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate;
 	bool read_only;
 	bool help, version;
 };
@@ -60,6 +65,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("strip=%s", strip),
 	CLI_OPT("packet=%s", packet),
 	CLI_OPT("checksum=%s", checksum),
+	CLI_OPT("heal_rate=%s", heal_rate),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -113,12 +119,14 @@ static void usage(const char *prog)
 	       "    -o checksum=ALG        strip checksum: gmac (default), poly1305,\n"
 	       "                           sha256, blake2b or blake2s\n"
 	       "    -o ro                  mount read-only, change nothing on members\n"
+	       "    -o heal_rate=MB/s      pace of the online rebuild of a member that\n"
+	       "                           returns or is replaced (default %d, 0 = no limit)\n"
 	       "    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
 	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
 	       "apply to files created from now on; each file keeps its own.\n\n",
-	       prog);
+	       prog, DEFAULT_HEAL_RATE);
 }
 
 /* Parses a positive size with an optional K, M or G (binary) suffix. */
@@ -414,6 +422,7 @@ static void free_cli(struct cli *c)
 	free(c->strip);
 	free(c->packet);
 	free(c->checksum);
+	free(c->heal_rate);
 }
 
 int main(int argc, char *argv[])
@@ -425,6 +434,8 @@ int main(int argc, char *argv[])
 	volume_options vopts;
 	struct ecfs_fs state = { 0 };
 	struct fuse *fuse = NULL;
+	heal *healer = NULL;
+	int heal_rate = DEFAULT_HEAL_RATE;
 	int status = 1, verdict_fd = -1;
 	bool mounted = false;
 
@@ -453,6 +464,10 @@ int main(int argc, char *argv[])
 		goto out;
 	if (!opts.mountpoint) {
 		fail("no mountpoint given (see ecfs --help)");
+		goto out;
+	}
+	if (cli.heal_rate && !parse_int(cli.heal_rate, 0, 1000000, &heal_rate)) {
+		fail("heal_rate=%s: give MB/s as a whole number (0 = no limit)", cli.heal_rate);
 		goto out;
 	}
 	if (!build_options(&cli, (int)members->len, &vopts))
@@ -507,11 +522,15 @@ int main(int argc, char *argv[])
 	}
 	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
 	         volume_k(state.vol), volume_m(state.vol));
+	if (!vopts.read_only && !(healer = heal_start(state.vol, (uint64_t)heal_rate * 1000000)))
+		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
+		         "while mounted");
 
 	status = run_loop(fuse, &opts) == 0 ? 0 : 1;
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 	ecfs_log(LOG_INFO, "unmounting %s", opts.mountpoint);
 out:
+	heal_stop(healer);
 	if (mounted)
 		fuse_unmount(fuse);
 	if (fuse)

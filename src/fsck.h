@@ -39,9 +39,26 @@ typedef struct fsck_options {
 	bool repair, json, quiet, progress, deep;
 } fsck_options;
 
+struct fsck;
+
+/* What the daemon's online heal (heal.c) adds to a run; NULL in ecfs-fsck. */
+typedef struct fsck_hooks {
+	/* Before a regular file's chunks are opened: keeps the daemon's own
+	 * users of the file out until file_end (a token for it, or NULL). */
+	void *(*file_begin)(struct fsck *f, const char *path);
+	void (*file_end)(struct fsck *f, const char *path, void *token);
+	/* After each run of stripes, with the file bytes it covered: paces the
+	 * run; false stops it (the daemon is unmounting). */
+	bool (*pace)(struct fsck *f, uint64_t bytes);
+	void *arg;
+} fsck_hooks;
+
 typedef struct fsck {
 	volume *v;
 	fsck_options o;
+	const fsck_hooks *hooks;
+	uint64_t heal_mask; /* members being rebuilt: they follow, never vote */
+	bool quick;         /* skip the strips of files whose chunks all look current */
 	int k, m, n;
 	uint64_t walk_mask; /* members whose namespace is read (healthy) */
 	/* problems by outcome */
@@ -74,6 +91,9 @@ void fsck_progress(fsck *f, bool force);
  * orphan folders (reported; removed with --repair).  Not to be run on a
  * mounted volume, where both are in use. */
 void fsck_pending(fsck *f);
+
+/* Totals for the progress line (files, and bytes of file data). */
+void fsck_count_totals(fsck *f);
 
 /* Walks the namespace of every healthy member from the root, compares and
  * repairs it, and checks every regular file through repair_file(). */

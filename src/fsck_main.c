@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -127,13 +126,6 @@ void fsck_problem(fsck *f, const char *kind, const char *path, int member,
 	g_free(detail);
 }
 
-enum fsck_status fsck_outcome(const fsck *f, int rc)
-{
-	if (!f->o.repair)
-		return FSCK_REPAIRABLE;
-	return rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
-}
-
 static char *human_bytes(double b)
 {
 	const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -170,35 +162,6 @@ void fsck_progress(fsck *f, bool force)
 	g_free(done);
 	g_free(total);
 	g_free(r);
-}
-
-/* Totals for the progress line: the files and data on a healthy member
- * (a chunk holds 1/k of its file's strips). */
-static uint64_t count_files, count_bytes;
-
-static int count_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	if (ftw->level == 1 && !strcmp(p + ftw->base, ECFS_META_DIR))
-		return FTW_SKIP_SUBTREE;
-	if (type == FTW_F && S_ISREG(st->st_mode)) {
-		count_files++;
-		if (st->st_size > CHUNK_HEADER_SIZE)
-			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE;
-	}
-	return FTW_CONTINUE;
-}
-
-static void count_totals(fsck *f)
-{
-	/* m + 1 members: at least one of them was not just emptied. */
-	for (int mb = 0, seen = 0; mb < f->n && seen <= f->m; mb++)
-		if (f->walk_mask >> mb & 1) {
-			count_files = count_bytes = 0;
-			nftw(volume_member_path(f->v, mb), count_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
-			f->total_files = MAX(f->total_files, count_files);
-			f->total_bytes = MAX(f->total_bytes, count_bytes * (uint64_t)f->k);
-			seen++;
-		}
 }
 
 /* ---- members and superblocks ---- */
@@ -640,7 +603,7 @@ int main(int argc, char **argv)
 	f.links = g_hash_table_new_full(file_id_hash, file_id_equal, g_free, g_free);
 	f.start_us = g_get_monotonic_time();
 	if (f.o.progress)
-		count_totals(&f);
+		fsck_count_totals(&f);
 	if (!mounted)
 		fsck_pending(&f);
 	rc = fsck_tree(&f);

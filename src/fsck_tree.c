@@ -30,6 +30,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "intent.h"
 #include "memberops.h"
 #include "repair.h"
@@ -363,7 +366,7 @@ static int fix_recreate(entry_ctx *e, int mb, int win)
 static void settle_metadata(entry_ctx *e)
 {
 	fsck *f = e->f;
-	uint64_t voters = e->present & ~e->fresh;
+	uint64_t voters = e->present & ~e->fresh & ~f->heal_mask;
 	if (!voters)
 		return;
 	int win = vote(e->w, f->n, voters, same_type);
@@ -402,7 +405,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet);
 static int check_entry(entry_ctx *e, bool root)
 {
 	fsck *f = e->f;
-	int n = f->n, walkers = __builtin_popcountll(f->walk_mask), rc = 0;
+	int n = f->n, walkers = __builtin_popcountll(f->walk_mask & ~f->heal_mask), rc = 0;
 	uint64_t unreadable = 0, typed = 0, missing = 0;
 
 	for (int mb = 0; mb < n; mb++) {
@@ -417,7 +420,10 @@ static int check_entry(entry_ctx *e, bool root)
 	}
 	if (!e->present)
 		return 0;
-	int win = vote(e->w, n, e->present, same_type);
+	/* Members being rebuilt (online heal) follow the others: an entry
+	 * only they hold is a leftover. */
+	uint64_t voters = e->present & ~f->heal_mask;
+	int win = vote(e->w, n, voters ? voters : e->present, same_type);
 	mode_t type = e->w[win].st.st_mode & S_IFMT;
 	/* Copies of another type go; they are then missing like any other. */
 	for (int mb = 0; mb < n; mb++) {
@@ -442,10 +448,11 @@ static int check_entry(entry_ctx *e, bool root)
 			unreadable |= 1ull << mb; /* leave it alone */
 		}
 	}
-	int holders = __builtin_popcountll(typed);
+	int holders = __builtin_popcountll(typed & ~f->heal_mask);
 	bool keep = root || holders * 2 >= walkers || (type == S_IFREG && holders >= f->k);
 	for (int mb = 0; mb < n && !keep && type == S_IFDIR; mb++)
-		keep = typed >> mb & 1 && dir_has_entries(e->dfd[mb], e->name);
+		keep = typed >> mb & ~f->heal_mask >> mb & 1 && dir_has_entries(e->dfd[mb], e->name);
+	keep &= root || holders > 0;
 	if (!keep) {
 		for (int mb = 0; mb < n; mb++) {
 			if (!(typed >> mb & 1))
@@ -631,4 +638,40 @@ void fsck_pending(fsck *f)
 		if (f->walk_mask >> mb & 1)
 			check_orphans(f, mb);
 	}
+}
+
+/* ---- totals for the progress line ---- */
+
+/* The files and data on a healthy member (a chunk holds 1/k of its file's
+ * strips).  nftw has no argument for its callback: one run at a time. */
+static uint64_t count_files, count_bytes;
+
+static int count_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (ftw->level == 1 && !strcmp(p + ftw->base, ECFS_META_DIR))
+		return FTW_SKIP_SUBTREE;
+	if (type == FTW_F && S_ISREG(st->st_mode)) {
+		count_files++;
+		if (st->st_size > CHUNK_HEADER_SIZE)
+			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE;
+	}
+	return FTW_CONTINUE;
+}
+
+void fsck_count_totals(fsck *f)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	uint64_t voters = f->walk_mask & ~f->heal_mask;
+
+	pthread_mutex_lock(&lock);
+	/* m + 1 members: at least one of them was not just emptied. */
+	for (int mb = 0, seen = 0; mb < f->n && seen <= f->m; mb++)
+		if (voters >> mb & 1) {
+			count_files = count_bytes = 0;
+			nftw(volume_member_path(f->v, mb), count_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
+			f->total_files = MAX(f->total_files, count_files);
+			f->total_bytes = MAX(f->total_bytes, count_bytes * (uint64_t)f->k);
+			seen++;
+		}
+	pthread_mutex_unlock(&lock);
 }

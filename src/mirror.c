@@ -151,7 +151,8 @@ int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
 {
 	int answer = -EIO;
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
-		if (!volume_member_ok(v, idx))
+		/* A member being rebuilt may not hold the whole namespace yet. */
+		if (!volume_member_answers(v, idx))
 			continue;
 		int rc = run_one(v, idx, path, fn, arg);
 		if (member_broke(v, idx, rc, flags, what))

@@ -90,29 +90,31 @@ typedef struct file_check {
 	const char *link_from; /* another path of this file (hard links) */
 } file_check;
 
+enum fsck_status fsck_outcome(const fsck *f, int rc)
+{
+	if (!f->o.repair)
+		return FSCK_REPAIRABLE;
+	return rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
+}
+
 static uint8_t *strip_buf(file_check *fc, int pos, int i)
 {
 	return fc->bufs + ((size_t)pos * (size_t)fc->run + (size_t)i) * fc->c.lay.strip_size;
 }
 
-static ssize_t pio_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off,
-                       bool write)
+/* Full-length pread: bytes read (short only at end of file) or -errno. */
+static ssize_t read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		uint8_t *p = (uint8_t *)buf + done;
-		ssize_t r = write ? mop_pwrite(v, idx, fd, p, len - done, off + (off_t)done)
-		                  : mop_pread(v, idx, fd, p, len - done, off + (off_t)done);
+		ssize_t r = mop_pread(v, idx, fd, (uint8_t *)buf + done, len - done, off + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0) {
-			if (write)
-				return -EIO;
+		if (r == 0)
 			break;
-		}
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
@@ -135,11 +137,11 @@ static void scan_member(void *arg)
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
 
-	ssize_t got = pio_all(c->v, t->member, fd, t->buf, want,
-	                      (off_t)layout_strip_offset(&c->lay, t->s0), false);
+	ssize_t got = read_all(c->v, t->member, fd, t->buf, want,
+	                       (off_t)layout_strip_offset(&c->lay, t->s0));
 	ssize_t rgot = got < 0 ? got
-	               : pio_all(c->v, t->member, fd, recs, rwant,
-	                         (off_t)layout_record_offset(&c->lay, t->s0), false);
+	               : read_all(c->v, t->member, fd, recs, rwant,
+	                          (off_t)layout_record_offset(&c->lay, t->s0));
 	if (got < 0 || rgot < 0) {
 		t->err = (int)(got < 0 ? got : rgot);
 		for (int i = 0; i < t->cnt; i++) {
@@ -177,40 +179,19 @@ static void scan_member(void *arg)
 	}
 }
 
-/* Writes the strips of the run marked in wmask, each with its record. */
+/* Writes the strips of the run marked in wmask, each with its record,
+ * through the stripe layer's one strip writer. */
 static void write_member(void *arg)
 {
 	member_task *t = arg;
 	stripe_ctx *c = &t->fc->c;
 	uint64_t strip = c->lay.strip_size;
-	chunk_header h = c->hdr;
 
-	h.position = (uint32_t)t->pos;
 	t->err = 0;
-	for (int i = 0; i < t->cnt && !t->err; i++) {
-		uint8_t rec[CHUNK_RECORD_SIZE] = { 0 };
-		uint8_t *data = t->buf + (size_t)i * strip;
-		uint64_t s = t->s0 + (uint64_t)i;
-		if (!(t->wmask >> i & 1))
-			continue;
-		if (t->wgen[i]) {
-			chunk_record r = { .stripe = s, .generation = t->wgen[i], .position = (uint32_t)t->pos,
-			                   .flags = CHUNK_RECORD_WRITTEN, .size = t->wsize[i] };
-			if (chunk_strip_sum(c->sum, &h, &r, data, strip) < 0) {
-				t->err = -EIO;
-				break;
-			}
-			chunk_record_encode(&r, rec);
-		}
-		/* Strip first, then its record, as a commit does. */
-		ssize_t w = pio_all(c->v, t->member, c->fd[t->member], data, strip,
-		                    (off_t)layout_strip_offset(&c->lay, s), true);
-		if (w >= 0)
-			w = pio_all(c->v, t->member, c->fd[t->member], rec, sizeof(rec),
-			            (off_t)layout_record_offset(&c->lay, s), true);
-		if (w < 0)
-			t->err = (int)w;
-	}
+	for (int i = 0; i < t->cnt && !t->err; i++)
+		if (t->wmask >> i & 1)
+			t->err = stripe_write_strip(c, t->member, t->s0 + (uint64_t)i,
+			                            t->buf + (size_t)i * strip, t->wgen[i], t->wsize[i]);
 }
 
 /* ---- opening the chunks ---- */
@@ -246,7 +227,7 @@ static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
 	close(pfd);
 	if (p->fd < 0)
 		return;
-	ssize_t got = pio_all(f->v, mb, p->fd, buf, sizeof(buf), 0, false);
+	ssize_t got = read_all(f->v, mb, p->fd, buf, sizeof(buf), 0);
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";
@@ -660,6 +641,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
 		fc->c.fd[mb] = -1;
 	f->files++;
+	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
 	rc = open_chunks(fc, present, p);
 	if (rc < 0) {
 		for (int mb = 0; mb < f->n; mb++)
@@ -711,14 +693,23 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 
 	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
 	uint64_t sd = layout_stripe_data(&fc->c.lay);
+	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
+		count = 0; /* every chunk current: its strips were checked before */
 	for (uint64_t s = 0; s < count;) {
 		uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
 		int cnt = (int)MIN(MIN((uint64_t)fc->run, count - s), left);
 		run_stripes(fc, s, cnt);
 		s += (uint64_t)cnt;
 		f->stripes += (uint64_t)cnt;
-		f->bytes += MIN((uint64_t)cnt * sd, fc->c.hdr.size - MIN(fc->c.hdr.size, (s - cnt) * sd));
+		uint64_t bytes = MIN((uint64_t)cnt * sd,
+		                     fc->c.hdr.size - MIN(fc->c.hdr.size, (s - cnt) * sd));
+		f->bytes += bytes;
 		fsck_progress(f, false);
+		if (f->hooks && !f->hooks->pace(f, bytes)) {
+			/* Stopped: leave the chunks marked stale, as a crash would. */
+			rc = -ECANCELED;
+			goto out;
+		}
 	}
 	flush_lost(fc);
 
@@ -761,6 +752,8 @@ out:
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
 		if (fc->c.fd[mb] >= 0)
 			close(fc->c.fd[mb]);
+	if (f->hooks)
+		f->hooks->file_end(f, path, token);
 	free(fc->bufs);
 	free(fc->spare);
 	g_free(fc);

@@ -154,6 +154,33 @@ static void commit_member(void *arg)
 	t->err = r < 0 ? (int)r : 0;
 }
 
+int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
+                       uint64_t gen, uint64_t size)
+{
+	uint64_t strip = c->lay.strip_size;
+	uint32_t pos = (uint32_t)layout_position_of(&c->lay, member);
+	uint8_t rec[CHUNK_RECORD_SIZE] = { 0 };
+	chunk_header h = c->hdr;
+	int ferr;
+
+	if (volume_fault(c->v, member, true, &ferr))
+		return -ferr;
+	h.position = pos;
+	if (gen) {
+		chunk_record r = { .stripe = s, .generation = gen, .position = pos,
+		                   .flags = CHUNK_RECORD_WRITTEN, .size = size };
+		if (chunk_strip_sum(c->sum, &h, &r, data, strip) < 0)
+			return -EIO;
+		chunk_record_encode(&r, rec);
+	}
+	/* Strip first, then its record, as a commit does. */
+	struct iovec iov = { (void *)data, strip }, riov = { rec, sizeof(rec) };
+	ssize_t w = full_iov(c->fd[member], &iov, 1, (off_t)layout_strip_offset(&c->lay, s), true);
+	if (w >= 0)
+		w = full_iov(c->fd[member], &riov, 1, (off_t)layout_record_offset(&c->lay, s), true);
+	return w < 0 ? (int)w : 0;
+}
+
 int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
                   uint64_t gen, uint64_t size)
 {
@@ -212,7 +239,7 @@ typedef struct fetch_task {
 	uint64_t s0;
 	uint8_t *dest[STRIPE_FETCH_RUN];
 	enum fetch_status status[STRIPE_FETCH_RUN];
-	uint64_t gen[STRIPE_FETCH_RUN];
+	uint64_t gen[STRIPE_FETCH_RUN], size[STRIPE_FETCH_RUN];
 	const char *why[STRIPE_FETCH_RUN];
 	int err;
 } fetch_task;
@@ -267,6 +294,7 @@ static void fetch_member(void *arg)
 		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, t->dest[i], strip)) {
 			t->status[i] = FETCH_OK;
 			t->gen[i] = r.generation;
+			t->size[i] = r.size;
 		} else {
 			t->status[i] = FETCH_BAD;
 			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
@@ -438,18 +466,27 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		         c->path, (unsigned long long)s, k);
 		return -EIO;
 	}
+	uint64_t heal = 0, size = 0;
 	for (int j = 0; j < n; j++) {
 		fetch_task *t = &tasks[j];
 		bool good = (t->status[0] == FETCH_OK && t->gen[0] == best) ||
 		            (t->status[0] == FETCH_HOLE && best == 0);
 		blocks[j] = dest[j][0];
-		if (good)
+		if (good) {
+			if (t->status[0] == FETCH_OK)
+				size = t->size[0];
 			continue;
+		}
 		if (t->status[0] == FETCH_OK || t->status[0] == FETCH_HOLE)
 			volume_strip_failure(c->v, t->member, c->path, s,
 			                     "strip of another generation (missed or torn write)");
 		erased[ne++] = j;
-		if (j < k && (want >> j & 1))
+		/* Self-healing read: a bad strip read from a member in service
+		 * (not one that failed to answer) is rewritten once decoded. */
+		if (best && t->status[0] != FETCH_ERR && t->status[0] != FETCH_NONE &&
+		    !volume_defaults(c->v)->read_only && stripe_member_usable(c, t->member))
+			heal |= 1ull << j;
+		if ((j < k && (want >> j & 1)) || heal >> j & 1)
 			need_decode = true;
 		else
 			blocks[j] = NULL;
@@ -463,6 +500,20 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		return -EIO;
 	}
 	volume_count_decoded(c->v, 1);
+	for (int j = 0; j < n; j++) {
+		if (!(heal >> j & 1))
+			continue;
+		int mb = tasks[j].member;
+		int wrc = stripe_write_strip(c, mb, s, blocks[j], best, size);
+		if (wrc < 0) {
+			if (volume_member_error(c->v, mb, -wrc, "rewriting a bad strip"))
+				c->state[mb] = CHUNK_FAILED;
+			continue;
+		}
+		volume_count_healed(c->v, 1);
+		ecfs_log(LOG_NOTICE, "%s: stripe %llu: rewrote the bad strip on member %d (%s)",
+		         c->path, (unsigned long long)s, mb, volume_member_path(c->v, mb));
+	}
 	return 0;
 }
 

@@ -64,10 +64,20 @@ int stripe_usable_count(stripe_ctx *c);
 int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
                   uint64_t gen, uint64_t size);
 
+/* Writes one strip of stripe s to member's chunk, then its record with
+ * generation gen and logical size size (gen 0: a blank record, a hole).
+ * The one writer of single strips: repair, the online heal and the
+ * self-healing read use it.  Returns 0 or a negative errno (the caller
+ * reports it). */
+int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
+                       uint64_t gen, uint64_t size);
+
 /* Fills data[j] (strip_size bytes) for each data position j with bit j set
  * in want, with the content of stripe s: the stored strips if they verify
  * and agree, else decoded from any k good strips.  A stripe never written
- * reads as zeros.  -EIO if the stripe cannot be recovered. */
+ * reads as zeros.  -EIO if the stripe cannot be recovered.  A bad strip on
+ * a member in service is rewritten with its decoded content (self-healing
+ * read; not on a read-only volume). */
 int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data);
 
 /* Fetches all data strips of stripes [s0, s0+cnt) (cnt <= STRIPE_FETCH_RUN,

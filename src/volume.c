@@ -52,6 +52,8 @@ typedef struct member {
 	char *why;
 	bool warned_strip;
 	uint64_t strip_failures;
+	bool root_lost;  /* failed because its directory went away (heal may revive it) */
+	bool healing;    /* back in service, being rebuilt by the online heal */
 } member;
 
 struct volume {
@@ -78,6 +80,10 @@ struct volume {
 #endif
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
+	uint64_t strips_healed;
+	GArray *old_fds;       /* revived members' old root fds (int), closed at the end */
+	char *(*health_hook)(void *); /* extra health lines (the online heal) */
+	void *health_arg;
 };
 
 #ifdef ECFS_FAULT_INJECTION
@@ -606,6 +612,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		p->rootfd = p->metafd = -1;
 		if (p->state != P_OK) {
 			mb->failed = true;
+			mb->root_lost = true;
 			mb->why = g_strdup(p->why ? p->why : "unusable");
 			ecfs_log(LOG_WARNING, "member %d (%s) is failed: %s", i, mb->path, mb->why);
 		} else if (fstat(mb->rootfd, &st) == 0) {
@@ -680,6 +687,10 @@ void volume_close(volume *v)
 	pthread_mutex_destroy(&v->lock);
 	pthread_mutex_destroy(&v->cache_lock);
 	pthread_mutex_destroy(&v->files_lock);
+	for (guint i = 0; v->old_fds && i < v->old_fds->len; i++)
+		close(g_array_index(v->old_fds, int, i));
+	if (v->old_fds)
+		g_array_free(v->old_fds, TRUE);
 	g_free(v->checksum_name);
 	g_free(v->mem);
 	g_free(v);
@@ -772,8 +783,16 @@ void volume_check_roots(volume *v)
 			continue;
 		/* Open chunks keep working in a deleted tree, so without this a
 		 * member removed under us would be noticed only by path lookups. */
-		if (fstat(v->mem[i].rootfd, &st) < 0 || st.st_nlink == 0)
+		if (fstat(v->mem[i].rootfd, &st) < 0 || st.st_nlink == 0) {
+			v->mem[i].root_lost = true;
 			fail_member(v, i, "the member directory was removed");
+		} else if (stat(v->mem[i].path, &st) == 0 &&
+		           (st.st_dev != v->mem[i].dev || st.st_ino != v->mem[i].ino)) {
+			/* Another directory at the member's path: a disk swapped in
+			 * (the online heal takes the new one). */
+			v->mem[i].root_lost = true;
+			fail_member(v, i, "the member directory was replaced");
+		}
 	}
 }
 
@@ -798,6 +817,8 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	}
 	msg = why ? g_strdup_printf("%s (%s: %s)", why, what, g_strerror(err))
 	          : g_strdup_printf("%s: %s", what, g_strerror(err));
+	if (why)
+		v->mem[idx].root_lost = true;
 	fail_member(v, idx, msg);
 	g_free(msg);
 	return true;
@@ -1038,5 +1059,147 @@ char *volume_health_text(volume *v)
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,
 	                                                            __ATOMIC_RELAXED));
+	g_string_append_printf(s, "strips_healed=%llu\n",
+	                       (unsigned long long)__atomic_load_n(&v->strips_healed,
+	                                                            __ATOMIC_RELAXED));
+	if (v->health_hook) {
+		char *extra = v->health_hook(v->health_arg);
+		g_string_append(s, extra);
+		g_free(extra);
+	}
 	return g_string_free(s, FALSE);
+}
+
+/* ---- online heal (heal.c) ---- */
+
+void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg)
+{
+	v->health_arg = arg;
+	v->health_hook = fn;
+}
+
+void volume_count_healed(volume *v, uint64_t strips)
+{
+	__atomic_add_fetch(&v->strips_healed, strips, __ATOMIC_RELAXED);
+}
+
+uint64_t volume_healing_mask(volume *v)
+{
+	uint64_t mask = 0;
+
+	pthread_mutex_lock(&v->lock);
+	for (int i = 0; i < v->n; i++)
+		if (v->mem[i].healing && !v->mem[i].failed)
+			mask |= 1ull << i;
+	pthread_mutex_unlock(&v->lock);
+	return mask;
+}
+
+bool volume_member_answers(volume *v, int idx)
+{
+	return volume_member_ok(v, idx) && !__atomic_load_n(&v->mem[idx].healing, __ATOMIC_ACQUIRE);
+}
+
+void volume_member_healed(volume *v, int idx)
+{
+	__atomic_store_n(&v->mem[idx].healing, false, __ATOMIC_RELEASE);
+}
+
+/* Gives an empty directory the volume's superblock with index idx (copied
+ * from a member in service).  Returns the .ecfs fd or a negative errno. */
+static int format_member(volume *v, int idx, int rootfd)
+{
+	superblock sb;
+	char *why = NULL;
+	int rc = -EIO, metafd;
+
+	for (int j = 0; j < v->n && rc < 0; j++)
+		if (j != idx && volume_member_ok(v, j) && (rc = superblock_read(v->mem[j].metafd, &sb,
+		                                                               &why)) < 0)
+			g_clear_pointer(&why, g_free);
+	if (rc < 0)
+		return rc;
+	sb.index = idx;
+	if (mkdirat(rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (metafd < 0)
+		return -errno;
+	rc = superblock_write(metafd, &sb);
+	if (rc < 0) {
+		close(metafd);
+		return rc;
+	}
+	return metafd;
+}
+
+int volume_member_revive(volume *v, int idx)
+{
+	member *mb = &v->mem[idx];
+	probe p = { .path = mb->path };
+	struct stat st;
+	char *msg = NULL;
+	int rc = 0;
+
+	if (volume_member_ok(v, idx) || v->read_only)
+		return 0;
+	probe_member(&p);
+	if (p.state == P_OK && (memcmp(p.sb.uuid, v->uuid, 16) || p.sb.index != idx))
+		goto out; /* another volume's or another member's: never ours to take */
+	if (p.state == P_OK) {
+		/* The same directory that failed by an I/O error stays failed;
+		 * one that went away and is back (or a new one) is taken. */
+		if (fstat(p.rootfd, &st) < 0 ||
+		    (!mb->root_lost && st.st_dev == mb->dev && st.st_ino == mb->ino))
+			goto out;
+	} else if (p.state == P_EMPTY) {
+		p.metafd = format_member(v, idx, p.rootfd);
+		if (p.metafd < 0) {
+			ecfs_log(LOG_WARNING, "member %d (%s): cannot format the replacement: %s", idx,
+			         mb->path, g_strerror(-p.metafd));
+			goto out;
+		}
+	} else {
+		goto out;
+	}
+	if (fstat(p.rootfd, &st) < 0)
+		goto out;
+	pthread_mutex_lock(&v->lock);
+	if (!v->old_fds)
+		v->old_fds = g_array_new(FALSE, FALSE, sizeof(int));
+	/* The old root and metadata fds stay open until the end: a thread
+	 * that read them before the member failed must not find them reused.
+	 * The old lock goes now (it would conflict with the new one if the
+	 * directory is the same). */
+	if (mb->rootfd >= 0)
+		g_array_append_val(v->old_fds, mb->rootfd);
+	if (mb->metafd >= 0)
+		g_array_append_val(v->old_fds, mb->metafd);
+	if (mb->lockfd >= 0)
+		close(mb->lockfd);
+	mb->rootfd = p.rootfd;
+	mb->metafd = p.metafd;
+	mb->lockfd = -1;
+	p.rootfd = p.metafd = -1;
+	rc = take_lock(v, idx, &msg);
+	if (rc == 0) {
+		mb->dev = st.st_dev;
+		mb->ino = st.st_ino;
+		mb->root_lost = false;
+		mb->warned_strip = false;
+		mb->healing = true;
+		g_clear_pointer(&mb->why, g_free);
+		__atomic_store_n(&mb->failed, false, __ATOMIC_RELEASE);
+		rc = 1;
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (rc == 1)
+		ecfs_log(LOG_WARNING, "member %d (%s) is back in service: rebuilding it online", idx,
+		         mb->path);
+	else
+		ecfs_log(LOG_WARNING, "member %d (%s): %s", idx, mb->path, msg);
+	g_free(msg);
+out:
+	probe_free(&p);
+	return rc;
 }

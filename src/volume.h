@@ -56,6 +56,9 @@ const char *volume_member_path(const volume *v, int idx);
 /* 1 if member idx is in service. */
 bool volume_member_ok(const volume *v, int idx);
 int volume_failed_count(const volume *v);
+/* In service and not being rebuilt by the online heal: may answer
+ * namespace queries (a healing member's namespace may be incomplete). */
+bool volume_member_answers(volume *v, int idx);
 /* True while no more than m members are failed. */
 bool volume_usable(const volume *v);
 
@@ -85,7 +88,9 @@ int volume_statfs(volume *v, struct statvfs *st);
  *   k=K  m=M  n=N  members_failed=F
  *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
  *   strips_decoded=<count since mount>
- *   checksum_failures=<count since mount> */
+ *   checksum_failures=<count since mount>
+ *   strips_healed=<strips rewritten by self-healing reads since mount>
+ *   heal=...  (the daemon's online heal, see heal.h) */
 char *volume_health_text(volume *v);
 
 /* Counters shown in the health report. */

@@ -47,6 +47,25 @@ static inline bool volume_fault(volume *v, int idx, bool write, int *err)
 }
 #endif
 
+/* ---- the online heal (heal.c) ---- */
+
+/* Tries to bring failed member idx back: its directory holds this volume's
+ * superblock for idx again after having gone away (unmounted, renamed,
+ * made unreachable) or is a new empty directory (a replaced disk, which
+ * gets the superblock).  The member then takes the lock and is in service
+ * again, marked healing.  Returns 1 if revived, 0 if not (yet), or a
+ * negative errno. */
+int volume_member_revive(volume *v, int idx);
+/* Members in service that are being rebuilt (their namespace and chunks
+ * may be incomplete): they take writes but answer no namespace query. */
+uint64_t volume_healing_mask(volume *v);
+/* The heal of member idx is complete. */
+void volume_member_healed(volume *v, int idx);
+/* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
+void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
+/* Counts strips rewritten by self-healing reads. */
+void volume_count_healed(volume *v, uint64_t strips);
+
 /* The open-file table, keyed by file identity (16 bytes). */
 void volume_files_lock(volume *v);
 void volume_files_unlock(volume *v);

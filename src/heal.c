@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The online heal (see heal.h).  Once a second the heal thread looks at
+ * the failed members; one that can be brought back is put in service by
+ * volume_member_revive() and marked healing: from then on it takes every
+ * write (files already rebuilt stay current on it; the others record it in
+ * their headers' missed mask), but it answers no namespace query until it
+ * is whole.  The rebuild is a run of ecfs-fsck's repair over the mounted
+ * volume (fsck_tree + repair_file) with the healing members following the
+ * others, never voting.  Each regular file is rebuilt through its ecfile
+ * (ecfile_heal_begin/end): its users wait while its chunks are rebuilt,
+ * and an open file takes the rebuilt chunks back.  A second, quick pass
+ * catches what changed in the namespace meanwhile; then the members are
+ * healed.  Problems found go to the log (what fsck would print).
+ */
+#include "heal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <glib.h>
+
+#include "ecfile.h"
+#include "fsck.h"
+#include "log.h"
+#include "volume_internal.h"
+
+/* Quick passes after the full one, at most (each one that repaired
+ * something is followed by another). */
+#define QUICK_PASSES 3
+/* Seconds to wait before trying again a heal that left repairs failed. */
+#define RETRY_SECONDS 30
+
+struct heal {
+	volume *v;
+	uint64_t rate;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stop;
+	/* progress, under lock: a copy of the pass's counters */
+	uint64_t members;  /* being rebuilt now */
+	bool running, quick;
+	uint64_t files, total_files, bytes, total_bytes;
+	int64_t start_us;
+	uint64_t completed;
+	int64_t paced_since_us;
+	uint64_t paced_bytes;
+};
+
+/* ---- what fsck_tree and repair_file report, in the daemon ---- */
+
+void fsck_problem(fsck *f, const char *kind, const char *path, int member,
+                  uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *detail = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+
+	switch (st) {
+	case FSCK_REPAIRED: f->repaired++; break;
+	case FSCK_REPAIRABLE: f->repairable++; break;
+	case FSCK_UNREPAIRABLE: f->unrepairable++; break;
+	default: f->failed++; break;
+	}
+	GString *line = g_string_new(NULL);
+	g_string_append_printf(line, "heal: %s: %s", kind, path ? path : "volume");
+	if (member >= 0)
+		g_string_append_printf(line, ": member %d", member);
+	if (len)
+		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)off,
+		                       (unsigned long long)(off + len - 1));
+	/* Rebuilding a member repairs every file on it: those are expected. */
+	ecfs_log(st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str, detail,
+	         st == FSCK_REPAIRED ? "repaired" : st == FSCK_UNREPAIRABLE ? "unrepairable"
+	                                                                : "repair failed");
+	g_string_free(line, TRUE);
+	g_free(detail);
+}
+
+void fsck_progress(fsck *f, bool force)
+{
+	(void)f;
+	(void)force; /* the health report reads the counters when asked */
+}
+
+/* ---- hooks ---- */
+
+/* Copies the pass's counters for the health report (h->lock held). */
+static void snapshot(heal *h, const fsck *f)
+{
+	h->files = f->files;
+	h->total_files = f->total_files;
+	h->bytes = f->bytes;
+	h->total_bytes = MAX(f->total_bytes, f->bytes);
+}
+
+static void *file_begin(fsck *f, const char *path)
+{
+	return ecfile_heal_begin(f->v, path);
+}
+
+static void file_end(fsck *f, const char *path, void *token)
+{
+	heal *h = f->hooks->arg;
+
+	if (token)
+		ecfile_heal_end(token, path, f->heal_mask);
+	pthread_mutex_lock(&h->lock);
+	snapshot(h, f);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Sleeps as long as the rate asks, in slices, so a stop is quick. */
+static bool pace(fsck *f, uint64_t bytes)
+{
+	heal *h = f->hooks->arg;
+	bool stop;
+
+	pthread_mutex_lock(&h->lock);
+	snapshot(h, f);
+	h->paced_bytes += bytes;
+	while (!h->stop && h->rate) {
+		int64_t due = h->paced_since_us + (int64_t)(h->paced_bytes * 1000000.0 / (double)h->rate);
+		int64_t now = g_get_monotonic_time();
+		if (now >= due)
+			break;
+		int64_t wait = MIN(due - now, 100000);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + wait * 1000;
+		ts.tv_sec += ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+	}
+	stop = h->stop;
+	pthread_mutex_unlock(&h->lock);
+	return !stop;
+}
+
+/* ---- the health report ---- */
+
+static char *health_lines(void *arg)
+{
+	heal *h = arg;
+	GString *s = g_string_new("heal=");
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->members) {
+		g_string_append(s, "idle");
+	} else {
+		g_string_append(s, "member");
+		for (int i = 0; i < 64; i++)
+			if (h->members >> i & 1)
+				g_string_append_printf(s, " %d", i);
+		g_string_append(s, h->quick ? " verifying" : " rebuilding");
+		if (h->running) {
+			double secs = (double)(g_get_monotonic_time() - h->start_us) / 1e6;
+			double rate = secs > 0 ? (double)h->bytes / secs : 0;
+			g_string_append_printf(s, " files=%llu/%llu bytes=%llu/%llu rate=%.1fMB/s",
+			                       (unsigned long long)h->files,
+			                       (unsigned long long)h->total_files,
+			                       (unsigned long long)h->bytes,
+			                       (unsigned long long)h->total_bytes, rate / 1e6);
+			if (rate > 0 && h->total_bytes > h->bytes) {
+				long left = (long)((double)(h->total_bytes - h->bytes) / rate);
+				g_string_append_printf(s, " eta=%ld:%02ld", left / 60, left % 60);
+			}
+		}
+	}
+	g_string_append_printf(s, "\nheals_completed=%llu\n", (unsigned long long)h->completed);
+	pthread_mutex_unlock(&h->lock);
+	return g_string_free(s, FALSE);
+}
+
+/* ---- the rebuild ---- */
+
+static guint id_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	return (guint)b[0] | (guint)b[1] << 8 | (guint)b[2] << 16 | (guint)b[3] << 24;
+}
+
+static gboolean id_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, 16) == 0;
+}
+
+/* One pass of fsck's repair over the mounted volume.  Returns 0 if it ran
+ * to the end with no repair left failed (*repaired: it changed something). */
+static int run_pass(heal *h, uint64_t members, bool quick, bool *repaired)
+{
+	static const fsck_hooks hooks_template = { file_begin, file_end, pace, NULL };
+	volume *v = h->v;
+	fsck_hooks hooks = hooks_template;
+	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .hooks = &hooks,
+	           .heal_mask = members, .quick = quick, .k = volume_k(v), .m = volume_m(v),
+	           .n = volume_n(v), .json = g_string_new(NULL),
+	           .links = g_hash_table_new_full(id_hash, id_equal, g_free, g_free),
+	           .start_us = g_get_monotonic_time() };
+
+	hooks.arg = h;
+	f.walk_mask = ~volume_failed_mask(v) & (f.n == 64 ? ~0ull : (1ull << f.n) - 1);
+	fsck_count_totals(&f);
+	pthread_mutex_lock(&h->lock);
+	h->running = true;
+	h->quick = quick;
+	h->start_us = f.start_us;
+	snapshot(h, &f);
+	h->paced_since_us = f.start_us;
+	h->paced_bytes = 0;
+	pthread_mutex_unlock(&h->lock);
+
+	int rc = fsck_tree(&f);
+
+	pthread_mutex_lock(&h->lock);
+	h->running = false;
+	pthread_mutex_unlock(&h->lock);
+	double secs = (double)(g_get_monotonic_time() - f.start_us) / 1e6;
+	ecfs_log(LOG_INFO, "heal: %s pass %s: %llu files, %llu bytes in %.1f s (%.1f MB/s), "
+	         "%llu strips rebuilt, %llu repairs, %llu failed, %llu unrepairable",
+	         quick ? "verify" : "rebuild", rc < 0 ? "stopped" : "done",
+	         (unsigned long long)f.files, (unsigned long long)f.bytes, secs,
+	         secs > 0 ? (double)f.bytes / secs / 1e6 : 0.0,
+	         (unsigned long long)f.strips_rebuilt, (unsigned long long)f.repaired,
+	         (unsigned long long)f.failed, (unsigned long long)f.unrepairable);
+	*repaired = f.repaired != 0;
+	bool ok = rc == 0 && f.failed == 0 && (volume_failed_mask(v) & members) == 0;
+	g_string_free(f.json, TRUE);
+	g_hash_table_destroy(f.links);
+	return ok ? 0 : rc < 0 ? rc : -EIO;
+}
+
+static bool stopping(heal *h)
+{
+	pthread_mutex_lock(&h->lock);
+	bool stop = h->stop;
+	pthread_mutex_unlock(&h->lock);
+	return stop;
+}
+
+static int rebuild(heal *h, uint64_t members)
+{
+	bool repaired = true;
+
+	pthread_mutex_lock(&h->lock);
+	h->members = members;
+	pthread_mutex_unlock(&h->lock);
+	int rc = run_pass(h, members, false, &repaired);
+	for (int i = 0; rc == 0 && repaired && i < QUICK_PASSES && !stopping(h); i++)
+		rc = run_pass(h, members, true, &repaired);
+	if (rc == 0 && repaired)
+		rc = -EAGAIN; /* still changing: again later */
+	pthread_mutex_lock(&h->lock);
+	if (rc == 0) {
+		for (int i = 0; i < volume_n(h->v); i++)
+			if (members >> i & 1) {
+				volume_member_healed(h->v, i);
+				h->completed++;
+				ecfs_log(LOG_WARNING, "heal: member %d (%s) is rebuilt and fully in service",
+				         i, volume_member_path(h->v, i));
+			}
+	}
+	h->members = 0;
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+static void *heal_main(void *arg)
+{
+	heal *h = arg;
+	volume *v = h->v;
+	int64_t retry_at = 0;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+		if (h->stop)
+			break;
+		pthread_mutex_unlock(&h->lock);
+		/* A member whose directory was removed is noticed even if no
+		 * I/O touches it. */
+		volume_check_roots(v);
+		for (int i = 0; i < volume_n(v); i++)
+			if (!volume_member_ok(v, i))
+				volume_member_revive(v, i);
+		uint64_t members = volume_healing_mask(v);
+		if (members && g_get_monotonic_time() >= retry_at && volume_usable(v)) {
+			int rc = rebuild(h, members);
+			if (rc < 0 && rc != -ECANCELED) {
+				ecfs_log(LOG_WARNING, "heal: the rebuild is not complete (%s): trying again "
+				         "in %d s", g_strerror(-rc), RETRY_SECONDS);
+				retry_at = g_get_monotonic_time() + RETRY_SECONDS * 1000000ll;
+			}
+		}
+		pthread_mutex_lock(&h->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+heal *heal_start(volume *v, uint64_t rate)
+{
+	heal *h = g_new0(heal, 1);
+
+	h->v = v;
+	h->rate = rate;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
+	volume_set_health_hook(v, health_lines, h);
+	if (pthread_create(&h->thread, NULL, heal_main, h) != 0) {
+		volume_set_health_hook(v, NULL, NULL);
+		pthread_cond_destroy(&h->wake);
+		pthread_mutex_destroy(&h->lock);
+		g_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void heal_stop(heal *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_cond_broadcast(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->thread, NULL);
+	volume_set_health_hook(h->v, NULL, NULL);
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
+	g_free(h);
+}
