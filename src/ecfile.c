@@ -857,8 +857,11 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 	}
 out:
 	pthread_mutex_unlock(&f->lock);
+	/* An error anywhere fails the request: through FUSE a short read
+	 * means end of file, and the kernel would zero-fill the rest of the
+	 * page (silently wrong data past a stripe that cannot be decoded). */
 	if (rc < 0)
-		return pos > (uint64_t)off ? (ssize_t)(pos - (uint64_t)off) : rc;
+		return rc;
 	return (ssize_t)(pos - (uint64_t)off);
 }
 

@@ -50,6 +50,7 @@ struct cli {
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate;
 	bool read_only;
+	int noheal;      /* set by fuse_opt, which stores an int */
 	bool help, version;
 };
 
@@ -66,6 +67,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("packet=%s", packet),
 	CLI_OPT("checksum=%s", checksum),
 	CLI_OPT("heal_rate=%s", heal_rate),
+	{ "noheal", offsetof(struct cli, noheal), 1 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -121,6 +123,8 @@ static void usage(const char *prog)
 	       "    -o ro                  mount read-only, change nothing on members\n"
 	       "    -o heal_rate=MB/s      pace of the online rebuild of a member that\n"
 	       "                           returns or is replaced (default %d, 0 = no limit)\n"
+	       "    -o noheal              no online rebuild: such members stay failed\n"
+	       "                           until ecfs-fsck -y rebuilds them\n"
 	       "    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
@@ -522,7 +526,7 @@ int main(int argc, char *argv[])
 	}
 	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
 	         volume_k(state.vol), volume_m(state.vol));
-	if (!vopts.read_only && !(healer = heal_start(state.vol, (uint64_t)heal_rate * 1000000)))
+	if (!vopts.read_only && !cli.noheal && !(healer = heal_start(state.vol, (uint64_t)heal_rate * 1000000)))
 		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
 		         "while mounted");
 

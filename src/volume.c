@@ -1042,8 +1042,9 @@ char *volume_health_text(volume *v)
 {
 	GString *s = g_string_new(NULL);
 	int failed = volume_failed_count(v);
+	bool healing = volume_healing_mask(v) != 0; /* not whole yet either */
 
-	g_string_append_printf(s, "state=%s\n", failed == 0 ? "healthy"
+	g_string_append_printf(s, "state=%s\n", failed == 0 && !healing ? "healthy"
 	                       : failed <= v->m ? "degraded" : "failed");
 	g_string_append_printf(s, "k=%d\nm=%d\nn=%d\nmembers_failed=%d\n", v->k, v->m, v->n, failed);
 	pthread_mutex_lock(&v->lock);
@@ -1052,7 +1053,8 @@ char *volume_health_text(volume *v)
 			g_string_append_printf(s, "member.%d=failed %s: %s\n", i, v->mem[i].path,
 			                       v->mem[i].why);
 		else
-			g_string_append_printf(s, "member.%d=up %s\n", i, v->mem[i].path);
+			g_string_append_printf(s, "member.%d=%s %s\n", i,
+			                       v->mem[i].healing ? "healing" : "up", v->mem[i].path);
 	}
 	pthread_mutex_unlock(&v->lock);
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
@@ -1120,12 +1122,12 @@ static int format_member(volume *v, int idx, int rootfd)
 	if (rc < 0)
 		return rc;
 	sb.index = idx;
-	if (mkdirat(rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
+	if (mop_mkdirat(v, idx, rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (metafd < 0)
 		return -errno;
-	rc = superblock_write(metafd, &sb);
+	rc = superblock_write(v, idx, metafd, &sb);
 	if (rc < 0) {
 		close(metafd);
 		return rc;

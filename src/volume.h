@@ -84,9 +84,10 @@ int volume_statfs(volume *v, struct statvfs *st);
 
 /* The volume-health report (the root's user.ecfs.health xattr): one
  * "key=value" line per fact, g_malloc'd:
- *   state=healthy|degraded|failed
+ *   state=healthy|degraded|failed   (degraded also while a member heals)
  *   k=K  m=M  n=N  members_failed=F
  *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
+ *                                   or  member.<idx>=healing <path> (online heal)
  *   strips_decoded=<count since mount>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>
