@@ -161,10 +161,7 @@ int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *dat
 	uint32_t pos = (uint32_t)layout_position_of(&c->lay, member);
 	uint8_t rec[CHUNK_RECORD_SIZE] = { 0 };
 	chunk_header h = c->hdr;
-	int ferr;
 
-	if (volume_fault(c->v, member, true, &ferr))
-		return -ferr;
 	h.position = pos;
 	if (gen) {
 		chunk_record r = { .stripe = s, .generation = gen, .position = pos,
@@ -175,9 +172,11 @@ int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *dat
 	}
 	/* Strip first, then its record, as a commit does. */
 	struct iovec iov = { (void *)data, strip }, riov = { rec, sizeof(rec) };
-	ssize_t w = full_iov(c->fd[member], &iov, 1, (off_t)layout_strip_offset(&c->lay, s), true);
+	ssize_t w = full_iov(c->v, member, c->fd[member], &iov, 1,
+	                     (off_t)layout_strip_offset(&c->lay, s), true);
 	if (w >= 0)
-		w = full_iov(c->fd[member], &riov, 1, (off_t)layout_record_offset(&c->lay, s), true);
+		w = full_iov(c->v, member, c->fd[member], &riov, 1,
+		             (off_t)layout_record_offset(&c->lay, s), true);
 	return w < 0 ? (int)w : 0;
 }
 
