@@ -374,6 +374,7 @@ static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task
 		one[j].cnt = 1;
 		one[j].status[0] = tasks[j].status[i];
 		one[j].gen[0] = tasks[j].gen[i];
+		one[j].size[0] = tasks[j].size[i];
 		one[j].why[0] = tasks[j].why[i];
 		one[j].dest[0] = one_dest[j][0] = dest[j][i];
 	}
