@@ -1146,11 +1146,10 @@ ecfile *ecfile_heal_begin(volume *v, const char *path)
 	if (ecfile_open(v, path, 0, &f) < 0)
 		return NULL;
 	pthread_mutex_lock(&f->lock);
-	/* What is buffered goes down first: the heal reads the stored stripes. */
-	int rc = flush_locked(f);
-	if (rc < 0)
-		ecfs_log(LOG_WARNING, "%s: cannot flush before healing it: %s", f->path,
-		         g_strerror(-rc));
+	/* Commits in flight land first: the heal reads the stored stripes.  A
+	 * commit error stays queued for the file's user; the buffered stripe
+	 * stays buffered (it reaches the healed member when committed). */
+	cm_drain(f->cq);
 	return f;
 }
 

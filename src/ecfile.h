@@ -59,7 +59,7 @@ char *ecfile_layout_text(ecfile *f);
 
 /* The online heal (heal.c) rebuilds a file through its ecfile: begin opens
  * it (sharing it with any open of the same file), takes its lock and
- * writes its buffered data down, so no user of the file reads or writes
+ * waits for its commits in flight, so no user of the file reads or writes
  * while its chunks are rebuilt behind it.  NULL if it cannot be opened.
  * end takes back the chunks of the members in `members` that the heal
  * made current again (found at path), unlocks and releases the file. */
