@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,7 +28,10 @@
 #define INTENT_SUM 32      /* SHA-256 of everything before it */
 #define INTENT_IDENT 32    /* per member: from's and to's identity */
 #define INTENT_MAX (INTENT_HEAD + 64 * INTENT_IDENT + 2 * 4096 + INTENT_SUM)
-#define INTENT_NAME_LEN 16 /* hex digits of the id */
+#define INTENT_LOG INTENT_DIR "/log"
+#define INTENT_SLOTS 64
+#define INTENT_SLOT_SIZE 16384 /* > INTENT_MAX */
+_Static_assert(INTENT_MAX < INTENT_SLOT_SIZE, "a record fits a slot");
 
 /* An object's identity on one member: its inode number (0: no object)
  * and birth time, so that an inode number reused for a newer object is
@@ -46,7 +50,7 @@ struct intent {
 	int n;
 	char *from, *to;
 	ident from_id[64], to_id[64]; /* per member */
-	char name[INTENT_NAME_LEN + 1];
+	int slot;         /* its place in the members' logs */
 	uint64_t holders; /* replay: members with a valid copy */
 };
 
@@ -154,18 +158,19 @@ static bool sane_path(const uint8_t *p, size_t len)
 
 /* Decodes a record read from a member of an n-member volume; NULL if it
  * is torn or not a record of this volume's shape. */
-static intent *decode(const uint8_t *b, size_t len, int n)
+static intent *decode(const uint8_t *b, size_t room, int n)
 {
 	uint8_t sum[INTENT_SUM];
-	if (len < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
+	if (room < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
+		return NULL;
+	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
+	if (rn > 64 || l1 > 4095 || l2 > 4095)
+		return NULL;
+	size_t ids = (size_t)rn * INTENT_IDENT, len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
+	if (len > room || op < INTENT_RENAME || op > INTENT_MKDIR || (int)rn != n)
 		return NULL;
 	sha256(b, len - INTENT_SUM, sum);
 	if (memcmp(sum, b + len - INTENT_SUM, INTENT_SUM) != 0)
-		return NULL;
-	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
-	size_t ids = (size_t)rn * INTENT_IDENT;
-	if (op < INTENT_RENAME || op > INTENT_MKDIR || (int)rn != n ||
-	    (size_t)INTENT_HEAD + ids + l1 + l2 + INTENT_SUM != len)
 		return NULL;
 	bool two = op == INTENT_RENAME || op == INTENT_LINK;
 	const uint8_t *p1 = b + INTENT_HEAD + ids, *p2 = p1 + l1;
@@ -186,32 +191,56 @@ static intent *decode(const uint8_t *b, size_t len, int n)
 	}
 	it->from = g_strndup((const char *)p1, l1);
 	it->to = two ? g_strndup((const char *)p2, l2) : NULL;
-	snprintf(it->name, sizeof(it->name), "%016" PRIx64, it->id);
 	return it;
 }
 
 /* ---- member helpers ---- */
 
-/* The member's intent folder, created if asked and missing. */
-static int open_intent_dir(volume *v, int idx, bool create)
+static int fsync_at(volume *v, int idx, const char *dir)
 {
-	int root = volume_root_fd(v, idx);
-	int fd = openat(root, INTENT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && create) {
-		if (mop_mkdirat(v, idx, root, INTENT_DIR, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		/* The folder's entry must be as durable as the records in it. */
-		int meta = openat(root, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (meta < 0 || mop_fsync(v, idx, meta, false) < 0) {
-			int err = errno;
-			if (meta >= 0)
-				close(meta);
-			return -err;
-		}
-		close(meta);
-		fd = openat(root, INTENT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	}
+	int fd = openat(volume_root_fd(v, idx), dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 || mop_fsync(v, idx, fd, false) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int open_log(volume *v, int idx, int flags)
+{
+	int fd = mop_openat(v, idx, volume_root_fd(v, idx), INTENT_LOG,
+	                    flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Makes the member's log exist, whole and durable: its slots written (so
+ * that a record write later changes data only, and fdatasync has no
+ * metadata to commit), the file and its folder synced. */
+static int prepare_log(volume *v, int idx)
+{
+	int root = volume_root_fd(v, idx), rc = 0;
+	struct stat st;
+	if (mop_mkdirat(v, idx, root, INTENT_DIR, 0700) == 0)
+		rc = fsync_at(v, idx, ECFS_META_DIR);
+	else if (errno != EEXIST)
+		rc = -errno;
+	int fd = rc < 0 ? rc : open_log(v, idx, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == (off_t)INTENT_SLOTS * INTENT_SLOT_SIZE) {
+		close(fd);
+		return 0;
+	}
+	uint8_t *zero = g_malloc0(INTENT_SLOT_SIZE);
+	for (int i = 0; i < INTENT_SLOTS && !rc; i++)
+		if (mop_pwrite(v, idx, fd, zero, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE) !=
+		    INTENT_SLOT_SIZE)
+			rc = errno ? -errno : -EIO;
+	g_free(zero);
+	if (!rc && mop_fsync(v, idx, fd, false) < 0)
+		rc = -errno;
+	close(fd);
+	return rc < 0 ? rc : fsync_at(v, idx, INTENT_DIR);
 }
 
 /* The identity of path's object on member idx (ino 0 if it has none), and
@@ -242,41 +271,34 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 	return want.ino && have.ino == want.ino && have.btime == want.btime;
 }
 
+/* Writes the record into its slot of the member's log, durably: fdatasync
+ * of data over written blocks, one flush. */
 static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, size_t len)
 {
-	int dfd = open_intent_dir(v, idx, true);
-	if (dfd < 0)
-		return dfd;
-	int rc = 0;
-	int fd = mop_openat(v, idx, dfd, it->name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
-	                    0600);
-	if (fd < 0) {
+	int fd = open_log(v, idx, O_WRONLY), rc = 0;
+	if (fd < 0)
+		return fd;
+	ssize_t w = mop_pwrite(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
+	if (w < 0)
 		rc = -errno;
-	} else {
-		ssize_t w = mop_pwrite(v, idx, fd, buf, len, 0);
-		if (w < 0)
-			rc = -errno;
-		else if ((size_t)w != len)
-			rc = -EIO;
-		/* The record, then its name: durable before the operation starts. */
-		if (!rc && mop_fsync(v, idx, fd, false) < 0)
-			rc = -errno;
-		close(fd);
-	}
-	if (!rc && mop_fsync(v, idx, dfd, false) < 0)
+	else if ((size_t)w != len)
+		rc = -EIO;
+	if (!rc && mop_fsync(v, idx, fd, true) < 0)
 		rc = -errno;
-	close(dfd);
+	close(fd);
 	return rc;
 }
 
-static void remove_copy(volume *v, int idx, const char *name)
+/* Clears the record's magic, unsynced: the next record written to the log
+ * makes it durable (and redo is bound to identity meanwhile). */
+static void remove_copy(volume *v, int idx, int slot)
 {
-	int dfd = open_intent_dir(v, idx, false);
-	if (dfd < 0)
-		return;
-	if (mop_unlinkat(v, idx, dfd, name, 0) < 0 && errno != ENOENT)
-		volume_member_error(v, idx, errno, "removing an intent");
-	close(dfd);
+	static const uint8_t zero[8];
+	int fd = open_log(v, idx, O_WRONLY);
+	if (fd < 0 || mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)slot * INTENT_SLOT_SIZE) < 0)
+		volume_member_error(v, idx, errno, "clearing an intent");
+	if (fd >= 0)
+		close(fd);
 }
 
 static int sync_parent(volume *v, int idx, const char *path)
@@ -341,7 +363,7 @@ static void end_member(void *arg)
 	if (j->t->op_rc >= 0)
 		sync_parents(j->t->v, j->idx, j->t->it);
 	if (volume_member_ok(j->t->v, j->idx))
-		remove_copy(j->t->v, j->idx, j->t->it->name);
+		remove_copy(j->t->v, j->idx, j->t->it->slot);
 }
 
 static void on_members(volume *v, const struct member_task *t, void (*fn)(void *))
@@ -371,6 +393,32 @@ static uint64_t next_id(void)
 	return id;
 }
 
+/* The slots of the operations in progress.  Process-wide: a slot is an
+ * offset in every member's log, so two volumes in one process would only
+ * share the 64. */
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slot_freed = PTHREAD_COND_INITIALIZER;
+static uint64_t slots_busy;
+
+static int take_slot(void)
+{
+	pthread_mutex_lock(&slot_lock);
+	while (slots_busy == ~0ull)
+		pthread_cond_wait(&slot_freed, &slot_lock);
+	int slot = __builtin_ctzll(~slots_busy);
+	slots_busy |= 1ull << slot;
+	pthread_mutex_unlock(&slot_lock);
+	return slot;
+}
+
+static void give_slot(int slot)
+{
+	pthread_mutex_lock(&slot_lock);
+	slots_busy &= ~(1ull << slot);
+	pthread_cond_signal(&slot_freed);
+	pthread_mutex_unlock(&slot_lock);
+}
+
 int intent_begin(volume *v, const intent_args *a, intent **out)
 {
 	*out = NULL;
@@ -386,7 +434,7 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 	it->from = g_strdup(a->from);
 	it->to = g_strdup(a->to);
 	it->id = next_id();
-	snprintf(it->name, sizeof(it->name), "%016" PRIx64, it->id);
+	it->slot = take_slot();
 	for (int idx = 0; idx < it->n; idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
@@ -401,6 +449,7 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 	on_members(v, &t, begin_member);
 	g_free(t.buf);
 	if (!volume_usable(v)) {
+		give_slot(it->slot); /* the next mount replays what was written */
 		intent_free(it);
 		return -EIO;
 	}
@@ -417,42 +466,11 @@ void intent_end(volume *v, intent *it, int rc)
 		struct member_task t = { .v = v, .it = it, .op_rc = rc };
 		on_members(v, &t, end_member);
 	}
+	give_slot(it->slot);
 	intent_free(it);
 }
 
 /* ---- finding and replaying ---- */
-
-static bool intent_name(const char *s)
-{
-	if (strlen(s) != INTENT_NAME_LEN)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
-static intent *read_copy(volume *v, int idx, int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	intent *it = NULL;
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= INTENT_MAX) {
-		uint8_t *b = g_malloc((size_t)st.st_size + 1);
-		ssize_t r = mop_pread(v, idx, fd, b, (size_t)st.st_size, 0);
-		if (r == st.st_size)
-			it = decode(b, (size_t)r, volume_n(v));
-		g_free(b);
-	}
-	close(fd);
-	if (it && strcmp(it->name, name) != 0) {
-		intent_free(it); /* a record under another name is no record */
-		it = NULL;
-	}
-	return it;
-}
 
 static gint by_id(gconstpointer a, gconstpointer b)
 {
@@ -460,55 +478,68 @@ static gint by_id(gconstpointer a, gconstpointer b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The valid records on the usable members, by id; names of entries that
- * are not valid records go to junk (per member, "idx/name"). */
-static GPtrArray *collect(volume *v, bool create, GPtrArray *junk)
+/* The valid records in the usable members' logs, by id.  *dirty gets the
+ * members whose log holds anything but zeros in a slot's magic (records,
+ * cleared or torn ones), which a replay then clears. */
+static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 {
-	GHashTable *by_name = g_hash_table_new(g_str_hash, g_str_equal);
+	static const uint8_t zero[8];
+	GHashTable *by_id_table = g_hash_table_new(g_int64_hash, g_int64_equal);
 	GPtrArray *all = g_ptr_array_new();
+	uint8_t *slot = g_malloc(INTENT_SLOT_SIZE);
 
+	*dirty = 0;
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
-		int dfd = open_intent_dir(v, idx, create);
-		if (dfd < 0) {
-			if (dfd != -ENOENT)
-				volume_member_error(v, idx, -dfd, "opening the intent folder");
+		int rc = replay ? prepare_log(v, idx) : 0;
+		int fd = rc < 0 ? rc : open_log(v, idx, O_RDONLY);
+		if (fd < 0) {
+			if (fd != -ENOENT)
+				volume_member_error(v, idx, -fd, "reading the intent log");
 			continue;
 		}
-		int lfd = dup(dfd);
-		DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-		if (!d) {
-			if (lfd >= 0)
-				close(lfd);
-			close(dfd);
-			continue;
-		}
-		for (struct dirent *de; (de = readdir(d)) != NULL;) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		for (int i = 0; i < INTENT_SLOTS; i++) {
+			ssize_t r = mop_pread(v, idx, fd, slot, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE);
+			if (r < 8)
+				break;
+			if (memcmp(slot, zero, 8) != 0)
+				*dirty |= 1ull << idx;
+			intent *it = decode(slot, (size_t)r, volume_n(v));
+			if (!it)
 				continue;
-			intent *it = intent_name(de->d_name) ? read_copy(v, idx, dfd, de->d_name) : NULL;
-			if (!it) {
-				if (junk)
-					g_ptr_array_add(junk, g_strdup_printf("%d/%s", idx, de->d_name));
-				continue;
-			}
-			intent *have = g_hash_table_lookup(by_name, it->name);
+			intent *have = g_hash_table_lookup(by_id_table, &it->id);
 			if (have) {
 				intent_free(it);
 				it = have;
 			} else {
-				g_hash_table_insert(by_name, it->name, it);
+				g_hash_table_insert(by_id_table, &it->id, it);
 				g_ptr_array_add(all, it);
 			}
 			it->holders |= 1ull << idx;
 		}
-		closedir(d);
-		close(dfd);
+		close(fd);
 	}
-	g_hash_table_destroy(by_name);
+	g_free(slot);
+	g_hash_table_destroy(by_id_table);
 	g_ptr_array_sort(all, by_id);
 	return all;
+}
+
+/* Zeroes the magic of every slot and makes that durable. */
+static void clear_log(volume *v, int idx)
+{
+	static const uint8_t zero[8];
+	int fd = open_log(v, idx, O_WRONLY), rc = fd < 0 ? fd : 0;
+	for (int i = 0; i < INTENT_SLOTS && !rc; i++)
+		if (mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)i * INTENT_SLOT_SIZE) < 0)
+			rc = -errno;
+	if (!rc && mop_fsync(v, idx, fd, true) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		volume_member_error(v, idx, -rc, "clearing the intent log");
 }
 
 /* mkdir has no object to identify before it: it is made where missing
@@ -589,8 +620,8 @@ static void replay_one(volume *v, const intent *it)
 
 static int scan_or_replay(volume *v, bool replay, intent_report_fn report, void *arg)
 {
-	GPtrArray *junk = replay ? g_ptr_array_new_with_free_func(g_free) : NULL;
-	GPtrArray *all = collect(v, replay, junk);
+	uint64_t dirty;
+	GPtrArray *all = collect(v, replay, &dirty);
 	int count = (int)all->len;
 
 	for (guint i = 0; i < all->len; i++) {
@@ -604,25 +635,16 @@ static int scan_or_replay(volume *v, bool replay, intent_report_fn report, void 
 		         op_name(it->op), it->from, it->to ? " to " : "", it->to ? it->to : "");
 		replay_one(v, it);
 	}
-	/* The records go only once every operation is redone and durable:
-	 * oldest first, a later one may depend on an earlier one. */
-	for (guint i = 0; replay && volume_usable(v) && i < all->len; i++)
-		for (int idx = 0; idx < volume_n(v); idx++)
-			if (volume_member_ok(v, idx))
-				remove_copy(v, idx, ((intent *)all->pdata[i])->name);
-	for (guint i = 0; replay && volume_usable(v) && i < junk->len; i++) {
-		const char *s = junk->pdata[i], *slash = strchr(s, '/');
-		int idx = atoi(s);
-		ecfs_log(LOG_INFO, "member %d: removing %s/%s, not a whole intent record (torn "
-		         "by a crash before its operation started)", idx, INTENT_DIR, slash + 1);
-		if (volume_member_ok(v, idx))
-			remove_copy(v, idx, slash + 1);
-	}
+	/* The records go only once every operation is redone and durable
+	 * (oldest first: a later one may depend on an earlier one); with them
+	 * go the cleared and the torn ones (a record torn by a crash while it
+	 * was written: its operation had not started). */
+	for (int idx = 0; replay && volume_usable(v) && idx < volume_n(v); idx++)
+		if (dirty >> idx & 1 && volume_member_ok(v, idx))
+			clear_log(v, idx);
 	for (guint i = 0; i < all->len; i++)
 		intent_free(all->pdata[i]);
 	g_ptr_array_free(all, TRUE);
-	if (junk)
-		g_ptr_array_free(junk, TRUE);
 	return volume_usable(v) ? count : -EIO;
 }
 

@@ -7,7 +7,7 @@
  * regular file with fewer than k chunks under one name (a rename over an
  * existing file done on half the members: both the old and the new file
  * lose their quorum).  So the operation is first written down, durably, on
- * every usable member (.ecfs/intent/<id>, docs/FORMAT.md section 8), then
+ * every usable member (a slot of .ecfs/intent/log, docs/FORMAT.md section 8), then
  * applied, then made durable (the affected parent directories are fsynced
  * on each member), and only then is the record removed.  A mount (and
  * ecfs-fsck -y) that finds a record finishes the operation on every

@@ -74,10 +74,21 @@ def intent_dir(v, i):
     return os.path.join(v.members[i], ".ecfs", "intent")
 
 
+SLOTS, SLOT_SIZE = 64, 16384
+
+
+def log_path(v, i):
+    return os.path.join(intent_dir(v, i), "log")
+
+
 def write_record(v, i, ident, data):
-    os.makedirs(intent_dir(v, i), exist_ok=True)
-    with open(os.path.join(intent_dir(v, i), "%016x" % ident), "wb") as f:
-        f.write(data)
+    """Writes a record into slot ident % 64 of member i's log (made by
+    every read-write mount)."""
+    fd = os.open(log_path(v, i), os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, ident % SLOTS * SLOT_SIZE)
+    finally:
+        os.close(fd)
 
 
 def member_op(v, i, op, frm, to, flags):
@@ -144,8 +155,16 @@ class IntentCase(h.MountedCase):
                               capture_output=True, text=True, timeout=120)
 
     def records_left(self, v):
-        return {i: os.listdir(intent_dir(v, i)) for i in range(N)
-                if os.path.isdir(intent_dir(v, i)) and os.listdir(intent_dir(v, i))}
+        """{member: [slots whose magic is not cleared]}, where any."""
+        out = {}
+        for i in range(N):
+            with open(log_path(v, i), "rb") as f:
+                log = f.read()
+            self.assertEqual(len(log), SLOTS * SLOT_SIZE)
+            busy = [s for s in range(SLOTS) if log[s * SLOT_SIZE:s * SLOT_SIZE + 8] != bytes(8)]
+            if busy:
+                out[i] = busy
+        return out
 
     def check_after_crash(self, v, want):
         """Mount without fsck: the tree is exactly `want`; no record left;
