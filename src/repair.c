@@ -290,6 +290,10 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 	if (fd < 0)
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                0600);
+	/* Made since the namespace was read (in the daemon, opening an empty
+	 * file finishes its create): it is rebuilt whole all the same. */
+	if (fd < 0 && errno == EEXIST)
+		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
 	e = errno;
 	close(pfd);
 	return fd < 0 ? -e : fd;

@@ -40,6 +40,9 @@
 #include "volume_internal.h"
 
 #define LOCK_FILE "lock"
+/* Present while the online heal rebuilds the member: an unmount cuts the
+ * rebuild short, and the next mount takes it up again. */
+#define HEAL_FILE "heal"
 #define DEFAULT_STRIP_SIZE (64 * 1024)
 #define DEFAULT_PACKET_SIZE 2048
 
@@ -632,6 +635,15 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		for (int i = 0; i < n; i++)
 			if (!v->mem[i].failed && (rc = take_lock(v, i, message)) < 0)
 				goto fail;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (!v->mem[i].failed &&
+		    fstatat(v->mem[i].metafd, HEAL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			v->mem[i].healing = true;
+			ecfs_log(LOG_WARNING, "member %d (%s): its online rebuild was cut short; it "
+			         "answers no lookup until the rebuild is done", i, v->mem[i].path);
+		}
+	}
 	rc = set_defaults(v, &sb, opts, message);
 	if (rc < 0)
 		goto fail;
@@ -1104,6 +1116,9 @@ bool volume_member_answers(volume *v, int idx)
 
 void volume_member_healed(volume *v, int idx)
 {
+	if (mop_unlinkat(v, idx, v->mem[idx].metafd, HEAL_FILE, 0) < 0 && errno != ENOENT)
+		ecfs_log(LOG_WARNING, "member %d (%s): cannot remove " ECFS_META_DIR "/" HEAL_FILE
+		         ": %s", idx, v->mem[idx].path, g_strerror(errno));
 	__atomic_store_n(&v->mem[idx].healing, false, __ATOMIC_RELEASE);
 }
 
@@ -1184,6 +1199,14 @@ int volume_member_revive(volume *v, int idx)
 	mb->lockfd = -1;
 	p.rootfd = p.metafd = -1;
 	rc = take_lock(v, idx, &msg);
+	int hfd = rc == 0 ? mop_openat(v, idx, mb->metafd, HEAL_FILE,
+	                               O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	if (hfd >= 0)
+		close(hfd);
+	else if (rc == 0)
+		ecfs_log(LOG_WARNING, "member %d (%s): cannot create " ECFS_META_DIR "/" HEAL_FILE
+		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
+		         mb->path, g_strerror(errno));
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;

@@ -197,6 +197,29 @@ class OnlineHealTest(HealCase):
         self.assert_clean_unmount(v)
         self.check_clean_and_hidden(v, data, 2)
 
+    def test_unmount_mid_heal_resumes(self):
+        """A heal cut short by an unmount is taken up at the next mount."""
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS + ",heal_rate=1")
+        data = self.populate(mnt)
+        os.rename(v.members[3], v.members[3] + ".old")
+        os.mkdir(v.members[3], 0o755)
+        deadline = time.monotonic() + 20
+        while "rebuilding" not in h.health(mnt).get("heal", ""):
+            self.assertLess(time.monotonic(), deadline, h.health(mnt))
+            time.sleep(0.05)
+        self.assertEqual(h.health(mnt)["member.3"].split()[0], "healing")
+        self.assertEqual(h.health(mnt)["state"], "degraded")
+        self.assert_clean_unmount(v)
+        self.assertTrue(os.path.exists(os.path.join(v.members[3], ".ecfs", "heal")))
+        mnt = self.mount(v)
+        self.wait_healed(v, mnt, 1)
+        self.assertFalse(os.path.exists(os.path.join(v.members[3], ".ecfs", "heal")))
+        self.check_all(mnt, data, "after the resumed heal:")
+        self.assert_clean_unmount(v)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, "fsck after the heal:\n" + r.stdout + r.stderr)
+
 
 class SelfHealingReadTest(HealCase):
 
