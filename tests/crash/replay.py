@@ -28,11 +28,20 @@ state a process kill at P leaves), "drop" keeps only what barriers force,
 "random" chooses each page's and each member's surviving prefix at random
 between the two.  apply() writes a state onto copies of the initial
 member directories.
+
+Intent records (docs/FORMAT.md section 8) name the objects they act on by
+inode number and birth time, which a replay on copies cannot reproduce:
+apply() rewrites the identities in a record it writes to those of the
+same paths in the replayed members at that moment (and its checksum), so
+that the record means on the copy what it meant on the original.
 """
 
+import ctypes
+import hashlib
 import json
 import os
 import random
+import struct
 
 PAGE = 4096
 META_KINDS = {"truncate", "fallocate", "create", "mkdir", "mknod", "symlink",
@@ -236,7 +245,10 @@ class Record:
             fd = os.open(p, os.O_WRONLY)
             try:
                 start = op["data"] + off - op["off"]
-                os.pwrite(fd, self.data[start:start + ln], off)
+                buf = self.data[start:start + ln]
+                if op["path"].startswith(".ecfs/intent/") and off == 0 == op["off"]:
+                    buf = translate_intent(buf, members)
+                os.pwrite(fd, buf, off)
             finally:
                 os.close(fd)
         elif kind == "truncate":
@@ -290,3 +302,51 @@ def _fallocate(fd, mode, off, ln):
 def _renameat2(p, q, flags):
     import ecfs_harness as H
     H.renameat2(p, q, flags)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+STATX_TYPE, STATX_INO, STATX_BTIME = 0x1, 0x100, 0x800
+AT_FDCWD, AT_SYMLINK_NOFOLLOW = -100, 0x100
+
+
+def identity(path):
+    """(inode number, birth time in ns; 0 if not kept) of path, as
+    src/intent.c records it; None if there is no such object."""
+    buf = ctypes.create_string_buffer(256)
+    fn = _libc.statx
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,
+                   ctypes.c_void_p]
+    if fn(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW,
+          STATX_TYPE | STATX_INO | STATX_BTIME, buf) != 0:
+        return None
+    mask, = struct.unpack_from("<I", buf, 0)
+    ino, = struct.unpack_from("<Q", buf, 32)
+    sec, nsec = struct.unpack_from("<qI", buf, 80)
+    btime = (sec * 1000000000 + nsec) % (1 << 64) if mask & STATX_BTIME else 0
+    return ino, btime
+
+
+def translate_intent(buf, members):
+    """An intent record with the identities of its objects taken on the
+    replayed members; other bytes (and torn records) unchanged."""
+    head, ident, sumlen = 48, 32, 32
+    if len(buf) < head + sumlen or buf[:8] != b"ECFSINT1":
+        return buf
+    n, l1, l2 = struct.unpack_from("<III", buf, 24)
+    names = head + ident * n
+    if n != len(members) or len(buf) != names + l1 + l2 + sumlen or \
+            hashlib.sha256(buf[:-sumlen]).digest() != buf[-sumlen:]:
+        return buf
+    paths = (buf[names:names + l1], buf[names + l1:names + l1 + l2])
+    out = bytearray(buf)
+    for i in range(n):
+        for field, path in ((0, paths[0]), (16, paths[1])):
+            at = head + ident * i + field
+            if struct.unpack_from("<Q", out, at)[0] == 0 or not path:
+                continue
+            now = identity(os.path.join(os.fsencode(members[i]),
+                                        path.lstrip(b"/")))
+            if now is not None:
+                struct.pack_into("<QQ", out, at, *now)
+    out[-sumlen:] = hashlib.sha256(bytes(out[:-sumlen])).digest()
+    return bytes(out)
