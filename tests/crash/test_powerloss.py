@@ -106,6 +106,7 @@ class PowerLossTest(H.MountedCase):
         return rec, record
 
     def simulate(self, name):
+        C.skip_pending(self, "powerloss", name)
         wl = C.WORKLOADS[name]
         rng = random.Random(f"powerloss-{name}")
         tmpl = C.make_template(wl)
