@@ -27,6 +27,7 @@
 
 #include "chunk.h"
 #include "committer.h"
+#include "journal.h"
 #include "log.h"
 #include "memberops.h"
 #include "stripe.h"
@@ -46,6 +47,7 @@ struct ecfile {
 	uint64_t size;     /* logical size, buffered writes included */
 	uint64_t disk_end; /* stripes from here on hold nothing stored */
 	uint64_t gen;      /* last generation used */
+	uint64_t gen_durable; /* header generation known to be on disk */
 	bool hdr_dirty;
 	bool read_only;
 	uint8_t *buf;      /* the stripe buffer: k strips */
@@ -192,6 +194,7 @@ static void free_ecfile(ecfile *f)
 }
 
 static int truncate_locked(ecfile *f, uint64_t size);
+static void recover_locked(ecfile *f);
 
 /* An empty file whose create a crash cut short leaves chunks missing on
  * some members, or still without a header.  With no data to lose, the
@@ -357,6 +360,10 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	f->size = h.size;
 	f->gen = h.generation;
 	f->disk_end = layout_stripe_count(&lay, h.size);
+	/* Past the size nothing is committed, once recover_locked() has cut
+	 * what an interrupted truncate or extending write left there. */
+	f->c.written_end = f->disk_end;
+	f->gen_durable = fresh ? 0 : h.generation;
 	f->buf_stripe = -1;
 	memcpy(f->id, h.file_id, 16);
 	if (!f->c.code || !f->c.sum) {
@@ -372,7 +379,9 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	pthread_mutex_lock(&f->lock);
 	if (fresh)
 		rc = write_headers(f, false);
-	else if ((flags & O_TRUNC) && f->size)
+	else
+		recover_locked(f);
+	if (rc == 0 && !fresh && (flags & O_TRUNC) && f->size)
 		rc = truncate_locked(f, 0);
 	pthread_mutex_unlock(&f->lock);
 	if (rc < 0) {
@@ -452,6 +461,16 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 		rc = write_headers(f, true);
 		if (rc < 0)
 			return rc;
+	}
+	/* A generation is used only under a durable reservation: a power cut
+	 * may keep strips and lose the header after them, and a reopened file
+	 * that reused a generation could pair two contents under one.  This
+	 * also makes a new file's header durable before its first data. */
+	if (f->gen + 1 >= f->gen_durable) {
+		rc = stripe_sync(&f->c, true);
+		if (rc < 0)
+			return rc;
+		f->gen_durable = f->c.hdr.generation;
 	}
 	uint64_t gen = ++f->gen;
 	if (unlock)
@@ -865,9 +884,83 @@ out:
 	return (ssize_t)(pos - (uint64_t)off);
 }
 
-static int truncate_locked(ecfile *f, uint64_t size)
+/* Cuts the file to size bytes (at most its size; nothing queued).
+ * Crash-safe order: the last stripe's tail is zeroed (a journaled
+ * overwrite), then the new size reaches every header and is synced, and
+ * only then are the records past it zeroed and the chunks shortened, and
+ * that is synced before a first write may land there.  A crash between
+ * leaves the new size with leftovers past it, which recover_locked() cuts
+ * at the next open; never the old size over half-zeroed stripes.  force:
+ * cut even if nothing is known stored past size (recovery). */
+static int cut_locked(ecfile *f, uint64_t size, bool force)
 {
 	uint64_t sd = stripe_data(f);
+	uint64_t s = size / sd, in = size % sd, first_gone = in ? s + 1 : s;
+	int rc;
+
+	if (in && s < f->disk_end) {
+		/* Zero the cut-off tail of the last stripe, so bytes past the end
+		 * read as zeros if the file grows again. */
+		const uint8_t *p[STRIPE_MAX_N];
+		rc = fetch_stripe(f, s, f->partial);
+		if (rc < 0)
+			return rc;
+		memset(f->partial + in, 0, sd - in);
+		f->size = size;
+		strip_pointers(f, f->partial, 1, p);
+		rc = commit_run(f, s, 1, p);
+		if (rc < 0)
+			return rc;
+	}
+	f->size = size;
+	rc = write_headers(f, false);
+	if (rc < 0 || (first_gone >= f->disk_end && !force))
+		return rc;
+	rc = stripe_sync(&f->c, true);
+	if (rc == 0)
+		rc = stripe_truncate(&f->c, first_gone);
+	if (rc == 0)
+		rc = stripe_sync(&f->c, true);
+	if (rc == 0)
+		f->disk_end = f->c.written_end = first_gone;
+	return rc;
+}
+
+/* Brings a file that a crash interrupted back to old-or-new content
+ * before anything reads or writes it: stripes whose journaled overwrite
+ * was cut short are rolled forward from the journal, and leftovers past
+ * the size (a truncate or an extending write cut short) are cut.  Errors
+ * are logged, not returned: what cannot be fixed now reads as it can. */
+static void recover_locked(ecfile *f)
+{
+	uint64_t rolled = 0;
+	bool dirty = false;
+	int rc;
+
+	if (f->read_only) {
+		if (journal_recover(&f->c, false, &rolled) == 0 && rolled)
+			ecfs_log(LOG_WARNING, "%s: %llu stripe(s) of an overwrite cut short by a crash "
+			         "need the journal rolled forward: mount read-write or run ecfs-fsck",
+			         f->path, (unsigned long long)rolled);
+		return;
+	}
+	rc = ensure_buffers(f);
+	if (rc == 0)
+		rc = journal_recover(&f->c, true, &rolled);
+	if (rc == 0)
+		rc = stripe_scan_end(&f->c, f->size, &dirty);
+	if (rc == 0 && dirty) {
+		ecfs_log(LOG_NOTICE, "%s: cutting what a crash left past the end of the file",
+		         f->path);
+		rc = cut_locked(f, f->size, true);
+	}
+	if (rc < 0)
+		ecfs_log(LOG_WARNING, "%s: recovery after a crash failed: %s", f->path,
+		         g_strerror(-rc));
+}
+
+static int truncate_locked(ecfile *f, uint64_t size)
+{
 	int rc;
 
 	if (f->read_only)
@@ -881,30 +974,8 @@ static int truncate_locked(ecfile *f, uint64_t size)
 	if (rc < 0)
 		return rc;
 	drop_buffer(f); /* simpler than cutting the cached stripe too */
-	if (size < f->size) {
-		uint64_t s = size / sd, in = size % sd, first_gone = in ? s + 1 : s;
-		if (in && s < f->disk_end) {
-			/* Zero the cut-off tail of the last stripe, so bytes past
-			 * the end read as zeros if the file grows again. */
-			const uint8_t *p[STRIPE_MAX_N];
-			rc = fetch_stripe(f, s, f->partial);
-			if (rc < 0)
-				return rc;
-			memset(f->partial + in, 0, sd - in);
-			f->size = size;
-			strip_pointers(f, f->partial, 1, p);
-			rc = commit_run(f, s, 1, p);
-			if (rc < 0)
-				return rc;
-		}
-		f->size = size;
-		if (first_gone < f->disk_end) {
-			rc = stripe_truncate(&f->c, first_gone);
-			if (rc < 0)
-				return rc;
-			f->disk_end = first_gone;
-		}
-	}
+	if (size < f->size)
+		return cut_locked(f, size, false);
 	f->size = size;
 	return write_headers(f, false);
 }
@@ -991,7 +1062,21 @@ int ecfile_release(ecfile *f)
 	int rc = ecfile_flush(f);
 
 	volume_files_lock(v);
-	bool last = --f->refs == 0;
+	bool last = f->refs == 1;
+	volume_files_unlock(v);
+	if (last && rc == 0) {
+		/* The last close of a file with a journal: make what the journal
+		 * protects durable in place and drop it, rather than leave it for
+		 * the next open to judge.  Under the file's lock, so an open that
+		 * comes in meanwhile shares this state. */
+		pthread_mutex_lock(&f->lock);
+		cm_drain(f->cq);
+		if (f->c.jopen && stripe_sync(&f->c, true) == 0)
+			journal_remove(&f->c);
+		pthread_mutex_unlock(&f->lock);
+	}
+	volume_files_lock(v);
+	last = --f->refs == 0;
 	if (last)
 		volume_files_remove(v, f->id);
 	volume_files_unlock(v);

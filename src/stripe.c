@@ -24,6 +24,7 @@
 
 #include <glib.h>
 
+#include "journal.h"
 #include "log.h"
 #include "memberops.h"
 #include "memberio.h"
@@ -43,6 +44,7 @@ int stripe_ctx_buffers(stripe_ctx *c)
 
 void stripe_ctx_free_buffers(stripe_ctx *c)
 {
+	journal_close(c);
 	free(c->scratch);
 	free(c->parity);
 	free(c->run_parity);
@@ -71,8 +73,8 @@ int stripe_usable_count(stripe_ctx *c)
 /* Full-length positioned I/O over an iovec, resuming after short transfers.
  * Returns bytes moved (less than asked only at end of file for reads) or
  * -errno. */
-static ssize_t full_iov(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
-                        bool write)
+ssize_t stripe_io(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
+                  bool write)
 {
 	ssize_t total = 0;
 
@@ -112,44 +114,77 @@ static bool all_zero(const uint8_t *p, size_t len)
 
 /* ---- commit ---- */
 
+_Static_assert(STRIPE_BATCH <= JOURNAL_MAX_STRIPES, "a commit must fit in the journal");
+
 typedef struct commit_task {
 	stripe_ctx *c;
 	int member, pos, cnt;
 	uint64_t s0, gen, size;
 	const uint8_t *strips[STRIPE_BATCH];
+	uint8_t recs[STRIPE_BATCH * CHUNK_RECORD_SIZE];
+	bool have_recs; /* recs computed (by the journal stage) */
 	int err;
 } commit_task;
 
-static void commit_member(void *arg)
+/* The records (with their checksums) of the task's strips: the same bytes
+ * go to the journal and in place. */
+static int make_records(commit_task *t)
 {
-	commit_task *t = arg;
 	stripe_ctx *c = t->c;
 	chunk_header h = c->hdr;
-	uint8_t recs[STRIPE_BATCH * CHUNK_RECORD_SIZE];
-	struct iovec iov[STRIPE_BATCH], riov;
-	uint64_t strip = c->lay.strip_size;
-	ssize_t r;
 
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++) {
 		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
 		                     .position = (uint32_t)t->pos, .flags = CHUNK_RECORD_WRITTEN,
 		                     .size = t->size };
-		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], strip) < 0) {
-			t->err = -EIO;
-			return;
-		}
-		chunk_record_encode(&rec, recs + (size_t)i * CHUNK_RECORD_SIZE);
-		iov[i] = (struct iovec){ (void *)t->strips[i], strip };
+		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], c->lay.strip_size) < 0)
+			return -EIO;
+		chunk_record_encode(&rec, t->recs + (size_t)i * CHUNK_RECORD_SIZE);
 	}
+	t->have_recs = true;
+	return 0;
+}
+
+/* Stage one of a journaled commit on one member: its journal, synced. */
+static void journal_member(void *arg)
+{
+	commit_task *t = arg;
+	stripe_ctx *c = t->c;
+	journal_header jh = { .position = (uint32_t)t->pos, .count = (uint32_t)t->cnt,
+	                      .first = t->s0, .generation = t->gen,
+	                      .strip_size = c->lay.strip_size };
+
+	t->err = make_records(t);
+	if (t->err)
+		return;
+	memcpy(jh.volume_uuid, c->hdr.volume_uuid, 16);
+	memcpy(jh.file_id, c->hdr.file_id, 16);
+	for (int i = 0; i < t->cnt; i++)
+		memcpy(jh.records[i], t->recs + (size_t)i * CHUNK_RECORD_SIZE, CHUNK_RECORD_SIZE);
+	t->err = journal_write_member(c, t->member, &jh, t->strips);
+}
+
+static void commit_member(void *arg)
+{
+	commit_task *t = arg;
+	stripe_ctx *c = t->c;
+	struct iovec iov[STRIPE_BATCH], riov;
+	ssize_t r;
+
+	t->err = t->have_recs ? 0 : make_records(t);
+	if (t->err)
+		return;
+	for (int i = 0; i < t->cnt; i++)
+		iov[i] = (struct iovec){ (void *)t->strips[i], c->lay.strip_size };
 	/* Strips first, then their records: until both are down the pair does
 	 * not verify, so a torn commit reads as an erasure, never as data. */
-	r = full_iov(c->v, t->member, c->fd[t->member], iov, t->cnt,
-	             (off_t)layout_strip_offset(&c->lay, t->s0), true);
+	r = stripe_io(c->v, t->member, c->fd[t->member], iov, t->cnt,
+	              (off_t)layout_strip_offset(&c->lay, t->s0), true);
 	if (r >= 0) {
-		riov = (struct iovec){ recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
-		r = full_iov(c->v, t->member, c->fd[t->member], &riov, 1,
-		             (off_t)layout_record_offset(&c->lay, t->s0), true);
+		riov = (struct iovec){ t->recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
+		r = stripe_io(c->v, t->member, c->fd[t->member], &riov, 1,
+		              (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
 	t->err = r < 0 ? (int)r : 0;
 }
@@ -172,22 +207,48 @@ int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *dat
 	}
 	/* Strip first, then its record, as a commit does. */
 	struct iovec iov = { (void *)data, strip }, riov = { rec, sizeof(rec) };
-	ssize_t w = full_iov(c->v, member, c->fd[member], &iov, 1,
-	                     (off_t)layout_strip_offset(&c->lay, s), true);
+	ssize_t w = stripe_io(c->v, member, c->fd[member], &iov, 1,
+	                      (off_t)layout_strip_offset(&c->lay, s), true);
 	if (w >= 0)
-		w = full_iov(c->v, member, c->fd[member], &riov, 1,
-		             (off_t)layout_record_offset(&c->lay, s), true);
+		w = stripe_io(c->v, member, c->fd[member], &riov, 1,
+		              (off_t)layout_record_offset(&c->lay, s), true);
 	return w < 0 ? (int)w : 0;
 }
 
-int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
-                  uint64_t gen, uint64_t size)
+/* Runs fn on the member of every task with err == 0 (all in parallel) and
+ * counts the members that succeeded.  A member that fails is out of this
+ * file's writes from now on (so the caller's missed mask names it), and
+ * out of the volume if the error says the member is broken. */
+static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *),
+                            const char *what)
+{
+	mio_batch batch;
+	int ok = 0;
+
+	mio_batch_init(&batch);
+	for (int pos = 0; pos < c->lay.n; pos++)
+		if (tasks[pos].err == 0)
+			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
+			                &tasks[pos]);
+	mio_batch_wait(&batch);
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		commit_task *t = &tasks[pos];
+		if (t->err == 0) {
+			ok++;
+		} else if (t->err < 0) {
+			volume_member_error(c->v, t->member, -t->err, what);
+			c->state[t->member] = CHUNK_FAILED;
+		}
+	}
+	return ok;
+}
+
+static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                  uint64_t gen, uint64_t size, bool journal)
 {
 	int k = c->lay.k, m = c->lay.m, n = c->lay.n;
 	uint64_t strip = c->lay.strip_size;
 	commit_task tasks[STRIPE_MAX_N];
-	mio_batch batch;
-	int written = 0;
 
 	if (cnt < 1 || cnt > STRIPE_BATCH ||
 	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
@@ -204,7 +265,16 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 			return -EIO;
 		}
 	}
-	mio_batch_init(&batch);
+	/* The journal holds one commit: it may be overwritten only once the
+	 * in-place writes it protected are durable on every member (a global
+	 * barrier: with some members synced and rewritten and others not, a
+	 * power cut could leave neither k journal copies nor k in-place strips
+	 * of that commit). */
+	if (journal && c->inplace_unsynced) {
+		int rc = stripe_sync(c, true);
+		if (rc < 0)
+			return rc;
+	}
 	for (int pos = 0; pos < n; pos++) {
 		int mb = layout_member_of(&c->lay, pos);
 		commit_task *t = &tasks[pos];
@@ -212,20 +282,37 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 		                    .gen = gen, .size = size, .err = 1 };
 		if (!stripe_member_usable(c, mb))
 			continue;
+		t->err = 0;
 		for (int i = 0; i < cnt; i++)
 			t->strips[i] = pos < k ? data[(size_t)i * k + pos]
 			                       : c->parity + ((size_t)i * m + pos - k) * strip;
-		memberio_submit(volume_memberio(c->v), mb, &batch, commit_member, t);
 	}
-	mio_batch_wait(&batch);
-	for (int pos = 0; pos < n; pos++) {
-		commit_task *t = &tasks[pos];
-		if (t->err == 0)
-			written++;
-		else if (t->err < 0 && volume_member_error(c->v, t->member, t->err, "writing a chunk"))
-			c->state[t->member] = CHUNK_FAILED;
-	}
+	/* The barrier: every journal is durable before any strip is written in
+	 * place, so a commit cut short in place has k journal copies to roll
+	 * forward from, and one cut short in the journal changed nothing. */
+	if (journal && run_commit_stage(c, tasks, journal_member, "writing a journal") < k)
+		return -EIO;
+	int written = run_commit_stage(c, tasks, commit_member, "writing a chunk");
+	if (journal)
+		c->inplace_unsynced = true;
+	if (s0 + (uint64_t)cnt > c->written_end)
+		c->written_end = s0 + (uint64_t)cnt;
 	return written >= k ? 0 : -EIO;
+}
+
+int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                  uint64_t gen, uint64_t size)
+{
+	/* Stripes at or past written_end never held committed content: a
+	 * first write cut short leaves new strips beside unwritten ones, which
+	 * read as the old content, zeros (the hole rule in vote_and_decode). */
+	return commit(c, s0, cnt, data, gen, size, s0 < c->written_end);
+}
+
+int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                          uint64_t gen, uint64_t size)
+{
+	return commit(c, s0, cnt, data, gen, size, false);
 }
 
 /* ---- fetch ---- */
@@ -239,6 +326,8 @@ typedef struct fetch_task {
 	uint8_t *dest[STRIPE_FETCH_RUN];
 	enum fetch_status status[STRIPE_FETCH_RUN];
 	uint64_t gen[STRIPE_FETCH_RUN], size[STRIPE_FETCH_RUN];
+	uint64_t rgen[STRIPE_FETCH_RUN]; /* the record's generation, verified or not */
+	bool blank[STRIPE_FETCH_RUN];    /* the record is all zeros */
 	const char *why[STRIPE_FETCH_RUN];
 	int err;
 } fetch_task;
@@ -258,10 +347,10 @@ static void fetch_member(void *arg)
 
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
-	ssize_t got = full_iov(c->v, t->member, fd, iov, t->cnt,
+	ssize_t got = stripe_io(c->v, t->member, fd, iov, t->cnt,
 	                       (off_t)layout_strip_offset(&c->lay, t->s0), false);
 	ssize_t rgot = got < 0 ? got
-	               : full_iov(c->v, t->member, fd, &riov, 1,
+	               : stripe_io(c->v, t->member, fd, &riov, 1,
 	                          (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
@@ -287,9 +376,12 @@ static void fetch_member(void *arg)
 			/* Never written: zeros, unless data is there without a record. */
 			t->status[i] = all_zero(t->dest[i], strip) ? FETCH_HOLE : FETCH_BAD;
 			t->why[i] = "strip data without a record";
+			t->blank[i] = true;
 			continue;
 		}
 		chunk_record_decode(rec, &r);
+		if (r.stripe == s && r.position == (uint32_t)t->pos)
+			t->rgen[i] = r.generation;
 		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, t->dest[i], strip)) {
 			t->status[i] = FETCH_OK;
 			t->gen[i] = r.generation;
@@ -323,7 +415,8 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		for (int i = 0; i < cnt; i++) {
 			t->dest[i] = dest[pos][i];
 			t->status[i] = FETCH_NONE;
-			t->gen[i] = 0;
+			t->gen[i] = t->rgen[i] = 0;
+			t->blank[i] = false;
 		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
@@ -375,6 +468,8 @@ static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task
 		one[j].status[0] = tasks[j].status[i];
 		one[j].gen[0] = tasks[j].gen[i];
 		one[j].size[0] = tasks[j].size[i];
+		one[j].rgen[0] = tasks[j].rgen[i];
+		one[j].blank[0] = tasks[j].blank[i];
 		one[j].why[0] = tasks[j].why[i];
 		one[j].dest[0] = one_dest[j][0] = dest[j][i];
 	}
@@ -429,6 +524,33 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	return rc;
 }
 
+/* The hole rule (docs/FORMAT.md 4.3): no generation has k good strips,
+ * some member's record is still blank, and the verified strips are all of
+ * one generation.  That is a first write (in place, not journaled) that a
+ * crash cut short: the stripe's old content is zeros.  A committed stripe
+ * never has a blank record (overwrites are journaled and rolled forward;
+ * truncate zeroes records only past the end), so this needs more than m
+ * damaged strips, one of them an all-zero record, to mistake a loss. */
+static bool first_write_cut_short(const fetch_task *tasks, int n)
+{
+	bool blank = false, have = false;
+	uint64_t gen = 0;
+
+	for (int j = 0; j < n; j++) {
+		const fetch_task *t = &tasks[j];
+		if (t->status[0] == FETCH_NONE || t->status[0] == FETCH_ERR)
+			continue;
+		blank |= t->blank[0];
+		if (t->status[0] != FETCH_OK)
+			continue;
+		if (have && t->gen[0] != gen)
+			return false;
+		gen = t->gen[0];
+		have = true;
+	}
+	return blank;
+}
+
 /* After every position of stripe s was fetched: picks the highest
  * generation that at least k good strips share, treats every other strip
  * as an erasure and rebuilds the wanted data strips that are erased. */
@@ -460,6 +582,14 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 			best = g;
 			votes_best = votes;
 		}
+	}
+	if (votes_best < k && first_write_cut_short(tasks, n)) {
+		ecfs_log(LOG_INFO, "%s: stripe %llu: a first write was cut short; it reads as "
+		         "zeros, as before it", c->path, (unsigned long long)s);
+		for (int j = 0; j < k; j++)
+			if (want >> j & 1)
+				memset(dest[j][0], 0, c->lay.strip_size);
+		return 0;
 	}
 	if (votes_best < k) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu has fewer than k=%d good strips: unreadable",
@@ -540,6 +670,66 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 	return rc;
 }
 
+/* ---- recovery helpers ---- */
+
+int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_MAX_N])
+{
+	int n = c->lay.n, got = 0;
+	fetch_task *tasks = g_new(fetch_task, n);
+	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+
+	for (int j = 0; j < n; j++)
+		dest[j][0] = bufs + (size_t)j * c->lay.strip_size;
+	fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
+	for (int j = 0; j < n; j++) {
+		const fetch_task *t = &tasks[j];
+		p[j] = (strip_probe){ .read = t->status[0] != FETCH_NONE && t->status[0] != FETCH_ERR,
+		                      .blank = t->blank[0], .verified = t->status[0] == FETCH_OK,
+		                      .gen = t->rgen[0] };
+		got += p[j].read;
+	}
+	g_free(tasks);
+	return got >= c->lay.k ? 0 : -EIO;
+}
+
+int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
+{
+	uint64_t count = layout_stripe_count(&c->lay, size);
+	uint64_t len = layout_chunk_length(&c->lay, count), last = count - 1;
+	uint8_t recs[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE];
+
+	*dirty = false;
+	for (int mb = 0; mb < c->lay.n && !*dirty; mb++) {
+		struct stat st;
+		if (!stripe_member_usable(c, mb))
+			continue;
+		if (fstat(c->fd[mb], &st) < 0)
+			return -errno;
+		if ((uint64_t)st.st_size > len) {
+			*dirty = true;
+			break;
+		}
+		if (count == 0)
+			continue;
+		/* The record block of the last stripe's group: no records after
+		 * it, and the last one not written when the file was longer. */
+		uint64_t g0 = last - last % CHUNK_GROUP_STRIPES;
+		struct iovec iov = { recs, sizeof(recs) };
+		ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1,
+		                      (off_t)layout_record_offset(&c->lay, g0), false);
+		if (r < 0)
+			continue; /* an erasure; the reads will judge it */
+		memset(recs + r, 0, sizeof(recs) - (size_t)r);
+		for (uint64_t i = last % CHUNK_GROUP_STRIPES + 1; i < CHUNK_GROUP_STRIPES; i++)
+			*dirty |= !chunk_record_is_blank(recs + i * CHUNK_RECORD_SIZE);
+		chunk_record rec;
+		chunk_record_decode(recs + (last % CHUNK_GROUP_STRIPES) * CHUNK_RECORD_SIZE, &rec);
+		if (size % layout_stripe_data(&c->lay) && rec.stripe == last && rec.size > size)
+			*dirty = true;
+	}
+	return 0;
+}
+
 /* ---- headers, sync, truncate ---- */
 
 int stripe_write_headers(stripe_ctx *c)
@@ -554,7 +744,7 @@ int stripe_write_headers(stripe_ctx *c)
 		h.position = (uint32_t)layout_position_of(&c->lay, mb);
 		chunk_header_encode(&h, buf);
 		struct iovec iov = { buf, sizeof(buf) };
-		ssize_t r = full_iov(c->v, mb, c->fd[mb], &iov, 1, 0, true);
+		ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1, 0, true);
 		if (r < 0) {
 			if (volume_member_error(c->v, mb, (int)-r, "writing a chunk header"))
 				c->state[mb] = CHUNK_FAILED;
@@ -593,13 +783,19 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 	}
 	mio_batch_wait(&batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
-		if (tasks[mb].err == 0)
+		if (tasks[mb].err == 0) {
 			ok++;
-		else if (tasks[mb].err < 0 &&
-		         volume_member_error(c->v, mb, tasks[mb].err, "syncing a chunk"))
+		} else if (tasks[mb].err < 0) {
+			/* Whatever the error means for the member, this file's
+			 * writes there are not known durable: out of the file. */
+			volume_member_error(c->v, mb, tasks[mb].err, "syncing a chunk");
 			c->state[mb] = CHUNK_FAILED;
+		}
 	}
-	return ok >= c->lay.k ? 0 : -EIO;
+	if (ok < c->lay.k)
+		return -EIO;
+	c->inplace_unsynced = false;
+	return 0;
 }
 
 int stripe_truncate(stripe_ctx *c, uint64_t from)
@@ -618,7 +814,7 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 			rc = -errno;
 		if (rc == 0 && in_group && (uint64_t)st.st_size > layout_record_offset(&c->lay, from)) {
 			struct iovec iov = { zeros, (CHUNK_GROUP_STRIPES - in_group) * CHUNK_RECORD_SIZE };
-			ssize_t r = full_iov(c->v, mb, c->fd[mb], &iov, 1,
+			ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1,
 			                     (off_t)layout_record_offset(&c->lay, from), true);
 			rc = r < 0 ? (int)r : 0;
 		}

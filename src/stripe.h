@@ -11,6 +11,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "checksum.h"
 #include "chunk.h"
@@ -45,10 +47,27 @@ typedef struct stripe_ctx {
 	uint8_t *scratch;   /* n strips, for fetches that must decode */
 	uint8_t *parity;    /* m * STRIPE_BATCH strips */
 	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
+	/* The write-hole journal (journal.h).  Stripes from written_end on
+	 * hold no committed content: a commit there goes straight in place
+	 * (a first write); below it a commit is an overwrite and journaled. */
+	uint64_t written_end;
+	bool inplace_unsynced; /* a journaled commit's in-place writes are not synced yet */
+	uint64_t jopen;        /* bit i: jfd[i] is member i's open journal */
+	int jfd[STRIPE_MAX_N];
 } stripe_ctx;
+
+/* What one position of a stripe holds in place (stripe_probe). */
+typedef struct strip_probe {
+	bool read;     /* the member is usable and the strip and record were read */
+	bool blank;    /* the record is all zeros: nothing was committed there */
+	bool verified; /* the record names the strip and its checksum matches */
+	uint64_t gen;  /* the record's generation if it names this stripe and
+	                * position (verified or not), else 0 */
+} strip_probe;
 
 /* Allocates the scratch buffers; 0 or -ENOMEM. */
 int stripe_ctx_buffers(stripe_ctx *c);
+/* Frees them and closes the journal descriptors. */
 void stripe_ctx_free_buffers(stripe_ctx *c);
 
 /* Members whose chunk can take writes and serve reads. */
@@ -59,10 +78,33 @@ int stripe_usable_count(stripe_ctx *c);
  * data strip j of stripe s0+i (strip_size bytes each, only read).  Every
  * usable member gets its strips and records, all members in parallel; the
  * records carry generation gen and logical size size.  This is the one
- * place strips reach the members (where a journal would slot in).
- * Returns 0, or -EIO if fewer than k members took the writes. */
+ * place strips reach the members.  A run below written_end (an overwrite)
+ * is journaled first: the in-place writes of the previous journaled commit
+ * are synced if they are not yet, every member's journal is written and
+ * synced, and only then are the strips written in place.  Raises
+ * written_end.  Returns 0, or -EIO if fewer than k members took the
+ * writes (a journaled commit that fails before its in-place stage changed
+ * nothing in place). */
 int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
                   uint64_t gen, uint64_t size);
+/* The in-place stage of a commit alone, never journaled (journal recovery
+ * rewriting a stripe at its journaled generation). */
+int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                          uint64_t gen, uint64_t size);
+/* Reads every usable position of stripe s (into bufs, n strips) and says
+ * what each holds, for journal recovery.  0 or -EIO (fewer than k read). */
+int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_MAX_N]);
+/* Sets *dirty if the usable chunks hold anything past a file of size
+ * bytes: a chunk longer than its stripes, a written record of a stripe
+ * past the end, or a last stripe committed when the file was longer (its
+ * bytes past size may not be zeros).  Left by a truncate or an extending
+ * write that a crash cut short; the caller cuts again. */
+int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty);
+/* Positioned member I/O of a whole iovec through memberops, resuming
+ * after short transfers: bytes moved (fewer only at end of file on reads)
+ * or -errno. */
+ssize_t stripe_io(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
+                  bool write);
 
 /* Writes one strip of stripe s to member's chunk, then its record with
  * generation gen and logical size size (gen 0: a blank record, a hole).
@@ -90,7 +132,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data);
 /* Writes the chunk header (hdr with each member's position) to every
  * usable member.  Returns 0 or -EIO. */
 int stripe_write_headers(stripe_ctx *c);
-/* fdatasync of every usable chunk, in parallel. */
+/* fdatasync of every usable chunk, in parallel.  Clears inplace_unsynced. */
 int stripe_sync(stripe_ctx *c, bool datasync);
 /* Forgets stripes [from, ...): zeroes their records in the group that
  * holds stripe `from` and truncates the chunks after it. */

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The overwrite journal that closes the RAID write hole (docs/FORMAT.md
+ * section 7, README "Crash consistency: the write hole").  A commit that
+ * overwrites stripes which may hold committed content first writes every
+ * position's strips and records to a per-file journal on its member,
+ * `.ecfs/journal/<file id hex>`, and syncs all of them; only then are the
+ * strips written in place.  After a crash, journal_recover() (at file open
+ * and in ecfs-fsck) rolls each such stripe forward from the journal, so a
+ * stripe is always its old or its new content.
+ *
+ * This module holds the journal's byte format and its member I/O; the
+ * decision of which commit is journaled lives in stripe_commit().
+ */
+#ifndef ECFS_JOURNAL_H
+#define ECFS_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chunk.h"
+#include "stripe.h"
+
+#define JOURNAL_MAGIC "ECFSJRNL"
+#define JOURNAL_VERSION 1u
+#define JOURNAL_HEADER_SIZE 4096u
+/* Records offset inside the header, and how many fit before the sum. */
+#define JOURNAL_RECORDS_OFFSET 128u
+#define JOURNAL_MAX_STRIPES 32u
+#define JOURNAL_DIR ".ecfs/journal"
+
+typedef struct journal_header {
+	uint8_t volume_uuid[16];
+	uint8_t file_id[16];
+	uint32_t position;   /* strip position j of the member that holds it */
+	uint32_t count;      /* stripes in this commit, 1..JOURNAL_MAX_STRIPES */
+	uint64_t first;      /* first stripe s0 */
+	uint64_t generation; /* generation of the commit */
+	uint64_t strip_size;
+	/* Records of the strips, byte for byte the in-place records. */
+	uint8_t records[JOURNAL_MAX_STRIPES][CHUNK_RECORD_SIZE];
+} journal_header;
+
+void journal_header_encode(const journal_header *h, uint8_t out[JOURNAL_HEADER_SIZE]);
+/* 0, or -EINVAL (bad magic, sum or fields) / -EPROTO (unknown version)
+ * with a static reason in *why (may be NULL). */
+int journal_header_decode(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header *h,
+                          const char **why);
+/* "<32 lowercase hex digits>" of a file id (33 bytes with the NUL). */
+void journal_file_name(const uint8_t id[16], char out[33]);
+
+/* Member mb's part of a journaled commit, run on its worker: writes the
+ * header and strips[0..count-1] (strip_size bytes each) to the file's
+ * journal with one pwritev, then fdatasyncs it.  The journal is created
+ * (and its directory synced) the first time.  0 or a negative errno. */
+int journal_write_member(stripe_ctx *c, int mb, const journal_header *h,
+                         const uint8_t *const *strips);
+
+/* Rolls forward, from the journals of the file on the usable members,
+ * every stripe whose journaled commit may have been cut short in place
+ * (docs/FORMAT.md 7.3): those with at least k verified journal strips of
+ * generation g whose in-place strips are neither all of g already, nor
+ * superseded by a newer generation, nor all unwritten.  With write false
+ * nothing is changed (a read-only check): *stripes counts the stripes
+ * that need it.  With write true they are rewritten in place at g, the
+ * chunks synced and the journals removed.  0 or a negative errno (the
+ * journals are then kept for a later attempt). */
+int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes);
+
+/* Removes the file's journals on the usable members (after the in-place
+ * strips they protect are durable) and closes their descriptors. */
+void journal_remove(stripe_ctx *c);
+/* Closes the journal descriptors the context holds. */
+void journal_close(stripe_ctx *c);
+
+#endif
