@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "journal.h"
 #include "layout.h"
 #include "log.h"
 #include "memberops.h"
@@ -57,6 +58,7 @@ typedef struct member_task {
 	uint64_t s0;
 	uint8_t *buf; /* cnt strips */
 	enum verdict v[RUN];
+	bool blank[RUN]; /* the record is all zeros */
 	uint64_t gen[RUN], size[RUN];
 	const char *why[RUN];
 	uint64_t wmask; /* strips of the run to write back */
@@ -164,6 +166,7 @@ static void scan_member(void *arg)
 		if (chunk_record_is_blank(rec)) {
 			t->v[i] = is_zero(data, strip) ? V_HOLE : V_BAD;
 			t->why[i] = "strip data without a record";
+			t->blank[i] = true;
 			continue;
 		}
 		chunk_record_decode(rec, &r);
@@ -329,6 +332,30 @@ static void note_lost(file_check *fc, uint64_t s)
 	fc->lost_total++;
 }
 
+/* The reader's hole rule (stripe.c, docs/FORMAT.md 4.3): no generation
+ * has k good strips, a current chunk's record is blank, and the verified
+ * strips share one generation: a first write cut short, whose stripe is
+ * zeros (its old content), not lost. */
+static bool first_write_cut_short(const file_check *fc, int i)
+{
+	bool blank = false, have = false;
+	uint64_t gen = 0;
+
+	for (int j = 0; j < fc->n; j++) {
+		const member_task *t = &fc->task[j];
+		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR)
+			continue;
+		blank |= t->blank[i];
+		if (t->v[i] != V_OK)
+			continue;
+		if (have && t->gen[i] != gen)
+			return false;
+		gen = t->gen[i];
+		have = true;
+	}
+	return blank;
+}
+
 /* Judges stripe s0+i of the run and prepares its repair. */
 static void judge_stripe(file_check *fc, int i)
 {
@@ -354,7 +381,8 @@ static void judge_stripe(file_check *fc, int i)
 	for (int j = 0; j < n; j++)
 		if (fc->task[j].v[i] == V_OK && fc->task[j].gen[i] > fc->max_gen)
 			fc->max_gen = fc->task[j].gen[i];
-	if (votes_best < k) {
+	bool hole = votes_best < k && first_write_cut_short(fc, i);
+	if (votes_best < k && !hole) {
 		note_lost(fc, s);
 		return;
 	}
@@ -407,7 +435,10 @@ static void judge_stripe(file_check *fc, int i)
 	}
 	if (!fc->f->o.repair)
 		return;
-	if (ec_decode(fc->c.code, blocks, erased, ne, strip) < 0) {
+	/* A cut-short first write becomes a clean hole: zeros, blank records. */
+	for (int e = 0; e < ne && hole; e++)
+		memset(blocks[erased[e]], 0, strip);
+	if (!hole && ec_decode(fc->c.code, blocks, erased, ne, strip) < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed", fc->path, (unsigned long long)s);
 		return;
 	}
@@ -679,6 +710,18 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 			}
 			break;
 		}
+	if (good >= fc->k) {
+		/* An overwrite a crash cut short is completed from its journal
+		 * before the stripes are judged (docs/FORMAT.md 7.3). */
+		uint64_t rolled = 0;
+		int jr = journal_recover(&fc->c, f->o.repair, &rolled);
+		if (rolled)
+			fsck_problem(f, "journal", path, -1, 0, 0,
+			             !f->o.repair ? FSCK_REPAIRABLE : jr == 0 ? FSCK_REPAIRED
+			                                                      : FSCK_FAILED,
+			             "%llu stripe(s) of an overwrite cut short by a crash, to roll "
+			             "forward from the journal", (unsigned long long)rolled);
+	}
 	if (good < fc->k) {
 		/* Not enough of the file is left to rebuild anything: leave
 		 * every byte of it as found. */

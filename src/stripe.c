@@ -720,12 +720,19 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		if (r < 0)
 			continue; /* an erasure; the reads will judge it */
 		memset(recs + r, 0, sizeof(recs) - (size_t)r);
-		for (uint64_t i = last % CHUNK_GROUP_STRIPES + 1; i < CHUNK_GROUP_STRIPES; i++)
-			*dirty |= !chunk_record_is_blank(recs + i * CHUNK_RECORD_SIZE);
-		chunk_record rec;
-		chunk_record_decode(recs + (last % CHUNK_GROUP_STRIPES) * CHUNK_RECORD_SIZE, &rec);
-		if (size % layout_stripe_data(&c->lay) && rec.stripe == last && rec.size > size)
-			*dirty = true;
+		/* Only records a commit wrote count (naming their stripe and this
+		 * position): rot in an unused slot is no leftover. */
+		uint32_t pos = (uint32_t)layout_position_of(&c->lay, mb);
+		for (uint64_t i = last % CHUNK_GROUP_STRIPES; i < CHUNK_GROUP_STRIPES; i++) {
+			chunk_record rec;
+			chunk_record_decode(recs + i * CHUNK_RECORD_SIZE, &rec);
+			if (rec.stripe != g0 + i || rec.position != pos ||
+			    !(rec.flags & CHUNK_RECORD_WRITTEN))
+				continue;
+			if (g0 + i > last ||
+			    (size % layout_stripe_data(&c->lay) && rec.size > size))
+				*dirty = true;
+		}
 	}
 	return 0;
 }
