@@ -143,6 +143,8 @@ static uint8_t *encode(const intent *it, size_t *len)
 	return b;
 }
 
+#define ORPHANS "/" ECFS_META_DIR "/orphans/"
+
 /* A valid volume path: absolute, no NUL, no empty or dot-dot component
  * (it is resolved beneath the member root anyway). */
 static bool sane_path(const uint8_t *p, size_t len)
@@ -152,6 +154,9 @@ static bool sane_path(const uint8_t *p, size_t len)
 	char *s = g_strndup((const char *)p, len);
 	bool ok = !strstr(s, "//") && !g_str_has_suffix(s, "/") && !strstr(s, "/../") &&
 	          !g_str_has_suffix(s, "/..");
+	/* In the metadata folder only the orphans are ever renamed or unlinked. */
+	if (ok && (!strcmp(s, "/" ECFS_META_DIR) || g_str_has_prefix(s, "/" ECFS_META_DIR "/")))
+		ok = g_str_has_prefix(s, ORPHANS) && !strchr(s + strlen(ORPHANS), '/');
 	g_free(s);
 	return ok;
 }
@@ -276,6 +281,8 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, size_t len)
 {
 	int fd = open_log(v, idx, O_WRONLY), rc = 0;
+	if (fd == -ENOENT && prepare_log(v, idx) == 0) /* a member rebuilt while mounted */
+		fd = open_log(v, idx, O_WRONLY);
 	if (fd < 0)
 		return fd;
 	ssize_t w = mop_pwrite(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);

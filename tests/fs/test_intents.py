@@ -300,6 +300,27 @@ class RecordTest(IntentCase):
             write_record(v, i, t, data)
         self.check_after_crash(v, {"a": C, "b": B})
 
+    def test_record_naming_the_metadata_folder(self):
+        # Only orphans are ever moved in /.ecfs: anything else is no record.
+        v = self.build({"a": A})
+        sb = [ident(v, i, "/.ecfs/superblock") for i in range(N)]
+        t = int(time.time() * 1e6)
+        data = encode_intent("rename", "/.ecfs/superblock", "/x", 0, sb, [NONE] * N, t)
+        for i in range(N):
+            write_record(v, i, t, data)
+        self.check_after_crash(v, {"a": A})
+        self.assertTrue(all(os.path.exists(os.path.join(m, ".ecfs", "superblock"))
+                            for m in v.members))
+
+    def test_orphan_move_cut_short(self):
+        # unlink of an open file = a rename into the orphan folder: done at
+        # the next mount, whose orphan sweep then removes it.
+        v = self.build({"a": A, "b": B})
+        crash(v, "rename", "/a", "/.ecfs/orphans/.fuse_hidden0000000100000001")
+        self.check_after_crash(v, {"b": B})
+        self.assertEqual([os.listdir(os.path.join(m, ".ecfs", "orphans")) for m in v.members],
+                         [[]] * N)
+
     def test_two_records_replay_in_order(self):
         # rename a -> b, then b -> c, both cut short after 3 members.
         v = self.build({"a": A})
