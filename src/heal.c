@@ -34,6 +34,8 @@
 #define QUICK_PASSES 3
 /* Seconds to wait before trying again a heal that left repairs failed. */
 #define RETRY_SECONDS 30
+/* How far (us) the rebuild of one locked file may run ahead of the rate. */
+#define PACE_BURST 2000000
 
 struct heal {
 	volume *v;
@@ -50,6 +52,7 @@ struct heal {
 	uint64_t completed;
 	int64_t paced_since_us;
 	uint64_t paced_bytes;
+	bool file_locked;  /* a file's users wait for the run in progress */
 };
 
 /* ---- what fsck_tree and repair_file report, in the daemon ---- */
@@ -91,6 +94,25 @@ void fsck_progress(fsck *f, bool force)
 
 /* ---- hooks ---- */
 
+/* Sleeps until the bytes rebuilt so far are due at the rate, less slack
+ * microseconds, in slices, so a stop is quick (h->lock held). */
+static void pay_debt(heal *h, int64_t slack)
+{
+	while (!h->stop && h->rate) {
+		int64_t due = h->paced_since_us + (int64_t)(h->paced_bytes * 1000000.0 / (double)h->rate);
+		int64_t now = g_get_monotonic_time();
+		if (now + slack >= due)
+			break;
+		int64_t wait = MIN(due - now, 100000);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = ts.tv_nsec + wait * 1000;
+		ts.tv_sec += ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+	}
+}
+
 /* Copies the pass's counters for the health report (h->lock held). */
 static void snapshot(heal *h, const fsck *f)
 {
@@ -102,7 +124,16 @@ static void snapshot(heal *h, const fsck *f)
 
 static void *file_begin(fsck *f, const char *path)
 {
-	return ecfile_heal_begin(f->v, path);
+	heal *h = f->hooks->arg;
+
+	pthread_mutex_lock(&h->lock);
+	pay_debt(h, 0);
+	pthread_mutex_unlock(&h->lock);
+	ecfile *ef = ecfile_heal_begin(f->v, path);
+	pthread_mutex_lock(&h->lock);
+	h->file_locked = ef != NULL;
+	pthread_mutex_unlock(&h->lock);
+	return ef;
 }
 
 static void file_end(fsck *f, const char *path, void *token)
@@ -112,11 +143,14 @@ static void file_end(fsck *f, const char *path, void *token)
 	if (token)
 		ecfile_heal_end(token, path, f->heal_mask);
 	pthread_mutex_lock(&h->lock);
+	h->file_locked = false;
 	snapshot(h, f);
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Sleeps as long as the rate asks, in slices, so a stop is quick. */
+/* The rate is kept between files where it can: the users of a file wait
+ * while it is rebuilt, so a file is rebuilt at full speed unless it runs
+ * PACE_BURST ahead of the rate. */
 static bool pace(fsck *f, uint64_t bytes)
 {
 	heal *h = f->hooks->arg;
@@ -125,19 +159,7 @@ static bool pace(fsck *f, uint64_t bytes)
 	pthread_mutex_lock(&h->lock);
 	snapshot(h, f);
 	h->paced_bytes += bytes;
-	while (!h->stop && h->rate) {
-		int64_t due = h->paced_since_us + (int64_t)(h->paced_bytes * 1000000.0 / (double)h->rate);
-		int64_t now = g_get_monotonic_time();
-		if (now >= due)
-			break;
-		int64_t wait = MIN(due - now, 100000);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = ts.tv_nsec + wait * 1000;
-		ts.tv_sec += ns / 1000000000;
-		ts.tv_nsec = ns % 1000000000;
-		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
-	}
+	pay_debt(h, h->file_locked ? PACE_BURST : 0);
 	stop = h->stop;
 	pthread_mutex_unlock(&h->lock);
 	return !stop;
