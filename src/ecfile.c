@@ -1235,6 +1235,14 @@ ecfile *ecfile_heal_begin(volume *v, const char *path)
 	 * commit error stays queued for the file's user; the buffered stripe
 	 * stays buffered (it reaches the healed member when committed). */
 	cm_drain(f->cq);
+	/* The headers say how far the stored stripes go: the heal rebuilds
+	 * that far. */
+	if (f->hdr_dirty && !f->read_only) {
+		int rc = write_headers(f, false);
+		if (rc < 0)
+			ecfs_log(LOG_WARNING, "%s: cannot write its headers before healing it: %s",
+			         f->path, g_strerror(-rc));
+	}
 	return f;
 }
 
@@ -1242,12 +1250,14 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 {
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		probe_chunk pc;
-		if (!(members >> mb & 1) || stripe_member_usable(&f->c, mb) ||
-		    !volume_member_ok(f->v, mb))
+		if (!(members >> mb & 1) || !volume_member_ok(f->v, mb))
 			continue;
 		memset(&pc, 0, sizeof(pc));
 		open_chunk(f->v, mb, path, false, 0, 0, 0, 0, &pc);
-		/* Taken back only if the heal left it current. */
+		/* Taken back only if the heal left it current.  Even a chunk this
+		 * file holds as usable is taken again: its fd may be one into the
+		 * member's old directory, from before the member failed and was
+		 * replaced. */
 		if (pc.fd < 0 || !pc.valid || !same_file(&pc.h, &f->c.hdr) ||
 		    pc.h.position != (uint32_t)layout_position_of(&f->c.lay, mb) ||
 		    pc.h.missed >> mb & 1) {

@@ -115,7 +115,8 @@ class OnlineHealTest(HealCase):
         written = {}
 
         def writer():
-            # Appends to one open file and makes new ones, throughout.
+            # Appends to (and overwrites in) one open file and makes new
+            # ones, throughout.
             rng = random.Random(1)
             path = os.path.join(mnt, "w-append")
             got = b""
@@ -125,6 +126,11 @@ class OnlineHealTest(HealCase):
                     piece = rng.randbytes(rng.randrange(1, 40000))
                     f.write(piece)
                     got += piece
+                    # and an overwrite in place (a journaled commit)
+                    at = rng.randrange(0, len(got))
+                    patch = rng.randbytes(min(rng.randrange(1, 20000), len(got) - at))
+                    os.pwrite(f.fileno(), patch, at)
+                    got = got[:at] + patch + got[at + len(patch):]
                     name = f"w-new-{n}"
                     blob = h.pattern(rng.randrange(0, 50000), n)
                     h.write_file(os.path.join(mnt, name), blob)
