@@ -45,6 +45,7 @@ void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE])
 	put64(out + 104, h->missed);
 	put32(out + 112, CHUNK_RECORD_SIZE);
 	put32(out + 116, CHUNK_GROUP_STRIPES);
+	put64(out + 120, h->durable);
 	SHA256(out, HDR_SUM_OFFSET, out + HDR_SUM_OFFSET);
 }
 
@@ -90,6 +91,7 @@ int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
 	h->size = get64(in + 88);
 	h->generation = get64(in + 96);
 	h->missed = get64(in + 104);
+	h->durable = get64(in + 120);
 	if (h->k < 1 || h->m < 1 || h->k + h->m > 64 || h->position >= (uint32_t)(h->k + h->m) ||
 	    h->rotation >= (uint32_t)(h->k + h->m) || h->strip_size == 0 ||
 	    h->strip_size > (1u << 30) || checksum_alg_size(h->checksum) == 0 ||
@@ -127,6 +129,22 @@ bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE])
 		if (in[i])
 			return false;
 	return true;
+}
+
+bool chunk_strip_has_zero_page(const uint8_t *data, uint64_t len, uint64_t off)
+{
+	for (uint64_t x = 0; x < len;) {
+		uint64_t end = x + 4096 - (off + x) % 4096;
+		if (end > len)
+			end = len;
+		bool zero = true;
+		for (uint64_t i = x; i < end && zero; i++)
+			zero = data[i] == 0;
+		if (zero)
+			return true;
+		x = end;
+	}
+	return false;
 }
 
 static int strip_sum(const checksum *c, const chunk_header *h, const chunk_record *r,

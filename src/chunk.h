@@ -32,6 +32,7 @@ typedef struct chunk_header {
 	uint64_t size;       /* logical file size */
 	uint64_t generation; /* >= every generation used by this file's records */
 	uint64_t missed;     /* bit i: member i missed writes (degraded write) */
+	uint64_t durable;    /* stripes [0, durable) were synced by an fsync (0: unknown) */
 } chunk_header;
 
 typedef struct chunk_record {
@@ -52,6 +53,11 @@ int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
 void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE]);
 void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);
 bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE]);
+
+/* True if some 4 KiB page of the file, as far as it holds strip data
+ * (len bytes at file offset off), is all zeros there: what a power cut
+ * leaves of a strip write whose pages did not all reach the disk. */
+bool chunk_strip_has_zero_page(const uint8_t *data, uint64_t len, uint64_t off);
 
 /* Fills r->sum for strip data (len bytes) of the file described by h
  * (volume uuid and file id bound in).  r's other fields must be set. */

@@ -913,6 +913,8 @@ static int cut_locked(ecfile *f, uint64_t size, bool force)
 			return rc;
 	}
 	f->size = size;
+	if (f->c.hdr.durable > first_gone)
+		f->c.hdr.durable = first_gone;
 	rc = write_headers(f, false);
 	if (rc < 0 || (first_gone >= f->disk_end && !force))
 		return rc;
@@ -1052,6 +1054,14 @@ int ecfile_fsync(ecfile *f, int datasync)
 		rc = write_headers(f, false);
 	if (rc == 0)
 		rc = stripe_sync(&f->c, datasync != 0);
+	/* Every stored stripe is durable now: the next header write says so,
+	 * and a stripe below that mark is never taken for a first write cut
+	 * short (the hole rule, docs/FORMAT.md 4.3). */
+	uint64_t durable = layout_stripe_count(&f->c.lay, f->size);
+	if (rc == 0 && durable != f->c.hdr.durable) {
+		f->c.hdr.durable = durable;
+		f->hdr_dirty = true; /* written at the next flush, unsynced */
+	}
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The overwrite journal that closes the RAID write hole (docs/FORMAT.md
- * section 7, README "Crash consistency: the write hole").  A commit that
- * overwrites stripes which may hold committed content first writes every
- * position's strips and records to a per-file journal on its member,
+ * section 9, docs/CRASH.md).  A commit that overwrites stripes which may
+ * hold committed content first writes every position's strips and records
+ * to a per-file journal on its member,
  * `.ecfs/journal/<file id hex>`, and syncs all of them; only then are the
  * strips written in place.  After a crash, journal_recover() (at file open
  * and in ecfs-fsck) rolls each such stripe forward from the journal, so a
@@ -58,8 +58,8 @@ int journal_write_member(stripe_ctx *c, int mb, const journal_header *h,
 
 /* Rolls forward, from the journals of the file on the usable members,
  * every stripe whose journaled commit may have been cut short in place
- * (docs/FORMAT.md 7.3): those with at least k verified journal strips of
- * generation g whose in-place strips are neither all of g already, nor
+ * (docs/FORMAT.md 9, "Recovery"): those with at least k verified journal
+ * strips of generation g whose in-place strips are neither all of g, nor
  * superseded by a newer generation, nor all unwritten.  With write false
  * nothing is changed (a read-only check): *stripes counts the stripes
  * that need it.  With write true they are rewritten in place at g, the

@@ -59,6 +59,8 @@ typedef struct member_task {
 	uint8_t *buf; /* cnt strips */
 	enum verdict v[RUN];
 	bool blank[RUN]; /* the record is all zeros */
+	bool zpage[RUN]; /* V_BAD: the strip has a page of zeros */
+	uint64_t rgen[RUN]; /* V_BAD: the record's generation if it names the strip */
 	uint64_t gen[RUN], size[RUN];
 	const char *why[RUN];
 	uint64_t wmask; /* strips of the run to write back */
@@ -178,6 +180,9 @@ static void scan_member(void *arg)
 			t->v[i] = V_BAD;
 			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
 			            ? "record names another stripe or position" : "checksum mismatch";
+			t->rgen[i] = r.stripe == s && r.position == (uint32_t)t->pos ? r.generation : 0;
+			t->zpage[i] = chunk_strip_has_zero_page(data, strip,
+			                                        layout_strip_offset(&c->lay, s));
 		}
 	}
 }
@@ -332,28 +337,32 @@ static void note_lost(file_check *fc, uint64_t s)
 	fc->lost_total++;
 }
 
-/* The reader's hole rule (stripe.c, docs/FORMAT.md 4.3): no generation
- * has k good strips, a current chunk's record is blank, and the verified
- * strips share one generation: a first write cut short, whose stripe is
- * zeros (its old content), not lost. */
+/* The reader's hole rule (stripe.c first_write_cut_short, docs/FORMAT.md
+ * 4.3): a first write cut short, whose stripe is zeros (its old content),
+ * not lost. */
 static bool first_write_cut_short(const file_check *fc, int i)
 {
-	bool blank = false, have = false;
-	uint64_t gen = 0;
+	bool blank = false, have = false, all_read = true, torn = true;
+	uint64_t gen = 0, s = fc->task[0].s0 + (uint64_t)i;
 
 	for (int j = 0; j < fc->n; j++) {
 		const member_task *t = &fc->task[j];
-		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR)
+		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR) {
+			all_read = false;
 			continue;
+		}
 		blank |= t->blank[i];
-		if (t->v[i] != V_OK)
+		if (t->v[i] == V_BAD && !t->blank[i])
+			torn &= t->rgen[i] != 0 && t->zpage[i];
+		uint64_t g = t->v[i] == V_OK ? t->gen[i] : t->v[i] == V_BAD ? t->rgen[i] : 0;
+		if (!g)
 			continue;
-		if (have && t->gen[i] != gen)
+		if (have && g != gen)
 			return false;
-		gen = t->gen[i];
+		gen = g;
 		have = true;
 	}
-	return blank;
+	return blank || (s >= fc->c.hdr.durable && all_read && torn);
 }
 
 /* Judges stripe s0+i of the run and prepares its repair. */
@@ -712,7 +721,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		}
 	if (good >= fc->k) {
 		/* An overwrite a crash cut short is completed from its journal
-		 * before the stripes are judged (docs/FORMAT.md 7.3). */
+		 * before the stripes are judged (docs/FORMAT.md 9). */
 		uint64_t rolled = 0;
 		int jr = journal_recover(&fc->c, f->o.repair, &rolled);
 		if (rolled)

@@ -328,6 +328,7 @@ typedef struct fetch_task {
 	uint64_t gen[STRIPE_FETCH_RUN], size[STRIPE_FETCH_RUN];
 	uint64_t rgen[STRIPE_FETCH_RUN]; /* the record's generation, verified or not */
 	bool blank[STRIPE_FETCH_RUN];    /* the record is all zeros */
+	bool zpage[STRIPE_FETCH_RUN];    /* a strip that does not verify has a zero page */
 	const char *why[STRIPE_FETCH_RUN];
 	int err;
 } fetch_task;
@@ -388,6 +389,8 @@ static void fetch_member(void *arg)
 			t->size[i] = r.size;
 		} else {
 			t->status[i] = FETCH_BAD;
+			t->zpage[i] = chunk_strip_has_zero_page(t->dest[i], strip,
+			                                        layout_strip_offset(&c->lay, s));
 			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
 			            ? "record names another stripe or position" : "checksum mismatch";
 		}
@@ -416,7 +419,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 			t->dest[i] = dest[pos][i];
 			t->status[i] = FETCH_NONE;
 			t->gen[i] = t->rgen[i] = 0;
-			t->blank[i] = false;
+			t->blank[i] = t->zpage[i] = false;
 		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
@@ -470,6 +473,7 @@ static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task
 		one[j].size[0] = tasks[j].size[i];
 		one[j].rgen[0] = tasks[j].rgen[i];
 		one[j].blank[0] = tasks[j].blank[i];
+		one[j].zpage[0] = tasks[j].zpage[i];
 		one[j].why[0] = tasks[j].why[i];
 		one[j].dest[0] = one_dest[j][0] = dest[j][i];
 	}
@@ -524,31 +528,43 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	return rc;
 }
 
-/* The hole rule (docs/FORMAT.md 4.3): no generation has k good strips,
- * some member's record is still blank, and the verified strips are all of
- * one generation.  That is a first write (in place, not journaled) that a
- * crash cut short: the stripe's old content is zeros.  A committed stripe
- * never has a blank record (overwrites are journaled and rolled forward;
- * truncate zeroes records only past the end), so this needs more than m
- * damaged strips, one of them an all-zero record, to mistake a loss. */
-static bool first_write_cut_short(const fetch_task *tasks, int n)
+/* The hole rule (docs/FORMAT.md 4.3), for a stripe with no generation
+ * held by k good strips: a first write (in place, not journaled) that a
+ * crash cut short, whose old content is zeros.  Every record that names
+ * the stripe (verified or not) is of one generation, the interrupted
+ * commit's, and either some record is still blank (a process killed
+ * mid-commit always leaves one: strips go before records), or, for a
+ * stripe no fsync has made durable (at or past the header's durable mark),
+ * every member was read and every strip that does not verify has a page
+ * of zeros (a power cut kept the records but not all strip pages).  A
+ * committed stripe never has a blank record (overwrites are journaled and
+ * rolled forward, truncate blanks records only past the end), so taking a
+ * loss for a hole needs more than m damaged strips, one of them an
+ * all-zero record, or (data never synced) each with a page of zeros. */
+static bool first_write_cut_short(const stripe_ctx *c, uint64_t s, const fetch_task *tasks,
+                                  int n)
 {
-	bool blank = false, have = false;
+	bool blank = false, have = false, all_read = true, torn = true;
 	uint64_t gen = 0;
 
 	for (int j = 0; j < n; j++) {
 		const fetch_task *t = &tasks[j];
-		if (t->status[0] == FETCH_NONE || t->status[0] == FETCH_ERR)
+		if (t->status[0] == FETCH_NONE || t->status[0] == FETCH_ERR) {
+			all_read = false;
 			continue;
+		}
 		blank |= t->blank[0];
-		if (t->status[0] != FETCH_OK)
+		if (t->status[0] == FETCH_BAD && !t->blank[0])
+			torn &= t->rgen[0] != 0 && t->zpage[0];
+		uint64_t g = t->status[0] == FETCH_OK ? t->gen[0] : t->rgen[0];
+		if (!g)
 			continue;
-		if (have && t->gen[0] != gen)
+		if (have && g != gen)
 			return false;
-		gen = t->gen[0];
+		gen = g;
 		have = true;
 	}
-	return blank;
+	return blank || (s >= c->hdr.durable && all_read && torn);
 }
 
 /* After every position of stripe s was fetched: picks the highest
@@ -583,7 +599,7 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 			votes_best = votes;
 		}
 	}
-	if (votes_best < k && first_write_cut_short(tasks, n)) {
+	if (votes_best < k && first_write_cut_short(c, s, tasks, n)) {
 		ecfs_log(LOG_INFO, "%s: stripe %llu: a first write was cut short; it reads as "
 		         "zeros, as before it", c->path, (unsigned long long)s);
 		for (int j = 0; j < k; j++)
