@@ -355,8 +355,7 @@ static size_t record_off(uint64_t s)
 /* The file /f with content a (len bytes) in the "old" snapshot, and in
  * the "new" one the same after an overwrite with b (blen bytes at off),
  * taken while the file is open (its journal still there). */
-static char *snapshot_overwrite(crash_fx *cx, const uint8_t *a, size_t len, const uint8_t *b,
-                                size_t blen, off_t off)
+static void create_file(crash_fx *cx, const uint8_t *a, size_t len, const tree *snapshot)
 {
 	ecfile *f;
 	volume *v = open_at(cx->mb.path);
@@ -364,8 +363,15 @@ static char *snapshot_overwrite(crash_fx *cx, const uint8_t *a, size_t len, cons
 	assert_int_equal(ecfile_write(f, a, len, 0), (ssize_t)len);
 	assert_int_equal(ecfile_release(f), 0);
 	volume_close(v);
-	tree_copy(&cx->live, &cx->old);
-	v = open_at(cx->mb.path);
+	tree_copy(&cx->live, snapshot);
+}
+
+static char *snapshot_overwrite(crash_fx *cx, const uint8_t *a, size_t len, const uint8_t *b,
+                                size_t blen, off_t off)
+{
+	ecfile *f;
+	create_file(cx, a, len, &cx->old);
+	volume *v = open_at(cx->mb.path);
 	assert_int_equal(ecfile_open(v, "/f", 0, &f), 0);
 	assert_int_equal(ecfile_write(f, b, blen, off), (ssize_t)blen);
 	assert_int_equal(ecfile_flush(f), 0);
@@ -491,13 +497,7 @@ static void test_journal_short_of_k(void **state)
 /* The "new" snapshot: /f written (a first write of len bytes), closed. */
 static void snapshot_first_write(crash_fx *cx, const uint8_t *a, size_t len)
 {
-	ecfile *f;
-	volume *v = open_at(cx->mb.path);
-	assert_int_equal(ecfile_create(v, "/f", O_CREAT | O_EXCL, 0644, getuid(), getgid(), &f), 0);
-	assert_int_equal(ecfile_write(f, a, len, 0), (ssize_t)len);
-	assert_int_equal(ecfile_release(f), 0);
-	volume_close(v);
-	tree_copy(&cx->live, &cx->new);
+	create_file(cx, a, len, &cx->new);
 }
 
 /* A first write (in place, not journaled) cut short: every subset of
