@@ -796,13 +796,13 @@ void volume_check_roots(volume *v)
 		/* Open chunks keep working in a deleted tree, so without this a
 		 * member removed under us would be noticed only by path lookups. */
 		if (fstat(v->mem[i].rootfd, &st) < 0 || st.st_nlink == 0) {
-			v->mem[i].root_lost = true;
+			__atomic_store_n(&v->mem[i].root_lost, true, __ATOMIC_RELAXED);
 			fail_member(v, i, "the member directory was removed");
 		} else if (stat(v->mem[i].path, &st) == 0 &&
 		           (st.st_dev != v->mem[i].dev || st.st_ino != v->mem[i].ino)) {
 			/* Another directory at the member's path: a disk swapped in
 			 * (the online heal takes the new one). */
-			v->mem[i].root_lost = true;
+			__atomic_store_n(&v->mem[i].root_lost, true, __ATOMIC_RELAXED);
 			fail_member(v, i, "the member directory was replaced");
 		}
 	}
@@ -830,7 +830,7 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	msg = why ? g_strdup_printf("%s (%s: %s)", why, what, g_strerror(err))
 	          : g_strdup_printf("%s: %s", what, g_strerror(err));
 	if (why)
-		v->mem[idx].root_lost = true;
+		__atomic_store_n(&v->mem[idx].root_lost, true, __ATOMIC_RELAXED);
 	fail_member(v, idx, msg);
 	g_free(msg);
 	return true;
@@ -1066,7 +1066,8 @@ char *volume_health_text(volume *v)
 			                       v->mem[i].why);
 		else
 			g_string_append_printf(s, "member.%d=%s %s\n", i,
-			                       v->mem[i].healing ? "healing" : "up", v->mem[i].path);
+			                       __atomic_load_n(&v->mem[i].healing, __ATOMIC_ACQUIRE)
+			                       ? "healing" : "up", v->mem[i].path);
 	}
 	pthread_mutex_unlock(&v->lock);
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
@@ -1103,7 +1104,7 @@ uint64_t volume_healing_mask(volume *v)
 
 	pthread_mutex_lock(&v->lock);
 	for (int i = 0; i < v->n; i++)
-		if (v->mem[i].healing && !v->mem[i].failed)
+		if (__atomic_load_n(&v->mem[i].healing, __ATOMIC_ACQUIRE) && !v->mem[i].failed)
 			mask |= 1ull << i;
 	pthread_mutex_unlock(&v->lock);
 	return mask;
@@ -1167,7 +1168,8 @@ int volume_member_revive(volume *v, int idx)
 		/* The same directory that failed by an I/O error stays failed;
 		 * one that went away and is back (or a new one) is taken. */
 		if (fstat(p.rootfd, &st) < 0 ||
-		    (!mb->root_lost && st.st_dev == mb->dev && st.st_ino == mb->ino))
+		    (!__atomic_load_n(&mb->root_lost, __ATOMIC_RELAXED) && st.st_dev == mb->dev &&
+		     st.st_ino == mb->ino))
 			goto out;
 	} else if (p.state == P_EMPTY) {
 		p.metafd = format_member(v, idx, p.rootfd);
@@ -1210,9 +1212,9 @@ int volume_member_revive(volume *v, int idx)
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;
-		mb->root_lost = false;
+		__atomic_store_n(&mb->root_lost, false, __ATOMIC_RELAXED);
 		mb->warned_strip = false;
-		mb->healing = true;
+		__atomic_store_n(&mb->healing, true, __ATOMIC_RELEASE);
 		g_clear_pointer(&mb->why, g_free);
 		__atomic_store_n(&mb->failed, false, __ATOMIC_RELEASE);
 		rc = 1;
