@@ -17,6 +17,9 @@ CI runs N = 1..40 and a seeded stride beyond, two hidden subsets per N;
 ECFS_CRASH_FULL=1 every N and every subset.  Needs a fault-injection build
 (-Dfault_injection=true); skips otherwise.
 
+One crash point (as a failure names it): ECFS_CRASH_N=N; ECFS_TEST_KEEP=1
+keeps the volumes (in /dev/shm/ecfs-test-*).
+
 usage: test_crashpoints.py ECFS ECFS_FSCK [CrashPointTest.test_NAME ...]"""
 
 import os
@@ -99,6 +102,8 @@ class CrashPointTest(H.MountedCase):
         self.addCleanup(tmpl.cleanup)
         w = self.count_writes(tmpl, wl)
         points = crash_points(w, rng)
+        if os.environ.get("ECFS_CRASH_N"):
+            points = [int(os.environ["ECFS_CRASH_N"])]   # to reproduce one
         problems, crashed, missed = [], 0, []
         for n in points:
             def make_state(n=n):

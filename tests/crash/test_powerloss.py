@@ -20,6 +20,9 @@ CI: a seeded sample of STATES states per workload, one hidden m-subset
 each; ECFS_CRASH_FULL=1: every state, every subset.  Needs a fault-
 injection build (-Dfault_injection=true); skips otherwise.
 
+One state (as a failure names it): ECFS_CRASH_STATE=POINT/MODE/SEED;
+ECFS_TEST_KEEP=1 keeps the volumes (in /dev/shm/ecfs-test-*).
+
 usage: test_powerloss.py ECFS ECFS_FSCK [PowerLossTest.test_NAME ...]"""
 
 import hashlib
@@ -113,6 +116,10 @@ class PowerLossTest(H.MountedCase):
         self.addCleanup(tmpl.cleanup)
         rec, record = self.record(tmpl, wl)
         states = record.states(rng, None if C.FULL else STATES)
+        if os.environ.get("ECFS_CRASH_STATE"):
+            # one state, to reproduce a failure: POINT/MODE/SEED
+            point, mode, seed = os.environ["ECFS_CRASH_STATE"].split("/")
+            states = [(int(point), mode, int(seed))]
         problems = []
         for point, mode, seed in states:
             def make_state(point=point, mode=mode, seed=seed):
