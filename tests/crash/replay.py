@@ -246,7 +246,7 @@ class Record:
             try:
                 start = op["data"] + off - op["off"]
                 buf = self.data[start:start + ln]
-                if op["path"].startswith(".ecfs/intent/") and off == 0 == op["off"]:
+                if op["path"].startswith(".ecfs/intent/") and off == op["off"]:
                     buf = translate_intent(buf, members)
                 os.pwrite(fd, buf, off)
             finally:
@@ -327,18 +327,20 @@ def identity(path):
 
 
 def translate_intent(buf, members):
-    """An intent record with the identities of its objects taken on the
+    """buf (a write at the start of an intent record, docs/FORMAT.md
+    section 8) with the identities of the record's objects taken on the
     replayed members; other bytes (and torn records) unchanged."""
     head, ident, sumlen = 48, 32, 32
     if len(buf) < head + sumlen or buf[:8] != b"ECFSINT1":
         return buf
     n, l1, l2 = struct.unpack_from("<III", buf, 24)
     names = head + ident * n
-    if n != len(members) or len(buf) != names + l1 + l2 + sumlen or \
-            hashlib.sha256(buf[:-sumlen]).digest() != buf[-sumlen:]:
+    end = names + l1 + l2 + sumlen     # the record; the rest of buf stays
+    if n != len(members) or len(buf) < end or \
+            hashlib.sha256(buf[:end - sumlen]).digest() != buf[end - sumlen:end]:
         return buf
     paths = (buf[names:names + l1], buf[names + l1:names + l1 + l2])
-    out = bytearray(buf)
+    out = bytearray(buf[:end])
     for i in range(n):
         for field, path in ((0, paths[0]), (16, paths[1])):
             at = head + ident * i + field
@@ -349,4 +351,4 @@ def translate_intent(buf, members):
             if now is not None:
                 struct.pack_into("<QQ", out, at, *now)
     out[-sumlen:] = hashlib.sha256(bytes(out[:-sumlen])).digest()
-    return bytes(out)
+    return bytes(out) + buf[end:]
