@@ -9,9 +9,10 @@ to learn W, the number of mutating member operations of the whole mount
 ECFS_FAULT=abort_after=N, which makes the daemon SIGKILL itself right after
 its Nth member operation.  Each crash state must then pass
 crashlib.verify_state: mounted without fsck, with all members and with
-any m of them hidden (each time on the state made afresh by a new run), every file reads entirely and holds old or new
-content per stripe, fsync'd data intact; fsck -y repairs, fsck -n is
-clean, and the contents still check.
+any m of them hidden (each time on the state made afresh by a new run),
+every file reads entirely and holds old or new content per stripe,
+fsync'd data intact; fsck -y repairs, fsck -n is clean, and the contents
+still check.
 
 CI runs N = 1..40 and a seeded stride beyond, two hidden subsets per N;
 ECFS_CRASH_FULL=1 every N and every subset.  Needs a fault-injection build
