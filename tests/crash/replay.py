@@ -220,10 +220,12 @@ class Record:
         return keep + sorted(rng.sample(rest, budget - len(keep)))
 
     # -- applying a state ----------------------------------------------------------
-    def apply(self, counts, members):
+    def apply(self, counts, members, translate=True):
         """Replays the surviving units on `members` (copies of the initial
         member directories, same order).  Operations whose object a dropped
-        operation never made are skipped, as on the disk."""
+        operation never made are skipped, as on the disk.  translate=False
+        writes intent records as recorded (byte-exact replay)."""
+        self.translate = translate
         seen = {}
         skipped = 0
         for i, g, off, ln in self.units:
@@ -246,7 +248,8 @@ class Record:
             try:
                 start = op["data"] + off - op["off"]
                 buf = self.data[start:start + ln]
-                if op["path"].startswith(".ecfs/intent/") and off == op["off"]:
+                if self.translate and op["path"].startswith(".ecfs/intent/") \
+                        and off == op["off"]:
                     buf = translate_intent(buf, members)
                 os.pwrite(fd, buf, off)
             finally:
