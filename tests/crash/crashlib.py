@@ -345,10 +345,10 @@ WORKLOADS = {
 # (then the entry goes).  Key: (test kind, workload).
 PENDING = {
     ("powerloss", "seqwrite"): (
-        "a first write torn by a power loss (a strip's record on disk, its "
-        "data page not) reads EIO instead of the hole it was when m members "
-        "are lost too (state 78/random/0 of the full set): the hole rule "
-        "does not count such strips as unwritten yet"),
+        "a first write torn by a power loss (strip records on disk, some "
+        "strip pages not) reads as the hole it was only while every member "
+        "is there: with m members lost too it reads EIO (state 78/random/0 "
+        "of the full set, member 1 among the hidden)"),
 }
 
 
