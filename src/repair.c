@@ -719,9 +719,11 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 			}
 			break;
 		}
-	if (good >= fc->k) {
+	if (good >= fc->k && !f->hooks) {
 		/* An overwrite a crash cut short is completed from its journal
-		 * before the stripes are judged (docs/FORMAT.md 9). */
+		 * before the stripes are judged (docs/FORMAT.md 9).  Not in the
+		 * daemon's heal: there the file's own open recovers it, and an
+		 * open file's journal protects writes not synced yet. */
 		uint64_t rolled = 0;
 		int jr = journal_recover(&fc->c, f->o.repair, &rolled);
 		if (rolled)
