@@ -457,9 +457,12 @@ static int check_entry(entry_ctx *e, bool root)
 		for (int mb = 0; mb < n; mb++) {
 			if (!(typed >> mb & 1))
 				continue;
+			/* A directory removed while a healing member was away may
+			 * still hold entries there: it goes aside whole. */
+			bool rm = type == S_IFDIR && !(f->heal_mask >> mb & 1);
 			int r = !f->o.repair ? 0
-			        : type == S_IFDIR ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
-			                          : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
+			        : rm ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
+			             : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
 			fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
 			             "%s held by %d of %d members only (left over from a removal)%s",
 			             type_name(type), holders, walkers,

@@ -17,6 +17,7 @@ Started by meson as `python3 test_heal.py ECFS ECFS_FSCK [unittest args]`.
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -178,6 +179,8 @@ class OnlineHealTest(HealCase):
         v.wrapper = h.DROP_DAC
         mnt = self.mount(v, OPTS + ",heal_rate=20")
         data = self.populate(mnt)
+        os.makedirs(os.path.join(mnt, "gone", "sub"))
+        h.write_file(os.path.join(mnt, "gone", "sub", "f"), b"bye" * 1000)
         os.chmod(v.members[2], 0)
         try:
             # Touch the member until the daemon sees it is gone.
@@ -196,10 +199,14 @@ class OnlineHealTest(HealCase):
                 f.seek(5000)
                 f.write(b"changed")
             os.mkdir(os.path.join(mnt, "newdir"))
+            shutil.rmtree(os.path.join(mnt, "gone"))
         finally:
             os.chmod(v.members[2], 0o755)
         self.wait_healed(v, mnt, 1)
         self.check_all(mnt, data, "after the member came back:")
+        # removed while it was away: gone from it too (set aside whole)
+        self.assertNotIn("gone", os.listdir(mnt))
+        self.assertFalse(os.path.exists(os.path.join(v.members[2], "gone")))
         self.assert_clean_unmount(v)
         self.check_clean_and_hidden(v, data, 2)
 
