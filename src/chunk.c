@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/sha.h>
 
@@ -131,7 +132,20 @@ bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE])
 	return true;
 }
 
-bool chunk_strip_has_zero_page(const uint8_t *data, uint64_t len, uint64_t off)
+/* True if the file holds no data in [off, end): SEEK_DATA finds the next
+ * data past it, or none (ENXIO: past the last data or the end).  A file
+ * system without SEEK_DATA reports all of a file as data: no page is
+ * taken as lost there but those past the end. */
+static bool file_lacks_data(int fd, off_t off, off_t end)
+{
+	off_t next = lseek(fd, off, SEEK_DATA);
+
+	if (next < 0)
+		return errno == ENXIO;
+	return next >= end;
+}
+
+bool chunk_strip_has_lost_page(int fd, const uint8_t *data, uint64_t len, uint64_t off)
 {
 	for (uint64_t x = 0; x < len;) {
 		uint64_t end = x + 4096 - (off + x) % 4096;
@@ -140,7 +154,7 @@ bool chunk_strip_has_zero_page(const uint8_t *data, uint64_t len, uint64_t off)
 		bool zero = true;
 		for (uint64_t i = x; i < end && zero; i++)
 			zero = data[i] == 0;
-		if (zero)
+		if (zero && file_lacks_data(fd, (off_t)(off + x), (off_t)(off + end)))
 			return true;
 		x = end;
 	}

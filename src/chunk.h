@@ -54,10 +54,13 @@ void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE]);
 void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);
 bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE]);
 
-/* True if some 4 KiB page of the file, as far as it holds strip data
- * (len bytes at file offset off), is all zeros there: what a power cut
- * leaves of a strip write whose pages did not all reach the disk. */
-bool chunk_strip_has_zero_page(const uint8_t *data, uint64_t len, uint64_t off);
+/* True if some 4 KiB page of the strip (data, len bytes read from file
+ * offset off of the chunk open as fd) is all zeros and the file holds no
+ * data there (a hole, or past its end): what a power cut leaves of a
+ * strip write whose pages did not all reach the disk.  A page of zeros
+ * that the file does hold (a sparse strip written whole, then damaged
+ * elsewhere) is not such a loss. */
+bool chunk_strip_has_lost_page(int fd, const uint8_t *data, uint64_t len, uint64_t off);
 
 /* Fills r->sum for strip data (len bytes) of the file described by h
  * (volume uuid and file id bound in).  r's other fields must be set. */

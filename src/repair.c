@@ -59,7 +59,7 @@ typedef struct member_task {
 	uint8_t *buf; /* cnt strips */
 	enum verdict v[RUN];
 	bool blank[RUN]; /* the record is all zeros */
-	bool zpage[RUN]; /* V_BAD: the strip has a page of zeros */
+	bool zpage[RUN]; /* V_BAD: the strip lost a page (a hole or past the end) */
 	uint64_t rgen[RUN]; /* V_BAD: the record's generation if it names the strip */
 	uint64_t gen[RUN], size[RUN];
 	const char *why[RUN];
@@ -181,7 +181,7 @@ static void scan_member(void *arg)
 			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
 			            ? "record names another stripe or position" : "checksum mismatch";
 			t->rgen[i] = r.stripe == s && r.position == (uint32_t)t->pos ? r.generation : 0;
-			t->zpage[i] = chunk_strip_has_zero_page(data, strip,
+			t->zpage[i] = chunk_strip_has_lost_page(fd, data, strip,
 			                                        layout_strip_offset(&c->lay, s));
 		}
 	}

@@ -328,7 +328,7 @@ typedef struct fetch_task {
 	uint64_t gen[STRIPE_FETCH_RUN], size[STRIPE_FETCH_RUN];
 	uint64_t rgen[STRIPE_FETCH_RUN]; /* the record's generation, verified or not */
 	bool blank[STRIPE_FETCH_RUN];    /* the record is all zeros */
-	bool zpage[STRIPE_FETCH_RUN];    /* a strip that does not verify has a zero page */
+	bool zpage[STRIPE_FETCH_RUN];    /* a strip that does not verify lost a page */
 	const char *why[STRIPE_FETCH_RUN];
 	int err;
 } fetch_task;
@@ -389,7 +389,7 @@ static void fetch_member(void *arg)
 			t->size[i] = r.size;
 		} else {
 			t->status[i] = FETCH_BAD;
-			t->zpage[i] = chunk_strip_has_zero_page(t->dest[i], strip,
+			t->zpage[i] = chunk_strip_has_lost_page(fd, t->dest[i], strip,
 			                                        layout_strip_offset(&c->lay, s));
 			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
 			            ? "record names another stripe or position" : "checksum mismatch";
@@ -540,7 +540,8 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
  * committed stripe never has a blank record (overwrites are journaled and
  * rolled forward, truncate blanks records only past the end), so taking a
  * loss for a hole needs more than m damaged strips, one of them an
- * all-zero record, or (data never synced) each with a page of zeros. */
+ * all-zero record, or (data never synced) each lacking a page in its
+ * chunk file (chunk_strip_has_lost_page). */
 static bool first_write_cut_short(const stripe_ctx *c, uint64_t s, const fetch_task *tasks,
                                   int n)
 {

@@ -3,14 +3,16 @@
  * Unit tests of the chunk format (src/chunk.c, src/checksum.c): header and
  * record round trips field by field, and detection of every corrupted
  * byte, of strips moved to another stripe, position or file, for every
- * checksum algorithm.
+ * checksum algorithm; what counts as a page a power cut lost.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <openssl/sha.h>
@@ -230,6 +232,49 @@ static void test_checksum_known_answer(void **state)
 	checksum_free(g2);
 }
 
+/* A strip of 3 pages at file offset 8192: a page of zeros is lost only
+ * where the chunk file holds no data (a hole, or past its end), never
+ * where zeros were written (a sparse strip, damaged elsewhere). */
+static void test_lost_page_needs_a_hole(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/ecfs-test-chunk-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	uint8_t strip[3 * 4096], page[4096];
+	memset(strip, 0, sizeof(strip));
+	memset(page, 0x5a, sizeof(page));
+
+	/* All three pages written (zeros in the middle one): nothing lost. */
+	assert_int_equal(pwrite(fd, page, 4096, 8192), 4096);
+	assert_int_equal(pwrite(fd, strip, 4096, 12288), 4096);
+	assert_int_equal(pwrite(fd, page, 4096, 16384), 4096);
+	memcpy(strip, page, 4096);
+	memcpy(strip + 8192, page, 4096);
+	assert_false(chunk_strip_has_lost_page(fd, strip, sizeof(strip), 8192));
+	/* A written page with content is never lost, zero or not elsewhere. */
+	memset(strip, 0, sizeof(strip));
+	assert_false(chunk_strip_has_lost_page(fd, strip, 4096, 8192));
+
+	/* The middle page punched out (a hole): lost. */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, page, 4096, 8192), 4096);
+	assert_int_equal(pwrite(fd, page, 4096, 16384), 4096);
+	memcpy(strip, page, 4096);
+	memset(strip + 4096, 0, 4096);
+	memcpy(strip + 8192, page, 4096);
+	assert_true(chunk_strip_has_lost_page(fd, strip, sizeof(strip), 8192));
+
+	/* The last page past the end of the file: lost. */
+	assert_int_equal(ftruncate(fd, 12288), 0);
+	assert_int_equal(pwrite(fd, page, 4096, 8192), 4096);
+	memset(strip + 4096, 0x5a, 4096);
+	memset(strip + 8192, 0, 4096);
+	assert_true(chunk_strip_has_lost_page(fd, strip, sizeof(strip), 8192));
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_strip_detection_every_algorithm),
 		cmocka_unit_test(test_checksum_known_answer),
+		cmocka_unit_test(test_lost_page_needs_a_hole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
