@@ -32,6 +32,7 @@
 #include <openssl/rand.h>
 
 #include "checksum.h"
+#include "fault.h"
 #include "intent.h"
 #include "log.h"
 #include "memberio.h"
@@ -75,12 +76,7 @@ struct volume {
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	int64_t roots_checked; /* monotonic seconds of the last root check */
-#ifdef ECFS_FAULT_INJECTION
-	struct {
-		int member, op, err; /* op: 1 read, 2 write, 3 any */
-		long after, seen;
-	} fault;
-#endif
+	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
 	uint64_t strips_healed;
@@ -89,9 +85,7 @@ struct volume {
 	void *health_arg;
 };
 
-#ifdef ECFS_FAULT_INJECTION
-static void parse_fault(volume *v);
-#endif
+static struct fault_rules *fault_setup(void);
 
 /* ---- probing members ---- */
 
@@ -558,6 +552,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	volume *v = NULL;
 	superblock sb;
 	int ref, rc, formatted = 0, empty = 0;
+	struct fault_rules *faults = fault_setup();
 
 	*out = NULL;
 	*message = NULL;
@@ -567,6 +562,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		*message = g_strdup_printf("a volume needs 2 to 64 members, %d given", n);
 		g_free(pr);
 		g_free(slot);
+		fault_free(faults);
 		return -EINVAL;
 	}
 	for (int i = 0; i < n; i++) {
@@ -647,9 +643,10 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	rc = set_defaults(v, &sb, opts, message);
 	if (rc < 0)
 		goto fail;
-#ifdef ECFS_FAULT_INJECTION
-	parse_fault(v);
-#endif
+	/* faults from here on: the lock files are no member operation a
+	 * rule counts */
+	v->faults = faults;
+	faults = NULL;
 	v->mio = memberio_new(n);
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
@@ -672,6 +669,7 @@ fail:
 		probe_free(&pr[i]);
 	g_free(pr);
 	g_free(slot);
+	fault_free(faults);
 	volume_close(v);
 	return rc;
 }
@@ -680,6 +678,7 @@ void volume_close(volume *v)
 {
 	if (!v)
 		return;
+	fault_release(v->faults); /* no join waits on a hung member */
 	memberio_free(v->mio);
 	for (int i = 0; i < v->n; i++) {
 		member *mb = &v->mem[i];
@@ -705,6 +704,7 @@ void volume_close(volume *v)
 		g_array_free(v->old_fds, TRUE);
 	g_free(v->checksum_name);
 	g_free(v->mem);
+	fault_free(v->faults);
 	g_free(v);
 }
 
@@ -978,38 +978,27 @@ void volume_files_remove(volume *v, const uint8_t id[16])
 
 /* ---- fault injection (test builds) ---- */
 
+/* The rules of ECFS_FAULT; a build without the hooks says once that it
+ * ignores ECFS_FAULT and ECFS_RECORD. */
+static struct fault_rules *fault_setup(void)
+{
 #ifdef ECFS_FAULT_INJECTION
-static void parse_fault(volume *v)
-{
-	const char *spec = getenv("ECFS_FAULT");
-	char op[16] = "any";
-
-	v->fault.member = -1;
-	if (!spec)
-		return;
-	v->fault.err = EIO;
-	char **kv = g_strsplit(spec, ",", -1);
-	for (char **p = kv; *p; p++)
-		if (sscanf(*p, "member=%d", &v->fault.member) != 1 &&
-		    sscanf(*p, "after=%ld", &v->fault.after) != 1 &&
-		    sscanf(*p, "errno=%d", &v->fault.err) != 1 && sscanf(*p, "op=%15s", op) != 1)
-			ecfs_log(LOG_WARNING, "ECFS_FAULT: ignoring '%s'", *p);
-	g_strfreev(kv);
-	v->fault.op = !strcmp(op, "read") ? 1 : !strcmp(op, "write") ? 2 : 3;
-	ecfs_log(LOG_WARNING, "fault injection: member %d, %s operations after %ld fail with "
-	         "errno %d", v->fault.member, op, v->fault.after, v->fault.err);
-}
-
-bool volume_fault(volume *v, int idx, bool write, int *err)
-{
-	if (idx != v->fault.member || !(v->fault.op & (write ? 2 : 1)))
-		return false;
-	if (__atomic_add_fetch(&v->fault.seen, 1, __ATOMIC_RELAXED) <= v->fault.after)
-		return false;
-	*err = v->fault.err;
-	return true;
-}
+	return fault_parse(getenv("ECFS_FAULT"));
+#else
+	static bool warned;
+	if (!warned && (getenv("ECFS_FAULT") || getenv("ECFS_RECORD"))) {
+		warned = true;
+		ecfs_log(LOG_WARNING, "ECFS_FAULT and ECFS_RECORD are ignored: this build has no "
+		         "fault injection (meson -Dfault_injection=true)");
+	}
+	return NULL;
 #endif
+}
+
+struct fault_rules *volume_fault_rules(volume *v)
+{
+	return v->faults;
+}
 
 /* ---- space and health ---- */
 

@@ -32,20 +32,9 @@ void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
                           const char *why);
 
 /* Fault injection for tests (built with -Dfault_injection=true): the
- * environment variable ECFS_FAULT="member=I,op=read|write|any,after=N,
- * errno=E" makes every member-I/O operation of that kind on member I after
- * the first N fail with errno E, or, with errno=0, makes writes report
- * success without writing (writes cut off, as by a crash).  Returns true
- * if this operation is to be faked, with the errno (or 0) in *err. */
-#ifdef ECFS_FAULT_INJECTION
-bool volume_fault(volume *v, int idx, bool write, int *err);
-#else
-static inline bool volume_fault(volume *v, int idx, bool write, int *err)
-{
-	(void)v; (void)idx; (void)write; (void)err;
-	return false;
-}
-#endif
+ * rules of ECFS_FAULT (fault.h), parsed at the volume's open; NULL if
+ * none.  memberops.c consults them for every member operation. */
+struct fault_rules *volume_fault_rules(volume *v);
 
 /* ---- the online heal (heal.c) ---- */
 
