@@ -20,6 +20,17 @@ static ecfile *file_of(const struct fuse_file_info *fi)
 	return (ecfile *)(uintptr_t)fi->fh;
 }
 
+/* A write-only open bypasses the page cache (direct I/O): the cache is
+ * write-through here anyway, so its pages would only cost the writer an
+ * allocation and a copy per page.  Such an fd can neither read nor mmap;
+ * the kernel drops cached pages of the range from other opens on each
+ * direct write, so they stay coherent. */
+static void write_only_direct(struct fuse_file_info *fi)
+{
+	if ((fi->flags & O_ACCMODE) == O_WRONLY)
+		fi->direct_io = 1;
+}
+
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	if (volume_path_reserved(path))
@@ -34,6 +45,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (rc < 0)
 		return rc;
 	fi->fh = (uintptr_t)f;
+	write_only_direct(fi);
 	return 0;
 }
 
@@ -46,6 +58,7 @@ int fs_open(const char *path, struct fuse_file_info *fi)
 	if (rc < 0)
 		return rc;
 	fi->fh = (uintptr_t)f;
+	write_only_direct(fi);
 	return 0;
 }
 

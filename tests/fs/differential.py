@@ -704,6 +704,36 @@ def sc_mmap(o):
     o.open("g", "mm/f", O.O_RDONLY)
     o.mmap_read("g", 200000)
     o.close("g")
+    o.custom("write-only fd beside a cached fd and a shared map",
+             _write_only_coherence)
+
+
+def _write_only_coherence(root):
+    """ecfs gives write-only opens direct I/O (no page cache): what they
+    write must still show through another open's cached pages and shared
+    mapping, and a mapping's dirty page must not be lost."""
+    path = os.path.join(root, "mm/wo")
+    size = 300000
+    fd = os.open(path, CREAT, 0o644)
+    try:
+        os.pwrite(fd, pat(size, 19), 0)
+        os.pread(fd, size, 0)                  # cache it
+        m = mmap.mmap(fd, size, flags=mmap.MAP_SHARED,
+                      prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            m[:4] = b"mmap"                    # dirty, not synced
+            w = os.open(path, O.O_WRONLY)
+            try:
+                os.pwrite(w, b"W" * 5000, 100000)
+                os.pwrite(w, b"E" * 10, size - 5)  # extends
+            finally:
+                os.close(w)
+            mapped = _norm_bytes(m[:])
+        finally:
+            m.close()
+        return [mapped, _norm_bytes(os.pread(fd, 2 * size, 0))]
+    finally:
+        os.close(fd)
 
 
 def _deep_path_ops(root):
