@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /* Member operations (memberops.h): the system calls, each behind the
- * fault rules of its volume (fault.h, ECFS_FAULT) in test builds. */
+ * fault rules of its volume (fault.h, ECFS_FAULT) in test builds, the
+ * mutating ones counted and recorded there too (record.h, ECFS_RECORD).
+ * A mutating operation that a fault fails or fakes is neither. */
 #include "memberops.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fault.h"
+#include "record.h"
 #include "volume_internal.h"
 
 /* Consults the fault rules (test builds): an operation hit with an errno
@@ -27,9 +31,72 @@
 			return -1;                                              \
 		}                                                               \
 	} while (0)
+#define RECORDING 1
 #else
 #define FAULT_GATE(kind, done) do { (void)v; (void)idx; } while (0)
+#define RECORDING 0
 #endif
+
+/* Around a mutating system call (record.h): begin() serialises it with
+ * its record while recording or abort_after is set. */
+static bool begin(void)
+{
+	return RECORDING && record_begin();
+}
+
+static void end(bool locked)
+{
+	int e = errno;
+	record_end(locked);
+	errno = e;
+}
+
+enum { ST_MODE, ST_TYPE_MODE, ST_OWNER, ST_TIMES };
+
+/* The fields of what the object at dirfd/name (name "": dirfd itself) has
+ * after the operation. */
+static void rec_stat(rec_line *l, int dirfd, const char *name, int what)
+{
+	struct stat st;
+
+	if (!l || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH)) < 0)
+		return;
+	switch (what) {
+	case ST_MODE:
+		record_int(l, "mode", st.st_mode & 07777);
+		break;
+	case ST_TYPE_MODE:
+		record_int(l, "mode", st.st_mode);
+		break;
+	case ST_OWNER:
+		record_int(l, "uid", st.st_uid);
+		record_int(l, "gid", st.st_gid);
+		break;
+	default:
+		record_int(l, "atime_ns", st.st_atim.tv_sec * 1000000000LL + st.st_atim.tv_nsec);
+		record_int(l, "mtime_ns", st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+	}
+}
+
+/* A line about the object of descriptor fd, with its stat fields. */
+static void rec_fd(const char *op, int idx, int fd, int what)
+{
+	rec_line *l = record_line(op, idx);
+	record_path_fd(l, "path", fd);
+	if (what >= 0)
+		rec_stat(l, fd, "", what);
+	record_done(l);
+}
+
+/* A line about dirfd/name, with its stat fields. */
+static void rec_at(const char *op, int idx, int dirfd, const char *name, int what)
+{
+	rec_line *l = record_line(op, idx);
+	record_path_at(l, "path", dirfd, name);
+	if (what >= 0)
+		rec_stat(l, dirfd, name, what);
+	record_done(l);
+}
 
 static size_t iov_total(const struct iovec *iov, int cnt)
 {
@@ -62,116 +129,267 @@ ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
 
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode)
 {
+	bool changes = flags & (O_CREAT | O_TRUNC);
+	struct stat st;
+
 	/* creating or truncating changes the member; other opens read it */
-	FAULT_GATE(flags & (O_CREAT | O_TRUNC) ? FAULT_META : FAULT_READ, 0);
-	return openat(dirfd, name, flags, mode);
+	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
+	if (!RECORDING || !changes)
+		return openat(dirfd, name, flags, mode);
+	/* Under the record's lock nothing else of ours creates it meanwhile. */
+	bool locked = begin();
+	bool existed = !(flags & O_CREAT) ||
+	               (!(flags & O_EXCL) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+	int fd = openat(dirfd, name, flags, mode);
+	if (fd >= 0 && !existed)
+		rec_fd("create", idx, fd, ST_MODE);
+	else if (fd >= 0 && (flags & O_TRUNC)) {
+		rec_line *l = record_line("truncate", idx);
+		record_path_fd(l, "path", fd);
+		record_int(l, "len", 0);
+		record_done(l);
+	}
+	end(locked);
+	return fd;
+}
+
+static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
+	bool locked = begin();
+	ssize_t rc = pwritev(fd, iov, cnt, off);
+	if (RECORDING && rc >= 0) {
+		rec_line *l = record_line("write", idx);
+		record_path_fd(l, "path", fd);
+		record_data(l, iov, cnt, (size_t)rc, off);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 ssize_t mop_pwrite(volume *v, int idx, int fd, const void *buf, size_t len, off_t off)
 {
-	FAULT_GATE(FAULT_WRITE, (ssize_t)len);
-	return pwrite(fd, buf, len, off);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	return write_iov(v, idx, fd, &iov, 1, off);
 }
 
 ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
-	return pwritev(fd, iov, cnt, off);
+	return write_iov(v, idx, fd, iov, cnt, off);
 }
 
 int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 {
 	FAULT_GATE(FAULT_WRITE, 0);
-	return ftruncate(fd, len);
+	bool locked = begin();
+	int rc = ftruncate(fd, len);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("truncate", idx);
+		record_path_fd(l, "path", fd);
+		record_int(l, "len", len);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 {
 	FAULT_GATE(FAULT_WRITE, 0);
-	return fallocate(fd, mode, off, len);
+	bool locked = begin();
+	int rc = fallocate(fd, mode, off, len);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("fallocate", idx);
+		record_path_fd(l, "path", fd);
+		record_int(l, "mode", mode);
+		record_int(l, "off", off);
+		record_int(l, "len", len);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_fsync(volume *v, int idx, int fd, bool datasync)
 {
 	FAULT_GATE(FAULT_SYNC, 0);
-	return datasync ? fdatasync(fd) : fsync(fd);
+	bool locked = begin();
+	int rc = datasync ? fdatasync(fd) : fsync(fd);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("fsync", idx);
+		record_path_fd(l, "path", fd);
+		record_bool(l, "datasync", datasync);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return mkdirat(dirfd, name, mode);
+	bool locked = begin();
+	int rc = mkdirat(dirfd, name, mode);
+	if (RECORDING && rc == 0)
+		rec_at("mkdir", idx, dirfd, name, ST_MODE);
+	end(locked);
+	return rc;
 }
 
 int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, dev_t dev)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return mknodat(dirfd, name, mode, dev);
+	bool locked = begin();
+	int rc = mknodat(dirfd, name, mode, dev);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("mknod", idx);
+		record_path_at(l, "path", dirfd, name);
+		rec_stat(l, dirfd, name, ST_TYPE_MODE);
+		record_int(l, "rdev", (long long)dev);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char *name)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return symlinkat(target, dirfd, name);
+	bool locked = begin();
+	int rc = symlinkat(target, dirfd, name);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("symlink", idx);
+		record_path_at(l, "path", dirfd, name);
+		record_str(l, "target", target);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                const char *newname, int flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return linkat(olddirfd, oldname, newdirfd, newname, flags);
+	bool locked = begin();
+	int rc = linkat(olddirfd, oldname, newdirfd, newname, flags);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("link", idx);
+		record_path_at(l, "path", olddirfd, oldname);
+		record_path_at(l, "to", newdirfd, newname);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return unlinkat(dirfd, name, flags);
+	bool locked = begin();
+	int rc = unlinkat(dirfd, name, flags);
+	if (RECORDING && rc == 0)
+		rec_at(flags & AT_REMOVEDIR ? "rmdir" : "unlink", idx, dirfd, name, -1);
+	end(locked);
+	return rc;
 }
 
 int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                   const char *newname, unsigned flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return renameat2(olddirfd, oldname, newdirfd, newname, flags);
+	bool locked = begin();
+	int rc = renameat2(olddirfd, oldname, newdirfd, newname, flags);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("rename", idx);
+		record_path_at(l, "path", olddirfd, oldname);
+		record_path_at(l, "to", newdirfd, newname);
+		record_int(l, "flags", flags);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, int flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return fchmodat(dirfd, name, mode, flags);
+	bool locked = begin();
+	int rc = fchmodat(dirfd, name, mode, flags);
+	if (RECORDING && rc == 0)
+		rec_at("chmod", idx, dirfd, name, ST_MODE);
+	end(locked);
+	return rc;
 }
 
 int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid_t gid,
                  int flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return fchownat(dirfd, name, uid, gid, flags);
+	bool locked = begin();
+	int rc = fchownat(dirfd, name, uid, gid, flags);
+	if (RECORDING && rc == 0)
+		rec_at("chown", idx, dirfd, name, ST_OWNER);
+	end(locked);
+	return rc;
 }
 
 int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return fchown(fd, uid, gid);
+	bool locked = begin();
+	int rc = fchown(fd, uid, gid);
+	if (RECORDING && rc == 0)
+		rec_fd("chown", idx, fd, ST_OWNER);
+	end(locked);
+	return rc;
 }
 
 int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
                   const struct timespec ts[2], int flags)
 {
 	FAULT_GATE(FAULT_META, 0);
-	return utimensat(dirfd, name, ts, flags);
+	bool locked = begin();
+	int rc = utimensat(dirfd, name, ts, flags);
+	if (RECORDING && rc == 0)
+		rec_at("utimens", idx, dirfd, name, ST_TIMES);
+	end(locked);
+	return rc;
 }
 
 int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,
                   size_t size, int flags)
 {
 	char path[40];
+
 	FAULT_GATE(FAULT_META, 0);
-	return setxattr(proc_path(fd, path), name, value, size, flags);
+	bool locked = begin();
+	int rc = setxattr(proc_path(fd, path), name, value, size, flags);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("setxattr", idx);
+		record_path_fd(l, "path", fd);
+		record_str(l, "name", name);
+		record_hex(l, "hex", value, size);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }
 
 int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 {
 	char path[40];
+
 	FAULT_GATE(FAULT_META, 0);
-	return removexattr(proc_path(fd, path), name);
+	bool locked = begin();
+	int rc = removexattr(proc_path(fd, path), name);
+	if (RECORDING && rc == 0) {
+		rec_line *l = record_line("removexattr", idx);
+		record_path_fd(l, "path", fd);
+		record_str(l, "name", name);
+		record_done(l);
+	}
+	end(locked);
+	return rc;
 }

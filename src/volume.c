@@ -37,6 +37,7 @@
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "record.h"
 #include "superblock.h"
 #include "volume_internal.h"
 
@@ -341,7 +342,8 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	for (int i = 0; i < n; i++) {
 		int rc;
 		sb->index = i;
-		/* No volume yet (v NULL): creation is neither faulted nor recorded. */
+		/* No volume yet (v NULL): creation is not faulted, but counted and
+		 * recorded (ECFS_RECORD) as member i. */
 		if (mop_mkdirat(NULL, i, pr[i].rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
 			rc = -errno;
 		else if ((pr[i].metafd = openat(pr[i].rootfd, ECFS_META_DIR,
@@ -587,6 +589,8 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 			rc = any_broken ? -EINVAL : -ENOENT;
 			goto fail;
 		}
+		for (int i = 0; i < n; i++)
+			record_set_root(i, pr[i].rootfd); /* creation is recorded */
 		rc = create_volume(pr, n, opts, &sb, message);
 		if (rc < 0)
 			goto fail;
@@ -594,6 +598,8 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	}
 	sb = pr[ref].sb;
 	place_members(pr, n, slot);
+	for (int i = 0; i < n; i++)
+		record_set_root(i, slot[i]->rootfd);
 
 	v = volume_alloc(n);
 	v->k = sb.k;
@@ -706,6 +712,9 @@ void volume_close(volume *v)
 	g_free(v->mem);
 	fault_free(v->faults);
 	g_free(v);
+#ifdef ECFS_FAULT_INJECTION
+	record_close(); /* "member writes: W" */
+#endif
 }
 
 /* ---- accessors ---- */
@@ -978,12 +987,15 @@ void volume_files_remove(volume *v, const uint8_t id[16])
 
 /* ---- fault injection (test builds) ---- */
 
-/* The rules of ECFS_FAULT; a build without the hooks says once that it
- * ignores ECFS_FAULT and ECFS_RECORD. */
+/* The rules of ECFS_FAULT, and the record started (ECFS_RECORD,
+ * abort_after) before the volume's first member operation; a build
+ * without the hooks says once that it ignores both. */
 static struct fault_rules *fault_setup(void)
 {
 #ifdef ECFS_FAULT_INJECTION
-	return fault_parse(getenv("ECFS_FAULT"));
+	struct fault_rules *r = fault_parse(getenv("ECFS_FAULT"));
+	record_start(fault_abort_after(r));
+	return r;
 #else
 	static bool warned;
 	if (!warned && (getenv("ECFS_FAULT") || getenv("ECFS_RECORD"))) {
