@@ -47,13 +47,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Room for: source, ecfs members (1.5x), mergerfs copy, and slack.
+# Room for: source, ecfs members (1.5x), the warm-up file, and slack.
 size_mib=$((mib * 4 + 1024))
 mount -t tmpfs -o "size=${size_mib}m" tmpfs "$tmpfs"
-# First touch of fresh memory is slow on these VMs: touch it all once.
-echo "pre-touching ${size_mib} MiB of tmpfs..."
-dd if=/dev/zero of="$tmpfs/pretouch" bs=1M count=$((size_mib - 64)) status=none 2>/dev/null || true
-rm -f "$tmpfs/pretouch"
+# First touch of memory the guest has not used lately is slow on these
+# VMs (about 1.5 s/GiB against 0.5), and free memory goes back to the host
+# within seconds (free page reporting), so a warm-up long before the test
+# does not last.  warm MIB writes and deletes MIB of tmpfs just before each
+# timed run, the same for both file systems, so that what that run
+# allocates (member files, page cache) comes from memory touched just now.
+warm() {
+	dd if=/dev/zero of="$tmpfs/warm" bs=1M count="$1" status=none 2>/dev/null || true
+	rm -f "$tmpfs/warm"
+}
+warm_write=$((mib * 3 / 2 + 256)) warm_read=$((mib + 256))
 
 echo "making a ${mib} MiB random source file..."
 head -c $((mib << 20)) /dev/urandom >"$tmpfs/source"
@@ -64,6 +71,7 @@ for i in 0 1 2 3 4 5; do
 	merger_members="$merger_members${merger_members:+:}$tmpfs/g$i"
 done
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 now() { date +%s.%N; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # MB/s (10^6 bytes) of one dd run
@@ -81,15 +89,18 @@ ecfs_pid=$!
 for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
 mountpoint -q "$work/ecfs" || die "ecfs did not mount"
 drop
+warm $warm_write
 c0=$(cpu_ticks "$ecfs_pid")
 ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
 c1=$(cpu_ticks "$ecfs_pid")
 hz=$(getconf CLK_TCK)
 cpu_per_gib=$(echo "$c0 $c1 $hz $mib" | awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }')
 drop
+warm $warm_read
 ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
 rm -rf "$tmpfs/e1" "$tmpfs/e4"
 drop
+warm $warm_read
 ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
 drop
 cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
@@ -101,15 +112,18 @@ rm -rf "$tmpfs"/e?
 # ---- mergerfs, page cache off (as ecfs has none of its own) ----
 mergerfs -o cache.files=off,category.create=mfs "$merger_members" "$work/mergerfs"
 drop
+warm $warm_write
 merger_write=$(timed_dd if="$tmpfs/source" of="$work/mergerfs/file" conv=fsync)
 drop
+warm $warm_read
 merger_read=$(timed_dd if="$work/mergerfs/file" of=/dev/null)
 fusermount3 -u "$work/mergerfs"
 
 ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
 echo
 echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off), 6 members on tmpfs,"
-echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads"
+echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads,"
+echo "load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 echo
 printf '%-34s %10s %10s %8s\n' "test" "ecfs MB/s" "peer MB/s" "ratio"
 printf '%-34s %10s %10s %8s\n' "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
