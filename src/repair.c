@@ -342,18 +342,22 @@ static void note_lost(file_check *fc, uint64_t s)
  * not lost. */
 static bool first_write_cut_short(const file_check *fc, int i)
 {
-	bool blank = false, have = false, all_read = true, torn = true;
+	bool blank = false, have = false, torn = true, some_torn = false;
+	int unread = 0;
 	uint64_t gen = 0, s = fc->task[0].s0 + (uint64_t)i;
 
 	for (int j = 0; j < fc->n; j++) {
 		const member_task *t = &fc->task[j];
 		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR) {
-			all_read = false;
+			unread++;
 			continue;
 		}
 		blank |= t->blank[i];
-		if (t->v[i] == V_BAD && !t->blank[i])
-			torn &= t->rgen[i] != 0 && t->zpage[i];
+		if (t->v[i] == V_BAD && !t->blank[i]) {
+			bool lost = t->rgen[i] != 0 && t->zpage[i];
+			torn &= lost;
+			some_torn |= lost;
+		}
 		uint64_t g = t->v[i] == V_OK ? t->gen[i] : t->v[i] == V_BAD ? t->rgen[i] : 0;
 		if (!g)
 			continue;
@@ -362,7 +366,8 @@ static bool first_write_cut_short(const file_check *fc, int i)
 		gen = g;
 		have = true;
 	}
-	return blank || (s >= fc->c.hdr.durable && all_read && torn);
+	return blank || (s >= fc->c.hdr.durable && torn &&
+	                 (unread == 0 || (unread <= fc->m && some_torn)));
 }
 
 /* Judges stripe s0+i of the run and prepares its repair. */

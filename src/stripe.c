@@ -535,8 +535,10 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
  * commit's, and either some record is still blank (a process killed
  * mid-commit always leaves one: strips go before records), or, for a
  * stripe no fsync has made durable (at or past the header's durable mark),
- * every member was read and every strip that does not verify has a page
- * of zeros (a power cut kept the records but not all strip pages).  A
+ * every strip that does not verify has a page of zeros (a power cut kept
+ * the records but not all strip pages) and every member was read, or at
+ * most m were not and some strip read is so torn (m members lost after the
+ * power cut: what is left of the write is all we can see).  A
  * committed stripe never has a blank record (overwrites are journaled and
  * rolled forward, truncate blanks records only past the end), so taking a
  * loss for a hole needs more than m damaged strips, one of them an
@@ -545,18 +547,22 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 static bool first_write_cut_short(const stripe_ctx *c, uint64_t s, const fetch_task *tasks,
                                   int n)
 {
-	bool blank = false, have = false, all_read = true, torn = true;
+	bool blank = false, have = false, torn = true, some_torn = false;
+	int unread = 0;
 	uint64_t gen = 0;
 
 	for (int j = 0; j < n; j++) {
 		const fetch_task *t = &tasks[j];
 		if (t->status[0] == FETCH_NONE || t->status[0] == FETCH_ERR) {
-			all_read = false;
+			unread++;
 			continue;
 		}
 		blank |= t->blank[0];
-		if (t->status[0] == FETCH_BAD && !t->blank[0])
-			torn &= t->rgen[0] != 0 && t->zpage[0];
+		if (t->status[0] == FETCH_BAD && !t->blank[0]) {
+			bool lost = t->rgen[0] != 0 && t->zpage[0];
+			torn &= lost;
+			some_torn |= lost;
+		}
 		uint64_t g = t->status[0] == FETCH_OK ? t->gen[0] : t->rgen[0];
 		if (!g)
 			continue;
@@ -565,7 +571,8 @@ static bool first_write_cut_short(const stripe_ctx *c, uint64_t s, const fetch_t
 		gen = g;
 		have = true;
 	}
-	return blank || (s >= c->hdr.durable && all_read && torn);
+	return blank || (s >= c->hdr.durable && torn &&
+	                 (unread == 0 || (unread <= c->lay.m && some_torn)));
 }
 
 /* After every position of stripe s was fetched: picks the highest

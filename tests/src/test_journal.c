@@ -562,15 +562,48 @@ static void punch_path(const char *dir, const char *name, off_t off, off_t len)
 	g_free(p);
 }
 
+enum { UNSYNCED_LOST, SYNCED_LOST, UNSYNCED_ZEROED, CUT_KINDS };
+
+/* cx->st: the first write of cx->new (or, SYNCED_LOST, the same fsync'd
+ * in cx->old) with stripe 1's strip dropped (punched out) or, for
+ * UNSYNCED_ZEROED, overwritten with zeros on the members in `dropped`. */
+static void power_cut_state(crash_fx *cx, int kind, uint64_t dropped)
+{
+	tree_copy(kind == SYNCED_LOST ? &cx->old : &cx->new, &cx->st);
+	for (int i = 0; i < N; i++) {
+		size_t l;
+		uint8_t *c;
+		if (!(dropped >> i & 1))
+			continue;
+		if (kind != UNSYNCED_ZEROED) {
+			punch_path(cx->st.path[i], "f", (off_t)strip_off(1), STRIP);
+			continue;
+		}
+		c = read_path(cx->st.path[i], "f", &l);
+		memset(c + strip_off(1), 0, STRIP);
+		write_path(cx->st.path[i], "f", c, l);
+		g_free(c);
+	}
+}
+
+/* got holds stripe 0 of a and zeros (stripe 1 read as the hole it was). */
+static void assert_hole_after_stripe0(const uint8_t *got, const uint8_t *a)
+{
+	assert_memory_equal(got, a, STRIPE);
+	for (size_t x = STRIPE; x < 2 * STRIPE; x++)
+		assert_int_equal(got[x], 0);
+}
+
 /* A power cut that kept the records of a first write on every member but
  * dropped the strip pages on more than m: the stripe was never synced, so
  * it reads as zeros (its old content), not EIO.  The same damage below the
  * header's durable mark (after an fsync) is a real loss: EIO; and so is
  * the strip overwritten with zeros that the chunk file holds (corruption,
- * not a lost page), synced or not. */
+ * not a lost page), synced or not.  Then the cuts of at most m strips with
+ * m other members lost on top (hidden: fewer than k strips verify and not
+ * every member can be read): the same answers. */
 static void test_first_write_power_cut(void **state)
 {
-	enum { UNSYNCED_LOST, SYNCED_LOST, UNSYNCED_ZEROED, CASES };
 	crash_fx *cx = *state;
 	uint8_t *a = g_malloc(2 * STRIPE), *got = g_malloc(2 * STRIPE);
 	ecfile *f;
@@ -583,36 +616,34 @@ static void test_first_write_power_cut(void **state)
 	assert_int_equal(ecfile_release(f), 0);
 	volume_close(v);
 	tree_copy(&cx->live, &cx->old); /* the same, fsync'd */
-	for (int kind = 0; kind < CASES; kind++)
+	for (int kind = 0; kind < CUT_KINDS; kind++)
 		for (uint64_t dropped = 0; dropped < (1u << N); dropped++) {
-			tree_copy(kind == SYNCED_LOST ? &cx->old : &cx->new, &cx->st);
-			for (int i = 0; i < N; i++) {
-				size_t l;
-				uint8_t *c = read_path(cx->st.path[i], "f", &l);
-				if (!(dropped >> i & 1)) {
-					g_free(c);
-					continue;
-				}
-				if (kind == UNSYNCED_ZEROED) {
-					memset(c + strip_off(1), 0, STRIP);
-					write_path(cx->st.path[i], "f", c, l);
-				} else {
-					punch_path(cx->st.path[i], "f", (off_t)strip_off(1), STRIP);
-				}
-				g_free(c);
-			}
+			int cut = __builtin_popcountll(dropped);
+			power_cut_state(cx, kind, dropped);
 			int rc = read_hidden(&cx->st, 0, "/f", got, 2 * STRIPE);
-			if (__builtin_popcountll(dropped) <= M) {
+			if (cut <= M) {
 				assert_int_equal(rc, 0);
 				assert_memory_equal(got, a, 2 * STRIPE);
 			} else if (kind != UNSYNCED_LOST) {
 				assert_int_equal(rc, -EIO);
 			} else {
 				assert_int_equal(rc, 0);
-				assert_memory_equal(got, a, STRIPE);
-				for (size_t x = STRIPE; x < 2 * STRIPE; x++)
-					assert_int_equal(got[x], 0);
+				assert_hole_after_stripe0(got, a);
 			}
+			if (cut == 0 || cut > M)
+				continue;
+			uint64_t hidden = 0;
+			for (int i = 0; i < N && __builtin_popcountll(hidden) < M; i++)
+				if (!(dropped >> i & 1))
+					hidden |= 1ull << i;
+			power_cut_state(cx, kind, dropped);
+			rc = read_hidden(&cx->st, hidden, "/f", got, 2 * STRIPE);
+			if (kind != UNSYNCED_LOST) {
+				assert_int_equal(rc, -EIO);
+				continue;
+			}
+			assert_int_equal(rc, 0);
+			assert_hole_after_stripe0(got, a);
 		}
 	g_free(a);
 	g_free(got);
