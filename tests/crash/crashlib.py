@@ -343,13 +343,7 @@ WORKLOADS = {
 # Crash states that the daemon does not survive yet, each with the reason;
 # they run only with ECFS_SLOW=1 or ECFS_CRASH_FULL=1 until the fix lands
 # (then the entry goes).  Key: (test kind, workload).
-PENDING = {
-    ("powerloss", "seqwrite"): (
-        "a first write torn by a power loss (strip records on disk, some "
-        "strip pages not) reads as the hole it was only while every member "
-        "is there: with m members lost too it reads EIO (state 78/random/0 "
-        "of the full set, member 1 among the hidden)"),
-}
+PENDING = {}
 
 
 def skip_pending(case, kind, name):
