@@ -7,6 +7,7 @@
 #   sudo scripts/bench-fs.sh                 2 GiB file, 1 MiB requests
 #   sudo BENCH_MIB=512 scripts/bench-fs.sh   smaller file
 #   ECFS_OPTS=code=rs-vandermonde,checksum=sha256 ...   other ecfs options
+#   sudo BENCH_RUNS=3 scripts/bench-fs.sh    3 runs and the median ratios
 #
 # Sequential write (dd bs=1M conv=fsync from a random source file on tmpfs)
 # and sequential read (dd bs=1M to /dev/null, page cache dropped first) on
@@ -18,6 +19,7 @@ cd "$(dirname "$0")/.."
 build=${ECFS_BUILD_DIR:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 mib=${BENCH_MIB:-2048}
+runs=${BENCH_RUNS:-1}
 ecfs_opts=${ECFS_OPTS:-}
 
 die() { printf 'bench-fs: %s\n' "$*" >&2; exit 1; }
@@ -66,12 +68,10 @@ echo "making a ${mib} MiB random source file..."
 head -c $((mib << 20)) /dev/urandom >"$tmpfs/source"
 ecfs_members="" merger_members=""
 for i in 0 1 2 3 4 5; do
-	mkdir "$tmpfs/e$i" "$tmpfs/g$i"
 	ecfs_members="$ecfs_members${ecfs_members:+:}$tmpfs/e$i"
 	merger_members="$merger_members${merger_members:+:}$tmpfs/g$i"
 done
 
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
 now() { date +%s.%N; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # MB/s (10^6 bytes) of one dd run
@@ -82,52 +82,76 @@ timed_dd() {
 	echo "$t0 $t1 $mib" | awk '{ printf "%.0f", $3 * 1048576 / ($2 - $1) / 1e6 }'
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
-# ---- ecfs ----
-"$ecfs" -f -o "k=4,m=2${ecfs_opts:+,$ecfs_opts}" "$ecfs_members" "$work/ecfs" &
-ecfs_pid=$!
-for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
-mountpoint -q "$work/ecfs" || die "ecfs did not mount"
-drop
-warm $warm_write
-c0=$(cpu_ticks "$ecfs_pid")
-ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
-c1=$(cpu_ticks "$ecfs_pid")
-hz=$(getconf CLK_TCK)
-cpu_per_gib=$(echo "$c0 $c1 $hz $mib" | awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }')
-drop
-warm $warm_read
-ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
-rm -rf "$tmpfs/e1" "$tmpfs/e4"
-drop
-warm $warm_read
-ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
-drop
-cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
-fusermount3 -u "$work/ecfs"
-wait "$ecfs_pid" || true
-ecfs_pid=""
-rm -rf "$tmpfs"/e?
-
-# ---- mergerfs, page cache off (as ecfs has none of its own) ----
-mergerfs -o cache.files=off,category.create=mfs "$merger_members" "$work/mergerfs"
-drop
-warm $warm_write
-merger_write=$(timed_dd if="$tmpfs/source" of="$work/mergerfs/file" conv=fsync)
-drop
-warm $warm_read
-merger_read=$(timed_dd if="$work/mergerfs/file" of=/dev/null)
-fusermount3 -u "$work/mergerfs"
-
 ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
+
+# One run of every test, ecfs then mergerfs; prints its table and appends
+# its ratios to $work/ratios.
+one_run() {
+	load0=$(cut -d' ' -f1-3 /proc/loadavg)
+	for i in 0 1 2 3 4 5; do mkdir "$tmpfs/e$i" "$tmpfs/g$i"; done
+
+	# ---- ecfs ----
+	"$ecfs" -f -o "k=4,m=2${ecfs_opts:+,$ecfs_opts}" "$ecfs_members" "$work/ecfs" &
+	ecfs_pid=$!
+	for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
+	mountpoint -q "$work/ecfs" || die "ecfs did not mount"
+	drop
+	warm $warm_write
+	c0=$(cpu_ticks "$ecfs_pid")
+	ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
+	c1=$(cpu_ticks "$ecfs_pid")
+	hz=$(getconf CLK_TCK)
+	cpu_per_gib=$(echo "$c0 $c1 $hz $mib" | awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }')
+	drop
+	warm $warm_read
+	ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+	rm -rf "$tmpfs/e1" "$tmpfs/e4"
+	drop
+	warm $warm_read
+	ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+	drop
+	cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
+	fusermount3 -u "$work/ecfs"
+	wait "$ecfs_pid" || true
+	ecfs_pid=""
+	rm -rf "$tmpfs"/e?
+
+	# ---- mergerfs, page cache off (as ecfs has none of its own) ----
+	mergerfs -o cache.files=off,category.create=mfs "$merger_members" "$work/mergerfs"
+	drop
+	warm $warm_write
+	merger_write=$(timed_dd if="$tmpfs/source" of="$work/mergerfs/file" conv=fsync)
+	drop
+	warm $warm_read
+	merger_read=$(timed_dd if="$work/mergerfs/file" of=/dev/null)
+	fusermount3 -u "$work/mergerfs"
+	rm -rf "$tmpfs"/g?
+
+	echo
+	echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off), 6 members on tmpfs,"
+	echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads,"
+	echo "load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+	echo
+	printf '%-34s %10s %10s %8s\n' "test" "ecfs MB/s" "peer MB/s" "ratio"
+	printf '%-34s %10s %10s %8s\n' "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
+	printf '%-34s %10s %10s %8s\n' "sequential read" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
+	printf '%-34s %10s %10s %8s\n' "read, 2 of 6 members removed" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
+	echo "  (the degraded read's peer is ecfs's own healthy read)"
+	printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_per_gib"
+	echo "$(ratio "$ecfs_write" "$merger_write") $(ratio "$ecfs_read" "$merger_read")" \
+		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_per_gib" >>"$work/ratios"
+}
+
+for _ in $(seq "$runs"); do
+	one_run
+done
+[ "$runs" -gt 1 ] || exit 0
+# Median of column $1 of the ratios (the middle value; the lower middle
+# for an even count).
+median() { sort -n -k"$1","$1" "$work/ratios" | awk -v c="$1" '{ v[NR] = $c }
+	END { print v[int((NR + 1) / 2)] }'; }
 echo
-echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off), 6 members on tmpfs,"
-echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads,"
-echo "load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
-echo
-printf '%-34s %10s %10s %8s\n' "test" "ecfs MB/s" "peer MB/s" "ratio"
-printf '%-34s %10s %10s %8s\n' "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
-printf '%-34s %10s %10s %8s\n' "sequential read" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
-printf '%-34s %10s %10s %8s\n' "read, 2 of 6 members removed" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
-echo "  (the degraded read's peer is ecfs's own healthy read)"
-printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_per_gib"
+echo "ratios of the $runs runs (write, read, degraded read, CPU s/GiB):"
+sed 's/^/  /' "$work/ratios"
+printf 'medians: write %s, read %s, degraded read %s, CPU %s s per GiB written\n' \
+	"$(median 1)" "$(median 2)" "$(median 3)" "$(median 4)"
