@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "ecfile.h"
 
@@ -24,11 +26,55 @@ static ecfile *file_of(const struct fuse_file_info *fi)
  * write-through here anyway, so its pages would only cost the writer an
  * allocation and a copy per page.  Such an fd can neither read nor mmap;
  * the kernel drops cached pages of the range from other opens on each
- * direct write, so they stay coherent. */
+ * direct write, so they stay coherent.  (A write request carries its
+ * open's flags, so write_only() also tells which writes came direct.) */
+static bool write_only(const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_ACCMODE) == O_WRONLY;
+}
+
 static void write_only_direct(struct fuse_file_info *fi)
 {
-	if ((fi->flags & O_ACCMODE) == O_WRONLY)
+	if (write_only(fi))
 		fi->direct_io = 1;
+}
+
+/* True if the caller of the current request is in group gid. */
+static bool caller_in_group(gid_t gid)
+{
+	gid_t groups[256];
+
+	if (fuse_get_context()->gid == gid)
+		return true;
+	int n = fuse_getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+	for (int i = 0; i < n && i < (int)(sizeof(groups) / sizeof(groups[0])); i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* A write by a user without CAP_FSETID clears the file's setuid bit, and
+ * its setgid bit if the file is group-executable or the writer is not in
+ * its group (the kernel's should_remove_suid and setattr_should_drop_sgid).
+ * The kernel does that before a write through the page cache, but a direct
+ * write reaches us with the bits set, so the daemon does it.  The request
+ * tells the writer's ids, not its capabilities: anyone but root clears. */
+static int remove_privs(const char *path, const struct fuse_file_info *fi)
+{
+	char buf[FS_ORPHAN_PATH_MAX];
+	struct stat st;
+
+	if (!write_only(fi) || fuse_get_context()->uid == 0)
+		return 0;
+	int rc = ecfile_stat(fs_volume(), fs_path(path, buf), &st);
+	if (rc < 0)
+		return rc;
+	mode_t kill = st.st_mode & S_ISUID;
+	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !caller_in_group(st.st_gid)))
+		kill |= S_ISGID;
+	if (!S_ISREG(st.st_mode) || !kill)
+		return 0;
+	return fs_chmod(path, st.st_mode & 07777 & ~kill, NULL);
 }
 
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -71,6 +117,9 @@ int fs_read(const char *path, char *buf, size_t size, off_t off,
 int fs_write(const char *path, const char *buf, size_t size, off_t off,
              struct fuse_file_info *fi)
 {
+	int rc = remove_privs(path, fi);
+	if (rc < 0)
+		return rc;
 	return (int)ecfile_write(file_of(fi), buf, size, off);
 }
 

@@ -786,6 +786,12 @@ ROOT_SCENARIOS = [sc_file_io, sc_dirs, sc_links, sc_attrs, sc_xattrs,
                   sc_space, sc_mmap, sc_deep]
 
 
+# setuid/setgid files a write by uid 65534 meets: setgid without group
+# execute stays only for a writer in the file's group
+SETID_FILES = [("suid-wo", 0o6777), ("suid-rw", 0o6777), ("sgid-wo", 0o2777),
+               ("sgid-noexec-wo", 0o2666), ("sgid-noexec-ingroup-wo", 0o2666)]
+
+
 def perm_setup(o):
     """As root: the objects an unprivileged user meets."""
     o.mkdir("perm")
@@ -803,6 +809,11 @@ def perm_setup(o):
     o.mkdir("perm/closed", 0o700)
     o.open("f", "perm/closed/f", CREAT)
     o.close("f")
+    for name, mode in SETID_FILES:
+        o.create_file("perm/pub/" + name, b"setuid")
+        if "ingroup" in name:
+            o.chown("perm/pub/" + name, 0, NOBODY)
+        o.chmod("perm/pub/" + name, mode)
 
 
 def perm_as_nobody(o):
@@ -860,6 +871,13 @@ def perm_as_nobody(o):
     o.chmod("perm/home/mine", 0o000)
     o.open("r", "perm/home/mine", O.O_RDONLY)          # EACCES, even own
     o.chmod("perm/home/mine", 0o644)
+    # a write by another user clears setuid, and setgid if group-executable
+    # (write-only opens are direct I/O in ecfs: the daemon must do it)
+    for name, _ in SETID_FILES:
+        o.open("w", "perm/pub/" + name, RW if name.endswith("rw") else O.O_WRONLY)
+        o.pwrite("w", b"x", 1)
+        o.close("w")
+        o.stat("perm/pub/" + name)
 
 
 def run_scenario(root, fn):
