@@ -1095,6 +1095,24 @@ int ecfile_release(ecfile *f)
 	return rc;
 }
 
+int ecfile_release_all(volume *v)
+{
+	int closed = 0;
+
+	for (;;) {
+		volume_files_lock(v);
+		ecfile *f = volume_files_any(v);
+		volume_files_unlock(v);
+		if (!f)
+			return closed;
+		char *path = g_strdup(f->path); /* f may be freed below */
+		if (ecfile_release(f) < 0)
+			ecfs_log(LOG_ERR, "%s: buffered writes not stored at unmount", path);
+		g_free(path);
+		closed++;
+	}
+}
+
 /* ---- attributes ---- */
 
 static void fill_size(struct stat *st, uint64_t size)

@@ -32,6 +32,11 @@ int ecfile_create(volume *v, const char *path, int flags, mode_t mode,
 int ecfile_open(volume *v, const char *path, int flags, ecfile **out);
 /* Drops one reference; the last one flushes buffered data and closes. */
 int ecfile_release(ecfile *f);
+/* Releases every file still open, as the last close would: the kernel
+ * drops the RELEASE of files open when its connection ends (an unmount
+ * racing a request, an abort), and their buffered writes and headers
+ * must still reach the members.  Returns how many opens it closed. */
+int ecfile_release_all(volume *v);
 
 ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off);
 ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off);

@@ -32,6 +32,7 @@
 
 #include "checksum.h"
 #include "ec.h"
+#include "ecfile.h"
 #include "log.h"
 #include "heal.h"
 #include "volume.h"
@@ -530,9 +531,22 @@ int main(int argc, char *argv[])
 		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
 		         "while mounted");
 
-	status = run_loop(fuse, &opts) == 0 ? 0 : 1;
+	int loop_rc = run_loop(fuse, &opts);
+	/* ECONNABORTED: the kernel ended the connection while a worker held
+	 * a request it had taken, which an unmount racing a late request
+	 * does as well as an abort through /sys/fs/fuse/connections; the
+	 * volume is closed as cleanly either way. */
+	bool aborted = abs(loop_rc) == ECONNABORTED;
+	if (aborted)
+		ecfs_log(LOG_INFO, "the kernel ended the FUSE connection (unmount or abort)");
+	status = loop_rc == 0 || aborted ? 0 : 1;
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 	ecfs_log(LOG_INFO, "unmounting %s", opts.mountpoint);
+	heal_stop(healer); /* its open files are its own to release */
+	healer = NULL;
+	int left_open = ecfile_release_all(state.vol);
+	if (left_open)
+		ecfs_log(LOG_INFO, "closed %d open files the kernel did not release", left_open);
 out:
 	heal_stop(healer);
 	if (mounted)

@@ -984,6 +984,14 @@ void volume_files_remove(volume *v, const uint8_t id[16])
 {
 	g_hash_table_remove(v->files, id);
 }
+void *volume_files_any(volume *v)
+{
+	GHashTableIter it;
+	gpointer id, f = NULL;
+
+	g_hash_table_iter_init(&it, v->files);
+	return g_hash_table_iter_next(&it, &id, &f) ? f : NULL;
+}
 
 /* ---- fault injection (test builds) ---- */
 

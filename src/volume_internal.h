@@ -61,5 +61,7 @@ void volume_files_unlock(volume *v);
 void *volume_files_lookup(volume *v, const uint8_t id[16]);
 void volume_files_insert(volume *v, const uint8_t *id, void *f);
 void volume_files_remove(volume *v, const uint8_t id[16]);
+/* Any file still in the table, or NULL when it is empty. */
+void *volume_files_any(volume *v);
 
 #endif

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Mounting: creation, remount, members in another order, a member of
 another volume, a second daemon on the same volume, and bad command lines
-(exit 1 with one clear message, nothing mounted, nothing created).
+(exit 1 with one clear message, nothing mounted, nothing created), and an
+aborted connection that leaves a file open (its buffered writes stored).
 
 usage: test_mount.py ECFS_BINARY [unittest args]"""
 
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -177,6 +179,43 @@ class MountTest(H.MountedCase):
             subprocess.run(["fusermount3", "-u", v.mnt], capture_output=True)
             if H.is_mounted(v.mnt):
                 subprocess.run(["fusermount3", "-u", "-z", v.mnt])
+
+    def test_aborted_connection_keeps_buffered_writes(self):
+        """An abort through /sys/fs/fuse/connections drops the RELEASE of a
+        file still open (as an unmount racing a request can): the daemon
+        exits 0 and still stores what it buffered for that file."""
+        ctl = "/sys/fs/fuse/connections"
+        with open("/proc/self/mounts") as f:
+            have_ctl = any(line.split()[2] == "fusectl" for line in f)
+        if not have_ctl and subprocess.run(
+                ["mount", "-t", "fusectl", "none", ctl],
+                capture_output=True).returncode != 0:
+            self.skipTest("no fusectl: cannot abort a connection")
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1,strip=65536")
+        data = H.pattern(5000, 40)  # well short of a stripe: buffered
+        fd = os.open(os.path.join(mnt, "open"), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            conn = os.minor(os.stat(mnt).st_dev)
+            with open(f"{ctl}/{conn}/abort", "w") as f:
+                f.write("1")
+            v.proc.wait(timeout=20)
+        finally:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # ENOTCONN: the connection is gone
+        self.assertEqual(v.proc.returncode, 0, v.log())
+        subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        for _ in range(50):  # the lazy detach completes asynchronously
+            if not H.is_mounted(mnt):
+                break
+            time.sleep(0.1)
+        self.mount(v)
+        self.assert_exact(os.path.join(mnt, "open"), data, "after the abort:")
+        self.assert_clean_unmount(v)
+        self.assertIn("closed 1 open files the kernel did not release", v.log())
 
 
 if __name__ == "__main__":
