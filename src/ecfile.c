@@ -29,6 +29,7 @@
 #include "committer.h"
 #include "journal.h"
 #include "log.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "stripe.h"
 #include "volume_internal.h"
@@ -71,6 +72,7 @@ static uint64_t stripe_data(const ecfile *f)
 
 typedef struct probe_chunk {
 	int fd;
+	int err; /* open_chunks: what open_chunk returned */
 	enum chunk_state state;
 	bool valid, empty, created;
 	chunk_header h;
@@ -105,7 +107,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	}
 	int e = errno;
-	close(pfd);
+	MIO_CALL(close(pfd));
 	if (pc->fd < 0) {
 		if (volume_member_error(v, mb, e, "opening a chunk"))
 			pc->state = CHUNK_FAILED;
@@ -113,7 +115,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 			pc->state = CHUNK_CORRUPT;
 		return pc->state == CHUNK_FAILED ? 0 : -e;
 	}
-	if (fstat(pc->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (MIO_CALL(fstat(pc->fd, &st)) < 0 || !S_ISREG(st.st_mode)) {
 		close(pc->fd);
 		pc->fd = -1;
 		pc->state = CHUNK_CORRUPT;
@@ -142,6 +144,50 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->state = CHUNK_OK;
 	}
 	return 0;
+}
+
+struct open_job {
+	volume *v;
+	const char *path;
+	bool create;
+	int flags, mb;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	probe_chunk *pc;
+};
+
+static void open_job_run(void *arg)
+{
+	struct open_job *j = arg;
+	j->pc->err = open_chunk(j->v, j->mb, j->path, j->create, j->flags, j->mode, j->uid,
+	                        j->gid, j->pc);
+}
+
+/* open_chunk on every usable member, all in parallel on their workers, so
+ * that a member that does not answer is given up after the I/O timeout
+ * (memberio.h) instead of holding the open.  pc[mb] of a member not
+ * tried, or given up, is CHUNK_FAILED with no fd. */
+static void open_chunks(volume *v, const char *path, bool create, int flags, mode_t mode,
+                        uid_t uid, gid_t gid, probe_chunk *pc)
+{
+	struct open_job jobs[STRIPE_MAX_N];
+	int n = volume_n(v);
+	mio_batch batch;
+
+	mio_batch_init(&batch);
+	for (int mb = 0; mb < n; mb++) {
+		memset(&pc[mb], 0, sizeof(pc[mb]));
+		pc[mb].fd = -1;
+		pc[mb].state = CHUNK_FAILED;
+		jobs[mb] = (struct open_job){ v, path, create, flags, mb, mode, uid, gid, &pc[mb] };
+		if (volume_member_ok(v, mb))
+			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[mb]);
+	}
+	uint64_t lost = mio_batch_wait(&batch);
+	for (int mb = 0; mb < n; mb++)
+		if (lost >> mb & 1) /* its descriptor, if any, stays with its worker */
+			pc[mb] = (probe_chunk){ .fd = -1, .state = CHUNK_FAILED };
 }
 
 /* A header for a new file from the volume's defaults. */
@@ -183,8 +229,7 @@ static void free_ecfile(ecfile *f)
 	pthread_mutex_unlock(&f->lock);
 	cm_queue_free(f->cq);
 	for (int i = 0; i < f->c.lay.n; i++)
-		if (f->c.fd[i] >= 0)
-			close(f->c.fd[i]);
+		volume_member_close(f->v, i, f->c.fd[i]);
 	stripe_ctx_free_buffers(&f->c);
 	free(f->buf);
 	free(f->partial);
@@ -250,13 +295,9 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 			if (r == 0)
 				return -EEXIST;
 		}
+	open_chunks(v, path, create, flags, mode, uid, gid, pc);
 	for (int mb = 0; mb < n; mb++) {
-		memset(&pc[mb], 0, sizeof(pc[mb]));
-		pc[mb].fd = -1;
-		pc[mb].state = CHUNK_FAILED;
-		if (!volume_member_ok(v, mb))
-			continue;
-		int e = open_chunk(v, mb, path, create, flags, mode, uid, gid, &pc[mb]);
+		int e = pc[mb].err;
 		if (e < 0 && e != -ENOENT && !first_err)
 			first_err = e;
 		exists += pc[mb].fd >= 0;
@@ -1141,60 +1182,90 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 	return rc;
 }
 
+/* What one member says about a path, for ecfile_stat. */
+struct stat_probe {
+	volume *v;
+	int mb;
+	const char *path;
+	int rc;          /* 0, or -errno of the member's lstat */
+	bool from_dir;   /* rc is about opening the parent directory */
+	struct stat s;
+	bool have_header;
+	chunk_header h;
+};
+
+/* On the member's worker (volume_on_member): its lstat and, for a regular
+ * file, the chunk header. */
+static int stat_probe_run(void *arg)
+{
+	struct stat_probe *p = arg;
+	const char *leaf;
+	struct stat s;
+	uint8_t buf[CHUNK_HEADER_SIZE];
+	chunk_header h;
+
+	int pfd = volume_parent_fd(p->v, p->mb, p->path, &leaf);
+	if (pfd < 0) {
+		p->from_dir = true;
+		return p->rc = pfd;
+	}
+	int r = MIO_CALL(fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
+	int fd = r == 0 && S_ISREG(s.st_mode)
+	         ? mop_openat(p->v, p->mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
+	MIO_CALL(close(pfd));
+	ssize_t got = fd >= 0 ? mop_pread(p->v, p->mb, fd, buf, sizeof(buf), 0) : -1;
+	if (fd >= 0)
+		MIO_CALL(close(fd));
+	bool valid = got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
+	             !memcmp(h.volume_uuid, volume_uuid(p->v), 16);
+	p->s = s;
+	p->have_header = valid;
+	if (valid)
+		p->h = h;
+	return p->rc = r;
+}
+
 int ecfile_stat(volume *v, const char *path, struct stat *st)
 {
 	uint64_t best_gen = 0, size = 0;
 	bool have = false, any = false;
-	uint8_t id[16];
 	int rc = -ENOENT;
 
 	if (!volume_usable(v))
 		return -EIO;
+	/* One member after the other, most often only the first: fanning
+	 * out costs more on few cores (scripts/bench-namespace.py). */
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		const char *leaf;
-		struct stat s;
+		struct stat_probe p = { .v = v, .mb = mb, .path = path };
 		if (!volume_member_ok(v, mb))
 			continue;
-		int pfd = volume_parent_fd(v, mb, path, &leaf);
-		if (pfd < 0) {
-			volume_member_error(v, mb, -pfd, "opening a directory");
-			if (pfd != -ENOENT && volume_member_ok(v, mb))
-				rc = pfd;
+		int r = volume_on_member(v, mb, stat_probe_run, &p);
+		if (r < 0 && (p.from_dir || r == -ETIMEDOUT)) {
+			volume_member_error(v, mb, -r, "opening a directory");
+			if (r != -ENOENT && volume_member_ok(v, mb))
+				rc = r;
 			continue;
 		}
-		if (fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW) < 0) {
-			int e = errno;
-			close(pfd);
-			volume_member_error(v, mb, e, "stat");
+		if (r < 0) {
+			volume_member_error(v, mb, -r, "stat");
 			continue;
 		}
-		if (!S_ISREG(s.st_mode)) {
-			close(pfd);
-			*st = s; /* not ours to interpret */
+		if (!S_ISREG(p.s.st_mode)) {
+			*st = p.s; /* not ours to interpret */
 			return 0;
 		}
 		if (!any)
-			*st = s;
+			*st = p.s;
 		any = true;
-		int fd = mop_openat(v, mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-		close(pfd);
-		uint8_t buf[CHUNK_HEADER_SIZE];
-		chunk_header h;
-		if (fd < 0)
-			continue;
-		ssize_t got = mop_pread(v, mb, fd, buf, sizeof(buf), 0);
-		close(fd);
-		if (got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
-		    !memcmp(h.volume_uuid, volume_uuid(v), 16) && (!have || h.generation > best_gen)) {
+		if (p.have_header && (!have || p.h.generation > best_gen)) {
 			have = true;
-			best_gen = h.generation;
-			size = h.size;
-			memcpy(id, h.file_id, 16);
+			best_gen = p.h.generation;
+			size = p.h.size;
 			/* An open file knows its size best (buffered writes
 			 * included): no need to ask the other members. */
 			bool open_now = false;
 			volume_files_lock(v);
-			ecfile *f = volume_files_lookup(v, id);
+			ecfile *f = volume_files_lookup(v, p.h.file_id);
 			if (f) {
 				size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
 				open_now = true;

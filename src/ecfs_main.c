@@ -49,7 +49,7 @@
 struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
-	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate;
+	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
 	bool read_only;
 	int noheal;      /* set by fuse_opt, which stores an int */
 	bool help, version;
@@ -68,6 +68,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("packet=%s", packet),
 	CLI_OPT("checksum=%s", checksum),
 	CLI_OPT("heal_rate=%s", heal_rate),
+	CLI_OPT("timeout=%s", timeout),
 	{ "noheal", offsetof(struct cli, noheal), 1 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -126,12 +127,14 @@ static void usage(const char *prog)
 	       "                           returns or is replaced (default %d, 0 = no limit)\n"
 	       "    -o noheal              no online rebuild: such members stay failed\n"
 	       "                           until ecfs-fsck -y rebuilds them\n"
+	       "    -o timeout=SECONDS     a member whose I/O call has not returned after\n"
+	       "                           this long is failed (default %g, 0 = never)\n"
 	       "    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
 	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
 	       "apply to files created from now on; each file keeps its own.\n\n",
-	       prog, DEFAULT_HEAL_RATE);
+	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0);
 }
 
 /* Parses a positive size with an optional K, M or G (binary) suffix. */
@@ -292,6 +295,16 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 	if (c->packet && !parse_size(c->packet, &o->packet_size))
 		return fail("packet=%s: not a size (a positive number, suffix K, M or G)", c->packet);
 	o->checksum = c->checksum;
+	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
+	if (c->timeout) {
+		char *end;
+		double secs = strtod(c->timeout, &end);
+		if (end == c->timeout || *end || !(secs >= 0 && secs <= 86400) ||
+		    (secs > 0 && secs < 0.01))
+			return fail("timeout=%s: give seconds, from 0.01 to 86400 (0 = never)",
+			            c->timeout);
+		o->timeout_ms = (unsigned)(secs * 1000 + 0.5);
+	}
 	return check_code_options(o);
 }
 
@@ -428,6 +441,7 @@ static void free_cli(struct cli *c)
 	free(c->packet);
 	free(c->checksum);
 	free(c->heal_rate);
+	free(c->timeout);
 }
 
 int main(int argc, char *argv[])

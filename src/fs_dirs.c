@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 
 #include <glib.h>
 
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 
@@ -95,7 +97,7 @@ int fs_rmdir(const char *path)
 
 static int open_dir_at(int dirfd, const char *leaf)
 {
-	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	return fd < 0 ? -errno : fd;
 }
 
@@ -103,7 +105,7 @@ static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	int fd = open_dir_at(dirfd, leaf);
 	if (fd >= 0)
-		close(fd);
+		MIO_CALL(close(fd));
 	return fd < 0 ? fd : 0;
 }
 
@@ -141,9 +143,11 @@ static bool hidden_entry(bool is_root, const char *name)
 struct listing {
 	struct dir_handle *h;
 	GHashTable *seen; /* names already in h->entries */
+	pthread_mutex_t lock; /* the members after the first list at once */
 };
 
-/* Adds the member's entries that are not listed yet. */
+/* Adds the member's entries that are not listed yet: read into a list of
+ * its own first (volume_on_member), merged once the member is read. */
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	struct listing *l = arg;
@@ -153,25 +157,36 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		int err = errno;
-		close(fd);
+		MIO_CALL(close(fd));
 		return -err;
 	}
+	GArray *found = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	int rc = 0;
 	for (;;) {
 		errno = 0;
-		struct dirent *de = readdir(d);
+		struct dirent *de = MIO_CALL(readdir(d));
 		if (!de) {
 			rc = -errno;
 			break;
 		}
-		if (hidden_entry(l->h->is_root, de->d_name) ||
-		    g_hash_table_contains(l->seen, de->d_name))
-			continue;
-		struct dir_entry e = { g_strdup(de->d_name), de->d_type };
-		g_array_append_val(l->h->entries, e);
-		g_hash_table_add(l->seen, e.name);
+		if (!hidden_entry(l->h->is_root, de->d_name)) {
+			struct dir_entry e = { g_strdup(de->d_name), de->d_type };
+			g_array_append_val(found, e);
+		}
 	}
-	closedir(d);
+	MIO_CALL(closedir(d));
+	pthread_mutex_lock(&l->lock);
+	for (guint i = 0; i < found->len; i++) {
+		struct dir_entry *e = &g_array_index(found, struct dir_entry, i);
+		if (g_hash_table_contains(l->seen, e->name)) {
+			g_free(e->name);
+			continue;
+		}
+		g_array_append_val(l->h->entries, *e);
+		g_hash_table_add(l->seen, e->name);
+	}
+	pthread_mutex_unlock(&l->lock);
+	g_array_free(found, TRUE);
 	return rc;
 }
 
@@ -181,9 +196,11 @@ static int make_listing(struct dir_handle *h, const char *path)
 {
 	free_entries(h);
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
+	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal),
+	                     PTHREAD_MUTEX_INITIALIZER };
 	int rc = mirror_apply(fs_volume(), path, list_member, &l, 0, "readdir");
 	g_hash_table_destroy(l.seen);
+	pthread_mutex_destroy(&l.lock);
 	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
 }
 
@@ -222,7 +239,7 @@ static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 		return fd;
 	int datasync = *(const int *)arg;
 	int rc = mirror_errno(mop_fsync(fs_volume(), member, fd, datasync));
-	close(fd);
+	MIO_CALL(close(fd));
 	return rc;
 }
 

@@ -11,11 +11,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ecfile.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 
@@ -89,9 +92,12 @@ struct link_buffer {
 static int readlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	struct link_buffer *lb = arg;
-	ssize_t n = readlinkat(dirfd, leaf, lb->buf, lb->size - 1);
+	char target[PATH_MAX]; /* a local first (volume_on_member) */
+	size_t want = lb->size - 1 < sizeof(target) ? lb->size - 1 : sizeof(target);
+	ssize_t n = MIO_CALL(readlinkat(dirfd, leaf, target, want));
 	if (n < 0)
 		return -errno;
+	memcpy(lb->buf, target, (size_t)n);
 	lb->buf[n] = '\0'; /* FUSE wants it terminated, truncated if need be */
 	return 0;
 }

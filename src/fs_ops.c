@@ -15,14 +15,20 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
 
+/* The mounted filesystem, for threads with no FUSE context: the member
+ * workers run the mirror fns (volume_on_member). */
+static struct ecfs_fs *mounted;
+
 static struct ecfs_fs *fs_state(void)
 {
-	return fuse_get_context()->private_data;
+	struct fuse_context *ctx = fuse_get_context();
+	return ctx && ctx->private_data ? ctx->private_data : mounted;
 }
 
 volume *fs_volume(void)
@@ -30,9 +36,15 @@ volume *fs_volume(void)
 	return fs_state()->vol;
 }
 
+/* The mirror fns run on member workers: a stat lands in a local first
+ * (volume_on_member). */
 static int stat_parent(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(fstat(dirfd, arg));
+	struct stat st;
+	int rc = mirror_errno(MIO_CALL(fstat(dirfd, &st)));
+	if (rc == 0)
+		*(struct stat *)arg = st;
+	return rc;
 }
 
 int fs_new_owner(const char *path, uid_t *uid, gid_t *gid)
@@ -64,7 +76,11 @@ int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 
 static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(fstatat(dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW));
+	struct stat st;
+	int rc = mirror_errno(MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)));
+	if (rc == 0)
+		*(struct stat *)arg = st;
+	return rc;
 }
 
 int fs_member_lstat(const char *path, struct stat *st)
@@ -103,22 +119,22 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 
 	if (mop_mkdirat(v, member, dirfd, leaf, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		int err = errno;
-		close(fd);
+		MIO_CALL(close(fd));
 		return -err;
 	}
 	/* Files that were open and unlinked when the daemon stopped. */
-	for (struct dirent *de; (de = readdir(d)) != NULL;)
+	for (struct dirent *de; (de = MIO_CALL(readdir(d))) != NULL;)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
 		    mop_unlinkat(v, member, fd, de->d_name, 0) < 0)
 			ecfs_log(LOG_WARNING, "cannot remove orphan %s on member %d: %s",
 			         de->d_name, member, strerror(errno));
-	closedir(d);
+	MIO_CALL(closedir(d));
 	return 0;
 }
 
@@ -152,7 +168,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * ecfile at once, so reads through the page cache stay coherent. */
 	conn->want &= ~(unsigned)(FUSE_CAP_DONT_MASK | FUSE_CAP_HANDLE_KILLPRIV |
 	                          FUSE_CAP_WRITEBACK_CACHE);
-	return fs_state();
+	mounted = fs_state();
+	return mounted;
 }
 
 static const struct fuse_operations operations = {

@@ -29,6 +29,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 
@@ -50,7 +51,7 @@ struct member_object {
 
 static int object_open(int dirfd, const char *leaf, struct member_object *o)
 {
-	o->fd = openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	o->fd = MIO_CALL(openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
 	if (o->fd < 0)
 		return -errno;
 	snprintf(o->path, sizeof o->path, "/proc/self/fd/%d", o->fd);
@@ -88,7 +89,7 @@ static int setxattr_member(int member, int dirfd, const char *leaf, void *arg)
 		return rc;
 	rc = mirror_errno(mop_fsetxattr(fs_volume(), member, o.fd, x->name, x->value, x->size,
 	                                 x->flags));
-	close(o.fd);
+	MIO_CALL(close(o.fd));
 	return rc;
 }
 
@@ -124,7 +125,7 @@ static int removexattr_member(int member, int dirfd, const char *leaf, void *arg
 	if (rc < 0)
 		return rc;
 	rc = mirror_errno(mop_fremovexattr(fs_volume(), member, o.fd, arg));
-	close(o.fd);
+	MIO_CALL(close(o.fd));
 	return rc;
 }
 
@@ -156,9 +157,15 @@ static int getxattr_member(int member, int dirfd, const char *leaf, void *arg)
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
-	ssize_t n = getxattr(o.path, x->name, x->value, x->size);
+	/* through the worker's bounce buffer (volume_on_member) */
+	char *dst = x->size ? (char *)mio_bounce(x->size) : NULL;
+	if (!dst)
+		dst = x->value;
+	ssize_t n = MIO_CALL(getxattr(o.path, x->name, dst, x->size));
 	rc = n < 0 ? -errno : (int)n;
-	close(o.fd);
+	if (n > 0 && x->size && dst != x->value)
+		memcpy(x->value, dst, (size_t)n);
+	MIO_CALL(close(o.fd));
 	return rc;
 }
 
@@ -223,26 +230,31 @@ static int listxattr_member(int member, int dirfd, const char *leaf, void *arg)
 	free(l->names);
 	l->names = NULL;
 	struct stat st;
-	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)) < 0)
 		return -errno;
 	l->type = st.st_mode & S_IFMT;
 	struct member_object o;
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
+	/* The list is this call's own until the end (volume_on_member): a
+	 * call given up must not write into what the caller holds. */
+	char *names = NULL;
+	ssize_t len = 0;
 	for (;;) {
-		ssize_t want = listxattr(o.path, NULL, 0);
+		ssize_t want = MIO_CALL(listxattr(o.path, NULL, 0));
 		if (want < 0) {
 			rc = -errno;
 			break;
 		}
-		l->names = realloc(l->names, (size_t)want + 1);
-		if (!l->names) {
+		char *grown = realloc(names, (size_t)want + 1);
+		if (!grown) {
 			rc = -ENOMEM;
 			break;
 		}
-		l->len = want ? listxattr(o.path, l->names, (size_t)want) : 0;
-		if (l->len >= 0) {
+		names = grown;
+		len = want ? MIO_CALL(listxattr(o.path, names, (size_t)want)) : 0;
+		if (len >= 0) {
 			rc = 0;
 			break;
 		}
@@ -251,7 +263,9 @@ static int listxattr_member(int member, int dirfd, const char *leaf, void *arg)
 			break;
 		}
 	}
-	close(o.fd);
+	MIO_CALL(close(o.fd));
+	l->names = names;
+	l->len = len;
 	return rc;
 }
 

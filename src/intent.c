@@ -20,6 +20,7 @@
 #include <glib.h>
 
 #include "log.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "volume_internal.h"
 
@@ -203,10 +204,11 @@ static intent *decode(const uint8_t *b, size_t room, int n)
 
 static int fsync_at(volume *v, int idx, const char *dir)
 {
-	int fd = openat(volume_root_fd(v, idx), dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = MIO_CALL(openat(volume_root_fd(v, idx), dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                                O_CLOEXEC));
 	int rc = fd < 0 || mop_fsync(v, idx, fd, false) < 0 ? -errno : 0;
 	if (fd >= 0)
-		close(fd);
+		MIO_CALL(close(fd));
 	return rc;
 }
 
@@ -231,9 +233,9 @@ static int prepare_log(volume *v, int idx)
 	int fd = rc < 0 ? rc : open_log(v, idx, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	if (MIO_CALL(fstat(fd, &st)) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_size == (off_t)INTENT_SLOTS * INTENT_SLOT_SIZE) {
-		close(fd);
+		MIO_CALL(close(fd));
 		return 0;
 	}
 	uint8_t *zero = g_malloc0(INTENT_SLOT_SIZE);
@@ -244,7 +246,7 @@ static int prepare_log(volume *v, int idx)
 	g_free(zero);
 	if (!rc && mop_fsync(v, idx, fd, false) < 0)
 		rc = -errno;
-	close(fd);
+	MIO_CALL(close(fd));
 	return rc < 0 ? rc : fsync_at(v, idx, INTENT_DIR);
 }
 
@@ -258,14 +260,15 @@ static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
 	int d = volume_parent_fd(v, idx, path, &leaf);
 	if (d < 0)
 		return id;
-	if (statx(d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME, &stx) == 0) {
+	if (MIO_CALL(statx(d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME,
+	                  &stx)) == 0) {
 		id.ino = stx.stx_ino;
 		if (stx.stx_mask & STATX_BTIME)
 			id.btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
 		if (mode)
 			*mode = stx.stx_mode;
 	}
-	close(d);
+	MIO_CALL(close(d));
 	return id;
 }
 
@@ -292,7 +295,7 @@ static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, 
 		rc = -EIO;
 	if (!rc && mop_fsync(v, idx, fd, true) < 0)
 		rc = -errno;
-	close(fd);
+	MIO_CALL(close(fd));
 	return rc;
 }
 
@@ -305,7 +308,7 @@ static void remove_copy(volume *v, int idx, int slot)
 	if (fd < 0 || mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)slot * INTENT_SLOT_SIZE) < 0)
 		volume_member_error(v, idx, errno, "clearing an intent");
 	if (fd >= 0)
-		close(fd);
+		MIO_CALL(close(fd));
 }
 
 static int sync_parent(volume *v, int idx, const char *path)
@@ -315,7 +318,7 @@ static int sync_parent(volume *v, int idx, const char *path)
 	if (d < 0)
 		return d == -ENOENT ? 0 : d; /* the member lacks it: nothing to sync */
 	int rc = mop_fsync(v, idx, d, false) < 0 ? -errno : 0;
-	close(d);
+	MIO_CALL(close(d));
 	return rc;
 }
 
@@ -488,33 +491,72 @@ static gint by_id(gconstpointer a, gconstpointer b)
 /* The valid records in the usable members' logs, by id.  *dirty gets the
  * members whose log holds anything but zeros in a slot's magic (records,
  * cleared or torn ones), which a replay then clears. */
-static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
+struct log_job {
+	volume *v;
+	int idx;
+	bool replay, dirty;
+	GPtrArray *found; /* intents decoded from the member's log */
+};
+
+/* One member's part of collect(), on its worker: the log is prepared and
+ * read there, so a member that hangs is given up after the I/O timeout
+ * (memberio.h) instead of holding the mount. */
+static void read_log(void *arg)
 {
 	static const uint8_t zero[8];
+	struct log_job *j = arg;
+	volume *v = j->v;
+	int rc = j->replay ? prepare_log(v, j->idx) : 0;
+	int fd = rc < 0 ? rc : open_log(v, j->idx, O_RDONLY);
+
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			volume_member_error(v, j->idx, -fd, "reading the intent log");
+		return;
+	}
+	uint8_t *slot = g_malloc(INTENT_SLOT_SIZE);
+	for (int i = 0; i < INTENT_SLOTS; i++) {
+		ssize_t r = mop_pread(v, j->idx, fd, slot, INTENT_SLOT_SIZE,
+		                      (off_t)i * INTENT_SLOT_SIZE);
+		if (r < 8)
+			break;
+		if (memcmp(slot, zero, 8) != 0)
+			j->dirty = true;
+		intent *it = decode(slot, (size_t)r, volume_n(v));
+		if (it)
+			g_ptr_array_add(j->found, it);
+	}
+	g_free(slot);
+	MIO_CALL(close(fd));
+}
+
+/* The valid records in the usable members' logs, by id.  *dirty gets the
+ * members whose log holds anything but zeros in a slot's magic (records,
+ * cleared or torn ones), which a replay then clears. */
+static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
+{
 	GHashTable *by_id_table = g_hash_table_new(g_int64_hash, g_int64_equal);
 	GPtrArray *all = g_ptr_array_new();
-	uint8_t *slot = g_malloc(INTENT_SLOT_SIZE);
+	struct log_job jobs[64];
+	mio_batch b;
 
 	*dirty = 0;
+	mio_batch_init(&b);
 	for (int idx = 0; idx < volume_n(v); idx++) {
-		if (!volume_member_ok(v, idx))
-			continue;
-		int rc = replay ? prepare_log(v, idx) : 0;
-		int fd = rc < 0 ? rc : open_log(v, idx, O_RDONLY);
-		if (fd < 0) {
-			if (fd != -ENOENT)
-				volume_member_error(v, idx, -fd, "reading the intent log");
+		jobs[idx] = (struct log_job){ v, idx, replay, false, g_ptr_array_new() };
+		if (volume_member_ok(v, idx))
+			memberio_submit(volume_memberio(v), idx, &b, read_log, &jobs[idx]);
+	}
+	uint64_t lost = mio_batch_wait(&b);
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		GPtrArray *found = jobs[idx].found;
+		if (lost >> idx & 1) {
+			/* given up: its worker keeps the array; the member is failed */
 			continue;
 		}
-		for (int i = 0; i < INTENT_SLOTS; i++) {
-			ssize_t r = mop_pread(v, idx, fd, slot, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE);
-			if (r < 8)
-				break;
-			if (memcmp(slot, zero, 8) != 0)
-				*dirty |= 1ull << idx;
-			intent *it = decode(slot, (size_t)r, volume_n(v));
-			if (!it)
-				continue;
+		*dirty |= (uint64_t)jobs[idx].dirty << idx;
+		for (guint i = 0; i < found->len; i++) {
+			intent *it = found->pdata[i];
 			intent *have = g_hash_table_lookup(by_id_table, &it->id);
 			if (have) {
 				intent_free(it);
@@ -525,9 +567,8 @@ static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 			}
 			it->holders |= 1ull << idx;
 		}
-		close(fd);
+		g_ptr_array_free(found, TRUE);
 	}
-	g_free(slot);
 	g_hash_table_destroy(by_id_table);
 	g_ptr_array_sort(all, by_id);
 	return all;
@@ -544,7 +585,7 @@ static void clear_log(volume *v, int idx)
 	if (!rc && mop_fsync(v, idx, fd, true) < 0)
 		rc = -errno;
 	if (fd >= 0)
-		close(fd);
+		MIO_CALL(close(fd));
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "clearing the intent log");
 }
@@ -562,7 +603,7 @@ static int redo_mkdir(volume *v, int idx, const intent *it)
 	else if ((it->uid != (uid_t)-1 || it->gid != (gid_t)-1) &&
 	         mop_fchownat(v, idx, d, leaf, it->uid, it->gid, AT_SYMLINK_NOFOLLOW) < 0)
 		rc = -errno;
-	close(d);
+	MIO_CALL(close(d));
 	return rc;
 }
 
@@ -583,7 +624,7 @@ static int redo_member(volume *v, int idx, const intent *it)
 	if (d1 < 0)
 		return d1;
 	if (it->to && (d2 = volume_parent_fd(v, idx, it->to, &leaf2)) < 0) {
-		close(d1);
+		MIO_CALL(close(d1));
 		return d2;
 	}
 	switch (it->op) {
@@ -603,9 +644,9 @@ static int redo_member(volume *v, int idx, const intent *it)
 		break;
 	}
 	rc = rc < 0 ? -errno : 0;
-	close(d1);
+	MIO_CALL(close(d1));
 	if (d2 >= 0)
-		close(d2);
+		MIO_CALL(close(d2));
 	return rc;
 }
 

@@ -199,7 +199,7 @@ void journal_close(stripe_ctx *c)
 {
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
 		if (c->jopen >> mb & 1)
-			close(c->jfd[mb]);
+			volume_member_close(c->v, mb, c->jfd[mb]);
 	c->jopen = 0;
 }
 

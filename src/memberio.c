@@ -1,15 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Member worker threads.  A worker runs tasks from its queue one after the
- * other and never waits for anything but its queue, so batches that span
- * members cannot deadlock.  A task allocates nothing here: the queue node
- * is malloc'd per submission (a few hundred per second at most, since one
- * task moves a whole run of strips).
+ * Member worker threads and the watchdog of the member I/O timeout.  A
+ * worker runs tasks from its queue one after the other and never waits
+ * for anything but its queue, so batches that span members cannot
+ * deadlock.  The queue node is malloc'd per submission (a few hundred per
+ * second at most, since one task moves a whole run of strips).
+ *
+ * A worker's io_since is the time its current member call began, 0 when
+ * it is in none, IO_LOST once the watchdog gave up on it.  The watchdog
+ * only takes a worker whose io_since is older than the timeout, with a
+ * compare-and-swap that mio_io_end races against: whichever side wins
+ * decides, so a task is either finished by its worker or given up whole.
  */
 #include "memberio.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define IO_LOST INT64_MIN
 
 typedef struct mio_task {
 	void (*fn)(void *);
@@ -23,18 +36,55 @@ typedef struct worker {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	mio_task *head, *tail;
-	bool stop;
+	mio_task *current; /* the task being run */
+	int64_t io_since;  /* ms, CLOCK_MONOTONIC */
+	bool stop, lost;
+	int idx;
+	memberio *mio;
+	uint8_t *bounce;
+	size_t bounce_len;
 } worker;
 
 struct memberio {
 	int n;
-	worker *w;
+	unsigned timeout_ms;
+	mio_lost_fn on_lost;
+	void *ctx;
+	worker **w;
+	pthread_t watchdog;
+	bool watching;
+	pthread_mutex_t lock; /* the watchdog's sleep */
+	pthread_cond_t wake;
+	bool stop;
 };
+
+static __thread worker *self;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void task_done(mio_task *t, int lost_idx)
+{
+	mio_batch *b = t->batch;
+
+	pthread_mutex_lock(&b->lock);
+	if (lost_idx >= 0)
+		b->lost |= 1ull << lost_idx;
+	if (--b->pending == 0)
+		pthread_cond_signal(&b->done);
+	pthread_mutex_unlock(&b->lock);
+	free(t);
+}
 
 static void *worker_main(void *arg)
 {
 	worker *w = arg;
 
+	self = w;
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (!w->head && !w->stop)
@@ -47,38 +97,119 @@ static void *worker_main(void *arg)
 		w->head = t->next;
 		if (!w->head)
 			w->tail = NULL;
+		w->current = t;
 		pthread_mutex_unlock(&w->lock);
 
-		t->fn(t->arg);
-		mio_batch *b = t->batch;
-		free(t);
-		pthread_mutex_lock(&b->lock);
-		if (--b->pending == 0)
-			pthread_cond_signal(&b->done);
-		pthread_mutex_unlock(&b->lock);
+		t->fn(t->arg); /* never returns if given up */
+		pthread_mutex_lock(&w->lock);
+		w->current = NULL;
+		pthread_mutex_unlock(&w->lock);
+		task_done(t, -1);
 	}
 }
 
-memberio *memberio_new(int n)
+static worker *worker_start(memberio *mio, int idx)
+{
+	worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->idx = idx;
+	w->mio = mio;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* The watchdog's verdict on w: gives up its current task and its queue. */
+static void give_up(memberio *mio, worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->lost = true;
+	mio_task *t = w->head, *cur = w->current;
+	w->head = w->tail = NULL;
+	w->current = NULL;
+	pthread_mutex_unlock(&w->lock);
+	pthread_detach(w->thread);
+	/* first the verdict, so that the waiters woken next find the member
+	 * failed, and failed for this reason */
+	if (mio->on_lost)
+		mio->on_lost(mio->ctx, w->idx, mio->timeout_ms);
+	if (cur)
+		task_done(cur, w->idx);
+	while (t) {
+		mio_task *next = t->next;
+		task_done(t, w->idx);
+		t = next;
+	}
+}
+
+static void *watchdog_main(void *arg)
+{
+	memberio *mio = arg;
+	/* a tenth of the timeout, so a hang is seen within 110% of it */
+	int64_t period = mio->timeout_ms / 10 < 20 ? 20 : mio->timeout_ms / 10;
+
+	pthread_mutex_lock(&mio->lock);
+	while (!mio->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (period % 1000) * 1000000;
+		until.tv_sec += period / 1000 + until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&mio->wake, &mio->lock, &until);
+		if (mio->stop)
+			break;
+		pthread_mutex_unlock(&mio->lock);
+		int64_t now = now_ms();
+		for (int i = 0; i < mio->n; i++) {
+			worker *w = mio->w[i];
+			int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
+			if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+			    __atomic_compare_exchange_n(&w->io_since, &since, IO_LOST, false,
+			                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				give_up(mio, w);
+		}
+		pthread_mutex_lock(&mio->lock);
+	}
+	pthread_mutex_unlock(&mio->lock);
+	return NULL;
+}
+
+memberio *memberio_new(int n, unsigned timeout_ms, mio_lost_fn on_lost, void *ctx)
 {
 	memberio *mio = calloc(1, sizeof(*mio));
 
 	if (!mio)
 		return NULL;
-	mio->n = n;
-	mio->w = calloc((size_t)n, sizeof(worker));
+	mio->timeout_ms = timeout_ms;
+	mio->on_lost = on_lost;
+	mio->ctx = ctx;
+	pthread_mutex_init(&mio->lock, NULL);
+	pthread_cond_init(&mio->wake, NULL);
+	mio->w = calloc((size_t)n, sizeof(worker *));
 	if (!mio->w) {
 		free(mio);
 		return NULL;
 	}
 	for (int i = 0; i < n; i++) {
-		pthread_mutex_init(&mio->w[i].lock, NULL);
-		pthread_cond_init(&mio->w[i].wake, NULL);
-		if (pthread_create(&mio->w[i].thread, NULL, worker_main, &mio->w[i]) != 0) {
-			mio->n = i;
+		mio->w[i] = worker_start(mio, i);
+		if (!mio->w[i]) {
 			memberio_free(mio);
 			return NULL;
 		}
+		mio->n = i + 1;
+	}
+	if (timeout_ms) {
+		if (pthread_create(&mio->watchdog, NULL, watchdog_main, mio) != 0) {
+			memberio_free(mio);
+			return NULL;
+		}
+		mio->watching = true;
 	}
 	return mio;
 }
@@ -88,14 +219,49 @@ void memberio_free(memberio *mio)
 	if (!mio)
 		return;
 	for (int i = 0; i < mio->n; i++) {
-		pthread_mutex_lock(&mio->w[i].lock);
-		mio->w[i].stop = true;
-		pthread_cond_signal(&mio->w[i].wake);
-		pthread_mutex_unlock(&mio->w[i].lock);
-		pthread_join(mio->w[i].thread, NULL);
+		worker *w = mio->w[i];
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_cond_signal(&w->wake);
+		pthread_mutex_unlock(&w->lock);
+	}
+	/* The watchdog still runs: a worker stuck in a member call is given
+	 * up after the timeout rather than waited for. */
+	for (int i = 0; i < mio->n; i++) {
+		worker *w = mio->w[i];
+		for (;;) {
+			if (pthread_tryjoin_np(w->thread, NULL) == 0) {
+				free(w->bounce);
+				free(w);
+				break;
+			}
+			pthread_mutex_lock(&w->lock);
+			bool lost = w->lost;
+			pthread_mutex_unlock(&w->lock);
+			if (lost)
+				break; /* in its member call, or stopped for good */
+			usleep(2000);
+		}
+	}
+	if (mio->watching) {
+		pthread_mutex_lock(&mio->lock);
+		mio->stop = true;
+		pthread_cond_signal(&mio->wake);
+		pthread_mutex_unlock(&mio->lock);
+		pthread_join(mio->watchdog, NULL);
 	}
 	free(mio->w);
 	free(mio);
+}
+
+bool memberio_lost(memberio *mio, int idx)
+{
+	worker *w = mio->w[idx];
+
+	pthread_mutex_lock(&w->lock);
+	bool lost = w->lost;
+	pthread_mutex_unlock(&w->lock);
+	return lost;
 }
 
 void mio_batch_init(mio_batch *b)
@@ -103,12 +269,13 @@ void mio_batch_init(mio_batch *b)
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->done, NULL);
 	b->pending = 0;
+	b->lost = 0;
 }
 
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
 {
 	mio_task *t = malloc(sizeof(*t));
-	worker *w = &mio->w[idx];
+	worker *w = mio->w[idx];
 
 	if (!t) {
 		fn(arg); /* out of memory: run it here rather than lose it */
@@ -119,6 +286,11 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 	b->pending++;
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_lock(&w->lock);
+	if (w->lost) {
+		pthread_mutex_unlock(&w->lock);
+		task_done(t, idx);
+		return;
+	}
 	if (w->tail)
 		w->tail->next = t;
 	else
@@ -128,12 +300,67 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 	pthread_mutex_unlock(&w->lock);
 }
 
-void mio_batch_wait(mio_batch *b)
+uint64_t mio_batch_wait(mio_batch *b)
 {
 	pthread_mutex_lock(&b->lock);
 	while (b->pending > 0)
 		pthread_cond_wait(&b->done, &b->lock);
+	uint64_t lost = b->lost;
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_destroy(&b->lock);
 	pthread_cond_destroy(&b->done);
+	return lost;
+}
+
+unsigned memberio_timeout(const memberio *mio)
+{
+	return mio->timeout_ms;
+}
+
+bool memberio_on_worker(void)
+{
+	return self != NULL;
+}
+
+void mio_io_begin(void)
+{
+	worker *w = self;
+
+	if (w && w->mio->timeout_ms)
+		__atomic_store_n(&w->io_since, now_ms(), __ATOMIC_RELEASE);
+}
+
+void mio_io_end(void)
+{
+	worker *w = self;
+
+	if (!w || !w->mio->timeout_ms)
+		return;
+	int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
+	if (since != IO_LOST &&
+	    __atomic_compare_exchange_n(&w->io_since, &since, 0, false, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_ACQUIRE))
+		return;
+	/* Given up: the task's caller has moved on and its memory may be
+	 * anyone's now.  This thread does nothing more. */
+	ecfs_log(LOG_WARNING, "member %d answered after it was given up; it stays failed until "
+	         "the next mount", w->idx);
+	for (;;)
+		pause();
+}
+
+uint8_t *mio_bounce(size_t len)
+{
+	worker *w = self;
+
+	if (!w || !w->mio->timeout_ms)
+		return NULL;
+	if (w->bounce_len < len) {
+		uint8_t *p = realloc(w->bounce, len);
+		if (!p)
+			return NULL;
+		w->bounce = p;
+		w->bounce_len = len;
+	}
+	return w->bounce;
 }

@@ -5,11 +5,27 @@
  * verified) at the same time on every member.  A caller groups its tasks
  * in a batch and waits for the whole batch; tasks of one member run in
  * submission order.
+ *
+ * The member I/O timeout: every member call a worker makes is bracketed
+ * (mio_io_begin/mio_io_end, memberops.c), and a watchdog thread gives up
+ * on a worker whose call has not returned after the timeout.  Such a
+ * member is lost for this memberio: its pending and later tasks complete
+ * at once without running, their batches learn it from mio_batch_wait,
+ * and the on_lost callback fails the member.  A call that hangs cannot be
+ * cancelled, so the worker is left where it is; should the call return,
+ * the worker stops in mio_io_end for good, before it touches anything of
+ * the task's caller again.  Reads on a worker therefore land in the
+ * worker's own bounce buffer first (mio_bounce), never straight in the
+ * caller's memory, which may be reused by then.
  */
 #ifndef ECFS_MEMBERIO_H
 #define ECFS_MEMBERIO_H
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct memberio memberio;
 
@@ -17,15 +33,54 @@ typedef struct mio_batch {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	int pending;
+	uint64_t lost; /* bit i: member i's tasks were given up */
 } mio_batch;
 
-memberio *memberio_new(int n);
+/* Called from the watchdog thread once per member given up. */
+typedef void (*mio_lost_fn)(void *ctx, int idx, unsigned timeout_ms);
+
+/* timeout_ms 0: no timeout (no watchdog, no bounce buffers). */
+memberio *memberio_new(int n, unsigned timeout_ms, mio_lost_fn on_lost, void *ctx);
 void memberio_free(memberio *mio);
+/* True once member idx was given up: it stays so for this memberio (the
+ * next mount), since its worker may still be inside the call. */
+bool memberio_lost(memberio *mio, int idx);
 
 void mio_batch_init(mio_batch *b);
-/* Queues fn(arg) on member idx's worker. */
+/* Queues fn(arg) on member idx's worker; a lost member's task is not run
+ * and only sets its bit in b->lost. */
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg);
-/* Waits until every task of the batch has run, then destroys the batch. */
-void mio_batch_wait(mio_batch *b);
+/* Waits until every task of the batch has run or was given up, destroys
+ * the batch and returns the lost mask: the tasks of those members may
+ * have run in part and said nothing true; the caller treats them as
+ * failed with ETIMEDOUT. */
+uint64_t mio_batch_wait(mio_batch *b);
+
+/* True on a worker thread: a task must not wait for another task (two
+ * workers could wait for each other), so it runs such work inline. */
+bool memberio_on_worker(void);
+/* The timeout this memberio was made with (0: none). */
+unsigned memberio_timeout(const memberio *mio);
+
+/* Around one member call (memberops.c); no-ops outside a worker or
+ * without a timeout.  mio_io_end never returns if the call was given up. */
+void mio_io_begin(void);
+void mio_io_end(void);
+/* A raw system call on a member as one timed member call (its result
+ * must go to the caller's own stack, never to memory of the task's
+ * caller: reads use mop_pread, which bounces). */
+#define MIO_CALL(expr)                                                          \
+	({                                                                      \
+		mio_io_begin();                                                 \
+		__auto_type mio_r_ = (expr);                                    \
+		int mio_e_ = errno;                                             \
+		mio_io_end();                                                   \
+		errno = mio_e_;                                                 \
+		mio_r_;                                                         \
+	})
+
+/* On a worker with a timeout: its bounce buffer of at least len bytes for
+ * a read; otherwise (or out of memory) NULL: read in place. */
+uint8_t *mio_bounce(size_t len);
 
 #endif

@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fault.h"
+#include "memberio.h"
 #include "record.h"
 #include "volume_internal.h"
 
@@ -37,6 +39,19 @@
 #define FAULT_GATE(kind, done) do { (void)v; (void)idx; (void)sizeof(done); } while (0)
 #define RECORDING 0
 #endif
+
+/* Every wrapper is one member call for the I/O timeout (memberio.h): the
+ * bracket opens before the fault gate, so an injected hang is timed like
+ * a real one, and closes at return, where a call given up stops. */
+static void io_scope_end(int *unused)
+{
+	int e = errno;
+	(void)unused;
+	mio_io_end();
+	errno = e;
+}
+#define IO_SCOPE() \
+	int io_scope_ __attribute__((cleanup(io_scope_end), unused)) = (mio_io_begin(), 0)
 
 /* Around a mutating system call (record.h): begin() serialises it with
  * its record while recording or abort_after is set. */
@@ -116,16 +131,44 @@ static const char *proc_path(int fd, char buf[40])
 	return buf;
 }
 
-ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
+static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
+                            off_t off)
 {
 	FAULT_GATE(FAULT_READ, 0);
-	return pread(fd, buf, len, off);
+	return preadv(fd, iov, cnt, off);
+}
+
+/* On a worker the bytes come through its bounce buffer (memberio.h): a
+ * read given up must not land in memory its caller has moved on from. */
+static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	size_t len = iov_total(iov, cnt);
+	uint8_t *bounce = mio_bounce(len);
+	struct iovec biov = { bounce, len };
+	ssize_t r;
+
+	mio_io_begin();
+	r = bounce ? gated_preadv(v, idx, fd, &biov, 1, off) : gated_preadv(v, idx, fd, iov, cnt, off);
+	int e = errno;
+	mio_io_end();
+	for (ssize_t done = 0; bounce && done < r; iov++) {
+		size_t part = (size_t)(r - done) < iov->iov_len ? (size_t)(r - done) : iov->iov_len;
+		memcpy(iov->iov_base, bounce + done, part);
+		done += (ssize_t)part;
+	}
+	errno = e;
+	return r;
+}
+
+ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
+{
+	struct iovec iov = { buf, len };
+	return read_iov(v, idx, fd, &iov, 1, off);
 }
 
 ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	FAULT_GATE(FAULT_READ, 0);
-	return preadv(fd, iov, cnt, off);
+	return read_iov(v, idx, fd, iov, cnt, off);
 }
 
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode)
@@ -134,6 +177,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	struct stat st;
 
 	/* creating or truncating changes the member; other opens read it */
+	IO_SCOPE();
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
 	if (!RECORDING || !changes)
 		return openat(dirfd, name, flags, mode);
@@ -156,6 +200,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 
 static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
 	bool locked = begin();
 	ssize_t rc = pwritev(fd, iov, cnt, off);
@@ -182,6 +227,7 @@ ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt
 
 int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
 	int rc = ftruncate(fd, len);
@@ -197,6 +243,7 @@ int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 
 int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
 	int rc = fallocate(fd, mode, off, len);
@@ -214,6 +261,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 
 int mop_fsync(volume *v, int idx, int fd, bool datasync)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_SYNC, 0);
 	bool locked = begin();
 	int rc = datasync ? fdatasync(fd) : fsync(fd);
@@ -229,6 +277,7 @@ int mop_fsync(volume *v, int idx, int fd, bool datasync)
 
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = mkdirat(dirfd, name, mode);
@@ -240,6 +289,7 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 
 int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, dev_t dev)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = mknodat(dirfd, name, mode, dev);
@@ -256,6 +306,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 
 int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char *name)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = symlinkat(target, dirfd, name);
@@ -272,6 +323,7 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                const char *newname, int flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = linkat(olddirfd, oldname, newdirfd, newname, flags);
@@ -287,6 +339,7 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 
 int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = unlinkat(dirfd, name, flags);
@@ -299,6 +352,7 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                   const char *newname, unsigned flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = renameat2(olddirfd, oldname, newdirfd, newname, flags);
@@ -315,6 +369,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 
 int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, int flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = fchmodat(dirfd, name, mode, flags);
@@ -327,6 +382,7 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid_t gid,
                  int flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = fchownat(dirfd, name, uid, gid, flags);
@@ -338,6 +394,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 
 int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = fchown(fd, uid, gid);
@@ -350,6 +407,7 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
                   const struct timespec ts[2], int flags)
 {
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = utimensat(dirfd, name, ts, flags);
@@ -364,6 +422,7 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 {
 	char path[40];
 
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = setxattr(proc_path(fd, path), name, value, size, flags);
@@ -382,6 +441,7 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 {
 	char path[40];
 
+	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = removexattr(proc_path(fd, path), name);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "memberio.h"
 
 /* True if rc (a result from member idx) means the member is now failed and
  * its answer must be ignored.  volume_member_error() tells answers (ENOENT,
@@ -25,52 +26,58 @@ static bool member_broke(volume *v, int idx, int rc, unsigned flags, const char 
 	return volume_member_error(v, idx, -rc, what);
 }
 
-/* One member's result for a single-path operation. */
-static int run_one(volume *v, int idx, const char *path, mirror_fn fn, void *arg)
-{
-	const char *leaf;
-	int dirfd = volume_parent_fd(v, idx, path, &leaf);
-	if (dirfd < 0)
-		return dirfd;
-	int rc = fn(idx, dirfd, leaf, arg);
-	close(dirfd);
-	return rc;
-}
+/* Every member's part runs on its I/O worker (volume_on_member), so a
+ * member that stops answering costs an operation the I/O timeout, not
+ * forever; the fns follow that function's rule about their outputs. */
+struct member_run {
+	volume *v;
+	int idx;
+	const char *path, *to;
+	mirror_fn fn;
+	mirror_fn2 fn2;
+	void *arg;
+};
 
-/* One member's result for a two-path operation. */
-static int run_two(volume *v, int idx, const char *from, const char *to,
-                   mirror_fn2 fn, void *arg)
+static int member_run(void *p)
 {
+	const struct member_run *r = p;
 	const char *leaf1, *leaf2;
-	int fd1 = volume_parent_fd(v, idx, from, &leaf1);
+	int fd1 = volume_parent_fd(r->v, r->idx, r->path, &leaf1), fd2 = -1, rc;
+
 	if (fd1 < 0)
 		return fd1;
-	int fd2 = volume_parent_fd(v, idx, to, &leaf2);
-	if (fd2 < 0) {
-		close(fd1);
-		return fd2;
+	if (r->to) {
+		fd2 = volume_parent_fd(r->v, r->idx, r->to, &leaf2);
+		rc = fd2 < 0 ? fd2 : r->fn2(r->idx, fd1, leaf1, fd2, leaf2, r->arg);
+	} else {
+		rc = r->fn(r->idx, fd1, leaf1, r->arg);
 	}
-	int rc = fn(idx, fd1, leaf1, fd2, leaf2, arg);
-	close(fd1);
-	close(fd2);
+	MIO_CALL(close(fd1));
+	if (fd2 >= 0)
+		MIO_CALL(close(fd2));
 	return rc;
 }
 
-/* The shared loop of mirror_apply and mirror_apply2: `one` runs the
- * operation on a member. */
-typedef int (*member_runner)(volume *v, int idx, const void *ctx);
-
-static int apply_all(volume *v, member_runner one, const void *ctx,
-                     unsigned flags, const char *what, const char *path)
+/* One member's result for the operation r describes (r->idx is set). */
+static int run_member(struct member_run *r, int idx)
 {
+	r->idx = idx;
+	return volume_on_member(r->v, idx, member_run, r);
+}
+
+static int apply_all(struct member_run *r, unsigned flags, const char *what)
+{
+	volume *v = r->v;
 	if (!volume_usable(v))
 		return -EIO;
 	bool decided = false;
 	int answer = -EIO;
+	/* One member after the other: on few cores, waking them all at once
+	 * costs more than it saves (scripts/bench-namespace.py). */
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
-		int rc = one(v, idx, ctx);
+		int rc = run_member(r, idx);
 		if (member_broke(v, idx, rc, flags, what))
 			continue;
 		if (!decided) {
@@ -86,7 +93,7 @@ static int apply_all(volume *v, member_runner one, const void *ctx,
 				break; /* refused: leave the other members untouched */
 		} else if ((rc < 0) != (answer < 0)) {
 			ecfs_log(LOG_WARNING, "%s %s: member %d (%s) diverges: %s",
-			         what, path, idx, volume_member_path(v, idx),
+			         what, r->path, idx, volume_member_path(v, idx),
 			         rc < 0 ? strerror(-rc) : "succeeded");
 		}
 	}
@@ -95,42 +102,18 @@ static int apply_all(volume *v, member_runner one, const void *ctx,
 	return answer;
 }
 
-struct one_ctx {
-	const char *path;
-	mirror_fn fn;
-	void *arg;
-};
-
-static int run_one_ctx(volume *v, int idx, const void *ctx)
-{
-	const struct one_ctx *c = ctx;
-	return run_one(v, idx, c->path, c->fn, c->arg);
-}
-
 int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
                  unsigned flags, const char *what)
 {
-	struct one_ctx c = { path, fn, arg };
-	return apply_all(v, run_one_ctx, &c, flags, what, path);
-}
-
-struct two_ctx {
-	const char *from, *to;
-	mirror_fn2 fn;
-	void *arg;
-};
-
-static int run_two_ctx(volume *v, int idx, const void *ctx)
-{
-	const struct two_ctx *c = ctx;
-	return run_two(v, idx, c->from, c->to, c->fn, c->arg);
+	struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
+	return apply_all(&r, flags, what);
 }
 
 int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
                   void *arg, unsigned flags, const char *what)
 {
-	struct two_ctx c = { from, to, fn, arg };
-	return apply_all(v, run_two_ctx, &c, flags, what, from);
+	struct member_run r = { .v = v, .path = from, .to = to, .fn2 = fn, .arg = arg };
+	return apply_all(&r, flags, what);
 }
 
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
@@ -154,7 +137,8 @@ int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
 		/* A member being rebuilt may not hold the whole namespace yet. */
 		if (!volume_member_answers(v, idx))
 			continue;
-		int rc = run_one(v, idx, path, fn, arg);
+		struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
+		int rc = run_member(&r, idx);
 		if (member_broke(v, idx, rc, flags, what))
 			continue;
 		answer = rc;

@@ -483,7 +483,18 @@ static void run_stripes(file_check *fc, uint64_t s0, int cnt)
 		else
 			memset(t->buf, 0, (size_t)cnt * fc->c.lay.strip_size);
 	}
-	mio_batch_wait(&batch);
+	uint64_t lost = mio_batch_wait(&batch);
+	for (int pos = 0; pos < fc->n; pos++) {
+		member_task *t = &fc->task[pos];
+		if (!(lost >> t->member & 1))
+			continue;
+		/* given up (memberio.h): whatever it read counts for nothing */
+		t->err = -ETIMEDOUT;
+		for (int i = 0; i < cnt; i++) {
+			t->v[i] = V_ERR;
+			t->why[i] = "no answer";
+		}
+	}
 	for (int i = 0; i < cnt; i++)
 		judge_stripe(fc, i);
 	mio_batch_init(&batch);
@@ -494,13 +505,15 @@ static void run_stripes(file_check *fc, uint64_t s0, int cnt)
 			memberio_submit(mio, t->member, &batch, write_member, t);
 		}
 	}
-	mio_batch_wait(&batch);
+	lost = mio_batch_wait(&batch);
 	if (!writes)
 		return;
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &fc->task[pos];
 		if (!t->wmask)
 			continue;
+		if (lost >> t->member & 1)
+			t->err = -ETIMEDOUT;
 		if (t->err) {
 			if (!fc->write_err[t->member])
 				fc->write_err[t->member] = t->err;

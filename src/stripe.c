@@ -230,9 +230,11 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 		if (tasks[pos].err == 0)
 			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
 			                &tasks[pos]);
-	mio_batch_wait(&batch);
+	uint64_t lost = mio_batch_wait(&batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		commit_task *t = &tasks[pos];
+		if (t->err == 0 && (lost >> t->member & 1))
+			t->err = -ETIMEDOUT; /* given up (memberio.h) */
 		if (t->err == 0) {
 			ok++;
 		} else if (t->err < 0) {
@@ -425,7 +427,16 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 			continue;
 		memberio_submit(volume_memberio(c->v), mb, &batch, fetch_member, t);
 	}
-	mio_batch_wait(&batch);
+	uint64_t lost = mio_batch_wait(&batch);
+	for (int pos = 0; lost && pos < c->lay.n; pos++) {
+		fetch_task *t = &tasks[pos];
+		if (!(lost >> t->member & 1))
+			continue;
+		/* given up (memberio.h): an erasure, whatever it got to */
+		t->err = -ETIMEDOUT;
+		for (int i = 0; i < cnt; i++)
+			t->status[i] = FETCH_ERR;
+	}
 }
 
 /* True if every wanted data strip of stripe i of the run is good and all
@@ -763,67 +774,76 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 
 /* ---- headers, sync, truncate ---- */
 
-int stripe_write_headers(stripe_ctx *c)
-{
-	uint8_t buf[CHUNK_HEADER_SIZE];
-	int ok = 0;
-
-	for (int mb = 0; mb < c->lay.n; mb++) {
-		if (!stripe_member_usable(c, mb))
-			continue;
-		chunk_header h = c->hdr;
-		h.position = (uint32_t)layout_position_of(&c->lay, mb);
-		chunk_header_encode(&h, buf);
-		struct iovec iov = { buf, sizeof(buf) };
-		ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1, 0, true);
-		if (r < 0) {
-			if (volume_member_error(c->v, mb, (int)-r, "writing a chunk header"))
-				c->state[mb] = CHUNK_FAILED;
-		} else {
-			ok++;
-		}
-	}
-	return ok >= c->lay.k ? 0 : -EIO;
-}
-
-typedef struct sync_task {
-	volume *v;
-	int member, fd;
+/* One member's part of a per-member step (headers, sync). */
+typedef struct member_job {
+	stripe_ctx *c;
+	int member;
 	bool datasync;
-	int err;
-} sync_task;
+	int err; /* 1: not run (member not usable), 0, or -errno */
+} member_job;
 
-static void sync_member(void *arg)
+/* Runs fn on every usable member's worker, in parallel; a member given up
+ * (memberio.h) gets -ETIMEDOUT.  Returns the members that succeeded; one
+ * that failed is out of this file (and of the volume if the error says the
+ * member is broken). */
+static int on_usable_members(stripe_ctx *c, void (*fn)(void *), bool datasync,
+                             const char *what)
 {
-	sync_task *t = arg;
-	t->err = mop_fsync(t->v, t->member, t->fd, t->datasync) < 0 ? -errno : 0;
-}
-
-int stripe_sync(stripe_ctx *c, bool datasync)
-{
-	sync_task tasks[STRIPE_MAX_N];
+	member_job jobs[STRIPE_MAX_N];
 	mio_batch batch;
 	int ok = 0;
 
 	mio_batch_init(&batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
-		tasks[mb] = (sync_task){ .v = c->v, .member = mb, .fd = c->fd[mb],
-		                         .datasync = datasync, .err = 1 };
+		jobs[mb] = (member_job){ .c = c, .member = mb, .datasync = datasync, .err = 1 };
 		if (stripe_member_usable(c, mb))
-			memberio_submit(volume_memberio(c->v), mb, &batch, sync_member, &tasks[mb]);
+			memberio_submit(volume_memberio(c->v), mb, &batch, fn, &jobs[mb]);
 	}
-	mio_batch_wait(&batch);
+	uint64_t lost = mio_batch_wait(&batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
-		if (tasks[mb].err == 0) {
+		if (lost >> mb & 1)
+			jobs[mb].err = -ETIMEDOUT;
+		if (jobs[mb].err == 0) {
 			ok++;
-		} else if (tasks[mb].err < 0) {
-			/* Whatever the error means for the member, this file's
-			 * writes there are not known durable: out of the file. */
-			volume_member_error(c->v, mb, tasks[mb].err, "syncing a chunk");
+		} else if (jobs[mb].err < 0) {
+			volume_member_error(c->v, mb, jobs[mb].err, what);
 			c->state[mb] = CHUNK_FAILED;
 		}
 	}
-	if (ok < c->lay.k)
+	return ok;
+}
+
+static void write_header_member(void *arg)
+{
+	member_job *j = arg;
+	uint8_t buf[CHUNK_HEADER_SIZE];
+	chunk_header h = j->c->hdr;
+
+	h.position = (uint32_t)layout_position_of(&j->c->lay, j->member);
+	chunk_header_encode(&h, buf);
+	struct iovec iov = { buf, sizeof(buf) };
+	ssize_t r = stripe_io(j->c->v, j->member, j->c->fd[j->member], &iov, 1, 0, true);
+	j->err = r < 0 ? (int)r : 0;
+}
+
+int stripe_write_headers(stripe_ctx *c)
+{
+	return on_usable_members(c, write_header_member, false, "writing a chunk header") >=
+	       c->lay.k ? 0 : -EIO;
+}
+
+static void sync_member(void *arg)
+{
+	member_job *j = arg;
+	int fd = j->c->fd[j->member];
+	j->err = mop_fsync(j->c->v, j->member, fd, j->datasync) < 0 ? -errno : 0;
+}
+
+int stripe_sync(stripe_ctx *c, bool datasync)
+{
+	/* Whatever an error means for the member, this file's writes there
+	 * are not known durable: out of the file. */
+	if (on_usable_members(c, sync_member, datasync, "syncing a chunk") < c->lay.k)
 		return -EIO;
 	c->inplace_unsynced = false;
 	return 0;

@@ -545,6 +545,18 @@ static char *failed_list(volume *v)
 	return g_string_free(s, FALSE);
 }
 
+static void fail_member(volume *v, int idx, const char *why);
+
+/* The watchdog of the member I/O gave up on member idx (memberio.h). */
+static void member_timed_out(void *ctx, int idx, unsigned timeout_ms)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "no answer in %u.%u s (a member call hangs)",
+	         timeout_ms / 1000, timeout_ms % 1000 / 100);
+	fail_member(ctx, idx, why);
+}
+
 int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message)
 {
@@ -653,7 +665,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	 * rule counts */
 	v->faults = faults;
 	faults = NULL;
-	v->mio = memberio_new(n);
+	v->mio = memberio_new(n, opts->timeout_ms, member_timed_out, v);
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
 		rc = -ENOMEM;
@@ -680,22 +692,78 @@ fail:
 	return rc;
 }
 
+void volume_member_close(volume *v, int idx, int fd)
+{
+	/* closing a file on a FUSE or network member asks the member (a
+	 * flush), and one given up would never answer */
+	if (fd >= 0 && !(v->mio && memberio_lost(v->mio, idx)))
+		close(fd);
+}
+
+struct member_call {
+	int (*fn)(void *);
+	void *arg;
+	int rc;
+};
+
+static void member_call_run(void *p)
+{
+	struct member_call *c = p;
+	c->rc = c->fn(c->arg);
+}
+
+void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rc)
+{
+	struct member_call c[64];
+	mio_batch b;
+
+	/* Without a timeout there is nothing to gain from the hand-off. */
+	if (!v->mio || !memberio_timeout(v->mio) || memberio_on_worker()) {
+		for (int i = 0; i < v->n; i++)
+			if (mask >> i & 1)
+				rc[i] = fn(args[i]);
+		return;
+	}
+	mio_batch_init(&b);
+	for (int i = 0; i < v->n; i++) {
+		c[i] = (struct member_call){ fn, args[i], -EIO };
+		if (mask >> i & 1)
+			memberio_submit(v->mio, i, &b, member_call_run, &c[i]);
+	}
+	uint64_t lost = mio_batch_wait(&b);
+	for (int i = 0; i < v->n; i++)
+		if (mask >> i & 1)
+			rc[i] = lost >> i & 1 ? -ETIMEDOUT : c[i].rc;
+}
+
+int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
+{
+	void *args[64] = { 0 };
+	int rc[64];
+
+	args[idx] = arg;
+	volume_on_members(v, 1ull << idx, fn, args, rc);
+	return rc[idx];
+}
+
 void volume_close(volume *v)
 {
 	if (!v)
 		return;
 	fault_release(v->faults); /* no join waits on a hung member */
-	memberio_free(v->mio);
+	/* The workers are idle by now (every batch was waited for), or lost,
+	 * and then these descriptors stay open. */
 	for (int i = 0; i < v->n; i++) {
 		member *mb = &v->mem[i];
-		if (mb->lockfd >= 0)
-			close(mb->lockfd); /* releases the OFD lock */
-		if (mb->metafd >= 0)
-			close(mb->metafd);
-		if (mb->rootfd >= 0)
-			close(mb->rootfd);
-		g_free(mb->path);
-		g_free(mb->why);
+		volume_member_close(v, i, mb->lockfd); /* releases the OFD lock */
+		volume_member_close(v, i, mb->metafd);
+		volume_member_close(v, i, mb->rootfd);
+	}
+	memberio_free(v->mio);
+	for (int i = 0; i < v->n; i++) {
+		g_free(v->mem[i].path);
+		g_free(v->mem[i].why);
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(v->sums); i++)
 		checksum_free(v->sums[i]);
@@ -787,10 +855,42 @@ static const char *root_changed(volume *v, int idx)
 	return NULL;
 }
 
+/* The root check of one member, on its worker: the calls are timed
+ * (memberio.h), so a member that stopped answering is failed by the
+ * watchdog instead of holding the thread that asked. */
+struct root_check {
+	volume *v;
+	int idx;
+};
+
+static void check_root(void *arg)
+{
+	struct root_check *rc = arg;
+	member *mb = &rc->v->mem[rc->idx];
+	struct stat st;
+
+	mio_io_begin();
+	bool removed = fstat(mb->rootfd, &st) < 0 || st.st_nlink == 0;
+	bool replaced = !removed && stat(mb->path, &st) == 0 &&
+	                (st.st_dev != mb->dev || st.st_ino != mb->ino);
+	mio_io_end();
+	/* Open chunks keep working in a deleted tree, so without this a
+	 * member removed under us would be noticed only by path lookups.
+	 * Another directory at the member's path is a disk swapped in (the
+	 * online heal takes the new one). */
+	if (removed || replaced) {
+		__atomic_store_n(&mb->root_lost, true, __ATOMIC_RELAXED);
+		fail_member(rc->v, rc->idx, removed ? "the member directory was removed"
+		                                    : "the member directory was replaced");
+	}
+}
+
 void volume_check_roots(volume *v)
 {
+	struct root_check rc[64];
 	struct timespec ts;
 	int64_t last;
+	mio_batch batch;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	last = __atomic_load_n(&v->roots_checked, __ATOMIC_RELAXED);
@@ -798,23 +898,13 @@ void volume_check_roots(volume *v)
 	    !__atomic_compare_exchange_n(&v->roots_checked, &last, (int64_t)ts.tv_sec, false,
 	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
+	mio_batch_init(&batch);
 	for (int i = 0; i < v->n; i++) {
-		struct stat st;
-		if (!volume_member_ok(v, i))
-			continue;
-		/* Open chunks keep working in a deleted tree, so without this a
-		 * member removed under us would be noticed only by path lookups. */
-		if (fstat(v->mem[i].rootfd, &st) < 0 || st.st_nlink == 0) {
-			__atomic_store_n(&v->mem[i].root_lost, true, __ATOMIC_RELAXED);
-			fail_member(v, i, "the member directory was removed");
-		} else if (stat(v->mem[i].path, &st) == 0 &&
-		           (st.st_dev != v->mem[i].dev || st.st_ino != v->mem[i].ino)) {
-			/* Another directory at the member's path: a disk swapped in
-			 * (the online heal takes the new one). */
-			__atomic_store_n(&v->mem[i].root_lost, true, __ATOMIC_RELAXED);
-			fail_member(v, i, "the member directory was replaced");
-		}
+		rc[i] = (struct root_check){ v, i };
+		if (volume_member_ok(v, i))
+			memberio_submit(v->mio, i, &batch, check_root, &rc[i]);
 	}
+	mio_batch_wait(&batch); /* a lost member was failed by the watchdog */
 }
 
 bool volume_member_error(volume *v, int idx, int err, const char *what)
@@ -926,7 +1016,7 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 	                                   RESOLVE_NO_MAGICLINKS };
-	fd = (int)syscall(SYS_openat2, v->mem[idx].rootfd, dir, &how, sizeof(how));
+	fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, dir, &how, sizeof(how)));
 	if (fd < 0) {
 		fd = -errno;
 		if (fd == -ENOSYS || fd == -E2BIG)
@@ -1022,6 +1112,24 @@ struct fault_rules *volume_fault_rules(volume *v)
 
 /* ---- space and health ---- */
 
+struct member_statfs {
+	volume *v;
+	int idx;
+	struct statvfs s;
+};
+
+/* On the member's worker (volume_on_member). */
+static int member_statfs_run(void *arg)
+{
+	struct member_statfs *q = arg;
+	struct statvfs s;
+
+	if (MIO_CALL(fstatvfs(q->v->mem[q->idx].rootfd, &s)) < 0)
+		return -errno;
+	q->s = s;
+	return 0;
+}
+
 int volume_statfs(volume *v, struct statvfs *st)
 {
 	bool any = false;
@@ -1029,13 +1137,15 @@ int volume_statfs(volume *v, struct statvfs *st)
 
 	memset(st, 0, sizeof(*st));
 	for (int i = 0; i < v->n; i++) {
-		struct statvfs s;
+		struct member_statfs q = { .v = v, .idx = i };
 		if (!volume_member_ok(v, i))
 			continue;
-		if (fstatvfs(v->mem[i].rootfd, &s) < 0) {
-			volume_member_error(v, i, errno, "statfs");
+		int rc = volume_on_member(v, i, member_statfs_run, &q);
+		if (rc < 0) {
+			volume_member_error(v, i, -rc, "statfs");
 			continue;
 		}
+		const struct statvfs s = q.s;
 		uint64_t b = (uint64_t)s.f_blocks * s.f_frsize, f = (uint64_t)s.f_bfree * s.f_frsize,
 		         a = (uint64_t)s.f_bavail * s.f_frsize;
 		if (!any || b < min_blocks) min_blocks = b;
@@ -1168,7 +1278,9 @@ int volume_member_revive(volume *v, int idx)
 	char *msg = NULL;
 	int rc = 0;
 
-	if (volume_member_ok(v, idx) || v->read_only)
+	/* A member given up after the I/O timeout is not probed: that would
+	 * hang this thread too. */
+	if (volume_member_ok(v, idx) || v->read_only || memberio_lost(v->mio, idx))
 		return 0;
 	probe_member(&p);
 	if (p.state == P_OK && (memcmp(p.sb.uuid, v->uuid, 16) || p.sb.index != idx))

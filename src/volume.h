@@ -25,6 +25,9 @@
 
 typedef struct volume volume;
 
+/* The member I/O timeout ecfs mounts with unless -o timeout= says. */
+#define VOLUME_DEFAULT_TIMEOUT_MS 10000
+
 typedef struct volume_options {
 	int k, m;              /* required to create a volume; 0 = take the superblock's */
 	ec_kind code;          /* default code for new files; 0 = superblock's (or rs-cauchy) */
@@ -34,6 +37,7 @@ typedef struct volume_options {
 	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
 	bool read_only;        /* do not take the write lock or create anything */
 	bool keep_intents;     /* do not replay intents at open (ecfs-fsck does, to report them) */
+	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of
@@ -43,6 +47,21 @@ typedef struct volume_options {
 int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message);
 void volume_close(volume *v);
+/* Closes a descriptor on member idx, unless the member was given up after
+ * the I/O timeout (memberio.h): then it stays open, as closing would wait
+ * on the member. */
+void volume_member_close(volume *v, int idx, int fd);
+/* Runs fn(arg) on member idx's I/O worker and returns its result, or
+ * -ETIMEDOUT if the member was given up (memberio.h), so that the calling
+ * thread never waits longer than the I/O timeout on a member.  fn keeps
+ * what system calls return in its own locals and writes to arg only after
+ * them (a call given up may return much later, and then it must find
+ * nothing of the caller's to write into); reads go through mop_pread or
+ * mio_bounce.  Inline on a worker thread, and without a timeout. */
+int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
+/* The same for every member i in mask at once: rc[i] = fn(args[i]). */
+void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rc);
 
 int volume_k(const volume *v);
 int volume_m(const volume *v);
