@@ -1,0 +1,346 @@
+# SPDX-License-Identifier: MIT
+"""Member faults at run time, through real mounts.
+
+Injected faults (ECFS_FAULT, builds with -Dfault_injection): EIO, ENOSPC
+and EROFS on every member position in turn, during writes and during
+reads, on one member and on m at once, and on m+1, where writes must fail
+cleanly and what was stored before must stay whole.  A really full
+member: one member on a tiny tmpfs that runs out of space while a file
+is written, and more than m such members.
+
+A member that stops answering: an injected hang (a member call that
+never returns) during writes and during reads, and a member that is a
+FUSE mount (mergerfs) whose daemon is stopped with SIGSTOP: with
+-o timeout=T the member is failed after T seconds and the I/O goes on
+without it; nothing waits much longer than T.
+
+usage: test_faults.py ECFS_BINARY [unittest args: InjectedTest,
+                                   FullMemberTest, HungMemberTest]"""
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+K, M = 2, 2
+N = K + M
+ERRNOS = ["EIO", "ENOSPC", "EROFS"]
+SIZE = 3 * 1024 * 1024 + 4321     # several stripes and a partial tail
+
+
+def try_write(path, data):
+    """Writes and fsyncs a whole file; returns 0 or the errno."""
+    try:
+        H.write_file(path, data, fsync=True)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+class FaultCase(H.MountedCase):
+    def mount_faulty(self, v, rules, opts=""):
+        """Mounts with ECFS_FAULT=rules (skips the test in builds
+        without fault injection)."""
+        os.environ["ECFS_FAULT"] = rules
+        try:
+            mnt = self.mount(v, opts)
+        finally:
+            del os.environ["ECFS_FAULT"]
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
+            v.unmount()
+            self.skipTest("this build has no fault injection")
+        return mnt
+
+    def assert_logged(self, v, member, what):
+        """The daemon's log names the failed member (and why)."""
+        out = v.output()
+        name = v.members[member]
+        lines = [ln for ln in out.splitlines() if name in ln and what in ln]
+        self.assertTrue(lines, f"no log line naming member {member} ({name}) "
+                        f"with '{what}':\n{out[-3000:]}")
+
+    def assert_state(self, mnt, member, want):
+        h = H.health(mnt)
+        self.assertTrue(h.get(f"member.{member}", "").startswith(want),
+                        f"member {member} not {want}: {h}")
+
+
+class InjectedTest(FaultCase):
+    """Each errno on each member position, in writes and in reads."""
+
+    def write_faulty(self, err, bad):
+        """Writes a file with the members in `bad` failing every write
+        with err; it must read back whole, then and after a remount
+        without faults."""
+        v = self.volume(N)
+        rules = ";".join(f"member={j},op=write,errno={err}" for j in bad)
+        mnt = self.mount_faulty(v, rules, f"k={K},m={M}")
+        data = H.pattern(SIZE, len(bad) * 100 + bad[0])
+        path = os.path.join(mnt, "f")
+        self.assertEqual(try_write(path, data), 0,
+                         f"write with {err} on members {bad}:\n{v.log()}")
+        H.drop_caches()
+        self.assert_exact(path, data, f"{err} on members {bad}:")
+        for j in bad:
+            self.assert_logged(v, j, os.strerror(getattr(errno, err)))
+            self.assert_state(mnt, j, "failed")
+        self.assert_clean_unmount(v)
+        self.mount(v)
+        self.assert_exact(path, data, f"remounted after {err} on {bad}:")
+        self.assert_clean_unmount(v)
+
+    def read_faulty(self, err, bad):
+        """A file written healthy reads whole with the members in `bad`
+        failing every read with err."""
+        v = self.volume(N)
+        mnt = self.mount(v, f"k={K},m={M}")
+        data = H.pattern(SIZE, 7 + bad[0])
+        path = os.path.join(mnt, "f")
+        H.write_file(path, data, fsync=True)
+        self.assert_clean_unmount(v)
+        rules = ";".join(f"member={j},op=read,errno={err}" for j in bad)
+        mnt = self.mount_faulty(v, rules)
+        self.assert_exact(path, data, f"reads failing with {err} on {bad}:")
+        for j in bad:
+            self.assert_logged(v, j, os.strerror(getattr(errno, err)))
+        self.assert_clean_unmount(v)
+
+    def test_write_one_member(self):
+        for err in ERRNOS:
+            for j in range(N):
+                with self.subTest(err=err, member=j):
+                    self.write_faulty(err, [j])
+
+    def test_write_m_members(self):
+        for err in ERRNOS:
+            for j in range(N):
+                with self.subTest(err=err, members=(j, (j + 1) % N)):
+                    self.write_faulty(err, [j, (j + 1) % N])
+
+    def test_read_one_member(self):
+        for err in ERRNOS:
+            for j in range(N):
+                with self.subTest(err=err, member=j):
+                    self.read_faulty(err, [j])
+
+    def test_read_m_members(self):
+        for j in range(N):
+            with self.subTest(members=(j, (j + 2) % N)):
+                self.read_faulty("EIO", [j, (j + 2) % N])
+
+    def test_more_than_m_failing_writes(self):
+        """m+1 members failing writes: a new write fails with EIO (or the
+        errno itself), never silently, and the file stored before is
+        whole once the members answer again."""
+        v = self.volume(N)
+        mnt = self.mount(v, f"k={K},m={M}")
+        old = H.pattern(SIZE, 99)
+        H.write_file(os.path.join(mnt, "old"), old, fsync=True)
+        self.assert_clean_unmount(v)
+        for err in ERRNOS:
+            with self.subTest(err=err):
+                rules = ";".join(f"member={j},op=write,errno={err}"
+                                 for j in range(M + 1))
+                mnt = self.mount_faulty(v, rules)
+                got = try_write(os.path.join(mnt, "new"), H.pattern(SIZE, 5))
+                self.assertIn(got, (errno.EIO, getattr(errno, err)),
+                              f"a write with {M + 1} members failing with "
+                              f"{err} gave {errno.errorcode.get(got, got)}")
+                # more than m members failed: EIO is all the old file
+                # may give now, but never wrong bytes
+                self.assert_exact_or_eio(os.path.join(mnt, "old"), old,
+                                         f"{err} on {M + 1} members:")
+                self.assert_clean_unmount(v)
+                mnt = self.mount(v)
+                self.assert_exact(os.path.join(mnt, "old"), old,
+                                  f"remounted after {err} on {M + 1}:")
+                self.assert_clean_unmount(v)
+
+
+class FullMemberTest(FaultCase):
+    """Members on a 2 MiB tmpfs that really run out of space."""
+
+    def small_members(self, v, members):
+        for j in members:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m",
+                            "ecfs-test-full", v.members[j]], check=True)
+            self.addCleanup(subprocess.run, ["umount", "-l", v.members[j]])
+
+    def test_one_full_member(self):
+        """The full member is failed (ENOSPC, logged) and the write goes
+        on; the file reads back whole, also after a remount."""
+        v = self.volume(N)
+        self.small_members(v, [1])
+        mnt = self.mount(v, f"k={K},m={M}")
+        data = H.pattern(6 * 1024 * 1024, 11)
+        path = os.path.join(mnt, "big")
+        self.assertEqual(try_write(path, data), 0, v.log())
+        H.drop_caches()
+        self.assert_exact(path, data, "one member full:")
+        self.assert_logged(v, 1, os.strerror(errno.ENOSPC))
+        self.assert_state(mnt, 1, "failed")
+        self.assert_clean_unmount(v)
+        self.mount(v)
+        self.assert_exact(path, data, "remounted with one member full:")
+        self.assert_clean_unmount(v)
+
+    def test_more_than_m_full(self):
+        """m+1 full members: the write fails with ENOSPC or EIO, the file
+        written before stays whole."""
+        v = self.volume(N)
+        self.small_members(v, range(M + 1))
+        mnt = self.mount(v, f"k={K},m={M}")
+        old = H.pattern(300000, 3)
+        H.write_file(os.path.join(mnt, "old"), old, fsync=True)
+        got = try_write(os.path.join(mnt, "big"), H.pattern(6 << 20, 4))
+        self.assertIn(got, (errno.ENOSPC, errno.EIO),
+                      f"write to {M + 1} full members gave "
+                      f"{errno.errorcode.get(got, got)}:\n{v.log()}")
+        H.drop_caches()
+        self.assert_exact_or_eio(os.path.join(mnt, "old"), old, "after ENOSPC:")
+        self.assert_clean_unmount(v)
+        # remounted, the old file is whole, and removing the file that
+        # did not fit gives the space back for new writes
+        mnt = self.mount(v)
+        self.assert_exact(os.path.join(mnt, "old"), old, "remounted:")
+        if os.path.exists(os.path.join(mnt, "big")):
+            os.unlink(os.path.join(mnt, "big"))
+        small = H.pattern(200000, 6)
+        self.assertEqual(try_write(os.path.join(mnt, "small"), small), 0,
+                         v.log())
+        self.assert_exact(os.path.join(mnt, "small"), small, "after unlink:")
+        self.assert_clean_unmount(v)
+
+
+TIMEOUT = 1.0      # -o timeout= of the hang tests
+SLACK = 4.0        # what a hung member may add beyond it, on a loaded machine
+
+
+class HungMemberTest(FaultCase):
+    """A member that stops answering is failed after the timeout."""
+
+    def timed(self, what, fn):
+        start = time.monotonic()
+        out = fn()
+        took = time.monotonic() - start
+        self.assertLess(took, TIMEOUT + SLACK,
+                        f"{what} took {took:.1f} s with timeout={TIMEOUT}")
+        return out
+
+    def check_given_up(self, v, mnt, member):
+        self.assert_logged(v, member, "no answer in")
+        self.assert_state(mnt, member, "failed")
+
+    def test_injected_hang_in_writes(self):
+        """Every write on member 1 hangs: the file is written, synced and
+        read back whole, and member 1 is failed."""
+        v = self.volume(N)
+        self.mount(v, f"k={K},m={M}")
+        self.assert_clean_unmount(v)
+        mnt = self.mount_faulty(v, "member=1,op=write,hang", f"timeout={TIMEOUT}")
+        data = H.pattern(SIZE, 21)
+        path = os.path.join(mnt, "f")
+        self.assertEqual(self.timed("the write", lambda: try_write(path, data)), 0,
+                         v.log())
+        H.drop_caches()
+        self.timed("the read", lambda: self.assert_exact(path, data, "member 1 hung:"))
+        self.check_given_up(v, mnt, 1)
+        self.assert_clean_unmount(v)
+        self.mount(v)
+        self.assert_exact(path, data, "remounted after member 1 hung:")
+        self.assert_clean_unmount(v)
+
+    def test_injected_hang_in_reads(self):
+        """Every read on members 0 and 3 (m of them) hangs from the
+        mount on: a file written before opens and reads back whole."""
+        v = self.volume(N)
+        mnt = self.mount(v, f"k={K},m={M}")
+        data = H.pattern(SIZE, 22)
+        path = os.path.join(mnt, "f")
+        H.write_file(path, data, fsync=True)
+        self.assert_clean_unmount(v)
+        mnt = self.mount_faulty(v, "member=0,op=read,hang;member=3,op=read,hang",
+                                f"timeout={TIMEOUT}")
+        self.timed("the read", lambda: self.assert_exact(path, data, "members 0, 3 hung:"))
+        self.check_given_up(v, mnt, 0)
+        self.check_given_up(v, mnt, 3)
+        self.assert_clean_unmount(v)
+
+    def test_stopped_fuse_member(self):
+        """Member 2 is a mergerfs mount; its daemon is stopped (SIGSTOP)
+        between two writes of files already open.  The writes, fsync and
+        reads go on after the timeout, so do the namespace operations,
+        and the volume unmounts while the member is still stopped."""
+        if not shutil.which("mergerfs"):
+            self.skipTest("mergerfs is not installed")
+        v = self.volume(N)
+        under = os.path.join(v.base, "under2")
+        os.mkdir(under)
+        subprocess.run(["mergerfs", "-o", "cache.files=off", under, v.members[2]],
+                       check=True)
+        self.addCleanup(subprocess.run, ["fusermount3", "-uz", v.members[2]])
+        pid = int(subprocess.run(["pgrep", "-n", "-f", f"mergerfs.*{under}"],
+                                 capture_output=True, text=True,
+                                 check=True).stdout.split()[0])
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        mnt = self.mount(v, f"k={K},m={M},timeout={TIMEOUT}")
+        old = H.pattern(SIZE, 23)
+        H.write_file(os.path.join(mnt, "old"), old, fsync=True)
+        new = H.pattern(SIZE, 24)
+        wfd = os.open(os.path.join(mnt, "new"), os.O_WRONLY | os.O_CREAT, 0o644)
+        rfd = os.open(os.path.join(mnt, "old"), os.O_RDONLY)
+        try:
+            os.pwrite(wfd, new[:SIZE // 2], 0)
+            os.kill(pid, signal.SIGSTOP)
+            H.drop_caches()
+
+            def write_rest():
+                os.pwrite(wfd, new[SIZE // 2:], SIZE // 2)
+                os.fsync(wfd)
+            self.timed("writing with member 2 stopped", write_rest)
+            # the namespace and the volume's numbers too
+            self.timed("stat", lambda: os.stat(os.path.join(mnt, "old")))
+            self.timed("statfs", lambda: os.statvfs(mnt))
+            self.timed("mkdir", lambda: os.mkdir(os.path.join(mnt, "d")))
+            self.timed("listdir", lambda: self.assertEqual(
+                sorted(os.listdir(mnt)), ["d", "new", "old"]))
+            self.timed("xattrs", lambda: os.setxattr(os.path.join(mnt, "d"),
+                                                     "user.k", b"v"))
+            self.assertEqual(os.getxattr(os.path.join(mnt, "d"), "user.k"), b"v")
+            got = self.timed("reading with member 2 stopped",
+                             lambda: H.read_all(f"/proc/self/fd/{rfd}"))
+            self.assertEqual(got, (old, 0))
+        finally:
+            os.close(rfd)
+        self.check_given_up(v, mnt, 2)
+        self.timed("closing", lambda: os.close(wfd))
+        self.timed("a new file", lambda: H.write_file(os.path.join(mnt, "newer"),
+                                                      old, fsync=True))
+        self.timed("reading it", lambda: self.assert_exact(os.path.join(mnt, "new"), new,
+                                                           "member 2 stopped:"))
+        # The mount goes at once.  The daemon process itself can end only
+        # once the member answers: the kernel holds a thread whose
+        # request the stopped daemon had already taken.
+        self.assertTrue(v.alive(), v.log())
+        self.timed("unmounting", lambda: subprocess.run(["fusermount3", "-u", v.mnt],
+                                                        check=True))
+        self.assertFalse(H.is_mounted(v.mnt))
+        os.kill(pid, signal.SIGCONT)
+        rc = v.proc.wait(timeout=30)
+        v.proc = None
+        self.assertEqual(rc, 0, v.log())
+        mnt = self.mount(v)
+        self.assert_exact(os.path.join(mnt, "new"), new, "remounted:")
+        self.assert_exact(os.path.join(mnt, "newer"), old, "remounted:")
+        self.assert_clean_unmount(v)
+
+
+if __name__ == "__main__":
+    sys.exit(H.main())
