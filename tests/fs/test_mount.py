@@ -128,6 +128,8 @@ class MountTest(H.MountedCase):
              "no-such-hash"),
             ("unknown option", "k=2,m=1,no_such_option=1", 3,
              "no_such_option"),
+            ("timeout not a number", "k=2,m=1,timeout=soon", 3, "timeout"),
+            ("negative timeout", "k=2,m=1,timeout=-1", 3, "timeout"),
         ]
         for name, opts, n, word in cases:
             with self.subTest(case=name, options=opts):
