@@ -238,40 +238,51 @@ class HungMemberTest(FaultCase):
         self.assert_logged(v, member, "no answer in")
         self.assert_state(mnt, member, "failed")
 
-    def test_injected_hang_in_writes(self):
-        """Every write on member 1 hangs: the file is written, synced and
-        read back whole, and member 1 is failed."""
+    def hang_in_writes(self, j):
         v = self.volume(N)
         self.mount(v, f"k={K},m={M}")
         self.assert_clean_unmount(v)
-        mnt = self.mount_faulty(v, "member=1,op=write,hang", f"timeout={TIMEOUT}")
-        data = H.pattern(SIZE, 21)
+        mnt = self.mount_faulty(v, f"member={j},op=write,hang", f"timeout={TIMEOUT}")
+        data = H.pattern(SIZE, 21 + j)
         path = os.path.join(mnt, "f")
         self.assertEqual(self.timed("the write", lambda: try_write(path, data)), 0,
                          v.log())
         H.drop_caches()
-        self.timed("the read", lambda: self.assert_exact(path, data, "member 1 hung:"))
-        self.check_given_up(v, mnt, 1)
+        self.timed("the read", lambda: self.assert_exact(path, data, f"member {j} hung:"))
+        self.check_given_up(v, mnt, j)
         self.assert_clean_unmount(v)
         self.mount(v)
-        self.assert_exact(path, data, "remounted after member 1 hung:")
+        self.assert_exact(path, data, f"remounted after member {j} hung:")
         self.assert_clean_unmount(v)
 
-    def test_injected_hang_in_reads(self):
-        """Every read on members 0 and 3 (m of them) hangs from the
-        mount on: a file written before opens and reads back whole."""
+    def test_injected_hang_in_writes(self):
+        """Every write on one member hangs, each position in turn: the
+        file is written, synced and read back whole, and the member is
+        failed."""
+        for j in range(N):
+            with self.subTest(member=j):
+                self.hang_in_writes(j)
+
+    def hang_in_reads(self, bad):
         v = self.volume(N)
         mnt = self.mount(v, f"k={K},m={M}")
-        data = H.pattern(SIZE, 22)
+        data = H.pattern(SIZE, 22 + bad[0])
         path = os.path.join(mnt, "f")
         H.write_file(path, data, fsync=True)
         self.assert_clean_unmount(v)
-        mnt = self.mount_faulty(v, "member=0,op=read,hang;member=3,op=read,hang",
-                                f"timeout={TIMEOUT}")
-        self.timed("the read", lambda: self.assert_exact(path, data, "members 0, 3 hung:"))
-        self.check_given_up(v, mnt, 0)
-        self.check_given_up(v, mnt, 3)
+        rules = ";".join(f"member={j},op=read,hang" for j in bad)
+        mnt = self.mount_faulty(v, rules, f"timeout={TIMEOUT}")
+        self.timed("the read", lambda: self.assert_exact(path, data, f"members {bad} hung:"))
+        for j in bad:
+            self.check_given_up(v, mnt, j)
         self.assert_clean_unmount(v)
+
+    def test_injected_hang_in_reads(self):
+        """Every read on m members hangs from the mount on: a file
+        written before opens and reads back whole."""
+        for bad in ([0, 3], [1, 2]):
+            with self.subTest(members=bad):
+                self.hang_in_reads(bad)
 
     def test_stopped_fuse_member(self):
         """Member 2 is a mergerfs mount; its daemon is stopped (SIGSTOP)
