@@ -182,6 +182,29 @@ class MountTest(H.MountedCase):
             if H.is_mounted(v.mnt):
                 subprocess.run(["fusermount3", "-u", "-z", v.mnt])
 
+    def test_second_mount_refused_and_stale_lock_taken_over(self):
+        """A second daemon on the same members is refused, naming the
+        first; after the first is SIGKILLed, the next mount takes the
+        volume over (the lock is an OFD lock: it dies with its process)."""
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1")
+        data = H.pattern(300000, 8)
+        H.write_file(os.path.join(mnt, "f"), data, fsync=True)
+        other = os.path.join(v.base, "mnt2")
+        os.mkdir(other)
+        r = subprocess.run([H.ECFS, "-f", ":".join(v.members), other],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"in use by pid {v.proc.pid}", r.stderr)
+        self.assertFalse(H.is_mounted(other))
+        v.proc.kill()
+        v.proc.wait(timeout=20)
+        v.proc = None
+        subprocess.run(["fusermount3", "-u", "-z", v.mnt], capture_output=True)
+        mnt = self.mount(v)
+        self.assert_exact(os.path.join(mnt, "f"), data, "after the SIGKILL:")
+        self.assert_clean_unmount(v)
+
     def test_aborted_connection_keeps_buffered_writes(self):
         """An abort through /sys/fs/fuse/connections drops the RELEASE of a
         file still open (as an unmount racing a request can): the daemon
