@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -143,11 +142,11 @@ static bool hidden_entry(bool is_root, const char *name)
 struct listing {
 	struct dir_handle *h;
 	GHashTable *seen; /* names already in h->entries */
-	pthread_mutex_t lock; /* the members after the first list at once */
 };
 
-/* Adds the member's entries that are not listed yet: read into a list of
- * its own first (volume_on_member), merged once the member is read. */
+/* Adds the member's entries that are not listed yet.  Runs on the
+ * member's worker (volume_on_member) while the caller waits; entries are
+ * added only between member calls, so one given up adds nothing more. */
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	struct listing *l = arg;
@@ -160,7 +159,6 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 		MIO_CALL(close(fd));
 		return -err;
 	}
-	GArray *found = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	int rc = 0;
 	for (;;) {
 		errno = 0;
@@ -169,24 +167,14 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 			rc = -errno;
 			break;
 		}
-		if (!hidden_entry(l->h->is_root, de->d_name)) {
-			struct dir_entry e = { g_strdup(de->d_name), de->d_type };
-			g_array_append_val(found, e);
-		}
+		if (hidden_entry(l->h->is_root, de->d_name) ||
+		    g_hash_table_contains(l->seen, de->d_name))
+			continue;
+		struct dir_entry e = { g_strdup(de->d_name), de->d_type };
+		g_array_append_val(l->h->entries, e);
+		g_hash_table_add(l->seen, e.name);
 	}
 	MIO_CALL(closedir(d));
-	pthread_mutex_lock(&l->lock);
-	for (guint i = 0; i < found->len; i++) {
-		struct dir_entry *e = &g_array_index(found, struct dir_entry, i);
-		if (g_hash_table_contains(l->seen, e->name)) {
-			g_free(e->name);
-			continue;
-		}
-		g_array_append_val(l->h->entries, *e);
-		g_hash_table_add(l->seen, e->name);
-	}
-	pthread_mutex_unlock(&l->lock);
-	g_array_free(found, TRUE);
 	return rc;
 }
 
@@ -196,11 +184,9 @@ static int make_listing(struct dir_handle *h, const char *path)
 {
 	free_entries(h);
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal),
-	                     PTHREAD_MUTEX_INITIALIZER };
+	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
 	int rc = mirror_apply(fs_volume(), path, list_member, &l, 0, "readdir");
 	g_hash_table_destroy(l.seen);
-	pthread_mutex_destroy(&l.lock);
 	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
 }
 

@@ -712,39 +712,17 @@ static void member_call_run(void *p)
 	c->rc = c->fn(c->arg);
 }
 
-void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
-                       int *rc)
+int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
 {
-	struct member_call c[64];
+	struct member_call c = { fn, arg, -EIO };
 	mio_batch b;
 
 	/* Without a timeout there is nothing to gain from the hand-off. */
-	if (!v->mio || !memberio_timeout(v->mio) || memberio_on_worker()) {
-		for (int i = 0; i < v->n; i++)
-			if (mask >> i & 1)
-				rc[i] = fn(args[i]);
-		return;
-	}
+	if (!v->mio || !memberio_timeout(v->mio) || memberio_on_worker())
+		return fn(arg);
 	mio_batch_init(&b);
-	for (int i = 0; i < v->n; i++) {
-		c[i] = (struct member_call){ fn, args[i], -EIO };
-		if (mask >> i & 1)
-			memberio_submit(v->mio, i, &b, member_call_run, &c[i]);
-	}
-	uint64_t lost = mio_batch_wait(&b);
-	for (int i = 0; i < v->n; i++)
-		if (mask >> i & 1)
-			rc[i] = lost >> i & 1 ? -ETIMEDOUT : c[i].rc;
-}
-
-int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
-{
-	void *args[64] = { 0 };
-	int rc[64];
-
-	args[idx] = arg;
-	volume_on_members(v, 1ull << idx, fn, args, rc);
-	return rc[idx];
+	memberio_submit(v->mio, idx, &b, member_call_run, &c);
+	return mio_batch_wait(&b) ? -ETIMEDOUT : c.rc;
 }
 
 void volume_close(volume *v)

@@ -59,9 +59,6 @@ void volume_member_close(volume *v, int idx, int fd);
  * nothing of the caller's to write into); reads go through mop_pread or
  * mio_bounce.  Inline on a worker thread, and without a timeout. */
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
-/* The same for every member i in mask at once: rc[i] = fn(args[i]). */
-void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
-                       int *rc);
 
 int volume_k(const volume *v);
 int volume_m(const volume *v);
