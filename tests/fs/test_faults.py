@@ -58,6 +58,17 @@ class FaultCase(H.MountedCase):
             self.skipTest("this build has no fault injection")
         return mnt
 
+    def stored_file(self, seed):
+        """A new volume holding one file written while healthy, unmounted:
+        (volume, the file's path under the mount point, its bytes)."""
+        v = self.volume(N)
+        mnt = self.mount(v, f"k={K},m={M}")
+        data = H.pattern(SIZE, seed)
+        path = os.path.join(mnt, "f")
+        H.write_file(path, data, fsync=True)
+        self.assert_clean_unmount(v)
+        return v, path, data
+
     def assert_logged(self, v, member, what):
         """The daemon's log names the failed member (and why)."""
         out = v.output()
@@ -99,12 +110,7 @@ class InjectedTest(FaultCase):
     def read_faulty(self, err, bad):
         """A file written healthy reads whole with the members in `bad`
         failing every read with err."""
-        v = self.volume(N)
-        mnt = self.mount(v, f"k={K},m={M}")
-        data = H.pattern(SIZE, 7 + bad[0])
-        path = os.path.join(mnt, "f")
-        H.write_file(path, data, fsync=True)
-        self.assert_clean_unmount(v)
+        v, path, data = self.stored_file(7 + bad[0])
         rules = ";".join(f"member={j},op=read,errno={err}" for j in bad)
         mnt = self.mount_faulty(v, rules)
         self.assert_exact(path, data, f"reads failing with {err} on {bad}:")
@@ -264,12 +270,7 @@ class HungMemberTest(FaultCase):
                 self.hang_in_writes(j)
 
     def hang_in_reads(self, bad):
-        v = self.volume(N)
-        mnt = self.mount(v, f"k={K},m={M}")
-        data = H.pattern(SIZE, 22 + bad[0])
-        path = os.path.join(mnt, "f")
-        H.write_file(path, data, fsync=True)
-        self.assert_clean_unmount(v)
+        v, path, data = self.stored_file(22 + bad[0])
         rules = ";".join(f"member={j},op=read,hang" for j in bad)
         mnt = self.mount_faulty(v, rules, f"timeout={TIMEOUT}")
         self.timed("the read", lambda: self.assert_exact(path, data, f"members {bad} hung:"))
