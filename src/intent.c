@@ -380,7 +380,7 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 {
 	struct member_job jobs[64];
 	mio_batch b;
-	mio_batch_init(&b);
+	mio_batch_init_caller(volume_memberio(v), &b);
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		jobs[idx] = (struct member_job){ t, idx };
 		if (volume_member_ok(v, idx))
@@ -541,7 +541,7 @@ static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 	mio_batch b;
 
 	*dirty = 0;
-	mio_batch_init(&b);
+	mio_batch_init_caller(volume_memberio(v), &b);
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		jobs[idx] = (struct log_job){ v, idx, replay, false, g_ptr_array_new() };
 		if (volume_member_ok(v, idx))

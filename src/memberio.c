@@ -29,6 +29,7 @@ typedef struct mio_task {
 	void *arg;
 	mio_batch *batch;
 	struct mio_task *next;
+	int idx;
 } mio_task;
 
 typedef struct worker {
@@ -270,25 +271,33 @@ void mio_batch_init(mio_batch *b)
 	pthread_cond_init(&b->done, NULL);
 	b->pending = 0;
 	b->lost = 0;
+	b->caller = NULL;
+	b->held = NULL;
 }
 
-void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
+void mio_batch_init_caller(memberio *mio, mio_batch *b)
 {
-	mio_task *t = malloc(sizeof(*t));
-	worker *w = mio->w[idx];
+	mio_batch_init(b);
+	b->caller = mio->timeout_ms ? NULL : mio;
+}
 
-	if (!t) {
-		fn(arg); /* out of memory: run it here rather than lose it */
-		return;
-	}
-	*t = (mio_task){ fn, arg, b, NULL };
-	pthread_mutex_lock(&b->lock);
-	b->pending++;
-	pthread_mutex_unlock(&b->lock);
+/* Queues t on its worker, or with run_idle runs it right here if that
+ * worker has nothing queued or running (so the member's tasks still run
+ * in submission order). */
+static void enqueue(memberio *mio, mio_task *t, bool run_idle)
+{
+	worker *w = mio->w[t->idx];
+
 	pthread_mutex_lock(&w->lock);
 	if (w->lost) {
 		pthread_mutex_unlock(&w->lock);
-		task_done(t, idx);
+		task_done(t, t->idx);
+		return;
+	}
+	if (run_idle && !w->head && !w->current) {
+		pthread_mutex_unlock(&w->lock);
+		t->fn(t->arg);
+		task_done(t, -1);
 		return;
 	}
 	if (w->tail)
@@ -300,8 +309,36 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 	pthread_mutex_unlock(&w->lock);
 }
 
+void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
+{
+	mio_task *t = malloc(sizeof(*t));
+
+	if (!t) {
+		fn(arg); /* out of memory: run it here rather than lose it */
+		return;
+	}
+	*t = (mio_task){ fn, arg, b, NULL, idx };
+	pthread_mutex_lock(&b->lock);
+	b->pending++;
+	pthread_mutex_unlock(&b->lock);
+	if (b->caller) {
+		/* Held back: the caller may run the last one itself. */
+		mio_task *prev = b->held;
+		b->held = t;
+		if (!prev)
+			return;
+		t = prev;
+	}
+	enqueue(mio, t, false);
+}
+
 uint64_t mio_batch_wait(mio_batch *b)
 {
+	if (b->held) {
+		mio_task *t = b->held;
+		b->held = NULL;
+		enqueue(b->caller, t, true);
+	}
 	pthread_mutex_lock(&b->lock);
 	while (b->pending > 0)
 		pthread_cond_wait(&b->done, &b->lock);

@@ -34,6 +34,8 @@ typedef struct mio_batch {
 	pthread_cond_t done;
 	int pending;
 	uint64_t lost; /* bit i: member i's tasks were given up */
+	memberio *caller; /* mio_batch_init_caller without a timeout */
+	struct mio_task *held; /* its last task, not queued yet */
 } mio_batch;
 
 /* Called from the watchdog thread once per member given up. */
@@ -47,6 +49,13 @@ void memberio_free(memberio *mio);
 bool memberio_lost(memberio *mio, int idx);
 
 void mio_batch_init(mio_batch *b);
+/* For a batch its caller waits for right after the last submission: the
+ * caller runs the last task itself in mio_batch_wait, if that member's
+ * worker is idle, rather than sleep through a hand-off (two context
+ * switches, which cost more than a small member call).  Without a
+ * timeout only: with one, every member call is made and watched on its
+ * worker. */
+void mio_batch_init_caller(memberio *mio, mio_batch *b);
 /* Queues fn(arg) on member idx's worker; a lost member's task is not run
  * and only sets its bit in b->lost. */
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg);

@@ -876,7 +876,7 @@ void volume_check_roots(volume *v)
 	    !__atomic_compare_exchange_n(&v->roots_checked, &last, (int64_t)ts.tv_sec, false,
 	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	mio_batch_init(&batch);
+	mio_batch_init_caller(v->mio, &batch);
 	for (int i = 0; i < v->n; i++) {
 		rc[i] = (struct root_check){ v, i };
 		if (volume_member_ok(v, i))

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the member workers (src/memberio.c): a batch's tasks run
+ * on their members' worker threads, in submission order per member; a
+ * batch made with mio_batch_init_caller has its last task run by the
+ * waiting caller when that member's worker is idle, never ahead of a task
+ * still queued for the same member, and never when there is a timeout.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "memberio.h"
+
+#define N 3
+
+typedef struct job {
+	pthread_t ran_on;
+	int order;     /* when it ran, counted over every job of a test */
+	unsigned usec; /* sleeps this long first */
+	int *clock;
+	pthread_mutex_t *lock;
+} job;
+
+static void run_job(void *arg)
+{
+	job *j = arg;
+
+	if (j->usec)
+		usleep(j->usec);
+	j->ran_on = pthread_self();
+	pthread_mutex_lock(j->lock);
+	j->order = ++*j->clock;
+	pthread_mutex_unlock(j->lock);
+}
+
+typedef struct jobs {
+	job j[8];
+	int clock;
+	pthread_mutex_t lock;
+} jobs;
+
+static void jobs_init(jobs *js)
+{
+	*js = (jobs){ .lock = PTHREAD_MUTEX_INITIALIZER };
+	for (int i = 0; i < 8; i++)
+		js->j[i] = (job){ .clock = &js->clock, .lock = &js->lock };
+}
+
+/* One job per member in one batch, waited for; the jobs that ran on the
+ * calling thread, as a mask. */
+static unsigned one_batch(unsigned timeout_ms, bool caller, jobs *js)
+{
+	memberio *mio = memberio_new(N, timeout_ms, NULL, NULL);
+	mio_batch b;
+	unsigned here = 0;
+
+	jobs_init(js);
+	if (caller)
+		mio_batch_init_caller(mio, &b);
+	else
+		mio_batch_init(&b);
+	for (int i = 0; i < N; i++)
+		memberio_submit(mio, i, &b, run_job, &js->j[i]);
+	assert_int_equal(mio_batch_wait(&b), 0);
+	for (int i = 0; i < N; i++) {
+		assert_true(js->j[i].order > 0);
+		here |= (unsigned)pthread_equal(js->j[i].ran_on, pthread_self()) << i;
+	}
+	memberio_free(mio);
+	return here;
+}
+
+static void plain_batch_runs_on_workers(void **state)
+{
+	jobs js;
+
+	(void)state;
+	assert_int_equal(one_batch(0, false, &js), 0);
+}
+
+static void caller_runs_the_last_task(void **state)
+{
+	jobs js;
+
+	(void)state;
+	assert_int_equal(one_batch(0, true, &js), 1u << (N - 1));
+}
+
+static void caller_keeps_member_order(void **state)
+{
+	memberio *mio = memberio_new(N, 0, NULL, NULL);
+	mio_batch slow, b;
+	jobs js;
+
+	(void)state;
+	jobs_init(&js);
+	/* Member 1 is busy with an earlier batch's slow task... */
+	js.j[0].usec = 200000;
+	mio_batch_init(&slow);
+	memberio_submit(mio, 1, &slow, run_job, &js.j[0]);
+	/* ...so the caller may not run the next task of member 1 itself. */
+	mio_batch_init_caller(mio, &b);
+	memberio_submit(mio, 0, &b, run_job, &js.j[1]);
+	memberio_submit(mio, 1, &b, run_job, &js.j[2]);
+	assert_int_equal(mio_batch_wait(&b), 0);
+	assert_true(js.j[0].order > 0 && js.j[2].order > js.j[0].order);
+	assert_true(pthread_equal(js.j[2].ran_on, js.j[0].ran_on));
+	assert_int_equal(mio_batch_wait(&slow), 0);
+	memberio_free(mio);
+}
+
+static void no_caller_run_with_a_timeout(void **state)
+{
+	jobs js;
+
+	(void)state;
+	assert_int_equal(one_batch(5000, true, &js), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(plain_batch_runs_on_workers),
+		cmocka_unit_test(caller_runs_the_last_task),
+		cmocka_unit_test(caller_keeps_member_order),
+		cmocka_unit_test(no_caller_run_with_a_timeout),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
