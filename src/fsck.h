@@ -37,6 +37,7 @@ enum fsck_status {
 
 typedef struct fsck_options {
 	bool repair, json, quiet, progress, deep;
+	bool rebuild; /* repair only what is known lost, reading k strips (--rebuild) */
 } fsck_options;
 
 struct fsck;
@@ -67,15 +68,25 @@ typedef struct fsck {
 	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
 	GString *json;      /* the "problems" array items */
 	GHashTable *links;  /* file id (16 bytes) -> first path, for files with links */
+	struct repair_pool *repair_pool; /* repair.c's buffers, kept between files */
+	GThreadPool *file_pool; /* fsck_tree.c's file threads (ecfs-fsck only) */
 	/* progress */
 	uint64_t total_bytes, total_files;
 	int64_t start_us, last_us;
 	bool progress_shown;
 } fsck;
 
+/* Adds to one of the counters above: files are checked on several
+ * threads at once (fsck_tree.c). */
+static inline void fsck_count(uint64_t *counter, uint64_t n)
+{
+	__atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
+
 /* Records a problem: kind is a short fixed word (documented in
  * ecfs-fsck(8)), path the volume path or NULL, member the member index or
- * -1, off/len a byte range of the file or len 0 for none. */
+ * -1, off/len a byte range of the file or len 0 for none.  Thread-safe, as
+ * is fsck_progress. */
 void fsck_problem(fsck *f, const char *kind, const char *path, int member,
                   uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));

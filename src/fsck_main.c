@@ -40,6 +40,10 @@
 
 /* ---- problems and output ---- */
 
+/* The problem list, its counters and the progress line: files are checked
+ * on several threads (fsck_tree.c). */
+static GMutex output_lock;
+
 static const char *status_word(enum fsck_status st)
 {
 	switch (st) {
@@ -83,6 +87,7 @@ void fsck_problem(fsck *f, const char *kind, const char *path, int member,
 	char *detail = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
 
+	g_mutex_lock(&output_lock);
 	switch (st) {
 	case FSCK_REPAIRED: f->repaired++; break;
 	case FSCK_REPAIRABLE: f->repairable++; break;
@@ -123,6 +128,7 @@ void fsck_problem(fsck *f, const char *kind, const char *path, int member,
 		fflush(stdout);
 		g_string_free(line, TRUE);
 	}
+	g_mutex_unlock(&output_lock);
 	g_free(detail);
 }
 
@@ -143,6 +149,7 @@ void fsck_progress(fsck *f, bool force)
 
 	if (!f->o.progress || (!force && now - f->last_us < 250000))
 		return;
+	g_mutex_lock(&output_lock);
 	f->last_us = now;
 	double secs = (double)(now - f->start_us) / 1e6;
 	double rate = secs > 0 ? (double)f->bytes / secs : 0;
@@ -159,6 +166,7 @@ void fsck_progress(fsck *f, bool force)
 	        (unsigned long long)f->files, (unsigned long long)f->total_files, done, total, r,
 	        eta);
 	f->progress_shown = true;
+	g_mutex_unlock(&output_lock);
 	g_free(done);
 	g_free(total);
 	g_free(r);
@@ -399,6 +407,9 @@ static void usage(FILE *out)
 	      "\n"
 	      "  -n, --dry-run     report only, change nothing (the default)\n"
 	      "  -y, --repair      repair what can be repaired (refused while mounted)\n"
+	      "      --rebuild     repair only what is known lost (replaced or failed\n"
+	      "                    members, missing or stale chunks), reading k strips\n"
+	      "                    per stripe; does not scrub the rest\n"
 	      "      --deep        also re-encode every stripe and compare its parity\n"
 	      "      --json        print a machine-readable report (see ecfs-fsck(8))\n"
 	      "  -q, --quiet       print only the problems left unrepaired\n"
@@ -417,7 +428,8 @@ static void print_summary(fsck *f, int status, const char *error)
 		GString *j = g_string_new("{\n  \"program\": \"ecfs-fsck\", \"version\": ");
 		json_string(j, ECFS_VERSION);
 		g_string_append_printf(j, ",\n  \"mode\": \"%s\", \"deep\": %s,\n",
-		                       f->o.repair ? "repair" : "check", f->o.deep ? "true" : "false");
+		                       f->o.rebuild ? "rebuild" : f->o.repair ? "repair" : "check",
+		                       f->o.deep ? "true" : "false");
 		if (f->v) {
 			char uuid[37];
 			uuid_format(volume_uuid(f->v), uuid);
@@ -460,15 +472,17 @@ static void print_summary(fsck *f, int status, const char *error)
 		return;
 	char *b = human_bytes((double)f->bytes);
 	printf("ecfs-fsck: %llu files, %llu directories, %llu other entries, %s in %llu stripes "
-	       "checked%s%s\n",
+	       "%s\n",
 	       (unsigned long long)f->files, (unsigned long long)f->dirs, (unsigned long long)f->others,
-	       b, (unsigned long long)f->stripes, f->o.deep ? " (deep)" : "",
-	       f->strips_rebuilt ? "" : "");
+	       b, (unsigned long long)f->stripes,
+	       f->o.deep ? "checked (deep)"
+	       : f->o.rebuild ? "of damaged files read (--rebuild: the rest was not scrubbed)"
+	                      : "checked");
 	if (f->strips_rebuilt)
 		printf("ecfs-fsck: %llu strips rebuilt\n", (unsigned long long)f->strips_rebuilt);
 	uint64_t left = f->repairable + f->unrepairable + f->failed;
 	if (!f->repaired && !left)
-		printf("ecfs-fsck: the volume is clean\n");
+		printf("ecfs-fsck: %s\n", f->o.rebuild ? "nothing to rebuild" : "the volume is clean");
 	else
 		printf("ecfs-fsck: %llu problems repaired, %llu left (%llu repairable with -y, "
 		       "%llu unrepairable, %llu repairs failed)\n",
@@ -494,10 +508,11 @@ static int finish(fsck *f, int status, const char *error)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS };
+	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "repair", no_argument, NULL, 'y' },
+		{ "rebuild", no_argument, NULL, OPT_REBUILD },
 		{ "deep", no_argument, NULL, OPT_DEEP },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -517,6 +532,7 @@ int main(int argc, char **argv)
 		case 'n': dry = true; break;
 		case 'y': f.o.repair = true; break;
 		case 'q': f.o.quiet = true; break;
+		case OPT_REBUILD: f.o.rebuild = f.o.repair = true; break;
 		case OPT_DEEP: f.o.deep = true; break;
 		case OPT_JSON: f.o.json = true; break;
 		case OPT_PROGRESS: progress = 1; break;
@@ -529,11 +545,18 @@ int main(int argc, char **argv)
 		default: usage(stderr); return finish(&f, FSCK_EXIT_USAGE, NULL);
 		}
 	}
-	if (optind != argc - 1 || (dry && f.o.repair)) {
+	const char *bad = optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
+	                  : dry && f.o.rebuild ? "-n and --rebuild exclude each other"
+	                  : dry && f.o.repair ? "-n and -y exclude each other"
+	                  : f.o.deep && f.o.rebuild ? "--deep reads everything; it does not go "
+	                                              "with --rebuild"
+	                  : NULL;
+	if (bad) {
 		usage(stderr);
-		return finish(&f, FSCK_EXIT_USAGE, dry && f.o.repair ? "-n and -y exclude each other"
-		                                                       : "give one MEMBER:MEMBER:... list");
+		return finish(&f, FSCK_EXIT_USAGE, bad);
 	}
+	/* Only files with a chunk known lost are read at all. */
+	f.quick = f.o.rebuild;
 	f.o.progress = progress < 0 ? isatty(STDERR_FILENO) && !f.o.quiet : progress;
 
 	char **paths = g_strsplit(argv[optind], ":", -1);

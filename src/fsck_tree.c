@@ -306,14 +306,18 @@ static const char *type_name(mode_t m)
 
 /* ---- one entry ---- */
 
+struct dir_jobs;
+
 typedef struct entry_ctx {
 	fsck *f;
 	const char *path;    /* volume path, "/" for the root */
 	const char *name;    /* name in the parent, "." for the root */
 	const int *dfd;      /* parent directory fd per member, -1 if none */
 	uint64_t quiet;      /* members whose absence is reported higher up */
+	struct dir_jobs *jobs; /* the parent's file jobs, or NULL: check here */
 	view w[STRIPE_MAX_N];
 	uint64_t present, fresh;
+	uint64_t typed, unreadable; /* a regular file handed to a file thread */
 } entry_ctx;
 
 /* One attribute: vote among the members that held the entry before this
@@ -399,6 +403,104 @@ static void settle_metadata(entry_ctx *e)
 
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet);
 
+/* The metadata of an entry that exists where it should (e->typed, and the
+ * fresh copies just made). */
+static void settle_entry(entry_ctx *e)
+{
+	e->present = e->typed;
+	for (int mb = 0; mb < e->f->n; mb++)
+		if (e->fresh >> mb & 1) {
+			read_view(e->dfd[mb], e->name, &e->w[mb]);
+			if (e->w[mb].present)
+				e->present |= 1ull << mb;
+		}
+	settle_metadata(e);
+}
+
+/* A regular file: its chunks and strips, then its metadata. */
+static int check_file(entry_ctx *e)
+{
+	uint64_t created = 0;
+	int rc = repair_file(e->f, e->path, e->typed, e->quiet | e->unreadable, &created);
+
+	e->fresh |= created;
+	settle_entry(e);
+	return rc;
+}
+
+/* ---- regular files on file threads ----
+ *
+ * ecfs-fsck checks regular files on FILE_THREADS threads while the walk
+ * goes on: a small file spends most of its time waiting on its members,
+ * meanwhile others are read and decoded.  A directory's walk waits for
+ * its files before it returns (they use its directory fds).  Not in the
+ * daemon's heal, which goes one file at a time at its own pace, and not
+ * for files with hard links: a path of one restores the chunk of the
+ * path repaired before it, so they keep the walk's order. */
+#define FILE_THREADS 3
+#define FILES_IN_FLIGHT (2 * FILE_THREADS)
+#define HANDED_OFF 1 /* check_entry: the entry is a file thread's now */
+
+typedef struct dir_jobs {
+	GMutex lock;
+	GCond done;
+	int pending;
+	int rc; /* the first error of a file */
+} dir_jobs;
+
+static bool hard_linked(const entry_ctx *e)
+{
+	for (int mb = 0; mb < e->f->n; mb++)
+		if (e->w[mb].present && e->w[mb].st.st_nlink > 1)
+			return true;
+	return false;
+}
+
+static void free_entry(entry_ctx *e)
+{
+	for (int mb = 0; mb < e->f->n; mb++)
+		view_clear(&e->w[mb]);
+	g_free((char *)e->path);
+	g_free(e);
+}
+
+static void file_job(gpointer data, gpointer unused)
+{
+	entry_ctx *e = data;
+	dir_jobs *jobs = e->jobs;
+	int rc = check_file(e);
+
+	(void)unused;
+	free_entry(e);
+	g_mutex_lock(&jobs->lock);
+	if (rc < 0 && !jobs->rc)
+		jobs->rc = rc;
+	jobs->pending--;
+	g_cond_signal(&jobs->done);
+	g_mutex_unlock(&jobs->lock);
+}
+
+static int hand_off(entry_ctx *e)
+{
+	g_mutex_lock(&e->jobs->lock);
+	e->jobs->pending++;
+	g_mutex_unlock(&e->jobs->lock);
+	g_thread_pool_push(e->f->file_pool, e, NULL);
+	return HANDED_OFF;
+}
+
+/* Waits until fewer than `most` of the directory's files are in flight;
+ * returns the first error of one. */
+static int wait_jobs(dir_jobs *jobs, int most)
+{
+	g_mutex_lock(&jobs->lock);
+	while (jobs->pending >= most)
+		g_cond_wait(&jobs->done, &jobs->lock);
+	int rc = jobs->rc;
+	g_mutex_unlock(&jobs->lock);
+	return rc;
+}
+
 /* Judges the existence and type of the entry, makes it exist where it
  * should (and only there), checks a regular file's data, settles its
  * metadata and descends into a directory. */
@@ -476,32 +578,27 @@ static int check_entry(entry_ctx *e, bool root)
 		f->dirs++;
 	else if (type != S_IFREG)
 		f->others++;
+	e->typed = typed;
+	e->unreadable = unreadable;
 	if (type == S_IFREG) {
-		uint64_t created = 0;
-		rc = repair_file(f, e->path, typed, e->quiet | unreadable, &created);
-		e->fresh |= created;
-	} else {
-		for (int mb = 0; mb < n; mb++) {
-			if (!(missing >> mb & 1))
-				continue;
-			int r = f->o.repair && e->dfd[mb] >= 0
-			        ? create_entry(f->v, mb, e->dfd[mb], e->name, &e->w[win])
-			        : f->o.repair ? -ENOENT : 0;
-			if (!(e->quiet >> mb & 1))
-				fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),
-				             "%s missing on this member", type_name(type));
-			if (f->o.repair && !r)
-				e->fresh |= 1ull << mb;
-		}
+		if (e->jobs && !hard_linked(e))
+			return hand_off(e);
+		rc = check_file(e);
+		goto out;
 	}
-	e->present = typed;
-	for (int mb = 0; mb < n; mb++)
-		if (e->fresh >> mb & 1) {
-			read_view(e->dfd[mb], e->name, &e->w[mb]);
-			if (e->w[mb].present)
-				e->present |= 1ull << mb;
-		}
-	settle_metadata(e);
+	for (int mb = 0; mb < n; mb++) {
+		if (!(missing >> mb & 1))
+			continue;
+		int r = f->o.repair && e->dfd[mb] >= 0
+		        ? create_entry(f->v, mb, e->dfd[mb], e->name, &e->w[win])
+		        : f->o.repair ? -ENOENT : 0;
+		if (!(e->quiet >> mb & 1))
+			fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),
+			             "%s missing on this member", type_name(type));
+		if (f->o.repair && !r)
+			e->fresh |= 1ull << mb;
+	}
+	settle_entry(e);
 	if (type == S_IFDIR) {
 		int cfd[STRIPE_MAX_N];
 		uint64_t cquiet = e->quiet | unreadable;
@@ -557,14 +654,25 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		closedir(d);
 	}
 	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
+	dir_jobs jobs = { 0 };
+	g_mutex_init(&jobs.lock);
+	g_cond_init(&jobs.done);
 	for (GList *l = names; l && rc >= 0; l = l->next) {
 		entry_ctx *e = g_new0(entry_ctx, 1);
 		char *child = g_strdup_printf("%s/%s", path, (const char *)l->data);
-		*e = (entry_ctx){ .f = f, .path = child, .name = l->data, .dfd = dfd, .quiet = quiet };
+		*e = (entry_ctx){ .f = f, .path = child, .name = l->data, .dfd = dfd, .quiet = quiet,
+		                  .jobs = f->file_pool ? &jobs : NULL };
 		rc = check_entry(e, false);
-		g_free(child);
-		g_free(e);
+		if (rc != HANDED_OFF)
+			free_entry(e);
+		rc = rc == HANDED_OFF ? 0 : rc;
+		if (rc >= 0 && f->file_pool)
+			rc = wait_jobs(&jobs, FILES_IN_FLIGHT);
 	}
+	int jrc = wait_jobs(&jobs, 1);
+	rc = rc < 0 ? rc : jrc;
+	g_mutex_clear(&jobs.lock);
+	g_cond_clear(&jobs.done);
 	g_list_free(names);
 	g_hash_table_destroy(seen);
 	return rc;
@@ -575,12 +683,18 @@ int fsck_tree(fsck *f)
 	int dfd[STRIPE_MAX_N];
 	entry_ctx *e = g_new0(entry_ctx, 1);
 
+	if (!f->hooks)
+		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
 	for (int mb = 0; mb < f->n; mb++)
 		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
-	*e = (entry_ctx){ .f = f, .path = "/", .name = ".", .dfd = dfd,
+	*e = (entry_ctx){ .f = f, .path = g_strdup("/"), .name = ".", .dfd = dfd,
 	                  .quiet = ~f->walk_mask };
 	int rc = check_entry(e, true);
-	g_free(e);
+	free_entry(e);
+	if (f->file_pool)
+		g_thread_pool_free(f->file_pool, FALSE, TRUE);
+	f->file_pool = NULL;
+	repair_release(f);
 	return rc;
 }
 

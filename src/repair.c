@@ -44,7 +44,7 @@
  * RUN_BYTES of strips per member (fewer round trips through the member
  * workers; bounded memory for large strips). */
 #define RUN CHUNK_GROUP_STRIPES
-#define RUN_BYTES (4u << 20)
+#define RUN_BYTES (1u << 20)
 
 enum verdict { V_NONE, V_OK, V_HOLE, V_BAD, V_ERR };
 
@@ -68,18 +68,46 @@ typedef struct member_task {
 	int err;
 } member_task;
 
+/* One run of stripes on its way through the pass: read and judged, then
+ * its repairs written while the next run is read (two slots take turns). */
+typedef struct run_slot {
+	member_task task[STRIPE_MAX_N]; /* by position */
+	uint8_t *bufs;                  /* n * run strips, position-major */
+	mio_batch batch;                /* the reads or the writes in flight */
+	uint64_t unread;                /* positions not read (rebuild: not needed) */
+	bool reading, writing;
+	uint64_t s0;
+	int cnt;
+} run_slot;
+
+/* What repair_file keeps from file to file: fresh buffers for every file
+ * would be faulted in again every time.  One per file in flight, on the
+ * list fsck.repair_pool while unused. */
+struct repair_pool {
+	run_slot slot[2];
+	uint8_t *mem;
+	size_t size;
+	struct repair_pool *next;
+};
+
+/* f->links and f->repair_pool: files are checked on several threads. */
+static GMutex shared_lock;
+
 typedef struct file_check {
 	fsck *f;
 	const char *path;
 	stripe_ctx c;
 	int n, k, m;
 	int run;       /* stripes per run, <= RUN */
-	uint8_t *bufs; /* n * run strips, position-major */
+	struct repair_pool *pool;
+	run_slot *slot; /* [2], in the pool */
 	uint8_t *spare; /* m strips: recomputed parity (--deep) */
-	member_task task[STRIPE_MAX_N]; /* by position */
 	uint64_t chunk_bad;  /* members whose chunk as a whole is rebuilt */
 	uint64_t quiet;      /* members whose erasures are reported elsewhere */
 	uint64_t unwritable; /* members that cannot take repairs */
+	uint64_t written;    /* members this repair wrote to (to sync) */
+	uint64_t sources;    /* positions read first (all, or k for --rebuild) */
+	uint64_t found_missed; /* the `missed` mask of the header found */
 	const char *chunk_why[STRIPE_MAX_N];
 	const char *chunk_kind[STRIPE_MAX_N];
 	uint64_t bad[STRIPE_MAX_N], first_bad[STRIPE_MAX_N], last_bad[STRIPE_MAX_N];
@@ -101,9 +129,64 @@ enum fsck_status fsck_outcome(const fsck *f, int rc)
 	return rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
 }
 
-static uint8_t *strip_buf(file_check *fc, int pos, int i)
+static uint8_t *strip_buf(const file_check *fc, const run_slot *rs, int pos, int i)
 {
-	return fc->bufs + ((size_t)pos * (size_t)fc->run + (size_t)i) * fc->c.lay.strip_size;
+	return rs->bufs + ((size_t)pos * (size_t)fc->run + (size_t)i) * fc->c.lay.strip_size;
+}
+
+/* Takes a pool for fc, grown if this file needs more, and points the run
+ * slots and the spare strips into it. */
+static int take_buffers(file_check *fc)
+{
+	fsck *f = fc->f;
+	size_t strip = fc->c.lay.strip_size;
+	size_t slot_bytes = strip * (size_t)fc->run * (size_t)fc->n;
+	size_t need = 2 * slot_bytes + strip * (size_t)fc->m;
+
+	g_mutex_lock(&shared_lock);
+	struct repair_pool *p = f->repair_pool;
+	if (p)
+		f->repair_pool = p->next;
+	g_mutex_unlock(&shared_lock);
+	if (!p)
+		p = g_new0(struct repair_pool, 1);
+	fc->pool = p;
+	if (p->size < need) {
+		free(p->mem);
+		p->size = 0;
+		if (posix_memalign((void **)&p->mem, 4096, need)) {
+			p->mem = NULL;
+			return -ENOMEM;
+		}
+		p->size = need;
+	}
+	fc->slot = p->slot;
+	for (int i = 0; i < 2; i++)
+		fc->slot[i] = (run_slot){ .bufs = p->mem + (size_t)i * slot_bytes };
+	fc->spare = p->mem + 2 * slot_bytes;
+	return 0;
+}
+
+static void give_back_buffers(file_check *fc)
+{
+	struct repair_pool *p = fc->pool;
+
+	if (!p)
+		return;
+	g_mutex_lock(&shared_lock);
+	p->next = fc->f->repair_pool;
+	fc->f->repair_pool = p;
+	g_mutex_unlock(&shared_lock);
+}
+
+void repair_release(fsck *f)
+{
+	while (f->repair_pool) {
+		struct repair_pool *p = f->repair_pool;
+		f->repair_pool = p->next;
+		free(p->mem);
+		g_free(p);
+	}
 }
 
 /* Full-length pread: bytes read (short only at end of file) or -errno. */
@@ -187,8 +270,8 @@ static void scan_member(void *arg)
 	}
 }
 
-/* Writes the strips of the run marked in wmask, each with its record,
- * through the stripe layer's one strip writer. */
+/* Writes the strips of the run marked in wmask, with their records,
+ * through the stripe layer's strip writer. */
 static void write_member(void *arg)
 {
 	member_task *t = arg;
@@ -196,10 +279,18 @@ static void write_member(void *arg)
 	uint64_t strip = c->lay.strip_size;
 
 	t->err = 0;
-	for (int i = 0; i < t->cnt && !t->err; i++)
-		if (t->wmask >> i & 1)
-			t->err = stripe_write_strip(c, t->member, t->s0 + (uint64_t)i,
-			                            t->buf + (size_t)i * strip, t->wgen[i], t->wsize[i]);
+	for (int i = 0; i < t->cnt && !t->err;) {
+		if (!(t->wmask >> i & 1)) {
+			i++;
+			continue;
+		}
+		int len = 1; /* a range of consecutive strips: one write */
+		while (i + len < t->cnt && t->wmask >> (i + len) & 1)
+			len++;
+		t->err = stripe_write_strips(c, t->member, t->s0 + (uint64_t)i, len,
+		                             t->buf + (size_t)i * strip, t->wgen + i, t->wsize + i);
+		i += len;
+	}
 }
 
 /* ---- opening the chunks ---- */
@@ -340,14 +431,14 @@ static void note_lost(file_check *fc, uint64_t s)
 /* The reader's hole rule (stripe.c first_write_cut_short, docs/FORMAT.md
  * 4.3): a first write cut short, whose stripe is zeros (its old content),
  * not lost. */
-static bool first_write_cut_short(const file_check *fc, int i)
+static bool first_write_cut_short(const file_check *fc, const run_slot *rs, int i)
 {
 	bool blank = false, have = false, torn = true, some_torn = false;
 	int unread = 0;
-	uint64_t gen = 0, s = fc->task[0].s0 + (uint64_t)i;
+	uint64_t gen = 0, s = rs->task[0].s0 + (uint64_t)i;
 
 	for (int j = 0; j < fc->n; j++) {
-		const member_task *t = &fc->task[j];
+		const member_task *t = &rs->task[j];
 		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR) {
 			unread++;
 			continue;
@@ -370,43 +461,50 @@ static bool first_write_cut_short(const file_check *fc, int i)
 	                 (unread == 0 || (unread <= fc->m && some_torn)));
 }
 
+/* A good chunk's strips that a --rebuild run did not need to read: they
+ * are neither judged nor rewritten. */
+static bool unread_survivor(const file_check *fc, const run_slot *rs, int pos)
+{
+	return rs->unread >> pos & 1 && !(fc->chunk_bad >> rs->task[pos].member & 1);
+}
+
 /* Judges stripe s0+i of the run and prepares its repair. */
-static void judge_stripe(file_check *fc, int i)
+static void judge_stripe(file_check *fc, run_slot *rs, int i)
 {
 	int n = fc->n, k = fc->k, m = fc->m;
-	uint64_t s = fc->task[0].s0 + (uint64_t)i, strip = fc->c.lay.strip_size;
+	uint64_t s = rs->task[0].s0 + (uint64_t)i, strip = fc->c.lay.strip_size;
 	uint64_t best = 0, size = 0, badmask = 0;
 	int votes_best = 0;
 
 	for (int j = 0; j < n; j++) {
-		member_task *t = &fc->task[j];
+		member_task *t = &rs->task[j];
 		if (t->v[i] != V_OK && t->v[i] != V_HOLE)
 			continue;
 		uint64_t g = t->v[i] == V_OK ? t->gen[i] : 0;
 		int votes = 0;
 		for (int q = 0; q < n; q++)
-			votes += (fc->task[q].v[i] == V_OK && fc->task[q].gen[i] == g) ||
-			         (fc->task[q].v[i] == V_HOLE && g == 0);
+			votes += (rs->task[q].v[i] == V_OK && rs->task[q].gen[i] == g) ||
+			         (rs->task[q].v[i] == V_HOLE && g == 0);
 		if (votes >= k && (votes_best == 0 || g > best)) {
 			best = g;
 			votes_best = votes;
 		}
 	}
 	for (int j = 0; j < n; j++)
-		if (fc->task[j].v[i] == V_OK && fc->task[j].gen[i] > fc->max_gen)
-			fc->max_gen = fc->task[j].gen[i];
-	bool hole = votes_best < k && first_write_cut_short(fc, i);
+		if (rs->task[j].v[i] == V_OK && rs->task[j].gen[i] > fc->max_gen)
+			fc->max_gen = rs->task[j].gen[i];
+	bool hole = votes_best < k && first_write_cut_short(fc, rs, i);
 	if (votes_best < k && !hole) {
 		note_lost(fc, s);
 		return;
 	}
 	flush_lost(fc);
 	for (int j = 0; j < n; j++) {
-		member_task *t = &fc->task[j];
+		member_task *t = &rs->task[j];
 		bool good = (t->v[i] == V_OK && t->gen[i] == best) || (t->v[i] == V_HOLE && best == 0);
 		if (good && t->v[i] == V_OK)
 			size = t->size[i];
-		if (!good)
+		if (!good && !unread_survivor(fc, rs, j))
 			badmask |= 1ull << j;
 	}
 	/* Deep: every strip verified; does the parity still follow from the data? */
@@ -414,12 +512,12 @@ static void judge_stripe(file_check *fc, int i)
 		const uint8_t *data[STRIPE_MAX_N];
 		uint8_t *par[STRIPE_MAX_N];
 		for (int j = 0; j < k; j++)
-			data[j] = strip_buf(fc, j, i);
+			data[j] = strip_buf(fc, rs, j, i);
 		for (int j = 0; j < m; j++)
 			par[j] = fc->spare + (size_t)j * strip;
 		if (ec_encode(fc->c.code, data, par, strip) == 0)
 			for (int j = 0; j < m; j++)
-				if (memcmp(par[j], strip_buf(fc, k + j, i), strip)) {
+				if (memcmp(par[j], strip_buf(fc, rs, k + j, i), strip)) {
 					badmask |= 1ull << (k + j);
 					if (!fc->parity_bad++)
 						fc->parity_first = s;
@@ -431,18 +529,22 @@ static void judge_stripe(file_check *fc, int i)
 	int erased[STRIPE_MAX_N], ne = 0;
 	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
-		int mb = fc->task[j].member;
-		blocks[j] = strip_buf(fc, j, i);
+		int mb = rs->task[j].member;
+		bool unread = unread_survivor(fc, rs, j);
+		/* Not read, so not an input to the decoder; NULL: not rebuilt. */
+		blocks[j] = unread ? NULL : strip_buf(fc, rs, j, i);
+		if (unread)
+			erased[ne++] = j;
 		if (!(badmask >> j & 1))
 			continue;
 		erased[ne++] = j;
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
 			if (!fc->bad[mb]++) {
 				fc->first_bad[mb] = s;
-				fc->bad_why[mb] = fc->task[j].v[i] == V_OK || fc->task[j].v[i] == V_HOLE
+				fc->bad_why[mb] = rs->task[j].v[i] == V_OK || rs->task[j].v[i] == V_HOLE
 				                  ? (best ? "strip of another generation (missed or torn write)"
 				                          : "stripe never written but strip present")
-				                  : fc->task[j].v[i] == V_NONE ? "no strip" : fc->task[j].why[i];
+				                  : rs->task[j].v[i] == V_NONE ? "no strip" : rs->task[j].why[i];
 			}
 			fc->last_bad[mb] = s;
 		}
@@ -451,14 +553,15 @@ static void judge_stripe(file_check *fc, int i)
 		return;
 	/* A cut-short first write becomes a clean hole: zeros, blank records. */
 	for (int e = 0; e < ne && hole; e++)
-		memset(blocks[erased[e]], 0, strip);
+		if (blocks[erased[e]])
+			memset(blocks[erased[e]], 0, strip);
 	if (!hole && ec_decode(fc->c.code, blocks, erased, ne, strip) < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed", fc->path, (unsigned long long)s);
 		return;
 	}
 	for (int e = 0; e < ne; e++) {
-		member_task *t = &fc->task[erased[e]];
-		if (fc->unwritable >> t->member & 1)
+		member_task *t = &rs->task[erased[e]];
+		if (!blocks[erased[e]] || fc->unwritable >> t->member & 1)
 			continue;
 		t->wmask |= 1ull << i;
 		t->wgen[i] = best;
@@ -466,50 +569,86 @@ static void judge_stripe(file_check *fc, int i)
 	}
 }
 
-static void run_stripes(file_check *fc, uint64_t s0, int cnt)
+/* Takes stripes s0..s0+cnt-1 into rs, nothing read yet. */
+static void init_slot(file_check *fc, run_slot *rs, uint64_t s0, int cnt)
+{
+	rs->s0 = s0;
+	rs->cnt = cnt;
+	rs->unread = (1ull << fc->n) - 1;
+	for (int pos = 0; pos < fc->n; pos++)
+		rs->task[pos] = (member_task){ .fc = fc, .member = layout_member_of(&fc->c.lay, pos),
+		                               .pos = pos, .cnt = cnt, .s0 = s0,
+		                               .buf = strip_buf(fc, rs, pos, 0) };
+}
+
+/* Starts reading the run's strips at the positions in mask not read yet;
+ * wait: the caller waits for them at once (it may read one itself). */
+static void read_positions(file_check *fc, run_slot *rs, uint64_t mask, bool wait)
 {
 	memberio *mio = volume_memberio(fc->f->v);
-	mio_batch batch;
-	bool writes = false;
 
-	mio_batch_init(&batch);
+	rs->reading = true;
+	if (wait)
+		mio_batch_init_caller(mio, &rs->batch);
+	else
+		mio_batch_init(&rs->batch);
 	for (int pos = 0; pos < fc->n; pos++) {
-		member_task *t = &fc->task[pos];
-		int mb = layout_member_of(&fc->c.lay, pos);
-		*t = (member_task){ .fc = fc, .member = mb, .pos = pos, .cnt = cnt, .s0 = s0,
-		                    .buf = strip_buf(fc, pos, 0) };
-		if (fc->c.fd[mb] >= 0 && volume_member_ok(fc->f->v, mb))
-			memberio_submit(mio, mb, &batch, scan_member, t);
+		member_task *t = &rs->task[pos];
+		if (!((rs->unread & mask) >> pos & 1))
+			continue;
+		rs->unread &= ~(1ull << pos);
+		if (fc->c.fd[t->member] >= 0 && volume_member_ok(fc->f->v, t->member))
+			memberio_submit(mio, t->member, &rs->batch, scan_member, t);
 		else
-			memset(t->buf, 0, (size_t)cnt * fc->c.lay.strip_size);
+			memset(t->buf, 0, (size_t)rs->cnt * fc->c.lay.strip_size);
 	}
-	uint64_t lost = mio_batch_wait(&batch);
+}
+
+static void finish_reads(file_check *fc, run_slot *rs)
+{
+	if (!rs->reading)
+		return;
+	rs->reading = false;
+	uint64_t lost = mio_batch_wait(&rs->batch);
 	for (int pos = 0; pos < fc->n; pos++) {
-		member_task *t = &fc->task[pos];
+		member_task *t = &rs->task[pos];
 		if (!(lost >> t->member & 1))
 			continue;
 		/* given up (memberio.h): whatever it read counts for nothing */
 		t->err = -ETIMEDOUT;
-		for (int i = 0; i < cnt; i++) {
+		for (int i = 0; i < rs->cnt; i++) {
 			t->v[i] = V_ERR;
 			t->why[i] = "no answer";
 		}
 	}
-	for (int i = 0; i < cnt; i++)
-		judge_stripe(fc, i);
-	mio_batch_init(&batch);
+}
+
+/* Starts writing the repairs judge_stripe() marked in rs (wait: as in
+ * read_positions). */
+static void start_writes(file_check *fc, run_slot *rs, bool wait)
+{
+	memberio *mio = volume_memberio(fc->f->v);
+
+	if (wait)
+		mio_batch_init_caller(mio, &rs->batch);
+	else
+		mio_batch_init(&rs->batch);
+	rs->writing = true;
 	for (int pos = 0; pos < fc->n; pos++) {
-		member_task *t = &fc->task[pos];
-		if (t->wmask) {
-			writes = true;
-			memberio_submit(mio, t->member, &batch, write_member, t);
-		}
+		member_task *t = &rs->task[pos];
+		if (t->wmask)
+			memberio_submit(mio, t->member, &rs->batch, write_member, t);
 	}
-	lost = mio_batch_wait(&batch);
-	if (!writes)
+}
+
+static void finish_writes(file_check *fc, run_slot *rs)
+{
+	if (!rs->writing)
 		return;
+	rs->writing = false;
+	uint64_t lost = mio_batch_wait(&rs->batch);
 	for (int pos = 0; pos < fc->n; pos++) {
-		member_task *t = &fc->task[pos];
+		member_task *t = &rs->task[pos];
 		if (!t->wmask)
 			continue;
 		if (lost >> t->member & 1)
@@ -519,10 +658,113 @@ static void run_stripes(file_check *fc, uint64_t s0, int cnt)
 				fc->write_err[t->member] = t->err;
 			fc->unwritable |= 1ull << t->member;
 		} else {
+			fc->written |= 1ull << t->member;
 			fc->rebuilt[t->member] += (uint64_t)__builtin_popcountll(t->wmask);
-			fc->f->strips_rebuilt += (uint64_t)__builtin_popcountll(t->wmask);
+			fsck_count(&fc->f->strips_rebuilt, (uint64_t)__builtin_popcountll(t->wmask));
 		}
 	}
+}
+
+/* --rebuild reads k good chunks first.  If every stripe of the run has k
+ * verified strips of one generation there, that generation wins the vote
+ * whatever the unread strips hold, as long as those are fewer than k: the
+ * run is settled without them. */
+static bool sources_agree(const file_check *fc, const run_slot *rs)
+{
+	for (int i = 0; i < rs->cnt; i++) {
+		uint64_t gen = 0;
+		for (int pos = 0; pos < fc->n; pos++) {
+			const member_task *t = &rs->task[pos];
+			if (!(fc->sources >> pos & 1))
+				continue;
+			if (t->v[i] != V_OK || (gen && t->gen[i] != gen))
+				return false;
+			gen = t->gen[i];
+		}
+	}
+	return true;
+}
+
+/* The positions a run reads first: every one, or with --rebuild the first
+ * k good chunks in position order (data before parity), when the good
+ * chunks left unread are fewer than k (sources_agree). */
+static uint64_t choose_sources(const file_check *fc)
+{
+	uint64_t all = (1ull << fc->n) - 1, sources = 0;
+	int good = 0;
+
+	if (!fc->f->o.rebuild)
+		return all;
+	for (int pos = 0; pos < fc->n; pos++) {
+		int mb = layout_member_of(&fc->c.lay, pos);
+		if (fc->c.fd[mb] < 0 || fc->c.state[mb] != CHUNK_OK || fc->chunk_bad >> mb & 1 ||
+		    !volume_member_ok(fc->f->v, mb))
+			continue;
+		if (good++ < fc->k)
+			sources |= 1ull << pos;
+	}
+	return good >= fc->k && good - fc->k < fc->k ? sources : all;
+}
+
+/* Stripes in the run that starts at s: up to fc->run, within one record
+ * group, within the count. */
+static int run_length(const file_check *fc, uint64_t s, uint64_t count)
+{
+	uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+	return (int)MIN(MIN((uint64_t)fc->run, count - s), left);
+}
+
+/* The stripe pass over stripes [0, count): each run is judged and its
+ * repairs handed to the member workers while the next run is being read,
+ * so reading, decoding and writing overlap.  Returns 0, or -ECANCELED if
+ * the pace hook stopped it.  Nothing is in flight when it returns. */
+static int stripe_pass(file_check *fc, uint64_t count)
+{
+	fsck *f = fc->f;
+	uint64_t sd = layout_stripe_data(&fc->c.lay), size = fc->c.hdr.size;
+	run_slot *cur = &fc->slot[0], *next = &fc->slot[1];
+	int rc = 0;
+
+	if (count) {
+		init_slot(fc, cur, 0, run_length(fc, 0, count));
+		read_positions(fc, cur, fc->sources, true);
+	}
+	while (cur->reading) {
+		finish_reads(fc, cur);
+		if (cur->unread && !sources_agree(fc, cur)) {
+			/* --rebuild: the k strips read do not settle every stripe;
+			 * the run is read and judged whole, as a check would. */
+			read_positions(fc, cur, ~0ull, true);
+			finish_reads(fc, cur);
+		}
+		uint64_t s = cur->s0 + (uint64_t)cur->cnt;
+		bool last = s >= count || rc;
+		if (!last) {
+			finish_writes(fc, next); /* its buffers are read into next */
+			init_slot(fc, next, s, run_length(fc, s, count));
+			read_positions(fc, next, fc->sources, false);
+		}
+		for (int i = 0; i < cur->cnt; i++)
+			judge_stripe(fc, cur, i);
+		start_writes(fc, cur, last);
+		fsck_count(&f->stripes, (uint64_t)cur->cnt);
+		uint64_t bytes = MIN((uint64_t)cur->cnt * sd, size - MIN(size, cur->s0 * sd));
+		fsck_count(&f->bytes, bytes);
+		fsck_progress(f, false);
+		/* Stopped: leave the chunks marked stale, as a crash would. */
+		if (rc == 0 && f->hooks && !f->hooks->pace(f, bytes))
+			rc = -ECANCELED;
+		run_slot *t = cur;
+		cur = next;
+		next = t;
+		if (rc)
+			finish_reads(fc, cur); /* its run is not judged */
+	}
+	finish_writes(fc, cur);
+	finish_writes(fc, next);
+	if (rc == 0)
+		flush_lost(fc);
+	return rc;
 }
 
 /* ---- reporting ---- */
@@ -603,6 +845,7 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 		return -EINVAL;
 	}
 	fc->c.hdr = p[ref].h;
+	fc->found_missed = p[ref].h.missed;
 	layout_init(&fc->c.lay, p[ref].h.k, p[ref].h.m, p[ref].h.strip_size, (int)p[ref].h.rotation);
 	for (int mb = 0; mb < n; mb++) {
 		chunk_probe *q = &p[mb];
@@ -639,14 +882,53 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 	return ref;
 }
 
-/* Makes every chunk to rebuild exist, with the file's header naming it
- * in `missed` (stale until its strips are back).  Only those chunks get a
- * header now: the good chunks are not written before the repair is known
- * to be complete. */
-static int prepare_rebuild(file_check *fc, uint64_t *created)
+/* Runs op, a stripe-layer step that works on every usable member, on the
+ * members in mask only, the others hidden from it.  Returns the members of
+ * mask it failed on (the stripe layer took those out of the file). */
+static uint64_t on_members(file_check *fc, uint64_t mask, int (*op)(stripe_ctx *c))
 {
 	enum chunk_state saved[STRIPE_MAX_N];
-	uint64_t target = 0;
+	uint64_t failed = 0;
+
+	if (!mask)
+		return 0;
+	for (int mb = 0; mb < fc->n; mb++) {
+		saved[mb] = fc->c.state[mb];
+		fc->c.state[mb] = mask >> mb & 1 ? CHUNK_OK : CHUNK_FAILED;
+	}
+	op(&fc->c); /* its count of members that succeeded is not ours */
+	for (int mb = 0; mb < fc->n; mb++) {
+		if (!(mask >> mb & 1))
+			fc->c.state[mb] = saved[mb];
+		else if (fc->c.state[mb] == CHUNK_FAILED)
+			failed |= 1ull << mb;
+	}
+	return failed;
+}
+
+static int sync_chunks(stripe_ctx *c)
+{
+	return stripe_sync(c, true);
+}
+
+static int durable_headers(stripe_ctx *c)
+{
+	return stripe_write_headers_durable(c, false);
+}
+
+static int seal_headers(stripe_ctx *c)
+{
+	return stripe_write_headers_durable(c, true);
+}
+
+/* Makes every chunk to rebuild exist.  One that was there already gets
+ * the file's header naming it in `missed` (stale until its strips are
+ * back); one made now has no header until the end, which keeps it just as
+ * untrusted if the repair is cut short.  The good chunks are not written
+ * before the repair is known to be complete. */
+static void prepare_rebuild(file_check *fc, uint64_t *created)
+{
+	uint64_t target = 0, existing = 0;
 
 	for (int mb = 0; mb < fc->n; mb++) {
 		if (!(fc->chunk_bad >> mb & 1) || fc->unwritable >> mb & 1)
@@ -668,21 +950,23 @@ static int prepare_rebuild(file_check *fc, uint64_t *created)
 				fc->c.state[mb] = CHUNK_OK;
 				continue;
 			}
+		} else {
+			existing |= 1ull << mb;
 		}
 		target |= 1ull << mb;
 		fc->c.hdr.missed |= 1ull << mb;
 	}
 	fc->c.hdr.generation++;
-	/* stripe_write_headers() writes every usable member: hide the others. */
-	for (int mb = 0; mb < fc->n; mb++) {
-		saved[mb] = fc->c.state[mb];
-		fc->c.state[mb] = target >> mb & 1 ? CHUNK_OK : CHUNK_FAILED;
-	}
-	int rc = target ? stripe_write_headers(&fc->c) : 0;
+	uint64_t failed = on_members(fc, existing, stripe_write_headers);
 	for (int mb = 0; mb < fc->n; mb++)
-		fc->c.state[mb] = target >> mb & 1 ? CHUNK_OK : saved[mb];
-	/* stripe_write_headers() wants k members; fewer is fine here. */
-	return rc < 0 && (int)__builtin_popcountll(target) >= fc->k ? rc : 0;
+		if (target >> mb & 1)
+			fc->c.state[mb] = CHUNK_OK;
+	fc->written |= target;
+	for (int mb = 0; mb < fc->n; mb++)
+		if (failed >> mb & 1) {
+			fc->write_err[mb] = -EIO;
+			fc->unwritable |= 1ull << mb;
+		}
 }
 
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
@@ -702,7 +986,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	fc->c.path = path;
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
 		fc->c.fd[mb] = -1;
-	f->files++;
+	fsck_count(&f->files, 1);
 	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
 	rc = open_chunks(fc, present, p);
 	if (rc < 0) {
@@ -730,10 +1014,12 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	for (int mb = 0; mb < fc->n; mb++)
 		if (fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0) {
 			if (fstat(fc->c.fd[mb], &st) == 0 && st.st_nlink > 1) {
+				g_mutex_lock(&shared_lock);
 				fc->link_from = g_hash_table_lookup(f->links, fc->c.hdr.file_id);
 				if (!fc->link_from)
 					g_hash_table_insert(f->links, g_memdup2(fc->c.hdr.file_id, 16),
 					                    g_strdup(path));
+				g_mutex_unlock(&shared_lock);
 			}
 			break;
 		}
@@ -759,35 +1045,19 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	}
 	size_t strip = fc->c.lay.strip_size;
 	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / strip));
-	if (posix_memalign((void **)&fc->bufs, 4096, strip * (size_t)fc->run * (size_t)fc->n) ||
-	    posix_memalign((void **)&fc->spare, 4096, strip * (size_t)fc->m)) {
-		rc = -ENOMEM;
+	rc = take_buffers(fc);
+	if (rc < 0)
 		goto out;
-	}
-	if (f->o.repair && fc->chunk_bad && !fc->hopeless && prepare_rebuild(fc, created) < 0)
-		header_ok = false;
+	if (f->o.repair && fc->chunk_bad && !fc->hopeless)
+		prepare_rebuild(fc, created);
+	fc->sources = choose_sources(fc);
 
 	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
-	uint64_t sd = layout_stripe_data(&fc->c.lay);
 	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
 		count = 0; /* every chunk current: its strips were checked before */
-	for (uint64_t s = 0; s < count;) {
-		uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
-		int cnt = (int)MIN(MIN((uint64_t)fc->run, count - s), left);
-		run_stripes(fc, s, cnt);
-		s += (uint64_t)cnt;
-		f->stripes += (uint64_t)cnt;
-		uint64_t bytes = MIN((uint64_t)cnt * sd,
-		                     fc->c.hdr.size - MIN(fc->c.hdr.size, (s - cnt) * sd));
-		f->bytes += bytes;
-		fsck_progress(f, false);
-		if (f->hooks && !f->hooks->pace(f, bytes)) {
-			/* Stopped: leave the chunks marked stale, as a crash would. */
-			rc = -ECANCELED;
-			goto out;
-		}
-	}
-	flush_lost(fc);
+	rc = stripe_pass(fc, count);
+	if (rc < 0)
+		goto out;
 
 	/* The header generation reserves every generation records use
 	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
@@ -802,14 +1072,33 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		for (int mb = 0; mb < fc->n; mb++)
 			if (fc->c.state[mb] != CHUNK_OK && fc->c.fd[mb] >= 0 && !(fc->unwritable >> mb & 1))
 				fc->c.state[mb] = CHUNK_OK;
-		if (stripe_sync(&fc->c, true) < 0)
+		uint64_t written = fc->written & ~fc->unwritable;
+		/* Headers change only where strips were written, unless the
+		 * headers found name members in `missed` or are generations
+		 * behind.  One member written seals itself (sync, header, sync)
+		 * in one round trip; more must all be durable before any header
+		 * trusts them. */
+		bool everyone = gen_low || fc->found_missed;
+		bool seal = !fc->lost_total && !everyone && __builtin_popcountll(written) == 1;
+		if (!seal) {
+			fc->unwritable |= on_members(fc, written, sync_chunks);
+			written &= ~fc->unwritable;
+		}
+		if (stripe_usable_count(&fc->c) < fc->k)
 			header_ok = false;
 		if (header_ok && !fc->lost_total) {
 			fc->c.hdr.missed &= fc->unwritable;
 			fc->c.hdr.generation++;
 			if (fc->max_gen >= fc->c.hdr.generation)
 				fc->c.hdr.generation = fc->max_gen + 65536;
-			header_ok = stripe_write_headers(&fc->c) == 0 && stripe_sync(&fc->c, true) == 0;
+			if (everyone) {
+				header_ok = stripe_write_headers_durable(&fc->c, false) == 0;
+			} else {
+				uint64_t failed = on_members(fc, written,
+				                             seal ? seal_headers : durable_headers);
+				fc->unwritable |= failed;
+				header_ok = !failed;
+			}
 		}
 	}
 	if (!fc->chunk_bad && fc->c.hdr.missed && !f->o.repair)
@@ -830,8 +1119,7 @@ out:
 			close(fc->c.fd[mb]);
 	if (f->hooks)
 		f->hooks->file_end(f, path, token);
-	free(fc->bufs);
-	free(fc->spare);
+	give_back_buffers(fc);
 	g_free(fc);
 	return rc;
 }

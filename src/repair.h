@@ -23,4 +23,7 @@
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
                 uint64_t *created);
 
+/* Frees the buffers repair_file() keeps from one file to the next. */
+void repair_release(fsck *f);
+
 #endif

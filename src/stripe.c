@@ -189,30 +189,42 @@ static void commit_member(void *arg)
 	t->err = r < 0 ? (int)r : 0;
 }
 
-int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
-                       uint64_t gen, uint64_t size)
+int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const uint8_t *data,
+                        const uint64_t *gen, const uint64_t *size)
 {
 	uint64_t strip = c->lay.strip_size;
 	uint32_t pos = (uint32_t)layout_position_of(&c->lay, member);
-	uint8_t rec[CHUNK_RECORD_SIZE] = { 0 };
+	uint8_t rec[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
 	chunk_header h = c->hdr;
 
+	if (cnt < 1 || (uint64_t)cnt > CHUNK_GROUP_STRIPES - s0 % CHUNK_GROUP_STRIPES)
+		return -EINVAL;
 	h.position = pos;
-	if (gen) {
-		chunk_record r = { .stripe = s, .generation = gen, .position = pos,
-		                   .flags = CHUNK_RECORD_WRITTEN, .size = size };
-		if (chunk_strip_sum(c->sum, &h, &r, data, strip) < 0)
+	for (int i = 0; i < cnt; i++) {
+		if (!gen[i])
+			continue;
+		chunk_record r = { .stripe = s0 + (uint64_t)i, .generation = gen[i],
+		                   .position = pos, .flags = CHUNK_RECORD_WRITTEN,
+		                   .size = size[i] };
+		if (chunk_strip_sum(c->sum, &h, &r, data + (size_t)i * strip, strip) < 0)
 			return -EIO;
-		chunk_record_encode(&r, rec);
+		chunk_record_encode(&r, rec + (size_t)i * CHUNK_RECORD_SIZE);
 	}
-	/* Strip first, then its record, as a commit does. */
-	struct iovec iov = { (void *)data, strip }, riov = { rec, sizeof(rec) };
+	/* Strips first, then their records, as a commit does. */
+	struct iovec iov = { (void *)data, strip * (size_t)cnt };
+	struct iovec riov = { rec, (size_t)cnt * CHUNK_RECORD_SIZE };
 	ssize_t w = stripe_io(c->v, member, c->fd[member], &iov, 1,
-	                      (off_t)layout_strip_offset(&c->lay, s), true);
+	                      (off_t)layout_strip_offset(&c->lay, s0), true);
 	if (w >= 0)
 		w = stripe_io(c->v, member, c->fd[member], &riov, 1,
-		              (off_t)layout_record_offset(&c->lay, s), true);
+		              (off_t)layout_record_offset(&c->lay, s0), true);
 	return w < 0 ? (int)w : 0;
+}
+
+int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
+                       uint64_t gen, uint64_t size)
+{
+	return stripe_write_strips(c, member, s, 1, data, &gen, &size);
 }
 
 /* Runs fn on the member of every task with err == 0 (all in parallel) and
@@ -225,7 +237,7 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 	mio_batch batch;
 	int ok = 0;
 
-	mio_batch_init(&batch);
+	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int pos = 0; pos < c->lay.n; pos++)
 		if (tasks[pos].err == 0)
 			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
@@ -407,7 +419,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 {
 	mio_batch batch;
 
-	mio_batch_init(&batch);
+	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		int mb = layout_member_of(&c->lay, pos);
 		fetch_task *t = &tasks[pos];
@@ -778,7 +790,9 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 typedef struct member_job {
 	stripe_ctx *c;
 	int member;
-	bool datasync;
+	bool datasync; /* sync_member: fdatasync, not fsync */
+	bool durable;  /* write_header_member: fdatasync after the write */
+	bool sync_first; /* write_header_member: fdatasync before it too */
 	int err; /* 1: not run (member not usable), 0, or -errno */
 } member_job;
 
@@ -786,16 +800,19 @@ typedef struct member_job {
  * (memberio.h) gets -ETIMEDOUT.  Returns the members that succeeded; one
  * that failed is out of this file (and of the volume if the error says the
  * member is broken). */
-static int on_usable_members(stripe_ctx *c, void (*fn)(void *), bool datasync,
+static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
                              const char *what)
 {
 	member_job jobs[STRIPE_MAX_N];
 	mio_batch batch;
 	int ok = 0;
 
-	mio_batch_init(&batch);
+	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
-		jobs[mb] = (member_job){ .c = c, .member = mb, .datasync = datasync, .err = 1 };
+		jobs[mb] = how;
+		jobs[mb].c = c;
+		jobs[mb].member = mb;
+		jobs[mb].err = 1;
 		if (stripe_member_usable(c, mb))
 			memberio_submit(volume_memberio(c->v), mb, &batch, fn, &jobs[mb]);
 	}
@@ -819,17 +836,29 @@ static void write_header_member(void *arg)
 	uint8_t buf[CHUNK_HEADER_SIZE];
 	chunk_header h = j->c->hdr;
 
+	int fd = j->c->fd[j->member];
 	h.position = (uint32_t)layout_position_of(&j->c->lay, j->member);
 	chunk_header_encode(&h, buf);
 	struct iovec iov = { buf, sizeof(buf) };
-	ssize_t r = stripe_io(j->c->v, j->member, j->c->fd[j->member], &iov, 1, 0, true);
+	ssize_t r = j->sync_first && mop_fsync(j->c->v, j->member, fd, true) < 0 ? -errno : 0;
+	if (r >= 0)
+		r = stripe_io(j->c->v, j->member, fd, &iov, 1, 0, true);
+	if (r >= 0 && j->durable && mop_fsync(j->c->v, j->member, fd, true) < 0)
+		r = -errno;
 	j->err = r < 0 ? (int)r : 0;
 }
 
 int stripe_write_headers(stripe_ctx *c)
 {
-	return on_usable_members(c, write_header_member, false, "writing a chunk header") >=
-	       c->lay.k ? 0 : -EIO;
+	return on_usable_members(c, write_header_member, (member_job){ 0 },
+	                         "writing a chunk header") >= c->lay.k ? 0 : -EIO;
+}
+
+int stripe_write_headers_durable(stripe_ctx *c, bool sync_first)
+{
+	return on_usable_members(c, write_header_member,
+	                         (member_job){ .durable = true, .sync_first = sync_first },
+	                         "writing a chunk header") >= c->lay.k ? 0 : -EIO;
 }
 
 static void sync_member(void *arg)
@@ -843,7 +872,8 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 {
 	/* Whatever an error means for the member, this file's writes there
 	 * are not known durable: out of the file. */
-	if (on_usable_members(c, sync_member, datasync, "syncing a chunk") < c->lay.k)
+	if (on_usable_members(c, sync_member, (member_job){ .datasync = datasync },
+	                      "syncing a chunk") < c->lay.k)
 		return -EIO;
 	c->inplace_unsynced = false;
 	return 0;

@@ -113,6 +113,11 @@ ssize_t stripe_io(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t 
  * reports it). */
 int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
                        uint64_t gen, uint64_t size);
+/* The same for cnt consecutive stripes s0.. of one record group: the cnt
+ * strips at data, with generations gen[] and sizes size[], in one write,
+ * then their records in another. */
+int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const uint8_t *data,
+                        const uint64_t *gen, const uint64_t *size);
 
 /* Fills data[j] (strip_size bytes) for each data position j with bit j set
  * in want, with the content of stripe s: the stored strips if they verify
@@ -132,6 +137,10 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data);
 /* Writes the chunk header (hdr with each member's position) to every
  * usable member.  Returns 0 or -EIO. */
 int stripe_write_headers(stripe_ctx *c);
+/* The same, each header synced (fdatasync) on its member before the call
+ * returns, and with sync_first the chunk synced before its header is
+ * written: one round trip to the member workers instead of two or three. */
+int stripe_write_headers_durable(stripe_ctx *c, bool sync_first);
 /* fdatasync of every usable chunk, in parallel.  Clears inplace_unsynced. */
 int stripe_sync(stripe_ctx *c, bool datasync);
 /* Forgets stripes [from, ...): zeroes their records in the group that

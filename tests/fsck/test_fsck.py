@@ -83,6 +83,15 @@ class FsckCase(h.MountedCase):
         self.assert_clean_unmount(v)
         return v, data
 
+    def build_with_hard_link(self):
+        """build(), plus "hard": a second name of dir/a."""
+        v, data = self.build()
+        mnt = self.mount(v)
+        os.link(os.path.join(mnt, "dir/a"), os.path.join(mnt, "hard"))
+        data["hard"] = data["dir/a"]
+        self.assert_clean_unmount(v)
+        return v, data
+
     def fsck(self, v, *args, members=None):
         cmd = [FSCK, "--no-progress", *args,
                ":".join(members if members is not None else v.members)]
@@ -167,11 +176,7 @@ class CleanTest(FsckCase):
 
 class MemberTest(FsckCase):
     def test_replaced_member(self):
-        v, data = self.build()
-        mnt = self.mount(v)
-        os.link(os.path.join(mnt, "dir/a"), os.path.join(mnt, "hard"))
-        data["hard"] = data["dir/a"]
-        self.assert_clean_unmount(v)
+        v, data = self.build_with_hard_link()
         v.lose(2, "empty")
         rep = self.cycle(v, {"member"})
         self.assertIn(2, [p["member"] for p in rep["problems"] if p["kind"] == "member"])
@@ -188,6 +193,85 @@ class MemberTest(FsckCase):
         self.cycle(v, {"member"})
         self.assert_healthy(v)
         self.read_back(v, data, subsets=5)
+
+
+def chunk_position(v, i, rel):
+    """The position (0..n-1, data first) of member i's chunk of rel."""
+    with open(v.chunk_path(i, rel), "rb") as f:
+        return int.from_bytes(f.read(52)[48:52], "little")
+
+
+class RebuildTest(FsckCase):
+    def test_rebuild_replaced_member(self):
+        """--rebuild restores a replaced member and a deleted chunk from k
+        strips per stripe, falls back to every strip where one it read is
+        bad, and leaves chunks that look current unread: a flipped strip
+        there is for the next check to find."""
+        v, data = self.build_with_hard_link()
+        v.lose(2, "empty")
+        v.lose(1, "chunkdel", files=["one"])
+        # A bad strip on a member --rebuild reads for "mid": the first
+        # positions are read first, and member 2 holds none of them now.
+        src = next(i for i in range(K + M)
+                   if i != 2 and chunk_position(v, i, "mid") < 2)
+        with open(v.chunk_path(src, "mid"), "r+b") as f:
+            f.seek(4096 + 4096 + 10)  # header, record block, then strip 0
+            f.write(b"\xde\xad\xbe\xef")
+        # A bad strip in a file none of whose chunks is lost.
+        with open(v.chunk_path(4, "dir/sub/c"), "r+b") as f:
+            f.seek(4096 + 4096 + 10)
+            f.write(b"\xde\xad\xbe\xef")
+        rc, rep = self.fsck_json(v, "--rebuild")
+        self.assertEqual(rc, 1, json.dumps(rep, indent=1))
+        self.assertEqual(rep["mode"], "rebuild")
+        found = {(p["kind"], p["path"], p["member"]) for p in rep["problems"]}
+        self.assertIn(("member", None, 2), found)
+        self.assertIn(("chunk-missing", "/one", 1), found)
+        self.assertIn(("strip", "/mid", src), found)
+        self.assertNotIn(("strip", "/dir/sub/c", 4), found)
+        self.assertTrue(all(p["status"] == "repaired" for p in rep["problems"]),
+                        json.dumps(rep["problems"], indent=1))
+        self.assertEqual(os.stat(v.chunk_path(2, "hard")).st_ino,
+                         os.stat(v.chunk_path(2, "dir/a")).st_ino)
+        # What it left: the strip it did not read, and nothing else.
+        rc, rep = self.fsck_json(v, "-n")
+        self.assertEqual(rc, 4, json.dumps(rep, indent=1))
+        self.assertEqual({(p["kind"], p["path"], p["member"]) for p in rep["problems"]},
+                         {("strip", "/dir/sub/c", 4)})
+        r = self.fsck(v, "--rebuild")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("nothing to rebuild", r.stdout)
+        self.cycle(v, {"strip"})
+        self.assert_healthy(v)
+        self.read_back(v, data, subsets=5)
+
+    def test_rebuild_beyond_m(self):
+        """A file with more than m chunks lost: reported, exit 4, the
+        survivors untouched; the rest is rebuilt, and only the replaced
+        member is written to."""
+        v, data = self.build()
+        v.lose(5, "empty")
+        v.lose(3, "chunkdel", files=["mid"])
+        v.lose(4, "chunkdel", files=["mid"])
+        before = member_hashes(v, range(5))
+        rc, rep = self.fsck_json(v, "--rebuild")
+        self.assertEqual(rc, 4 | 1, json.dumps(rep, indent=1))
+        lost = [p for p in rep["problems"] if p["kind"] == "unrecoverable"]
+        self.assertEqual([(p["path"], p["offset"], p["length"]) for p in lost],
+                         [("/mid", 0, FILES["mid"])])
+        self.assertEqual(before, member_hashes(v, range(5)))
+        del data["mid"]
+        mnt = self.mount(v)
+        for rel, want in data.items():
+            self.assert_exact(os.path.join(mnt, rel), want)
+        self.assert_clean_unmount(v)
+
+    def test_rebuild_usage(self):
+        for args in (["-n", "--rebuild", "a:b"], ["--rebuild", "--deep", "a:b"]):
+            r = subprocess.run([FSCK] + args, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 16, args)
+        r = subprocess.run([FSCK, "--help"], capture_output=True, text=True)
+        self.assertIn("--rebuild", r.stdout)
 
 
 class ManyFilesTest(FsckCase):
