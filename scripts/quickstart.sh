@@ -112,12 +112,18 @@ getfattr --absolute-names --only-values -n user.ecfs.health "$mnt" | sed 's/^/  
 say "Replacing the lost disk by an empty directory"
 unmount_volume
 mkdir "$demo/disk$lost"
-echo "   $ ecfs-fsck -y $demo/disk0:...:disk5"
+echo "   $ ecfs-fsck --rebuild $demo/disk0:...:disk5"
 # exit status 0: clean, 1: errors corrected, 4 and up: not repaired
 rc=0
-"$fsck" -y --no-progress "$members" >"$demo/fsck.out" 2>&1 || rc=$?
+"$fsck" --rebuild --no-progress "$members" >"$demo/fsck.out" 2>&1 || rc=$?
 sed 's/^/   /' "$demo/fsck.out"
-[ "$rc" -le 1 ] || die "ecfs-fsck exited with $rc"
+[ "$rc" -le 1 ] || die "ecfs-fsck --rebuild exited with $rc"
+say "A full check afterwards: every strip of every member"
+echo "   $ ecfs-fsck -n $demo/disk0:...:disk5"
+rc=0
+"$fsck" -n --no-progress "$members" >"$demo/fsck.out" 2>&1 || rc=$?
+sed 's/^/   /' "$demo/fsck.out"
+[ "$rc" -eq 0 ] || die "ecfs-fsck -n exited with $rc after the rebuild"
 mount_volume
 drop_caches
 check data.bin "$sum_data"
