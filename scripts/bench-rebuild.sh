@@ -1,9 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Rebuild benchmark (issue #4's performance bar): ecfs-fsck -y rebuilding one
+# Rebuild benchmark (issue #4's performance bar): ecfs-fsck rebuilding one
 # replaced member of a k=4, m=2 volume against `snapraid fix` restoring one
 # lost data disk of a 4 data + 2 parity array, the same data set in the same
 # run, everything on tmpfs so that what is measured is the tools themselves.
+# ecfs-fsck runs twice per run: `--rebuild` (what is lost, from k strips per
+# stripe: the counterpart of `snapraid fix`) and `-y` (the same rebuild
+# inside a check of every strip of every member).
 #
 #   sudo scripts/bench-rebuild.sh                  2 GiB data set, 3 runs each
 #   sudo BENCH_MIB=512 scripts/bench-rebuild.sh    smaller data set
@@ -24,8 +27,9 @@
 #    these VMs.
 # 5. BENCH_RUNS times (default 3), interleaved so that both tools see the
 #    same background load: replace the ecfs member by an empty directory and
-#    time `ecfs-fsck -y`, then `ecfs-fsck -n` must exit 0; empty d1 and time
-#    `snapraid -d d1 fix`, then d1 must equal the kept copy.
+#    time `ecfs-fsck --rebuild`, then `ecfs-fsck -n` must exit 0; the same
+#    with `ecfs-fsck -y`; empty d1 and time `snapraid -d d1 fix`, then d1
+#    must equal the kept copy.
 # 6. Final verification: the volume mounted and compared with the data set,
 #    `snapraid -d d1 check`.
 #
@@ -228,24 +232,31 @@ timed() {
 		awk '{ printf "%.3f %.2f\n", $2 - $1, $3 + $4 }' >>"$logs/$name.times"
 	return $rc
 }
-for ((r = 1; r <= runs; r++)); do
+# rebuild NAME FSCK-OPTION: replaces the lost member by an empty directory,
+# times ecfs-fsck with the option (as NAME), checks what it restored.
+rebuild() {
+	local name=$1 opt=$2 rc=0 restored
 	rm -rf "$lost_member"
 	mkdir "$lost_member"
-	rc=0
-	timed ecfs "$fsck" -y -q --no-progress "$members" || rc=$?
-	[ "$rc" -eq 1 ] || die "ecfs-fsck -y exited $rc, expected 1: $(cat "$logs/ecfs.log")"
+	timed "$name" "$fsck" "$opt" -q --no-progress "$members" || rc=$?
+	[ "$rc" -eq 1 ] || die "ecfs-fsck $opt exited $rc, expected 1: $(cat "$logs/$name.log")"
 	restored=$(file_bytes "$lost_member")
 	[ "$restored" -eq "$ecfs_lost_bytes" ] ||
-		die "ecfs-fsck -y wrote $restored bytes of files to the member, it had $ecfs_lost_bytes"
+		die "ecfs-fsck $opt wrote $restored bytes of files to the member, it had $ecfs_lost_bytes"
 	rc=0
 	"$fsck" -n -q --no-progress "$members" >"$logs/check.log" 2>&1 || rc=$?
-	[ "$rc" -eq 0 ] || die "ecfs-fsck -n after the rebuild exited $rc: $(cat "$logs/check.log")"
+	[ "$rc" -eq 0 ] || die "ecfs-fsck -n after ecfs-fsck $opt exited $rc: $(cat "$logs/check.log")"
+}
+for ((r = 1; r <= runs; r++)); do
+	rebuild rebuild --rebuild
+	rebuild repair -y
 
 	find "$sr/d1" -mindepth 1 -delete
 	timed snapraid snapraid -c "$conf" -d d1 fix ||
 		die "snapraid fix failed: $(tail "$logs/snapraid.log")"
 	diff -r "$tmpfs/d1.orig" "$sr/d1" >/dev/null || die "snapraid fix: d1 differs from the original"
-	echo "run $r: ecfs $(tail -n1 "$logs/ecfs.times" | awk '{ print $1 " s" }')," \
+	echo "run $r: ecfs-fsck --rebuild $(tail -n1 "$logs/rebuild.times" | awk '{ print $1 " s" }')," \
+		"-y $(tail -n1 "$logs/repair.times" | awk '{ print $1 " s" }')," \
 		"snapraid $(tail -n1 "$logs/snapraid.times" | awk '{ print $1 " s" }')"
 done
 
@@ -264,24 +275,30 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- report ----
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-e_s=$(cut -d' ' -f1 "$logs/ecfs.times" | median)
-e_cpu=$(cut -d' ' -f2 "$logs/ecfs.times" | median)
-s_s=$(cut -d' ' -f1 "$logs/snapraid.times" | median)
-s_cpu=$(cut -d' ' -f2 "$logs/snapraid.times" | median)
+# field NAME COLUMN: the median of the runs' wall (1) or CPU (2) seconds.
+field() { cut -d' ' -f"$2" "$logs/$1.times" | median; }
+walls() { cut -d' ' -f1 "$logs/$1.times" | tr '\n' ' '; }
+s_s=$(field snapraid 1)
 row() { # tool restored_bytes seconds cpu
 	awk -v t="$1" -v b="$2" -v s="$3" -v c="$4" -v l="$dataset_bytes" 'BEGIN {
-		printf "%-20s %12.0f %8.2f %8.0f %12.0f %8.2f\n", t, b / 1048576, s, b / s / 1e6, l / s / 1e6, c }'
+		printf "%-24s %12.0f %8.2f %8.0f %12.0f %8.2f\n", t, b / 1048576, s, b / s / 1e6, l / s / 1e6, c }'
+}
+ratio() { # label ecfs-name
+	awk -v t="$1" -v eb="$ecfs_lost_bytes" -v sb="$sr_lost_bytes" -v es="$(field "$2" 1)" \
+		-v ss="$s_s" -v ec="$(field "$2" 2)" -v sc="$(field snapraid 2)" 'BEGIN {
+		printf "%-24s %12s %8.2f %8.2f %12.2f %8.2f\n", t, "", es / ss, (eb / es) / (sb / ss),
+			ss / es, ec / sc }'
 }
 echo
 echo "Rebuild of one lost member/disk, ${mib} MiB data set ($nfiles files), tmpfs,"
-echo "median of $runs runs (wall s: ecfs $(cut -d' ' -f1 "$logs/ecfs.times" | tr '\n' ' ')/" \
-	"snapraid $(cut -d' ' -f1 "$logs/snapraid.times" | tr '\n' ' '))"
+echo "median of $runs runs (wall s: ecfs-fsck --rebuild $(walls rebuild)/ -y $(walls repair)/"
+echo "snapraid fix $(walls snapraid))"
 echo
-printf '%-20s %12s %8s %8s %12s %8s\n' tool "restored MiB" seconds "MB/s" "data set MB/s" "CPU s"
-row "ecfs-fsck -y (4+2)" "$ecfs_lost_bytes" "$e_s" "$e_cpu"
-row "snapraid fix (4+2)" "$sr_lost_bytes" "$s_s" "$s_cpu"
-awk -v eb="$ecfs_lost_bytes" -v sb="$sr_lost_bytes" -v es="$e_s" -v ss="$s_s" -v ec="$e_cpu" -v sc="$s_cpu" 'BEGIN {
-	printf "%-20s %12s %8.2f %8.2f %12.2f %8.2f\n", "ratio ecfs/snapraid", "", es / ss,
-		(eb / es) / (sb / ss), ss / es, ec / sc }'
-echo "(MB/s = 10^6 bytes/s; the seconds and CPU ratios are ecfs over snapraid,"
-echo " lower is better; the MB/s ratios higher is better)"
+printf '%-24s %12s %8s %8s %12s %8s\n' tool "restored MiB" seconds "MB/s" "data set MB/s" "CPU s"
+row "ecfs-fsck --rebuild" "$ecfs_lost_bytes" "$(field rebuild 1)" "$(field rebuild 2)"
+row "ecfs-fsck -y" "$ecfs_lost_bytes" "$(field repair 1)" "$(field repair 2)"
+row "snapraid fix" "$sr_lost_bytes" "$s_s" "$(field snapraid 2)"
+ratio "ratio --rebuild/snapraid" rebuild
+ratio "ratio -y/snapraid" repair
+echo "(all 4+2; MB/s = 10^6 bytes/s; the seconds and CPU ratios are ecfs over"
+echo " snapraid, lower is better; the MB/s ratios higher is better)"
