@@ -958,15 +958,15 @@ static void prepare_rebuild(file_check *fc, uint64_t *created)
 	}
 	fc->c.hdr.generation++;
 	uint64_t failed = on_members(fc, existing, stripe_write_headers);
-	for (int mb = 0; mb < fc->n; mb++)
-		if (target >> mb & 1)
-			fc->c.state[mb] = CHUNK_OK;
-	fc->written |= target;
-	for (int mb = 0; mb < fc->n; mb++)
+	for (int mb = 0; mb < fc->n; mb++) {
 		if (failed >> mb & 1) {
 			fc->write_err[mb] = -EIO;
-			fc->unwritable |= 1ull << mb;
+			fc->unwritable |= 1ull << mb; /* and CHUNK_FAILED */
+		} else if (target >> mb & 1) {
+			fc->c.state[mb] = CHUNK_OK;
 		}
+	}
+	fc->written |= target & ~failed;
 }
 
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
