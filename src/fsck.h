@@ -68,7 +68,7 @@ typedef struct fsck {
 	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
 	GString *json;      /* the "problems" array items */
 	GHashTable *links;  /* file id (16 bytes) -> first path, for files with links */
-	struct repair_pool *repair_pool; /* repair.c's buffers, kept between files */
+	struct repair_pool *repair_pool; /* repair.c: buffers not in use, kept for the next file */
 	GThreadPool *file_pool; /* fsck_tree.c's file threads (ecfs-fsck only) */
 	/* progress */
 	uint64_t total_bytes, total_files;

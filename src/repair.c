@@ -5,11 +5,13 @@
  * The file's chunks are opened on every healthy member and their headers
  * judged as ecfile_open judges them (same file identity and code, right
  * position under the rotation, the newest header's `missed` mask).  Then
- * every stripe is read from every member that has a chunk, each strip is
+ * every stripe is read from every member that has a chunk (--rebuild: from
+ * k good chunks, all of them only where those disagree), each strip is
  * verified against its record with the core's chunk_strip_verify(), and
  * the stripe's generation is voted as the reader does (docs/FORMAT.md
  * 4.3): the highest generation held by at least k good strips wins, and
- * every other strip is an erasure.
+ * every other strip is an erasure.  Runs of stripes go through two slots
+ * so that one run's repairs are written while the next run is read.
  *
  * Repair differs from a commit on purpose.  stripe_commit() writes a new
  * generation to every member; repair instead rewrites only the erased
@@ -18,9 +20,10 @@
  * that were good are never written: an interrupted repair leaves every
  * stripe at least as readable as before, and a stripe with more than m
  * erasures is reported and left exactly as found.  A chunk being rebuilt
- * is first marked in the headers' `missed` mask (so a crash mid-rebuild
- * leaves it stale, not trusted), and the mask is cleared once its strips
- * are down and synced.
+ * stays untrusted until its strips are down and synced (one that existed
+ * is first marked in its header's `missed` mask, one created here has no
+ * header yet), and only then gets the newest header (prepare_rebuild, and
+ * the end of repair_file for which headers are rewritten).
  */
 #include "repair.h"
 
