@@ -109,7 +109,9 @@ typedef struct file_check {
 	uint64_t quiet;      /* members whose erasures are reported elsewhere */
 	uint64_t unwritable; /* members that cannot take repairs */
 	uint64_t written;    /* members this repair wrote to (to sync) */
-	uint64_t sources;    /* positions read first (all, or k for --rebuild) */
+	uint64_t fresh;      /* members whose chunk this repair created: empty */
+	uint64_t readable;   /* positions with something to read (not fresh) */
+	uint64_t sources;    /* positions read first (readable, or k for --rebuild) */
 	uint64_t found_missed; /* the `missed` mask of the header found */
 	const char *chunk_why[STRIPE_MAX_N];
 	const char *chunk_kind[STRIPE_MAX_N];
@@ -688,25 +690,29 @@ static bool sources_agree(const file_check *fc, const run_slot *rs)
 	return true;
 }
 
-/* The positions a run reads first: every one, or with --rebuild the first
- * k good chunks in position order (data before parity), when the good
- * chunks left unread are fewer than k (sources_agree). */
-static uint64_t choose_sources(const file_check *fc)
+/* Sets the positions a run reads: every one but the chunks this repair
+ * created (nothing there yet), and first, with --rebuild, only the first k
+ * good chunks in position order (data before parity), when the good chunks
+ * left unread are fewer than k (sources_agree). */
+static void choose_sources(file_check *fc)
 {
-	uint64_t all = (1ull << fc->n) - 1, sources = 0;
+	uint64_t sources = 0;
 	int good = 0;
 
-	if (!fc->f->o.rebuild)
-		return all;
+	fc->readable = 0;
 	for (int pos = 0; pos < fc->n; pos++) {
 		int mb = layout_member_of(&fc->c.lay, pos);
+		if (fc->fresh >> mb & 1)
+			continue;
+		fc->readable |= 1ull << pos;
 		if (fc->c.fd[mb] < 0 || fc->c.state[mb] != CHUNK_OK || fc->chunk_bad >> mb & 1 ||
 		    !volume_member_ok(fc->f->v, mb))
 			continue;
 		if (good++ < fc->k)
 			sources |= 1ull << pos;
 	}
-	return good >= fc->k && good - fc->k < fc->k ? sources : all;
+	fc->sources = fc->f->o.rebuild && good >= fc->k && good - fc->k < fc->k ? sources
+	                                                                         : fc->readable;
 }
 
 /* Stripes in the run that starts at s: up to fc->run, within one record
@@ -734,10 +740,10 @@ static int stripe_pass(file_check *fc, uint64_t count)
 	}
 	while (cur->reading) {
 		finish_reads(fc, cur);
-		if (cur->unread && !sources_agree(fc, cur)) {
+		if (cur->unread & fc->readable && !sources_agree(fc, cur)) {
 			/* --rebuild: the k strips read do not settle every stripe;
 			 * the run is read and judged whole, as a check would. */
-			read_positions(fc, cur, ~0ull, true);
+			read_positions(fc, cur, fc->readable, true);
 			finish_reads(fc, cur);
 		}
 		uint64_t s = cur->s0 + (uint64_t)cur->cnt;
@@ -953,6 +959,7 @@ static void prepare_rebuild(file_check *fc, uint64_t *created)
 				fc->c.state[mb] = CHUNK_OK;
 				continue;
 			}
+			fc->fresh |= 1ull << mb;
 		} else {
 			existing |= 1ull << mb;
 		}
@@ -1053,7 +1060,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		goto out;
 	if (f->o.repair && fc->chunk_bad && !fc->hopeless)
 		prepare_rebuild(fc, created);
-	fc->sources = choose_sources(fc);
+	choose_sources(fc);
 
 	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
 	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
