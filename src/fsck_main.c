@@ -147,24 +147,30 @@ void fsck_progress(fsck *f, bool force)
 {
 	int64_t now = g_get_monotonic_time();
 
-	if (!f->o.progress || (!force && now - f->last_us < 250000))
+	if (!f->o.progress)
 		return;
 	g_mutex_lock(&output_lock);
+	if (!force && now - f->last_us < 250000) {
+		g_mutex_unlock(&output_lock);
+		return;
+	}
 	f->last_us = now;
+	/* Counted by the file threads meanwhile (fsck_count). */
+	uint64_t bytes = __atomic_load_n(&f->bytes, __ATOMIC_RELAXED);
+	uint64_t files = __atomic_load_n(&f->files, __ATOMIC_RELAXED);
 	double secs = (double)(now - f->start_us) / 1e6;
-	double rate = secs > 0 ? (double)f->bytes / secs : 0;
-	char *done = human_bytes((double)f->bytes), *total = human_bytes((double)f->total_bytes);
+	double rate = secs > 0 ? (double)bytes / secs : 0;
+	char *done = human_bytes((double)bytes), *total = human_bytes((double)f->total_bytes);
 	char *r = human_bytes(rate);
 	char eta[32] = "?";
-	if (rate > 0 && f->total_bytes > f->bytes) {
-		long left = (long)((double)(f->total_bytes - f->bytes) / rate);
+	if (rate > 0 && f->total_bytes > bytes) {
+		long left = (long)((double)(f->total_bytes - bytes) / rate);
 		snprintf(eta, sizeof(eta), "%ld:%02ld", left / 60, left % 60);
-	} else if (f->total_bytes <= f->bytes) {
+	} else if (f->total_bytes <= bytes) {
 		snprintf(eta, sizeof(eta), "0:00");
 	}
 	fprintf(stderr, "\r\033[Kfiles %llu/%llu, %s of %s, %s/s, %s left",
-	        (unsigned long long)f->files, (unsigned long long)f->total_files, done, total, r,
-	        eta);
+	        (unsigned long long)files, (unsigned long long)f->total_files, done, total, r, eta);
 	f->progress_shown = true;
 	g_mutex_unlock(&output_lock);
 	g_free(done);
