@@ -456,6 +456,21 @@ static bool hard_linked(const entry_ctx *e)
 	return false;
 }
 
+/* An entry to check; free_entry() releases it and its views. */
+static entry_ctx *new_entry(fsck *f, char *path, const char *name, const int *dfd,
+                            uint64_t quiet, dir_jobs *jobs)
+{
+	entry_ctx *e = g_new0(entry_ctx, 1); /* the views start empty */
+
+	e->f = f;
+	e->path = path;
+	e->name = name;
+	e->dfd = dfd;
+	e->quiet = quiet;
+	e->jobs = jobs;
+	return e;
+}
+
 static void free_entry(entry_ctx *e)
 {
 	for (int mb = 0; mb < e->f->n; mb++)
@@ -619,9 +634,7 @@ static int check_entry(entry_ctx *e, bool root)
 				close(cfd[mb]);
 	}
 out:
-	for (int mb = 0; mb < n; mb++)
-		view_clear(&e->w[mb]);
-	return rc;
+	return rc; /* the views go with the entry (free_entry) */
 }
 
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
@@ -658,14 +671,13 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 	g_mutex_init(&jobs.lock);
 	g_cond_init(&jobs.done);
 	for (GList *l = names; l && rc >= 0; l = l->next) {
-		entry_ctx *e = g_new0(entry_ctx, 1);
-		char *child = g_strdup_printf("%s/%s", path, (const char *)l->data);
-		*e = (entry_ctx){ .f = f, .path = child, .name = l->data, .dfd = dfd, .quiet = quiet,
-		                  .jobs = f->file_pool ? &jobs : NULL };
+		entry_ctx *e = new_entry(f, g_strdup_printf("%s/%s", path, (const char *)l->data),
+		                         l->data, dfd, quiet, f->file_pool ? &jobs : NULL);
 		rc = check_entry(e, false);
-		if (rc != HANDED_OFF)
+		if (rc == HANDED_OFF)
+			rc = 0;
+		else
 			free_entry(e);
-		rc = rc == HANDED_OFF ? 0 : rc;
 		if (rc >= 0 && f->file_pool)
 			rc = wait_jobs(&jobs, FILES_IN_FLIGHT);
 	}
@@ -681,14 +693,12 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
-	entry_ctx *e = g_new0(entry_ctx, 1);
 
 	if (!f->hooks)
 		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
 	for (int mb = 0; mb < f->n; mb++)
 		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
-	*e = (entry_ctx){ .f = f, .path = g_strdup("/"), .name = ".", .dfd = dfd,
-	                  .quiet = ~f->walk_mask };
+	entry_ctx *e = new_entry(f, g_strdup("/"), ".", dfd, ~f->walk_mask, NULL);
 	int rc = check_entry(e, true);
 	free_entry(e);
 	if (f->file_pool)
