@@ -723,10 +723,11 @@ static int run_length(const file_check *fc, uint64_t s, uint64_t count)
 	return (int)MIN(MIN((uint64_t)fc->run, count - s), left);
 }
 
-/* The stripe pass over stripes [0, count): each run is judged and its
- * repairs handed to the member workers while the next run is being read,
- * so reading, decoding and writing overlap.  Returns 0, or -ECANCELED if
- * the pace hook stopped it.  Nothing is in flight when it returns. */
+/* The stripe pass over stripes [0, count), count > 0, in fc's buffers
+ * (take_buffers): each run is judged and its repairs handed to the member
+ * workers while the next run is being read, so reading, decoding and
+ * writing overlap.  Returns 0, or -ECANCELED if the pace hook stopped it.
+ * Nothing is in flight when it returns. */
 static int stripe_pass(file_check *fc, uint64_t count)
 {
 	fsck *f = fc->f;
@@ -734,10 +735,8 @@ static int stripe_pass(file_check *fc, uint64_t count)
 	run_slot *cur = &fc->slot[0], *next = &fc->slot[1];
 	int rc = 0;
 
-	if (count) {
-		init_slot(fc, cur, 0, run_length(fc, 0, count));
-		read_positions(fc, cur, fc->sources, true);
-	}
+	init_slot(fc, cur, 0, run_length(fc, 0, count));
+	read_positions(fc, cur, fc->sources, true);
 	while (cur->reading) {
 		finish_reads(fc, cur);
 		if (cur->unread & fc->readable && !sources_agree(fc, cur)) {
@@ -1053,11 +1052,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		fc->hopeless = true;
 		fc->unwritable = ~0ull;
 	}
-	size_t strip = fc->c.lay.strip_size;
-	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / strip));
-	rc = take_buffers(fc);
-	if (rc < 0)
-		goto out;
+	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / fc->c.lay.strip_size));
 	if (f->o.repair && fc->chunk_bad && !fc->hopeless)
 		prepare_rebuild(fc, created);
 	choose_sources(fc);
@@ -1065,9 +1060,13 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
 	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
 		count = 0; /* every chunk current: its strips were checked before */
-	rc = stripe_pass(fc, count);
-	if (rc < 0)
-		goto out;
+	if (count) {
+		rc = take_buffers(fc);
+		if (rc == 0)
+			rc = stripe_pass(fc, count);
+		if (rc < 0)
+			goto out;
+	}
 
 	/* The header generation reserves every generation records use
 	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
