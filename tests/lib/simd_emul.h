@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A plain C model of the AVX-512 intrinsics used by lib/gf8_avx512.c, so
+ * A plain C model of the AVX-512 intrinsics used by lib/gf8/gf8_avx512.c, so
  * that the AVX-512 and GFNI kernels can be compiled and checked against the
  * scalar kernel on a CPU without those instructions.  Each function follows
  * the operation pseudocode of the Intel SDM / Intrinsics Guide; masked loads

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of lib/gf.c: the field axioms (exhaustive for GF(2^8),
+ * Unit tests of lib/gf/gf.c: the field axioms (exhaustive for GF(2^8),
  * sampled for GF(2^16), GF(2^32) and the other w the bit-matrix codes use),
  * agreement with an independent bitwise multiply, matrix inversion, and the
  * MDS property of both generators (every k x k submatrix of [I; C]

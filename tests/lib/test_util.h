@@ -2,7 +2,7 @@
 /*
  * Helpers shared by the libec unit tests: a seeded PRNG (so failures
  * reproduce), and an independent bit-by-bit GF(2^w) multiply, written
- * from the field definition rather than from lib/gf.c, to serve as the
+ * from the field definition rather than from lib/gf/gf.c, to serve as the
  * reference the library is checked against.
  */
 #ifndef EC_TEST_UTIL_H

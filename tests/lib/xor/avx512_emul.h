@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Plain-C model of the few AVX-512 intrinsics lib/xor_kernel_avx512.c uses
+ * Plain-C model of the few AVX-512 intrinsics lib/xor/xor_kernel_avx512.c uses
  * (unaligned 512-bit load and store, XOR, zero, and vzeroupper), so that
  * the AVX-512 XOR kernel can be compiled a second time and checked against
  * the scalar kernel on a CPU without AVX-512.

@@ -384,7 +384,7 @@ int main(int argc, char **argv)
 		return bench_xor_main(argc, argv);
 #else
 		fprintf(stderr, "ecfs-bench: --tune and --figures are not built into this "
-		                "ecfs-bench (the XOR-code tuner, src/bench_xor.c, was absent)\n");
+		                "ecfs-bench (the XOR-code tuner, src/bench/bench_xor.c, was absent)\n");
 		return EXIT_USAGE;
 #endif
 	}

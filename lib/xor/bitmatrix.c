@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GF(2) matrices and the constructions of the bit-matrix codes.  Every
- * construction here is checked by tests/xor, which decodes every erasure
+ * construction here is checked by tests/lib/xor, which decodes every erasure
  * pattern up to m: a matrix that is not MDS fails there.
  */
 #include "bitmatrix.h"

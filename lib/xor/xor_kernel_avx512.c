@@ -2,7 +2,7 @@
 /*
  * AVX-512 XOR kernel.  Kept in its own file and written against a handful
  * of intrinsics (loadu, storeu, xor, setzero on __m512i, and
- * _mm256_zeroupper) so that tests/xor can compile this same file with
+ * _mm256_zeroupper) so that tests/lib/xor can compile this same file with
  * XOR_AVX512_EMULATE defined, against a plain-C header that implements
  * those intrinsics, and check it against the scalar kernel on a CPU that
  * has no AVX-512.  In that build the function is named
