@@ -118,24 +118,11 @@ static const char *find(char **lines, const char *op, int idx, const char *path)
 	return NULL;
 }
 
-static void test_record(void **state)
+/* Ten member operations that succeed, in which a file with an odd name is
+ * created, written, renamed, unlinked while open and written again, and one
+ * that fails. */
+static void record_workload(volume *v, int root)
 {
-	members mb;
-	volume *v;
-	char *msg = NULL;
-	(void)state;
-#ifndef ECFS_FAULT_INJECTION
-	skip();
-#endif
-
-	members_make(&mb, 3);
-	char *dir = g_build_filename(mb.root, "rec", NULL);
-	assert_int_equal(mkdir(dir, 0755), 0);
-	setenv("ECFS_RECORD", dir, 1);
-	assert_int_equal(volume_open((const char *const *)mb.path, 3, &opts, &v, &msg), 0);
-	int root = volume_root_fd(v, 1);
-	uint64_t before = record_count();
-
 	assert_int_equal(mop_mkdirat(v, 1, root, "d", 0751), 0);
 	assert_int_equal(mop_fchmodat(v, 1, root, "d", 0700, 0), 0);
 	const char *odd = "d/q\"\xff";
@@ -155,24 +142,12 @@ static void test_record(void **state)
 	assert_int_equal(mop_unlinkat(v, 1, root, "d", AT_REMOVEDIR), 0);
 	/* a failed operation is not recorded */
 	assert_int_equal(mop_unlinkat(v, 1, root, "nothing", 0), -1);
-	uint64_t w = record_count();
-	assert_int_equal(w - before, 10);
-	volume_close(v);
+}
 
-	size_t len;
-	char *p = g_build_filename(dir, "ops.jsonl", NULL);
-	char *text = (char *)slurp(p, &len);
-	g_free(p);
-	text = g_realloc(text, len + 1);
-	text[len] = 0;
-	char **lines = g_strsplit(text, "\n", -1);
-	uint64_t n = 0;
-	for (char **l = lines; *l && **l; l++) {
-		char *seq = field_str(*l, "seq");
-		assert_int_equal(g_ascii_strtoull(seq, NULL, 10), ++n);
-		g_free(seq);
-	}
-	assert_int_equal(n, w);
+/* Each operation of record_workload() is on its line with its fields;
+ * returns the line of the first write. */
+static const char *check_recorded_ops(char **lines)
+{
 	/* volume creation, relative to each member root */
 	assert_non_null(find(lines, "mkdir", 2, ".ecfs"));
 	assert_non_null(find(lines, "rename", 2, ".ecfs/superblock.tmp"));
@@ -195,6 +170,47 @@ static void test_record(void **state)
 	assert_non_null(strstr(gone, "\"deleted\":true"));
 	assert_non_null(strstr(find(lines, "fsync", 1, "d/r"), "\"datasync\":true"));
 	assert_non_null(find(lines, "rmdir", 1, "d"));
+	return wr;
+}
+
+static void test_record(void **state)
+{
+	members mb;
+	volume *v;
+	char *msg = NULL;
+	(void)state;
+#ifndef ECFS_FAULT_INJECTION
+	skip();
+#endif
+
+	members_make(&mb, 3);
+	char *dir = g_build_filename(mb.root, "rec", NULL);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("ECFS_RECORD", dir, 1);
+	assert_int_equal(volume_open((const char *const *)mb.path, 3, &opts, &v, &msg), 0);
+	int root = volume_root_fd(v, 1);
+	uint64_t before = record_count();
+
+	record_workload(v, root);
+	uint64_t w = record_count();
+	assert_int_equal(w - before, 10);
+	volume_close(v);
+
+	size_t len;
+	char *p = g_build_filename(dir, "ops.jsonl", NULL);
+	char *text = (char *)slurp(p, &len);
+	g_free(p);
+	text = g_realloc(text, len + 1);
+	text[len] = 0;
+	char **lines = g_strsplit(text, "\n", -1);
+	uint64_t n = 0;
+	for (char **l = lines; *l && **l; l++) {
+		char *seq = field_str(*l, "seq");
+		assert_int_equal(g_ascii_strtoull(seq, NULL, 10), ++n);
+		g_free(seq);
+	}
+	assert_int_equal(n, w);
+	const char *wr = check_recorded_ops(lines);
 	/* the bytes of the write, at its data offset */
 	char *at = field_str(wr, "data");
 	p = g_build_filename(dir, "data.bin", NULL);
