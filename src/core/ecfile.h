@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The data of one regular file: a chunk file at the file's path on every
- * member, striped and erasure-coded (DESIGN.md sections 2-3).
+ * member, striped and erasure-coded (docs/DESIGN.md sections 4 and 6).
  *
  * An ecfile is shared by every open of the same file (hard links included:
  * it is keyed by the file's identity, not its path) and holds an fd per

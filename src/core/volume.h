@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A volume: the n = k+m member directories, their superblocks, the lock,
- * and each member's health.  See DESIGN.md section 2 and the on-member
- * format document.
+ * and each member's health.  See docs/DESIGN.md section 3 and the on-member
+ * format, docs/FORMAT.md.
  *
  * Every member is reached through a directory fd for its namespace root,
  * and paths inside the volume ("/a/b") are resolved beneath that root
