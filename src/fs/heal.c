@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -57,40 +56,28 @@ struct heal {
 
 /* ---- what fsck_tree and repair_file report, in the daemon ---- */
 
-void fsck_problem(fsck *f, const char *kind, const char *path, int member,
-                  uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
+/* The problems of a pass go to the log; there is no progress line (the
+ * health report reads the counters when asked). */
+static void log_problem(void *arg, fsck *f, const fsck_report *r)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	char *detail = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-
-	switch (st) {
-	case FSCK_REPAIRED: f->repaired++; break;
-	case FSCK_REPAIRABLE: f->repairable++; break;
-	case FSCK_UNREPAIRABLE: f->unrepairable++; break;
-	default: f->failed++; break;
-	}
-	GString *line = g_string_new(NULL);
-	g_string_append_printf(line, "heal: %s: %s", kind, path ? path : "volume");
-	if (member >= 0)
-		g_string_append_printf(line, ": member %d", member);
-	if (len)
-		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)off,
-		                       (unsigned long long)(off + len - 1));
-	/* Rebuilding a member repairs every file on it: those are expected. */
-	ecfs_log(st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str, detail,
-	         st == FSCK_REPAIRED ? "repaired" : st == FSCK_UNREPAIRABLE ? "unrepairable"
-	                                                                : "repair failed");
-	g_string_free(line, TRUE);
-	g_free(detail);
-}
-
-void fsck_progress(fsck *f, bool force)
-{
+	(void)arg;
 	(void)f;
-	(void)force; /* the health report reads the counters when asked */
+	GString *line = g_string_new(NULL);
+	g_string_append_printf(line, "heal: %s: %s", r->kind, r->path ? r->path : "volume");
+	if (r->member >= 0)
+		g_string_append_printf(line, ": member %d", r->member);
+	if (r->len)
+		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)r->off,
+		                       (unsigned long long)(r->off + r->len - 1));
+	/* Rebuilding a member repairs every file on it: those are expected. */
+	ecfs_log(r->st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str,
+	         r->detail, r->st == FSCK_REPAIRED ? "repaired"
+	                    : r->st == FSCK_UNREPAIRABLE ? "unrepairable"
+	                                                 : "repair failed");
+	g_string_free(line, TRUE);
 }
+
+static const fsck_sink log_sink = { log_problem, NULL, NULL };
 
 /* ---- hooks ---- */
 
@@ -220,9 +207,9 @@ static int run_pass(heal *h, uint64_t members, bool quick, bool *repaired)
 	static const fsck_hooks hooks_template = { file_begin, file_end, pace, NULL };
 	volume *v = h->v;
 	fsck_hooks hooks = hooks_template;
-	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .hooks = &hooks,
-	           .heal_mask = members, .quick = quick, .k = volume_k(v), .m = volume_m(v),
-	           .n = volume_n(v), .json = g_string_new(NULL),
+	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .sink = &log_sink,
+	           .hooks = &hooks, .heal_mask = members, .quick = quick, .k = volume_k(v),
+	           .m = volume_m(v), .n = volume_n(v),
 	           .links = g_hash_table_new_full(id_hash, id_equal, g_free, g_free),
 	           .start_us = g_get_monotonic_time() };
 
@@ -253,7 +240,6 @@ static int run_pass(heal *h, uint64_t members, bool quick, bool *repaired)
 	         (unsigned long long)f.failed, (unsigned long long)f.unrepairable);
 	*repaired = f.repaired != 0;
 	bool ok = rc == 0 && f.failed == 0 && (volume_failed_mask(v) & members) == 0;
-	g_string_free(f.json, TRUE);
 	g_hash_table_destroy(f.links);
 	return ok ? 0 : rc < 0 ? rc : -EIO;
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared state of one ecfs-fsck run: the options, the open volume, the
- * problem list (printed as it grows, and kept for the JSON report), the
- * counters behind the summary and the exit status, and the progress line.
- * The checker is split by concern: fsck_main.c (command line, members and
- * superblocks, output), fsck_tree.c (the mirrored namespace) and repair.c
- * (chunks and strips of one regular file).
+ * Shared state of one check or repair run: the options, the open volume,
+ * the counters behind the summary and the exit status, and the sink its
+ * problems and progress go to.  The library (fsck_tree.c, the mirrored
+ * namespace; repair.c, chunks and strips of one regular file; fsck_sink.c,
+ * the way to the sink) is run by ecfs-fsck (fsck_main.c: command line,
+ * members and superblocks, output) and by the daemon's online heal.
  */
 #ifndef ECFS_FSCK_H
 #define ECFS_FSCK_H
@@ -54,9 +54,31 @@ typedef struct fsck_hooks {
 	void *arg;
 } fsck_hooks;
 
+/* One problem, as fsck_problem() hands it to the sink. */
+typedef struct fsck_report {
+	const char *kind;   /* a short fixed word (documented in ecfs-fsck(8)) */
+	const char *path;   /* the volume path, or NULL */
+	int member;         /* the member index, or -1 */
+	uint64_t off, len;  /* a byte range of the file; len 0 for none */
+	enum fsck_status st;
+	const char *detail;
+} fsck_report;
+
+/* Where a run reports, supplied by the program that runs it: ecfs-fsck
+ * prints (fsck_main.c), the daemon's heal logs (heal.c).  Called from the
+ * file threads too (fsck_tree.c), so both must be thread-safe. */
+typedef struct fsck_sink {
+	/* A problem, already counted. */
+	void (*problem)(void *arg, struct fsck *f, const fsck_report *r);
+	/* Redraws the progress line; NULL for none. */
+	void (*progress)(void *arg, struct fsck *f, bool force);
+	void *arg;
+} fsck_sink;
+
 typedef struct fsck {
 	volume *v;
 	fsck_options o;
+	const fsck_sink *sink;
 	const fsck_hooks *hooks;
 	uint64_t heal_mask; /* members being rebuilt: they follow, never vote */
 	bool quick;         /* skip the strips of files whose chunks all look current */
@@ -66,14 +88,12 @@ typedef struct fsck {
 	uint64_t repaired, repairable, unrepairable, failed;
 	/* what was looked at */
 	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
-	GString *json;      /* the "problems" array items */
 	GHashTable *links;  /* file id (16 bytes) -> first path, for files with links */
 	struct repair_pool *repair_pool; /* repair.c: buffers not in use, kept for the next file */
 	GThreadPool *file_pool; /* fsck_tree.c's file threads (ecfs-fsck only) */
 	/* progress */
 	uint64_t total_bytes, total_files;
-	int64_t start_us, last_us;
-	bool progress_shown;
+	int64_t start_us;
 } fsck;
 
 /* Adds to one of the counters above: files are checked on several
@@ -83,17 +103,16 @@ static inline void fsck_count(uint64_t *counter, uint64_t n)
 	__atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
 }
 
-/* Records a problem: kind is a short fixed word (documented in
- * ecfs-fsck(8)), path the volume path or NULL, member the member index or
- * -1, off/len a byte range of the file or len 0 for none.  Thread-safe, as
- * is fsck_progress. */
+/* Records a problem: counts it by status and hands it to f->sink (the
+ * arguments are those of fsck_report).  Thread-safe, as is fsck_progress. */
 void fsck_problem(fsck *f, const char *kind, const char *path, int member,
                   uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));
 /* The status a repairable problem gets: repaired if repairing (and ok),
  * repairable in a dry run, failed if the repair returned an error. */
 enum fsck_status fsck_outcome(const fsck *f, int rc);
-/* Redraws the progress line (at most a few times a second). */
+/* Has the sink redraw the progress line (at most a few times a second
+ * unless forced). */
 void fsck_progress(fsck *f, bool force);
 
 /* What a crash leaves outside the namespace (fsck_tree.c): operations

@@ -40,9 +40,21 @@
 
 /* ---- problems and output ---- */
 
-/* The problem list, its counters and the progress line: files are checked
- * on several threads (fsck_tree.c). */
-static GMutex output_lock;
+/* The sink of the run (fsck.h): the problem list, printed as it grows and
+ * kept for the JSON report, and the progress line.  Files are checked on
+ * several threads (fsck_tree.c): the lock keeps their lines whole. */
+typedef struct output {
+	GMutex lock;
+	GString *json;  /* the "problems" array items */
+	int64_t last_us; /* the progress line was drawn */
+	bool progress_shown;
+} output;
+
+/* The output of ecfs-fsck's run: its sink's own. */
+static output *output_of(const fsck *f)
+{
+	return f->sink->arg;
+}
 
 static const char *status_word(enum fsck_status st)
 {
@@ -71,65 +83,64 @@ static void json_string(GString *out, const char *s)
 	g_string_append_c(out, '"');
 }
 
-static void clear_progress(fsck *f)
+static void clear_progress(output *out)
 {
-	if (f->progress_shown) {
+	if (out->progress_shown) {
 		fputs("\r\033[K", stderr);
-		f->progress_shown = false;
+		out->progress_shown = false;
 	}
 }
 
-void fsck_problem(fsck *f, const char *kind, const char *path, int member,
-                  uint64_t off, uint64_t len, enum fsck_status st, const char *fmt, ...)
+/* A problem as an item of the JSON "problems" array. */
+static void append_json_problem(GString *j, const fsck_report *r)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	char *detail = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
+	g_string_append_printf(j, "%s\n    {\"kind\": ", j->len ? "," : "");
+	json_string(j, r->kind);
+	g_string_append(j, ", \"path\": ");
+	if (r->path)
+		json_string(j, r->path);
+	else
+		g_string_append(j, "null");
+	if (r->member >= 0)
+		g_string_append_printf(j, ", \"member\": %d", r->member);
+	else
+		g_string_append(j, ", \"member\": null");
+	if (r->len)
+		g_string_append_printf(j, ", \"offset\": %llu, \"length\": %llu",
+		                       (unsigned long long)r->off, (unsigned long long)r->len);
+	g_string_append_printf(j, ", \"status\": \"%s\", \"detail\": ", status_word(r->st));
+	json_string(j, r->detail);
+	g_string_append_c(j, '}');
+}
 
-	g_mutex_lock(&output_lock);
-	switch (st) {
-	case FSCK_REPAIRED: f->repaired++; break;
-	case FSCK_REPAIRABLE: f->repairable++; break;
-	case FSCK_UNREPAIRABLE: f->unrepairable++; break;
-	default: f->failed++; break;
-	}
-	if (f->o.json) {
-		GString *j = f->json;
-		g_string_append_printf(j, "%s\n    {\"kind\": ", j->len ? "," : "");
-		json_string(j, kind);
-		g_string_append(j, ", \"path\": ");
-		if (path)
-			json_string(j, path);
-		else
-			g_string_append(j, "null");
-		if (member >= 0)
-			g_string_append_printf(j, ", \"member\": %d", member);
-		else
-			g_string_append(j, ", \"member\": null");
-		if (len)
-			g_string_append_printf(j, ", \"offset\": %llu, \"length\": %llu",
-			                       (unsigned long long)off, (unsigned long long)len);
-		g_string_append_printf(j, ", \"status\": \"%s\", \"detail\": ", status_word(st));
-		json_string(j, detail);
-		g_string_append_c(j, '}');
-	} else if (!f->o.quiet || st != FSCK_REPAIRED) {
-		GString *line = g_string_new(NULL);
-		g_string_append_printf(line, "%s: %s", kind, path ? path : "volume");
-		if (member >= 0)
-			g_string_append_printf(line, ": member %d (%s)", member,
-			                       volume_member_path(f->v, member));
-		if (len)
-			g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)off,
-			                       (unsigned long long)(off + len - 1));
-		g_string_append_printf(line, ": %s [%s]", detail, status_word(st));
-		clear_progress(f);
-		puts(line->str);
-		fflush(stdout);
-		g_string_free(line, TRUE);
-	}
-	g_mutex_unlock(&output_lock);
-	g_free(detail);
+/* A problem as a line on stdout. */
+static void print_problem(output *out, fsck *f, const fsck_report *r)
+{
+	GString *line = g_string_new(NULL);
+	g_string_append_printf(line, "%s: %s", r->kind, r->path ? r->path : "volume");
+	if (r->member >= 0)
+		g_string_append_printf(line, ": member %d (%s)", r->member,
+		                       volume_member_path(f->v, r->member));
+	if (r->len)
+		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)r->off,
+		                       (unsigned long long)(r->off + r->len - 1));
+	g_string_append_printf(line, ": %s [%s]", r->detail, status_word(r->st));
+	clear_progress(out);
+	puts(line->str);
+	fflush(stdout);
+	g_string_free(line, TRUE);
+}
+
+static void output_problem(void *arg, fsck *f, const fsck_report *r)
+{
+	output *out = arg;
+
+	g_mutex_lock(&out->lock);
+	if (f->o.json)
+		append_json_problem(out->json, r);
+	else if (!f->o.quiet || r->st != FSCK_REPAIRED)
+		print_problem(out, f, r);
+	g_mutex_unlock(&out->lock);
 }
 
 static char *human_bytes(double b)
@@ -143,18 +154,19 @@ static char *human_bytes(double b)
 	return g_strdup_printf(u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
-void fsck_progress(fsck *f, bool force)
+static void output_progress(void *arg, fsck *f, bool force)
 {
+	output *out = arg;
 	int64_t now = g_get_monotonic_time();
 
 	if (!f->o.progress)
 		return;
-	g_mutex_lock(&output_lock);
-	if (!force && now - f->last_us < 250000) {
-		g_mutex_unlock(&output_lock);
+	g_mutex_lock(&out->lock);
+	if (!force && now - out->last_us < 250000) {
+		g_mutex_unlock(&out->lock);
 		return;
 	}
-	f->last_us = now;
+	out->last_us = now;
 	/* Counted by the file threads meanwhile (fsck_count). */
 	uint64_t bytes = __atomic_load_n(&f->bytes, __ATOMIC_RELAXED);
 	uint64_t files = __atomic_load_n(&f->files, __ATOMIC_RELAXED);
@@ -171,8 +183,8 @@ void fsck_progress(fsck *f, bool force)
 	}
 	fprintf(stderr, "\r\033[Kfiles %llu/%llu, %s of %s, %s/s, %s left",
 	        (unsigned long long)files, (unsigned long long)f->total_files, done, total, r, eta);
-	f->progress_shown = true;
-	g_mutex_unlock(&output_lock);
+	out->progress_shown = true;
+	g_mutex_unlock(&out->lock);
 	g_free(done);
 	g_free(total);
 	g_free(r);
@@ -449,8 +461,9 @@ static void print_summary(fsck *f, int status, const char *error)
 			}
 			g_string_append(j, "\n  ],\n");
 		}
-		g_string_append_printf(j, "  \"problems\": [%s%s],\n", f->json->str,
-		                       f->json->len ? "\n  " : "");
+		const GString *problems = output_of(f)->json;
+		g_string_append_printf(j, "  \"problems\": [%s%s],\n", problems->str,
+		                       problems->len ? "\n  " : "");
 		g_string_append_printf(j, "  \"summary\": {\"files\": %llu, \"directories\": %llu, "
 		                       "\"other\": %llu, \"bytes\": %llu, \"stripes\": %llu, "
 		                       "\"strips_rebuilt\": %llu, \"repaired\": %llu, "
@@ -506,13 +519,35 @@ static int finish(fsck *f, int status, const char *error)
 		print_summary(f, status, error);
 	volume_close(f->v);
 	f->v = NULL;
-	g_string_free(f->json, TRUE);
+	g_string_free(output_of(f)->json, TRUE);
 	if (f->links)
 		g_hash_table_destroy(f->links);
 	return status;
 }
 
-int main(int argc, char **argv)
+/* finish() with an error message made from fmt. */
+static int finish_why(fsck *f, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int finish_why(fsck *f, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *error = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+
+	status = finish(f, status, error);
+	g_free(error);
+	return status;
+}
+
+/* main() goes on: no exit status yet. */
+#define GO_ON (-1)
+
+/* Reads the options into *o.  Returns GO_ON with the member list at
+ * argv[optind], FSCK_EXIT_CLEAN after --help or --version, or
+ * FSCK_EXIT_USAGE after the usage (and *bad, what was wrong, if getopt
+ * has not said it). */
+static int parse_command_line(int argc, char **argv, fsck_options *o, const char **bad)
 {
 	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD };
 	static const struct option longopts[] = {
@@ -528,127 +563,141 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	fsck f = { .json = g_string_new(NULL) };
 	int progress = -1, c;
 	bool dry = false;
 
-	ecfs_log_init("ecfs-fsck", false, false);
 	while ((c = getopt_long(argc, argv, "nyqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': dry = true; break;
-		case 'y': f.o.repair = true; break;
-		case 'q': f.o.quiet = true; break;
-		case OPT_REBUILD: f.o.rebuild = f.o.repair = true; break;
-		case OPT_DEEP: f.o.deep = true; break;
-		case OPT_JSON: f.o.json = true; break;
+		case 'y': o->repair = true; break;
+		case 'q': o->quiet = true; break;
+		case OPT_REBUILD: o->rebuild = o->repair = true; break;
+		case OPT_DEEP: o->deep = true; break;
+		case OPT_JSON: o->json = true; break;
 		case OPT_PROGRESS: progress = 1; break;
 		case OPT_NO_PROGRESS: progress = 0; break;
-		case 'h': usage(stdout); g_string_free(f.json, TRUE); return 0;
-		case 'V':
-			printf("ecfs-fsck %s\n", ECFS_VERSION);
-			g_string_free(f.json, TRUE);
-			return 0;
-		default: usage(stderr); return finish(&f, FSCK_EXIT_USAGE, NULL);
+		case 'h': usage(stdout); return FSCK_EXIT_CLEAN;
+		case 'V': printf("ecfs-fsck %s\n", ECFS_VERSION); return FSCK_EXIT_CLEAN;
+		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
-	const char *bad = optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
-	                  : dry && f.o.rebuild ? "-n and --rebuild exclude each other"
-	                  : dry && f.o.repair ? "-n and -y exclude each other"
-	                  : f.o.deep && f.o.rebuild ? "--deep reads everything; it does not go "
-	                                              "with --rebuild"
-	                  : NULL;
-	if (bad) {
+	*bad = optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
+	       : dry && o->rebuild ? "-n and --rebuild exclude each other"
+	       : dry && o->repair ? "-n and -y exclude each other"
+	       : o->deep && o->rebuild ? "--deep reads everything; it does not go with --rebuild"
+	       : NULL;
+	if (*bad) {
 		usage(stderr);
-		return finish(&f, FSCK_EXIT_USAGE, bad);
+		return FSCK_EXIT_USAGE;
 	}
-	/* Only files with a chunk known lost are read at all. */
-	f.quick = f.o.rebuild;
-	f.o.progress = progress < 0 ? isatty(STDERR_FILENO) && !f.o.quiet : progress;
+	o->progress = progress < 0 ? isatty(STDERR_FILENO) && !o->quiet : progress;
+	return GO_ON;
+}
 
-	char **paths = g_strsplit(argv[optind], ":", -1);
+/* The member and superblock stage: opens the volume (*mounted: a daemon
+ * holds it, in a check), settles its superblocks and members, and opens it
+ * again if members got their superblock back.  Returns GO_ON, or the exit
+ * status (the run is finished). */
+static int open_members(fsck *f, char **paths, bool *mounted)
+{
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
 	/* Intents are replayed by fsck_pending, which reports them. */
-	volume_options vo = { .read_only = !f.o.repair, .keep_intents = true };
-	if (!check_member_paths(&f, paths, n)) {
-		g_strfreev(paths);
-		return finish(&f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
+	volume_options vo = { .read_only = !f->o.repair, .keep_intents = true };
+	if (!check_member_paths(f, paths, n))
+		return finish(f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
 		              "(" ECFS_META_DIR "/superblock): nothing to check");
-	}
-	int rc = volume_open((const char *const *)paths, n, &vo, &f.v, &msg);
+	int rc = volume_open((const char *const *)paths, n, &vo, &f->v, &msg), st = GO_ON;
 	if (rc == -EBUSY) {
-		char *e = g_strdup_printf("refusing to repair a mounted volume: %s", msg);
-		int st = finish(&f, FSCK_EXIT_OPERATIONAL, e);
-		g_free(e);
-		g_free(msg);
-		g_strfreev(paths);
-		return st;
-	}
-	if (rc < 0) {
+		st = finish_why(f, FSCK_EXIT_OPERATIONAL, "refusing to repair a mounted volume: %s",
+		                msg);
+	} else if (rc < 0) {
 		/* More than m members unusable is damage beyond repair; anything
 		 * else (wrong members, foreign volume, bad arguments) is ours. */
-		int st = rc == -EIO ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
-		char *e = g_strdup_printf("cannot open the volume: %s", msg ? msg : g_strerror(-rc));
-		st = finish(&f, st, e);
-		g_free(e);
+		st = finish_why(f, rc == -EIO ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL,
+		                "cannot open the volume: %s", msg ? msg : g_strerror(-rc));
+	}
+	if (st != GO_ON) {
 		g_free(msg);
-		g_strfreev(paths);
 		return st;
 	}
-	f.k = volume_k(f.v);
-	f.m = volume_m(f.v);
-	f.n = volume_n(f.v);
-	bool mounted = false;
-	if (!f.o.repair) {
+	f->k = volume_k(f->v);
+	f->m = volume_m(f->v);
+	f->n = volume_n(f->v);
+	if (!f->o.repair) {
 		char who[256];
-		mounted = volume_locked(&f, who, sizeof(who));
-		if (mounted)
+		*mounted = volume_locked(f, who, sizeof(who));
+		if (*mounted)
 			fprintf(stderr, "ecfs-fsck: note: the volume is mounted (%s): writes in flight "
 			        "may show as problems\n", who);
 	}
 	superblock ref;
-	if (check_superblocks(&f, &ref) < 0) {
-		g_strfreev(paths);
-		return finish(&f, FSCK_EXIT_OPERATIONAL, "no healthy member has a readable superblock");
-	}
-	if (check_members(&f, &ref)) {
+	if (check_superblocks(f, &ref) < 0)
+		return finish(f, FSCK_EXIT_OPERATIONAL, "no healthy member has a readable superblock");
+	if (check_members(f, &ref)) {
 		/* The rebuilt members take their place again: reopen. */
-		volume_close(f.v);
-		f.v = NULL;
-		rc = volume_open((const char *const *)paths, n, &vo, &f.v, &msg);
+		volume_close(f->v);
+		f->v = NULL;
+		rc = volume_open((const char *const *)paths, n, &vo, &f->v, &msg);
 		if (rc < 0) {
-			char *e = g_strdup_printf("cannot reopen the volume: %s", msg ? msg : "");
-			int st = finish(&f, FSCK_EXIT_OPERATIONAL, e);
-			g_free(e);
+			st = finish_why(f, FSCK_EXIT_OPERATIONAL, "cannot reopen the volume: %s",
+			                msg ? msg : "");
 			g_free(msg);
-			g_strfreev(paths);
-			return st;
 		}
 	}
-	g_strfreev(paths);
-	for (int i = 0; i < f.n; i++)
-		if (volume_member_ok(f.v, i))
-			f.walk_mask |= 1ull << i;
-	f.links = g_hash_table_new_full(file_id_hash, file_id_equal, g_free, g_free);
-	f.start_us = g_get_monotonic_time();
-	if (f.o.progress)
-		fsck_count_totals(&f);
+	return st;
+}
+
+/* The walk: what a crash left (not on a mounted volume, where it is in
+ * use), then the namespace and every file.  Returns the exit status (the
+ * run is finished). */
+static int check_volume(fsck *f, bool mounted)
+{
+	for (int i = 0; i < f->n; i++)
+		if (volume_member_ok(f->v, i))
+			f->walk_mask |= 1ull << i;
+	f->links = g_hash_table_new_full(file_id_hash, file_id_equal, g_free, g_free);
+	f->start_us = g_get_monotonic_time();
+	if (f->o.progress)
+		fsck_count_totals(f);
 	if (!mounted)
-		fsck_pending(&f);
-	rc = fsck_tree(&f);
-	fsck_progress(&f, true);
-	clear_progress(&f);
+		fsck_pending(f);
+	int rc = fsck_tree(f);
+	fsck_progress(f, true);
+	clear_progress(output_of(f));
 
 	int status = FSCK_EXIT_CLEAN;
-	if (f.repaired)
+	if (f->repaired)
 		status |= FSCK_EXIT_CORRECTED;
-	if (f.repairable || f.unrepairable || f.failed)
+	if (f->repairable || f->unrepairable || f->failed)
 		status |= FSCK_EXIT_UNCORRECTED;
-	if (rc < 0) {
-		char *e = g_strdup_printf("the check stopped early: %s", g_strerror(-rc));
-		status = finish(&f, status | FSCK_EXIT_OPERATIONAL, e);
-		g_free(e);
-		return status;
+	if (rc < 0)
+		return finish_why(f, status | FSCK_EXIT_OPERATIONAL, "the check stopped early: %s",
+		                  g_strerror(-rc));
+	return finish(f, status, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	output out = { .json = g_string_new(NULL) };
+	const fsck_sink sink = { output_problem, output_progress, &out };
+	fsck f = { .sink = &sink };
+	const char *bad = NULL;
+	bool mounted = false;
+
+	ecfs_log_init("ecfs-fsck", false, false);
+	int st = parse_command_line(argc, argv, &f.o, &bad);
+	if (st == FSCK_EXIT_CLEAN) {
+		g_string_free(out.json, TRUE);
+		return st;
 	}
-	return finish(&f, status, NULL);
+	if (st != GO_ON)
+		return finish(&f, st, bad);
+	/* Only files with a chunk known lost are read at all. */
+	f.quick = f.o.rebuild;
+
+	char **paths = g_strsplit(argv[optind], ":", -1);
+	st = open_members(&f, paths, &mounted);
+	g_strfreev(paths);
+	return st != GO_ON ? st : check_volume(&f, mounted);
 }
