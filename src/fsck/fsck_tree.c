@@ -516,38 +516,35 @@ static int wait_jobs(dir_jobs *jobs, int most)
 	return rc;
 }
 
-/* Judges the existence and type of the entry, makes it exist where it
- * should (and only there), checks a regular file's data, settles its
- * metadata and descends into a directory. */
-static int check_entry(entry_ctx *e, bool root)
+/* Reads every member's view of the entry into e->w and e->present; the
+ * members where it cannot be read are reported and go to e->unreadable. */
+static void read_views(entry_ctx *e)
 {
-	fsck *f = e->f;
-	int n = f->n, walkers = __builtin_popcountll(f->walk_mask & ~f->heal_mask), rc = 0;
-	uint64_t unreadable = 0, typed = 0, missing = 0;
-
-	for (int mb = 0; mb < n; mb++) {
+	for (int mb = 0; mb < e->f->n; mb++) {
 		read_view(e->dfd[mb], e->name, &e->w[mb]);
 		if (e->w[mb].present)
 			e->present |= 1ull << mb;
 		else if (e->w[mb].err) {
-			unreadable |= 1ull << mb;
-			fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE, "%s",
+			e->unreadable |= 1ull << mb;
+			fsck_problem(e->f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE, "%s",
 			             g_strerror(e->w[mb].err));
 		}
 	}
-	if (!e->present)
-		return 0;
-	/* Members being rebuilt (online heal) follow the others: an entry
-	 * only they hold is a leftover. */
-	uint64_t voters = e->present & ~f->heal_mask;
-	int win = vote(e->w, n, voters ? voters : e->present, same_type);
+}
+
+/* Copies of another type than the winner's go (they are then missing like
+ * any other); the members holding the winner's type go to e->typed, those
+ * whose copy must stay (a directory with entries) to e->unreadable. */
+static void drop_mistyped(entry_ctx *e, int win)
+{
+	fsck *f = e->f;
 	mode_t type = e->w[win].st.st_mode & S_IFMT;
-	/* Copies of another type go; they are then missing like any other. */
-	for (int mb = 0; mb < n; mb++) {
+
+	for (int mb = 0; mb < f->n; mb++) {
 		if (!(e->present >> mb & 1))
 			continue;
 		if (same_type(&e->w[mb], &e->w[win])) {
-			typed |= 1ull << mb;
+			e->typed |= 1ull << mb;
 			continue;
 		}
 		int r = S_ISDIR(e->w[mb].st.st_mode) && dir_has_entries(e->dfd[mb], e->name)
@@ -562,46 +559,53 @@ static int check_entry(entry_ctx *e, bool root)
 			view_clear(&e->w[mb]);
 			e->present &= ~(1ull << mb);
 		} else {
-			unreadable |= 1ull << mb; /* leave it alone */
+			e->unreadable |= 1ull << mb; /* leave it alone */
 		}
 	}
-	int holders = __builtin_popcountll(typed & ~f->heal_mask);
+}
+
+/* The existence rule (see the top of this file), for an entry of this
+ * type held by `holders` of the `walkers` members that vote. */
+static bool keep_entry(const entry_ctx *e, bool root, mode_t type, int holders, int walkers)
+{
+	fsck *f = e->f;
 	bool keep = root || holders * 2 >= walkers || (type == S_IFREG && holders >= f->k);
-	for (int mb = 0; mb < n && !keep && type == S_IFDIR; mb++)
-		keep = typed >> mb & ~f->heal_mask >> mb & 1 && dir_has_entries(e->dfd[mb], e->name);
-	keep &= root || holders > 0;
-	if (!keep) {
-		for (int mb = 0; mb < n; mb++) {
-			if (!(typed >> mb & 1))
-				continue;
-			/* A directory removed while a healing member was away may
-			 * still hold entries there: it goes aside whole. */
-			bool rm = type == S_IFDIR && !(f->heal_mask >> mb & 1);
-			int r = !f->o.repair ? 0
-			        : rm ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
-			             : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
-			fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
-			             "%s held by %d of %d members only (left over from a removal)%s",
-			             type_name(type), holders, walkers,
-			             type == S_IFDIR ? "" : "; repair moves it to " ECFS_META_DIR
-			                                    "/lost+found on the member");
-		}
-		goto out;
+
+	for (int mb = 0; mb < f->n && !keep && type == S_IFDIR; mb++)
+		keep = e->typed >> mb & ~f->heal_mask >> mb & 1 &&
+		       dir_has_entries(e->dfd[mb], e->name);
+	return keep && (root || holders > 0);
+}
+
+/* An entry that does not stay leaves the members that still hold it. */
+static void remove_extra(entry_ctx *e, mode_t type, int holders, int walkers)
+{
+	fsck *f = e->f;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		if (!(e->typed >> mb & 1))
+			continue;
+		/* A directory removed while a healing member was away may
+		 * still hold entries there: it goes aside whole. */
+		bool rm = type == S_IFDIR && !(f->heal_mask >> mb & 1);
+		int r = !f->o.repair ? 0
+		        : rm ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
+		             : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
+		fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
+		             "%s held by %d of %d members only (left over from a removal)%s",
+		             type_name(type), holders, walkers,
+		             type == S_IFDIR ? "" : "; repair moves it to " ECFS_META_DIR
+		                                    "/lost+found on the member");
 	}
-	missing = f->walk_mask & ~typed & ~unreadable;
-	if (type == S_IFDIR)
-		f->dirs++;
-	else if (type != S_IFREG)
-		f->others++;
-	e->typed = typed;
-	e->unreadable = unreadable;
-	if (type == S_IFREG) {
-		if (e->jobs && !hard_linked(e))
-			return hand_off(e);
-		rc = check_file(e);
-		goto out;
-	}
-	for (int mb = 0; mb < n; mb++) {
+}
+
+/* Creates the entry, like the winner's copy, where it is missing. */
+static void create_missing(entry_ctx *e, int win)
+{
+	fsck *f = e->f;
+	uint64_t missing = f->walk_mask & ~e->typed & ~e->unreadable;
+
+	for (int mb = 0; mb < f->n; mb++) {
 		if (!(missing >> mb & 1))
 			continue;
 		int r = f->o.repair && e->dfd[mb] >= 0
@@ -609,32 +613,69 @@ static int check_entry(entry_ctx *e, bool root)
 		        : f->o.repair ? -ENOENT : 0;
 		if (!(e->quiet >> mb & 1))
 			fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),
-			             "%s missing on this member", type_name(type));
+			             "%s missing on this member", type_name(e->w[win].st.st_mode));
 		if (f->o.repair && !r)
 			e->fresh |= 1ull << mb;
 	}
-	settle_entry(e);
-	if (type == S_IFDIR) {
-		int cfd[STRIPE_MAX_N];
-		uint64_t cquiet = e->quiet | unreadable;
-		for (int mb = 0; mb < n; mb++) {
-			cfd[mb] = -1;
-			if (e->present >> mb & 1)
-				cfd[mb] = openat(e->dfd[mb], e->name,
-				                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (cfd[mb] < 0 && e->present >> mb & 1)
-				fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE,
-				             "cannot open the directory: %s", g_strerror(errno));
-			if (cfd[mb] < 0)
-				cquiet |= 1ull << mb;
-		}
-		rc = walk_dir(f, root ? "" : e->path, cfd, cquiet);
-		for (int mb = 0; mb < n; mb++)
-			if (cfd[mb] >= 0)
-				close(cfd[mb]);
+}
+
+/* Walks a directory entry on every member that holds it. */
+static int descend(entry_ctx *e, bool root)
+{
+	fsck *f = e->f;
+	int cfd[STRIPE_MAX_N];
+	uint64_t cquiet = e->quiet | e->unreadable;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		cfd[mb] = -1;
+		if (e->present >> mb & 1)
+			cfd[mb] = openat(e->dfd[mb], e->name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd[mb] < 0 && e->present >> mb & 1)
+			fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE,
+			             "cannot open the directory: %s", g_strerror(errno));
+		if (cfd[mb] < 0)
+			cquiet |= 1ull << mb;
 	}
-out:
-	return rc; /* the views go with the entry (free_entry) */
+	int rc = walk_dir(f, root ? "" : e->path, cfd, cquiet);
+	for (int mb = 0; mb < f->n; mb++)
+		if (cfd[mb] >= 0)
+			close(cfd[mb]);
+	return rc;
+}
+
+/* Judges the existence and type of the entry, makes it exist where it
+ * should (and only there), checks a regular file's data, settles its
+ * metadata and descends into a directory.  The views go with the entry
+ * (free_entry). */
+static int check_entry(entry_ctx *e, bool root)
+{
+	fsck *f = e->f;
+
+	read_views(e);
+	if (!e->present)
+		return 0;
+	/* Members being rebuilt (online heal) follow the others: an entry
+	 * only they hold is a leftover. */
+	uint64_t voters = e->present & ~f->heal_mask;
+	int win = vote(e->w, f->n, voters ? voters : e->present, same_type);
+	mode_t type = e->w[win].st.st_mode & S_IFMT;
+	drop_mistyped(e, win);
+	int holders = __builtin_popcountll(e->typed & ~f->heal_mask);
+	int walkers = __builtin_popcountll(f->walk_mask & ~f->heal_mask);
+	if (!keep_entry(e, root, type, holders, walkers)) {
+		remove_extra(e, type, holders, walkers);
+		return 0;
+	}
+	if (type == S_IFDIR)
+		f->dirs++;
+	else if (type != S_IFREG)
+		f->others++;
+	if (type == S_IFREG)
+		return e->jobs && !hard_linked(e) ? hand_off(e) : check_file(e);
+	create_missing(e, win);
+	settle_entry(e);
+	return type == S_IFDIR ? descend(e, root) : 0;
 }
 
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
