@@ -444,108 +444,117 @@ static void free_cli(struct cli *c)
 	free(c->timeout);
 }
 
-int main(int argc, char *argv[])
-{
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct cli cli = { 0 };
-	struct fuse_cmdline_opts opts = { 0 };
-	GPtrArray *members = g_ptr_array_new_with_free_func(free);
+/* What the daemon holds from the command line to the exit. */
+struct daemon_state {
+	struct fuse_args args;
+	struct cli cli;
+	struct fuse_cmdline_opts opts;
+	GPtrArray *members;   /* absolute member paths */
 	volume_options vopts;
-	struct ecfs_fs state = { 0 };
-	struct fuse *fuse = NULL;
-	heal *healer = NULL;
-	int heal_rate = DEFAULT_HEAL_RATE;
-	int status = 1, verdict_fd = -1;
-	bool mounted = false;
+	int heal_rate;        /* MB/s, 0 = no limit */
+	struct ecfs_fs state;
+	struct fuse *fuse;
+	bool mounted;
+	heal *healer;
+	int verdict_fd;       /* the parent waits on it (see detach_start) */
+};
 
-	/* Objects are created on members with exactly the mode asked for: the
-	 * kernel has already applied the caller's umask. */
-	umask(0);
+/* main() goes on: no exit status yet. */
+#define GO_ON (-1)
 
-	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0)
-		goto out; /* libfuse said why */
-	if (cli.help) {
-		usage(argv[0]);
+/* Reads and checks the command line and adds the mount options ecfs
+ * always uses.  Returns GO_ON, or the exit status: 0 after --help or
+ * --version, 1 after saying what is wrong (or libfuse said it). */
+static int parse_command_line(struct daemon_state *d, const char *prog)
+{
+	if (fuse_opt_parse(&d->args, &d->cli, cli_spec, cli_proc) < 0)
+		return 1; /* libfuse said why */
+	if (d->cli.help) {
+		usage(prog);
 		printf("FUSE options:\n");
 		fuse_cmdline_help();
-		fuse_lib_help(&args);
-		status = 0;
-		goto out;
+		fuse_lib_help(&d->args);
+		return 0;
 	}
-	if (cli.version) {
+	if (d->cli.version) {
 		printf("ecfs version %s\nlibfuse version %s\n", ECFS_VERSION, fuse_pkgversion());
-		status = 0;
-		goto out;
+		return 0;
 	}
-	if (fuse_parse_cmdline(&args, &opts) < 0)
-		goto out; /* libfuse said why (bad or extra mountpoint) */
-	if (!parse_members(cli.members, members))
-		goto out;
-	if (!opts.mountpoint) {
-		fail("no mountpoint given (see ecfs --help)");
-		goto out;
-	}
-	if (cli.heal_rate && !parse_int(cli.heal_rate, 0, 1000000, &heal_rate)) {
-		fail("heal_rate=%s: give MB/s as a whole number (0 = no limit)", cli.heal_rate);
-		goto out;
-	}
-	if (!build_options(&cli, (int)members->len, &vopts))
-		goto out;
+	if (fuse_parse_cmdline(&d->args, &d->opts) < 0)
+		return 1; /* libfuse said why (bad or extra mountpoint) */
+	if (!parse_members(d->cli.members, d->members))
+		return 1;
+	if (!d->opts.mountpoint)
+		return !fail("no mountpoint given (see ecfs --help)");
+	if (d->cli.heal_rate && !parse_int(d->cli.heal_rate, 0, 1000000, &d->heal_rate))
+		return !fail("heal_rate=%s: give MB/s as a whole number (0 = no limit)",
+		             d->cli.heal_rate);
+	if (!build_options(&d->cli, (int)d->members->len, &d->vopts))
+		return 1;
 
 	/* Attributes are not cached by default: libfuse gives each name of a
 	 * hard-linked file its own kernel inode, so a cached link count or
 	 * size would go stale through the other names.  Inserted first, so a
 	 * user's -o attr_timeout=T still wins.  The kernel checks permissions
 	 * (the daemon would be root for all). */
-	if (fuse_opt_insert_arg(&args, 1, "-oattr_timeout=0") < 0 ||
-	    fuse_opt_add_arg(&args, "-odefault_permissions") < 0 ||
-	    fuse_opt_add_arg(&args, "-osubtype=ecfs") < 0 ||
-	    add_escaped_opt(&args, "fsname=", cli.members) < 0) {
-		fail("out of memory");
-		goto out;
-	}
+	if (fuse_opt_insert_arg(&d->args, 1, "-oattr_timeout=0") < 0 ||
+	    fuse_opt_add_arg(&d->args, "-odefault_permissions") < 0 ||
+	    fuse_opt_add_arg(&d->args, "-osubtype=ecfs") < 0 ||
+	    add_escaped_opt(&d->args, "fsname=", d->cli.members) < 0)
+		return !fail("out of memory");
+	return GO_ON;
+}
 
-	ecfs_log_init("ecfs", false, opts.debug);
-	if (!opts.foreground)
-		verdict_fd = detach_start();
+/* Detaches (unless -f), opens the volume and mounts it, then starts the
+ * online heal.  False if it could not mount (said why, or libfuse did). */
+static bool mount_volume(struct daemon_state *d)
+{
+	ecfs_log_init("ecfs", false, d->opts.debug);
+	if (!d->opts.foreground)
+		d->verdict_fd = detach_start();
 
 	/* Library and mount options are checked here, before the volume is
 	 * opened (and maybe created). */
-	fuse = fuse_new(&args, ecfs_fs_operations(), sizeof(struct fuse_operations), &state);
-	if (!fuse)
-		goto out; /* libfuse said why */
+	d->fuse = fuse_new(&d->args, ecfs_fs_operations(), sizeof(struct fuse_operations),
+	                   &d->state);
+	if (!d->fuse)
+		return false; /* libfuse said why */
 
 	char *message = NULL;
-	int rc = volume_open((const char *const *)members->pdata, (int)members->len, &vopts,
-	                     &state.vol, &message);
+	int rc = volume_open((const char *const *)d->members->pdata, (int)d->members->len,
+	                     &d->vopts, &d->state.vol, &message);
 	if (rc < 0) {
 		fail("%s", message ? message : strerror(-rc));
 		g_free(message);
-		goto out;
+		return false;
 	}
-	state.chown_new = geteuid() == 0;
-	if (!vopts.read_only)
-		fs_orphans_prepare(state.vol);
+	d->state.chown_new = geteuid() == 0;
+	if (!d->vopts.read_only)
+		fs_orphans_prepare(d->state.vol);
 
-	if (fuse_mount(fuse, opts.mountpoint) != 0)
-		goto out; /* libfuse said why */
-	mounted = true;
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
-		fail("cannot set signal handlers");
-		goto out;
+	if (fuse_mount(d->fuse, d->opts.mountpoint) != 0)
+		return false; /* libfuse said why */
+	d->mounted = true;
+	if (fuse_set_signal_handlers(fuse_get_session(d->fuse)) != 0)
+		return fail("cannot set signal handlers");
+	raise_readahead(d->opts.mountpoint);
+	if (d->verdict_fd >= 0) {
+		detach_finish(d->verdict_fd, d->opts.debug);
+		d->verdict_fd = -1;
 	}
-	raise_readahead(opts.mountpoint);
-	if (verdict_fd >= 0) {
-		detach_finish(verdict_fd, opts.debug);
-		verdict_fd = -1;
-	}
-	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", cli.members, opts.mountpoint,
-	         volume_k(state.vol), volume_m(state.vol));
-	if (!vopts.read_only && !cli.noheal && !(healer = heal_start(state.vol, (uint64_t)heal_rate * 1000000)))
+	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", d->cli.members, d->opts.mountpoint,
+	         volume_k(d->state.vol), volume_m(d->state.vol));
+	if (!d->vopts.read_only && !d->cli.noheal &&
+	    !(d->healer = heal_start(d->state.vol, (uint64_t)d->heal_rate * 1000000)))
 		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
 		         "while mounted");
+	return true;
+}
 
-	int loop_rc = run_loop(fuse, &opts);
+/* Serves the mount until it ends; returns the exit status. */
+static int serve(struct daemon_state *d)
+{
+	int loop_rc = run_loop(d->fuse, &d->opts);
 	/* ECONNABORTED: the kernel ended the connection while a worker held
 	 * a request it had taken, which an unmount racing a late request
 	 * does as well as an abort through /sys/fs/fuse/connections; the
@@ -553,27 +562,47 @@ int main(int argc, char *argv[])
 	bool aborted = abs(loop_rc) == ECONNABORTED;
 	if (aborted)
 		ecfs_log(LOG_INFO, "the kernel ended the FUSE connection (unmount or abort)");
-	status = loop_rc == 0 || aborted ? 0 : 1;
-	fuse_remove_signal_handlers(fuse_get_session(fuse));
-	ecfs_log(LOG_INFO, "unmounting %s", opts.mountpoint);
-	heal_stop(healer); /* its open files are its own to release */
-	healer = NULL;
-	int left_open = ecfile_release_all(state.vol);
+	fuse_remove_signal_handlers(fuse_get_session(d->fuse));
+	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
+	heal_stop(d->healer); /* its open files are its own to release */
+	d->healer = NULL;
+	int left_open = ecfile_release_all(d->state.vol);
 	if (left_open)
 		ecfs_log(LOG_INFO, "closed %d open files the kernel did not release", left_open);
-out:
-	heal_stop(healer);
-	if (mounted)
-		fuse_unmount(fuse);
-	if (fuse)
-		fuse_destroy(fuse);
-	if (state.vol)
-		volume_close(state.vol);
+	return loop_rc == 0 || aborted ? 0 : 1;
+}
+
+/* Unmounts and releases whatever the run got to. */
+static void release(struct daemon_state *d)
+{
+	heal_stop(d->healer);
+	if (d->mounted)
+		fuse_unmount(d->fuse);
+	if (d->fuse)
+		fuse_destroy(d->fuse);
+	if (d->state.vol)
+		volume_close(d->state.vol);
+	free(d->opts.mountpoint);
+	free_cli(&d->cli);
+	g_ptr_array_free(d->members, TRUE);
+	fuse_opt_free_args(&d->args);
+}
+
+int main(int argc, char *argv[])
+{
+	struct daemon_state d = { .args = FUSE_ARGS_INIT(argc, argv),
+	                          .members = g_ptr_array_new_with_free_func(free),
+	                          .heal_rate = DEFAULT_HEAL_RATE, .verdict_fd = -1 };
+
+	/* Objects are created on members with exactly the mode asked for: the
+	 * kernel has already applied the caller's umask. */
+	umask(0);
+
+	int status = parse_command_line(&d, argv[0]);
+	if (status == GO_ON)
+		status = mount_volume(&d) ? serve(&d) : 1;
 	/* A child that fails before mounting exits 1; the parent reads EOF and
 	 * exits 1 too. */
-	free(opts.mountpoint);
-	free_cli(&cli);
-	g_ptr_array_free(members, TRUE);
-	fuse_opt_free_args(&args);
+	release(&d);
 	return status;
 }
