@@ -12,10 +12,7 @@
 #include "bench_report.h"
 #include "bench_run.h"
 #include "bench_timer.h"
-
-#if HAVE_BENCH_XOR
 #include "bench_xor.h"
-#endif
 
 #include <ctype.h>
 #include <errno.h>
@@ -205,7 +202,7 @@ static void print_version(void)
 	printf("kernels:");
 	for (const char *const *k = ec_kernel_names(); *k; k++)
 		printf(" %s%s", *k, ec_kernel_available(*k) ? "" : "(unavailable)");
-	printf("\nxor tuner: %s\n", HAVE_BENCH_XOR ? "built in" : "not built");
+	printf("\nxor tuner: built in\n");
 }
 
 /* --tune and --figures belong to the XOR-code tuner (bench_xor.c), which
@@ -379,15 +376,8 @@ int main(int argc, char **argv)
 	int n_kernels = 0, grid = 0, strips_given = 0, wall_clock = 0, opt;
 	int want_encode = 0, want_decode = 0;
 
-	if (wants_xor_tuner(argc, argv)) {
-#if HAVE_BENCH_XOR
+	if (wants_xor_tuner(argc, argv))
 		return bench_xor_main(argc, argv);
-#else
-		fprintf(stderr, "ecfs-bench: --tune and --figures are not built into this "
-		                "ecfs-bench (the XOR-code tuner, src/bench/bench_xor.c, was absent)\n");
-		return EXIT_USAGE;
-#endif
-	}
 
 	while ((opt = getopt_long(argc, argv, "k:m:w:hV", long_options, NULL)) != -1) {
 		const char *arg;
