@@ -359,114 +359,137 @@ static void fit_default_strips(bench_config *cfg)
 	}
 }
 
-int main(int argc, char **argv)
-{
-	bench_config cfg = {
-		.params = { .kind = EC_RS_CAUCHY, .k = 10, .m = 4, .w = 0 },
-		.strips = { 4096, 65536, 1 << 20 },
-		.n_strips = 3,
-		.n_erasures = -1,
-		.use_isal = HAVE_ISAL,
-		.use_jerasure = HAVE_JERASURE,
-		.use_baselines = 1,
-		.seconds = 0.3,
-		.rounds = 5,
-	};
+/* What the command line asks beyond the bench_config. */
+typedef struct bench_cli {
 	const char *kernels[MAX_KERNELS];
-	int n_kernels = 0, grid = 0, strips_given = 0, wall_clock = 0, opt;
-	int want_encode = 0, want_decode = 0;
+	int n_kernels, grid, strips_given, wall_clock;
+	int want_encode, want_decode;
+} bench_cli;
 
-	if (wants_xor_tuner(argc, argv))
-		return bench_xor_main(argc, argv);
+/* The options that say what to measure: the code, its strips and the
+ * operations.  Returns 0 if opt is not one of them. */
+static int parse_work_option(int opt, int argc, char **argv, bench_config *cfg, bench_cli *cli)
+{
+	const char *arg;
+	char *items[256];
+	int n;
+
+	switch (opt) {
+	case 'k':
+		cfg->params.k = (int)parse_int("-k", optarg, 1, 65535);
+		break;
+	case 'm':
+		cfg->params.m = (int)parse_int("-m", optarg, 1, 65535);
+		break;
+	case 'w':
+		cfg->params.w = (int)parse_int("-w", optarg, 1, 64);
+		break;
+	case OPT_CODE:
+		cfg->params.kind = ec_kind_from_name(optarg);
+		if (cfg->params.kind == 0)
+			usage_error("--code: unknown code '%s' (--help lists them)", optarg);
+		break;
+	case OPT_STRIP:
+		n = split_list(optarg, items, 32, "--strip");
+		for (int i = 0; i < n; i++)
+			cfg->strips[i] = parse_size("--strip", items[i]);
+		cfg->n_strips = n;
+		cli->strips_given = 1;
+		break;
+	case OPT_PACKET:
+		cfg->params.packet_size = parse_size("--packet", optarg);
+		break;
+	case OPT_ORDER:
+		cfg->params.order = parse_order(optarg);
+		break;
+	case OPT_ENCODE:
+		cli->want_encode = 1;
+		break;
+	case OPT_DECODE:
+		cli->want_decode = 1;
+		arg = optional_arg(argc, argv);
+		if (arg)
+			cfg->n_erasures = (int)parse_int("--decode", arg, 1, 65535);
+		break;
+	case OPT_ERASE:
+		cli->want_decode = 1;
+		n = split_list(optarg, items, 256, "--erase");
+		for (int i = 0; i < n; i++)
+			cfg->erase_list[i] = (int)parse_int("--erase", items[i], 0, 65535);
+		cfg->n_erase_list = n;
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* The options that say how to measure and what to print.  Returns 0 if
+ * opt is not one of them. */
+static int parse_run_option(int opt, int argc, char **argv, bench_config *cfg, bench_cli *cli)
+{
+	const char *arg;
+	char *end;
+
+	switch (opt) {
+	case OPT_KERNEL:
+		cli->n_kernels = parse_kernels(optarg, cli->kernels);
+		break;
+	case OPT_PEERS:
+		parse_peers(optarg, cfg);
+		break;
+	case OPT_NO_BASELINES:
+		cfg->use_baselines = 0;
+		break;
+	case OPT_SECONDS:
+		cfg->seconds = strtod(optarg, &end);
+		if (end == optarg || *end || !(cfg->seconds > 0) || cfg->seconds > 3600)
+			usage_error("--seconds: '%s' is not a time from 0 to 3600 s", optarg);
+		break;
+	case OPT_ROUNDS:
+		cfg->rounds = (int)parse_int("--rounds", optarg, 1, 64);
+		break;
+	case OPT_CLOCK:
+		if (strcmp(optarg, "cpu") == 0)
+			cli->wall_clock = 0;
+		else if (strcmp(optarg, "wall") == 0)
+			cli->wall_clock = 1;
+		else
+			usage_error("--clock: '%s' is neither cpu nor wall", optarg);
+		break;
+	case OPT_UNALIGNED:
+		arg = optional_arg(argc, argv);
+		cfg->offset = arg ? (size_t)parse_int("--unaligned", arg, 0, 63) : 1;
+		break;
+	case OPT_SEED:
+		cfg->seed = (uint64_t)parse_int("--seed", optarg, 0, 0x7fffffffffffffffL);
+		break;
+	case OPT_GRID:
+		cli->grid = 1;
+		break;
+	case OPT_CSV:
+		cfg->csv = 1;
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* main() goes on: no exit status yet. */
+#define GO_ON (-1)
+
+/* Reads the options (a usage error exits).  Returns GO_ON, or the exit
+ * status after --help, --version or getopt's complaint. */
+static int parse_options(int argc, char **argv, bench_config *cfg, bench_cli *cli)
+{
+	int opt;
 
 	while ((opt = getopt_long(argc, argv, "k:m:w:hV", long_options, NULL)) != -1) {
-		const char *arg;
-		char *items[256];
-		int n;
+		if (parse_work_option(opt, argc, argv, cfg, cli) ||
+		    parse_run_option(opt, argc, argv, cfg, cli))
+			continue;
 		switch (opt) {
-		case 'k':
-			cfg.params.k = (int)parse_int("-k", optarg, 1, 65535);
-			break;
-		case 'm':
-			cfg.params.m = (int)parse_int("-m", optarg, 1, 65535);
-			break;
-		case 'w':
-			cfg.params.w = (int)parse_int("-w", optarg, 1, 64);
-			break;
-		case OPT_CODE:
-			cfg.params.kind = ec_kind_from_name(optarg);
-			if (cfg.params.kind == 0)
-				usage_error("--code: unknown code '%s' (--help lists them)", optarg);
-			break;
-		case OPT_STRIP:
-			n = split_list(optarg, items, 32, "--strip");
-			for (int i = 0; i < n; i++)
-				cfg.strips[i] = parse_size("--strip", items[i]);
-			cfg.n_strips = n;
-			strips_given = 1;
-			break;
-		case OPT_PACKET:
-			cfg.params.packet_size = parse_size("--packet", optarg);
-			break;
-		case OPT_ORDER:
-			cfg.params.order = parse_order(optarg);
-			break;
-		case OPT_ENCODE:
-			want_encode = 1;
-			break;
-		case OPT_DECODE:
-			want_decode = 1;
-			arg = optional_arg(argc, argv);
-			if (arg)
-				cfg.n_erasures = (int)parse_int("--decode", arg, 1, 65535);
-			break;
-		case OPT_ERASE:
-			want_decode = 1;
-			n = split_list(optarg, items, 256, "--erase");
-			for (int i = 0; i < n; i++)
-				cfg.erase_list[i] = (int)parse_int("--erase", items[i], 0, 65535);
-			cfg.n_erase_list = n;
-			break;
-		case OPT_KERNEL:
-			n_kernels = parse_kernels(optarg, kernels);
-			break;
-		case OPT_PEERS:
-			parse_peers(optarg, &cfg);
-			break;
-		case OPT_NO_BASELINES:
-			cfg.use_baselines = 0;
-			break;
-		case OPT_SECONDS: {
-			char *end;
-			cfg.seconds = strtod(optarg, &end);
-			if (end == optarg || *end || !(cfg.seconds > 0) || cfg.seconds > 3600)
-				usage_error("--seconds: '%s' is not a time from 0 to 3600 s", optarg);
-			break;
-		}
-		case OPT_ROUNDS:
-			cfg.rounds = (int)parse_int("--rounds", optarg, 1, 64);
-			break;
-		case OPT_CLOCK:
-			if (strcmp(optarg, "cpu") == 0)
-				wall_clock = 0;
-			else if (strcmp(optarg, "wall") == 0)
-				wall_clock = 1;
-			else
-				usage_error("--clock: '%s' is neither cpu nor wall", optarg);
-			break;
-		case OPT_UNALIGNED:
-			arg = optional_arg(argc, argv);
-			cfg.offset = arg ? (size_t)parse_int("--unaligned", arg, 0, 63) : 1;
-			break;
-		case OPT_SEED:
-			cfg.seed = (uint64_t)parse_int("--seed", optarg, 0, 0x7fffffffffffffffL);
-			break;
-		case OPT_GRID:
-			grid = 1;
-			break;
-		case OPT_CSV:
-			cfg.csv = 1;
-			break;
 		case 'h':
 			print_usage(stdout);
 			return 0;
@@ -481,56 +504,95 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	return GO_ON;
+}
 
-	cfg.do_encode = want_encode || !want_decode;
-	cfg.do_decode = want_decode || !want_encode;
-	bench_set_clock(wall_clock ? BENCH_CLOCK_WALL : BENCH_CLOCK_CPU);
-	if (cfg.params.w == 0)
-		cfg.params.w = default_w(cfg.params.kind, cfg.params.k, cfg.params.m);
-	if (!grid && !strips_given && is_bitmatrix(cfg.params.kind))
-		fit_default_strips(&cfg);
-	if (!grid) {
-		check_erasures(&cfg);
-		check_code(&cfg);
+/* What the options leave to defaults, and the checks that need all of
+ * them (a usage error exits).  Returns GO_ON or EXIT_FAILURE. */
+static int settle_options(bench_config *cfg, bench_cli *cli)
+{
+	cfg->do_encode = cli->want_encode || !cli->want_decode;
+	cfg->do_decode = cli->want_decode || !cli->want_encode;
+	bench_set_clock(cli->wall_clock ? BENCH_CLOCK_WALL : BENCH_CLOCK_CPU);
+	if (cfg->params.w == 0)
+		cfg->params.w = default_w(cfg->params.kind, cfg->params.k, cfg->params.m);
+	if (!cli->grid && !cli->strips_given && is_bitmatrix(cfg->params.kind))
+		fit_default_strips(cfg);
+	if (!cli->grid) {
+		check_erasures(cfg);
+		check_code(cfg);
 	}
-	for (int i = 0; i < n_kernels; i++)
-		if (!ec_kernel_available(kernels[i])) {
+	for (int i = 0; i < cli->n_kernels; i++)
+		if (!ec_kernel_available(cli->kernels[i])) {
 			fprintf(stderr, "ecfs-bench: --kernel %s: this CPU lacks that kernel\n",
-			        kernels[i]);
+			        cli->kernels[i]);
 			return EXIT_FAILURE;
 		}
-	if (n_kernels == 0) {
-		kernels[0] = NULL; /* the one in force (EC_SIMD or the best) */
-		n_kernels = 1;
+	if (cli->n_kernels == 0) {
+		cli->kernels[0] = NULL; /* the one in force (EC_SIMD or the best) */
+		cli->n_kernels = 1;
 	}
+	return GO_ON;
+}
 
-	if (!cfg.csv) {
-		printf("# ecfs-bench %s; libec kernels on this CPU:", BENCH_VERSION);
-		for (const char *const *k = ec_kernel_names(); *k; k++)
-			if (ec_kernel_available(*k))
-				printf(" %s", *k);
-		printf("; peers:%s%s%s\n", cfg.use_isal ? " isal" : "",
-		       cfg.use_jerasure ? " jerasure" : "",
-		       cfg.use_isal || cfg.use_jerasure ? "" : " none");
-		printf("# GB/s = k x strip bytes of data per call / %s time (1 GB = 1e9 B), best of "
-		       "%d rounds of %.3g s;\n# normalized = GB/s x m(k-1)/k (Plank et al., FAST'09); "
-		       "vs-isal = GB/s / ISA-L's GB/s\n",
-		       wall_clock ? "wall" : "CPU", cfg.rounds, cfg.seconds / cfg.rounds);
-		fflush(stdout);
-	}
+/* The comment lines above a table: what ran and what the columns mean. */
+static void print_header(const bench_config *cfg, int wall_clock)
+{
+	printf("# ecfs-bench %s; libec kernels on this CPU:", BENCH_VERSION);
+	for (const char *const *k = ec_kernel_names(); *k; k++)
+		if (ec_kernel_available(*k))
+			printf(" %s", *k);
+	printf("; peers:%s%s%s\n", cfg->use_isal ? " isal" : "", cfg->use_jerasure ? " jerasure" : "",
+	       cfg->use_isal || cfg->use_jerasure ? "" : " none");
+	printf("# GB/s = k x strip bytes of data per call / %s time (1 GB = 1e9 B), best of "
+	       "%d rounds of %.3g s;\n# normalized = GB/s x m(k-1)/k (Plank et al., FAST'09); "
+	       "vs-isal = GB/s / ISA-L's GB/s\n",
+	       wall_clock ? "wall" : "CPU", cfg->rounds, cfg->seconds / cfg->rounds);
+	fflush(stdout);
+}
 
-	for (int i = 0; i < n_kernels; i++) {
-		if (kernels[i]) {
-			int rc = ec_set_kernel(kernels[i]);
+/* The measurements, once per kernel asked for.  Returns the exit status. */
+static int run_kernels(const bench_config *cfg, const bench_cli *cli)
+{
+	for (int i = 0; i < cli->n_kernels; i++) {
+		if (cli->kernels[i]) {
+			int rc = ec_set_kernel(cli->kernels[i]);
 			if (rc != 0) {
-				fprintf(stderr, "ecfs-bench: --kernel %s: %s\n", kernels[i],
+				fprintf(stderr, "ecfs-bench: --kernel %s: %s\n", cli->kernels[i],
 				        ec_strerror(rc));
 				return EXIT_FAILURE;
 			}
 		}
-		int rc = grid ? bench_run_grid(&cfg) : bench_run_single(&cfg);
+		int rc = cli->grid ? bench_run_grid(cfg) : bench_run_single(cfg);
 		if (rc != 0)
 			return EXIT_FAILURE;
 	}
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	bench_config cfg = {
+		.params = { .kind = EC_RS_CAUCHY, .k = 10, .m = 4, .w = 0 },
+		.strips = { 4096, 65536, 1 << 20 },
+		.n_strips = 3,
+		.n_erasures = -1,
+		.use_isal = HAVE_ISAL,
+		.use_jerasure = HAVE_JERASURE,
+		.use_baselines = 1,
+		.seconds = 0.3,
+		.rounds = 5,
+	};
+	bench_cli cli = { 0 };
+
+	if (wants_xor_tuner(argc, argv))
+		return bench_xor_main(argc, argv);
+	int status = parse_options(argc, argv, &cfg, &cli);
+	if (status == GO_ON)
+		status = settle_options(&cfg, &cli);
+	if (status != GO_ON)
+		return status;
+	if (!cfg.csv)
+		print_header(&cfg, cli.wall_clock);
+	return run_kernels(&cfg, &cli);
 }

@@ -117,21 +117,14 @@ static int add_peer(bench_cell *cell, const char *impl, bench_coder **coders, in
 	return 0;
 }
 
-static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes, size_t strip,
-                    cell_summary *sum)
+/* Builds the cell's buffers for cfg's erasures.  Returns 0, or -1 after
+ * saying so. */
+static int init_cell(const bench_config *cfg, bench_cell *cell, int k, int m, size_t strip)
 {
-	bench_cell cell;
-	bench_coder *coders[MAX_CODERS];
-	bench_job jobs[MAX_JOBS];
-	const bench_coder *job_coder[MAX_JOBS];
-	int job_op[MAX_JOBS]; /* 0 encode, 1 decode, 2 memcpy, 3 xor */
-	int n_erased, n_coders = 0, n_jobs = 0, rc = 1;
-	int k = codes[0].k, m = codes[0].m;
-	char err[256];
-
-	memset(sum, 0, sizeof(*sum));
+	int n_erased;
 	/* At most m erasures (checked with the options), so m slots. */
 	int *erased = calloc((size_t)m, sizeof(int));
+
 	if (cfg->n_erase_list > 0) {
 		n_erased = cfg->n_erase_list;
 		if (erased)
@@ -141,104 +134,128 @@ static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes
 		if (erased)
 			bench_default_erasures(k, n_erased, erased);
 	}
-	if (!erased ||
-	    bench_cell_init(&cell, k, m, strip, cfg->offset, erased, n_erased, cfg->seed) < 0) {
+	int rc = erased ? bench_cell_init(cell, k, m, strip, cfg->offset, erased, n_erased, cfg->seed)
+	                : -1;
+	if (rc < 0)
 		fprintf(stderr, "ecfs-bench: out of memory for a [%d,%d] cell of %zu-byte strips\n", k,
 		        m, strip);
-		free(erased);
-		return 1;
-	}
 	free(erased); /* the cell keeps its own sorted copy */
+	return rc;
+}
+
+/* Builds and verifies the coders of the cell: libec for each code (the
+ * first is the reference), then the peers cfg asks for.  Returns 0, or -1
+ * after saying why; the coders built are in coders[0..*n) either way. */
+static int add_coders(const bench_config *cfg, bench_cell *cell, const ec_params *codes,
+                      int n_codes, bench_coder **coders, int *n)
+{
+	char err[256];
 
 	for (int i = 0; i < n_codes; i++) {
 		bench_coder *c;
-		if (bench_ecfs_new(&cell, &codes[i], &c, err, sizeof(err)) < 0) {
+		if (bench_ecfs_new(cell, &codes[i], &c, err, sizeof(err)) < 0) {
 			fprintf(stderr, "ecfs-bench: %s\n", err);
-			goto out;
+			return -1;
 		}
-		coders[n_coders++] = c;
+		coders[(*n)++] = c;
 		if (i == 0) {
 			if (bench_ecfs_make_reference(c) < 0) {
 				fprintf(stderr, "ecfs-bench: out of memory\n");
-				goto out;
+				return -1;
 			}
 		} else {
 			c->same_generator = 0; /* another code: other parity */
 		}
 		if (bench_coder_verify(c, err, sizeof(err)) < 0) {
 			fprintf(stderr, "ecfs-bench: VERIFICATION FAILED: %s\n", err);
-			goto out;
+			return -1;
 		}
 	}
-	if (cfg->use_isal && add_peer(&cell, "isal", coders, &n_coders) < 0)
-		goto out;
-	if (cfg->use_jerasure && add_peer(&cell, "jerasure", coders, &n_coders) < 0)
-		goto out;
+	if (cfg->use_isal && add_peer(cell, "isal", coders, n) < 0)
+		return -1;
+	if (cfg->use_jerasure && add_peer(cell, "jerasure", coders, n) < 0)
+		return -1;
+	return 0;
+}
 
-	double bytes = (double)k * (double)strip;
-	for (int op = 0; op < 2; op++) {
-		if ((op == 0 && !cfg->do_encode) || (op == 1 && !cfg->do_decode))
+enum { OP_ENCODE, OP_DECODE, OP_COPY, OP_XOR };
+
+/* What a cell times: a job per coder and operation, then the baselines. */
+typedef struct job_list {
+	bench_job jobs[MAX_JOBS];
+	const bench_coder *coder[MAX_JOBS]; /* NULL for a baseline */
+	int op[MAX_JOBS];
+	int n;
+} job_list;
+
+static void add_job(job_list *l, bench_job job, const bench_coder *coder, int op)
+{
+	l->jobs[l->n] = job;
+	l->coder[l->n] = coder;
+	l->op[l->n++] = op;
+}
+
+static void plan_jobs(const bench_config *cfg, bench_cell *cell, bench_coder *const *coders,
+                      int n_coders, job_list *l)
+{
+	double bytes = (double)cell->k * (double)cell->len;
+
+	l->n = 0;
+	for (int op = OP_ENCODE; op <= OP_DECODE; op++) {
+		if ((op == OP_ENCODE && !cfg->do_encode) || (op == OP_DECODE && !cfg->do_decode))
 			continue;
-		for (int i = 0; i < n_coders; i++) {
-			jobs[n_jobs] = (bench_job){
-				.fn = op == 0 ? coders[i]->encode : coders[i]->decode,
-				.ctx = coders[i],
-				.bytes_per_call = bytes,
-			};
-			job_coder[n_jobs] = coders[i];
-			job_op[n_jobs++] = op;
-		}
+		for (int i = 0; i < n_coders; i++)
+			add_job(l, (bench_job){ .fn = op == OP_ENCODE ? coders[i]->encode
+			                                              : coders[i]->decode,
+			                        .ctx = coders[i], .bytes_per_call = bytes },
+			        coders[i], op);
 	}
 	if (cfg->use_baselines) {
-		jobs[n_jobs] = (bench_job){ .fn = bench_baseline_memcpy, .ctx = &cell,
-			                    .bytes_per_call = bytes };
-		job_coder[n_jobs] = NULL;
-		job_op[n_jobs++] = 2;
-		jobs[n_jobs] = (bench_job){ .fn = bench_baseline_xor, .ctx = &cell,
-			                    .bytes_per_call = bytes };
-		job_coder[n_jobs] = NULL;
-		job_op[n_jobs++] = 3;
+		add_job(l, (bench_job){ .fn = bench_baseline_memcpy, .ctx = cell,
+		                        .bytes_per_call = bytes }, NULL, OP_COPY);
+		add_job(l, (bench_job){ .fn = bench_baseline_xor, .ctx = cell,
+		                        .bytes_per_call = bytes }, NULL, OP_XOR);
 	}
-	bench_jobs_run(jobs, n_jobs, cfg->seconds, cfg->rounds);
-	for (int i = 0; i < n_coders; i++)
-		if (coders[i]->failed) {
-			fprintf(stderr, "ecfs-bench: %s %s failed during timing\n", coders[i]->impl,
-			        coders[i]->code);
-			goto out;
-		}
+}
 
+/* Prints a row per timed job, with the ratio to ISA-L's rate for the same
+ * operation, and keeps the grid's numbers in *sum (ours: the reference
+ * coder). */
+static void report_jobs(const bench_config *cfg, const bench_cell *cell, const job_list *l,
+                        const bench_coder *reference, cell_summary *sum)
+{
+	static const char *const op_names[] = { "encode", "decode", "copy", "xor" };
 	/* ISA-L's rate per operation, the denominator of vs-isal. */
 	double isal_rate[2] = { 0, 0 };
-	for (int j = 0; j < n_jobs; j++)
-		if (job_coder[j] && strcmp(job_coder[j]->impl, "isal") == 0)
-			isal_rate[job_op[j]] = jobs[j].best_rate / 1e9;
 
-	static const char *const op_names[] = { "encode", "decode", "copy", "xor" };
-	for (int j = 0; j < n_jobs; j++) {
-		const bench_coder *c = job_coder[j];
-		int op = job_op[j];
+	for (int j = 0; j < l->n; j++)
+		if (l->coder[j] && strcmp(l->coder[j]->impl, "isal") == 0)
+			isal_rate[l->op[j]] = l->jobs[j].best_rate / 1e9;
+	for (int j = 0; j < l->n; j++) {
+		const bench_coder *c = l->coder[j];
+		int op = l->op[j];
 		bench_row row = {
-			.impl = c ? c->impl : op == 2 ? "memcpy" : "xor",
+			.impl = c ? c->impl : op == OP_COPY ? "memcpy" : "xor",
 			.op = op_names[op],
 			.code = c ? c->code : "-",
-			.k = k,
-			.m = m,
+			.k = cell->k,
+			.m = cell->m,
 			.w = c ? c->w : 0,
-			.strip = strip,
-			.gbps = jobs[j].best_rate / 1e9,
+			.strip = cell->len,
+			.gbps = l->jobs[j].best_rate / 1e9,
 			.normalized = -1,
 			.vs_isal = -1,
 			.kernel = c && strcmp(c->impl, "ecfs") == 0 ? ec_kernel_name() : "-",
 		};
-		if (op == 1)
-			format_erasures(&cell, row.erasures, sizeof(row.erasures));
+		if (op == OP_DECODE)
+			format_erasures(cell, row.erasures, sizeof(row.erasures));
 		else
 			snprintf(row.erasures, sizeof(row.erasures), "-");
-		if (op < 2) {
-			row.normalized = bench_normalized(row.gbps, k, m);
+		if (op <= OP_DECODE) {
+			row.normalized = bench_normalized(row.gbps, cell->k, cell->m);
 			if (isal_rate[op] > 0)
 				row.vs_isal = row.gbps / isal_rate[op];
-			if (c == coders[0])
+			if (c == reference)
 				sum->ours[op] = row.gbps;
 			if (strcmp(c->impl, "isal") == 0)
 				sum->isal[op] = row.gbps;
@@ -247,6 +264,32 @@ static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes
 		}
 		emit(cfg, &row);
 	}
+}
+
+/* One cell: every coder built and verified, then timed interleaved with
+ * the baselines, and its rows printed.  Returns 0, or 1 after saying why. */
+static int run_cell(const bench_config *cfg, const ec_params *codes, int n_codes, size_t strip,
+                    cell_summary *sum)
+{
+	bench_cell cell;
+	bench_coder *coders[MAX_CODERS];
+	job_list jobs;
+	int n_coders = 0, rc = 1;
+
+	memset(sum, 0, sizeof(*sum));
+	if (init_cell(cfg, &cell, codes[0].k, codes[0].m, strip) < 0)
+		return 1;
+	if (add_coders(cfg, &cell, codes, n_codes, coders, &n_coders) < 0)
+		goto out;
+	plan_jobs(cfg, &cell, coders, n_coders, &jobs);
+	bench_jobs_run(jobs.jobs, jobs.n, cfg->seconds, cfg->rounds);
+	for (int i = 0; i < n_coders; i++)
+		if (coders[i]->failed) {
+			fprintf(stderr, "ecfs-bench: %s %s failed during timing\n", coders[i]->impl,
+			        coders[i]->code);
+			goto out;
+		}
+	report_jobs(cfg, &cell, &jobs, coders[0], sum);
 	rc = 0;
 out:
 	for (int i = 0; i < n_coders; i++)
