@@ -33,7 +33,6 @@
 
 #include "checksum.h"
 #include "fault.h"
-#include "intent.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -671,8 +670,6 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if (!opts->read_only && !opts->keep_intents)
-		intent_replay(v, NULL, NULL); /* finish what a crash cut short (intent.h) */
 	if (volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);

@@ -36,14 +36,15 @@ typedef struct volume_options {
 	size_t strip_size;     /* bytes per strip; 0 = superblock's (or the default) */
 	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
 	bool read_only;        /* do not take the write lock or create anything */
-	bool keep_intents;     /* do not replay intents at open (ecfs-fsck does, to report them) */
 	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of
  * the member directories paths[0..n-1], given in any order.  Takes the
  * volume lock.  On failure returns a negative errno and sets *message to a
- * g_malloc'd sentence naming the member at fault (the caller g_free()s it). */
+ * g_malloc'd sentence naming the member at fault (the caller g_free()s it).
+ * The namespace is as a crash left it: a read-write caller finishes the
+ * pending intents (intent_replay, intent.h) before anything looks at it. */
 int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message);
 void volume_close(volume *v);

@@ -35,6 +35,7 @@
 #include "ecfile.h"
 #include "log.h"
 #include "heal.h"
+#include "intent.h"
 #include "volume.h"
 
 /* MB/s of the online heal unless -o heal_rate says otherwise: about a
@@ -529,8 +530,10 @@ static bool mount_volume(struct daemon_state *d)
 		return false;
 	}
 	d->state.chown_new = geteuid() == 0;
-	if (!d->vopts.read_only)
+	if (!d->vopts.read_only) {
+		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);
+	}
 
 	if (fuse_mount(d->fuse, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */

@@ -602,8 +602,8 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 {
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
-	/* Intents are replayed by fsck_pending, which reports them. */
-	volume_options vo = { .read_only = !f->o.repair, .keep_intents = true };
+	/* volume_open leaves the intents to fsck_pending, which reports them. */
+	volume_options vo = { .read_only = !f->o.repair };
 	if (!check_member_paths(f, paths, n))
 		return finish(f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
 		              "(" ECFS_META_DIR "/superblock): nothing to check");
