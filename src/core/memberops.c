@@ -16,17 +16,22 @@
 #include "fault.h"
 #include "memberio.h"
 #include "record.h"
-#include "volume_internal.h"
 
 /* Consults the fault rules (test builds): an operation hit with an errno
  * returns -1 with it, a write or sync hit with errno 0 returns `done`
  * (success) without being made.  v is NULL while a volume is being
  * created: never faulted. */
 #ifdef ECFS_FAULT_INJECTION
+/* A volume begins with our state (mop_state, memberops.h). */
+static fault_rules *volume_faults(volume *v)
+{
+	return ((mop_state *)(void *)v)->faults;
+}
+
 #define FAULT_GATE(kind, done)                                                  \
 	do {                                                                    \
 		int err_;                                                       \
-		if (v && fault_check(volume_fault_rules(v), idx, (kind), &err_)) { \
+		if (v && fault_check(volume_faults(v), idx, (kind), &err_)) {   \
 			if (!err_)                                              \
 				return (done);                                  \
 			errno = err_;                                           \

@@ -23,6 +23,14 @@
 #include <time.h>
 
 typedef struct volume volume;
+struct fault_rules;
+
+/* What the member operations keep per volume: the first field of every
+ * volume (volume.c), so that the volume a wrapper is given leads to it
+ * while this layer stays below the volume and knows nothing else of it. */
+typedef struct mop_state {
+	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
+} mop_state;
 
 /* Reads (faults only; never recorded). */
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);

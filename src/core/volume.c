@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -61,6 +62,7 @@ typedef struct member {
 } member;
 
 struct volume {
+	mop_state mops;        /* first: what the member operations see of us */
 	int n, k, m;
 	member *mem;
 	uint8_t uuid[16];
@@ -76,7 +78,6 @@ struct volume {
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	int64_t roots_checked; /* monotonic seconds of the last root check */
-	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
 	uint64_t strips_healed;
@@ -84,6 +85,8 @@ struct volume {
 	char *(*health_hook)(void *); /* extra health lines (the online heal) */
 	void *health_arg;
 };
+
+_Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
 
 static struct fault_rules *fault_setup(void);
 
@@ -662,7 +665,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		goto fail;
 	/* faults from here on: the lock files are no member operation a
 	 * rule counts */
-	v->faults = faults;
+	v->mops.faults = faults;
 	faults = NULL;
 	v->mio = memberio_new(n, opts->timeout_ms, member_timed_out, v);
 	if (!v->mio) {
@@ -726,7 +729,7 @@ void volume_close(volume *v)
 {
 	if (!v)
 		return;
-	fault_release(v->faults); /* no join waits on a hung member */
+	fault_release(v->mops.faults); /* no join waits on a hung member */
 	/* The workers are idle by now (every batch was waited for), or lost,
 	 * and then these descriptors stay open. */
 	for (int i = 0; i < v->n; i++) {
@@ -753,7 +756,7 @@ void volume_close(volume *v)
 		g_array_free(v->old_fds, TRUE);
 	g_free(v->checksum_name);
 	g_free(v->mem);
-	fault_free(v->faults);
+	fault_free(v->mops.faults);
 	g_free(v);
 #ifdef ECFS_FAULT_INJECTION
 	record_close(); /* "member writes: W" */
@@ -1078,11 +1081,6 @@ static struct fault_rules *fault_setup(void)
 	}
 	return NULL;
 #endif
-}
-
-struct fault_rules *volume_fault_rules(volume *v)
-{
-	return v->faults;
 }
 
 /* ---- space and health ---- */

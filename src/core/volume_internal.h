@@ -31,11 +31,6 @@ uint64_t volume_failed_mask(volume *v);
 void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
                           const char *why);
 
-/* Fault injection for tests (built with -Dfault_injection=true): the
- * rules of ECFS_FAULT (fault.h), parsed at the volume's open; NULL if
- * none.  memberops.c consults them for every member operation. */
-struct fault_rules *volume_fault_rules(volume *v);
-
 /* ---- the online heal (heal.c) ---- */
 
 /* Tries to bring failed member idx back: its directory holds this volume's
