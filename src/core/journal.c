@@ -189,7 +189,7 @@ int journal_write_member(stripe_ctx *c, int mb, const journal_header *h,
 		iov[1 + i] = (struct iovec){ (void *)strips[i], h->strip_size };
 	/* One write: header and strips; a torn one leaves strips that do not
 	 * verify against the header's records (or a header that does not). */
-	ssize_t r = stripe_io(c->v, mb, fd, iov, 1 + (int)h->count, 0, true);
+	ssize_t r = mop_transfer(c->v, mb, fd, iov, 1 + (int)h->count, 0, true);
 	if (r < 0)
 		return (int)r;
 	return mop_fsync(c->v, mb, fd, true) < 0 ? -errno : 0;
@@ -250,7 +250,7 @@ static bool read_journals(stripe_ctx *c, jmember *jm)
 		}
 		any = true;
 		struct iovec iov = { buf, sizeof(buf) };
-		ssize_t r = stripe_io(c->v, mb, jm[mb].fd, &iov, 1, 0, false);
+		ssize_t r = mop_transfer(c->v, mb, jm[mb].fd, &iov, 1, 0, false);
 		if (r != (ssize_t)sizeof(buf) || journal_header_decode(buf, &jm[mb].h, &why) < 0)
 			continue; /* torn or empty: this member's copy does not count */
 		const journal_header *h = &jm[mb].h;
@@ -278,7 +278,7 @@ static uint64_t journal_strips(stripe_ctx *c, const jmember *jm, uint64_t s, uin
 		int pos = (int)h->position;
 		uint8_t *dst = bufs + (size_t)pos * strip;
 		struct iovec iov = { dst, strip };
-		if (stripe_io(c->v, mb, jm[mb].fd, &iov, 1,
+		if (mop_transfer(c->v, mb, jm[mb].fd, &iov, 1,
 		              (off_t)(JOURNAL_HEADER_SIZE + i * strip), false) != (ssize_t)strip)
 			continue;
 		chunk_header ch = c->hdr;

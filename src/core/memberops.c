@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -458,4 +459,38 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 	}
 	end(locked);
 	return rc;
+}
+
+ssize_t mop_transfer(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
+                     bool write)
+{
+	ssize_t total = 0;
+
+	while (cnt > 0) {
+		int part = cnt > IOV_MAX ? IOV_MAX : cnt;
+		ssize_t r = write ? mop_pwritev(v, idx, fd, iov, part, off)
+		                  : mop_preadv(v, idx, fd, iov, part, off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			break;
+		}
+		total += r;
+		off += r;
+		while (cnt > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return total;
 }

@@ -67,4 +67,10 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
                   size_t size, int flags);
 int mop_fremovexattr(volume *v, int idx, int fd, const char *name);
 
+/* Positioned I/O of a whole iovec through the wrappers above (iov is
+ * used up), resuming after short transfers and EINTR: bytes moved (fewer
+ * only at end of file on reads) or a negative errno. */
+ssize_t mop_transfer(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
+                     bool write);
+
 #endif

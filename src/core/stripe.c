@@ -15,7 +15,6 @@
 #include "stripe.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,43 +67,6 @@ int stripe_usable_count(stripe_ctx *c)
 	for (int i = 0; i < c->lay.n; i++)
 		cnt += stripe_member_usable(c, i);
 	return cnt;
-}
-
-/* Full-length positioned I/O over an iovec, resuming after short transfers.
- * Returns bytes moved (less than asked only at end of file for reads) or
- * -errno. */
-ssize_t stripe_io(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
-                  bool write)
-{
-	ssize_t total = 0;
-
-	while (cnt > 0) {
-		int part = cnt > IOV_MAX ? IOV_MAX : cnt;
-		ssize_t r = write ? mop_pwritev(v, idx, fd, iov, part, off)
-		                  : mop_preadv(v, idx, fd, iov, part, off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			break;
-		}
-		total += r;
-		off += r;
-		while (cnt > 0 && (size_t)r >= iov->iov_len) {
-			r -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + r;
-			iov->iov_len -= (size_t)r;
-		}
-	}
-	return total;
 }
 
 static bool all_zero(const uint8_t *p, size_t len)
@@ -179,11 +141,11 @@ static void commit_member(void *arg)
 		iov[i] = (struct iovec){ (void *)t->strips[i], c->lay.strip_size };
 	/* Strips first, then their records: until both are down the pair does
 	 * not verify, so a torn commit reads as an erasure, never as data. */
-	r = stripe_io(c->v, t->member, c->fd[t->member], iov, t->cnt,
+	r = mop_transfer(c->v, t->member, c->fd[t->member], iov, t->cnt,
 	              (off_t)layout_strip_offset(&c->lay, t->s0), true);
 	if (r >= 0) {
 		riov = (struct iovec){ t->recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
-		r = stripe_io(c->v, t->member, c->fd[t->member], &riov, 1,
+		r = mop_transfer(c->v, t->member, c->fd[t->member], &riov, 1,
 		              (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
 	t->err = r < 0 ? (int)r : 0;
@@ -213,10 +175,10 @@ int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const u
 	/* Strips first, then their records, as a commit does. */
 	struct iovec iov = { (void *)data, strip * (size_t)cnt };
 	struct iovec riov = { rec, (size_t)cnt * CHUNK_RECORD_SIZE };
-	ssize_t w = stripe_io(c->v, member, c->fd[member], &iov, 1,
+	ssize_t w = mop_transfer(c->v, member, c->fd[member], &iov, 1,
 	                      (off_t)layout_strip_offset(&c->lay, s0), true);
 	if (w >= 0)
-		w = stripe_io(c->v, member, c->fd[member], &riov, 1,
+		w = mop_transfer(c->v, member, c->fd[member], &riov, 1,
 		              (off_t)layout_record_offset(&c->lay, s0), true);
 	return w < 0 ? (int)w : 0;
 }
@@ -362,10 +324,10 @@ static void fetch_member(void *arg)
 
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
-	ssize_t got = stripe_io(c->v, t->member, fd, iov, t->cnt,
+	ssize_t got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
 	                       (off_t)layout_strip_offset(&c->lay, t->s0), false);
 	ssize_t rgot = got < 0 ? got
-	               : stripe_io(c->v, t->member, fd, &riov, 1,
+	               : mop_transfer(c->v, t->member, fd, &riov, 1,
 	                          (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
@@ -762,7 +724,7 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		 * it, and the last one not written when the file was longer. */
 		uint64_t g0 = last - last % CHUNK_GROUP_STRIPES;
 		struct iovec iov = { recs, sizeof(recs) };
-		ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1,
+		ssize_t r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1,
 		                      (off_t)layout_record_offset(&c->lay, g0), false);
 		if (r < 0)
 			continue; /* an erasure; the reads will judge it */
@@ -842,7 +804,7 @@ static void write_header_member(void *arg)
 	struct iovec iov = { buf, sizeof(buf) };
 	ssize_t r = j->sync_first && mop_fsync(j->c->v, j->member, fd, true) < 0 ? -errno : 0;
 	if (r >= 0)
-		r = stripe_io(j->c->v, j->member, fd, &iov, 1, 0, true);
+		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
 	if (r >= 0 && j->durable && mop_fsync(j->c->v, j->member, fd, true) < 0)
 		r = -errno;
 	j->err = r < 0 ? (int)r : 0;
@@ -895,7 +857,7 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 			rc = -errno;
 		if (rc == 0 && in_group && (uint64_t)st.st_size > layout_record_offset(&c->lay, from)) {
 			struct iovec iov = { zeros, (CHUNK_GROUP_STRIPES - in_group) * CHUNK_RECORD_SIZE };
-			ssize_t r = stripe_io(c->v, mb, c->fd[mb], &iov, 1,
+			ssize_t r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1,
 			                     (off_t)layout_record_offset(&c->lay, from), true);
 			rc = r < 0 ? (int)r : 0;
 		}

@@ -100,11 +100,6 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_
  * bytes past size may not be zeros).  Left by a truncate or an extending
  * write that a crash cut short; the caller cuts again. */
 int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty);
-/* Positioned member I/O of a whole iovec through memberops, resuming
- * after short transfers: bytes moved (fewer only at end of file on reads)
- * or -errno. */
-ssize_t stripe_io(volume *v, int idx, int fd, struct iovec *iov, int cnt, off_t off,
-                  bool write);
 
 /* Writes one strip of stripe s to member's chunk, then its record with
  * generation gen and logical size size (gen 0: a blank record, a hole).
