@@ -27,7 +27,7 @@
 
 #include "chunk.h"
 #include "committer.h"
-#include "journal.h"
+#include "journal_recovery.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -1122,8 +1122,8 @@ int ecfile_release(ecfile *f)
 		 * comes in meanwhile shares this state. */
 		pthread_mutex_lock(&f->lock);
 		cm_drain(f->cq);
-		if (f->c.jopen && stripe_sync(&f->c, true) == 0)
-			journal_remove(&f->c);
+		if (f->c.jf.open && stripe_sync(&f->c, true) == 0)
+			stripe_remove_journals(&f->c);
 		pthread_mutex_unlock(&f->lock);
 	}
 	volume_files_lock(v);

@@ -5,12 +5,14 @@
  * hold committed content first writes every position's strips and records
  * to a per-file journal on its member,
  * `.ecfs/journal/<file id hex>`, and syncs all of them; only then are the
- * strips written in place.  After a crash, journal_recover() (at file open
- * and in ecfs-fsck) rolls each such stripe forward from the journal, so a
- * stripe is always its old or its new content.
+ * strips written in place.  After a crash, journal_recover()
+ * (journal_recovery.h, at file open and in ecfs-fsck) rolls each such
+ * stripe forward from the journal, so a stripe is always its old or its
+ * new content.
  *
- * This module holds the journal's byte format and its member I/O; the
- * decision of which commit is journaled lives in stripe_commit().
+ * This module holds the journal's byte format and its member I/O, below
+ * the stripe layer; the decision of which commit is journaled lives in
+ * stripe_commit().
  */
 #ifndef ECFS_JOURNAL_H
 #define ECFS_JOURNAL_H
@@ -19,7 +21,7 @@
 #include <stdint.h>
 
 #include "chunk.h"
-#include "stripe.h"
+#include "volume.h"
 
 #define JOURNAL_MAGIC "ECFSJRNL"
 #define JOURNAL_VERSION 1u
@@ -28,6 +30,9 @@
 #define JOURNAL_RECORDS_OFFSET 128u
 #define JOURNAL_MAX_STRIPES 32u
 #define JOURNAL_DIR ".ecfs/journal"
+/* "JOURNAL_DIR/<file id hex>" with its NUL. */
+#define JOURNAL_PATH_SIZE (sizeof(JOURNAL_DIR) + 33)
+#define JOURNAL_MAX_MEMBERS 64
 
 typedef struct journal_header {
 	uint8_t volume_uuid[16];
@@ -49,28 +54,30 @@ int journal_header_decode(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header 
 /* "<32 lowercase hex digits>" of a file id (33 bytes with the NUL). */
 void journal_file_name(const uint8_t id[16], char out[33]);
 
+/* JOURNAL_DIR "/" and the file name of id: the journal's path beneath a
+ * member root. */
+void journal_path(const uint8_t id[16], char out[JOURNAL_PATH_SIZE]);
+
+/* The journals of one open file that are open for writing, by member. */
+typedef struct journal_files {
+	uint64_t open; /* bit i: fd[i] is member i's open journal */
+	int fd[JOURNAL_MAX_MEMBERS];
+} journal_files;
+
 /* Member mb's part of a journaled commit, run on its worker: writes the
- * header and strips[0..count-1] (strip_size bytes each) to the file's
- * journal with one pwritev, then fdatasyncs it.  The journal is created
- * (and its directory synced) the first time.  0 or a negative errno. */
-int journal_write_member(stripe_ctx *c, int mb, const journal_header *h,
+ * header and strips[0..count-1] (strip_size bytes each) to the journal of
+ * file h->file_id with one pwritev, then fdatasyncs it.  The journal is
+ * created (and its directory synced) the first time, and stays open in jf.
+ * 0 or a negative errno. */
+int journal_write_member(volume *v, journal_files *jf, int mb, const journal_header *h,
                          const uint8_t *const *strips);
 
-/* Rolls forward, from the journals of the file on the usable members,
- * every stripe whose journaled commit may have been cut short in place
- * (docs/FORMAT.md 9, "Recovery"): those with at least k verified journal
- * strips of generation g whose in-place strips are neither all of g, nor
- * superseded by a newer generation, nor all unwritten.  With write false
- * nothing is changed (a read-only check): *stripes counts the stripes
- * that need it.  With write true they are rewritten in place at g, the
- * chunks synced and the journals removed.  0 or a negative errno (the
- * journals are then kept for a later attempt). */
-int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes);
-
-/* Removes the file's journals on the usable members (after the in-place
- * strips they protect are durable) and closes their descriptors. */
-void journal_remove(stripe_ctx *c);
-/* Closes the journal descriptors the context holds. */
-void journal_close(stripe_ctx *c);
+/* Closes the journal descriptors jf holds. */
+void journal_close(volume *v, journal_files *jf);
+/* Closes them and removes the journals of file id on the members in the
+ * mask (after the in-place strips they protect are durable); a failure
+ * is logged, naming path. */
+void journal_remove(volume *v, journal_files *jf, const uint8_t id[16], uint64_t members,
+                    const char *path);
 
 #endif

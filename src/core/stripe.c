@@ -43,11 +43,21 @@ int stripe_ctx_buffers(stripe_ctx *c)
 
 void stripe_ctx_free_buffers(stripe_ctx *c)
 {
-	journal_close(c);
+	journal_close(c->v, &c->jf);
 	free(c->scratch);
 	free(c->parity);
 	free(c->run_parity);
 	c->scratch = c->parity = c->run_parity = NULL;
+}
+
+void stripe_remove_journals(stripe_ctx *c)
+{
+	uint64_t usable = 0;
+
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stripe_member_usable(c, mb))
+			usable |= 1ull << mb;
+	journal_remove(c->v, &c->jf, c->hdr.file_id, usable, c->path);
 }
 
 bool stripe_member_usable(stripe_ctx *c, int member)
@@ -77,6 +87,7 @@ static bool all_zero(const uint8_t *p, size_t len)
 /* ---- commit ---- */
 
 _Static_assert(STRIPE_BATCH <= JOURNAL_MAX_STRIPES, "a commit must fit in the journal");
+_Static_assert(STRIPE_MAX_N <= JOURNAL_MAX_MEMBERS, "every member may have a journal");
 
 typedef struct commit_task {
 	stripe_ctx *c;
@@ -124,7 +135,7 @@ static void journal_member(void *arg)
 	memcpy(jh.file_id, c->hdr.file_id, 16);
 	for (int i = 0; i < t->cnt; i++)
 		memcpy(jh.records[i], t->recs + (size_t)i * CHUNK_RECORD_SIZE, CHUNK_RECORD_SIZE);
-	t->err = journal_write_member(c, t->member, &jh, t->strips);
+	t->err = journal_write_member(c->v, &c->jf, t->member, &jh, t->strips);
 }
 
 static void commit_member(void *arg)

@@ -17,6 +17,7 @@
 #include "checksum.h"
 #include "chunk.h"
 #include "ec.h"
+#include "journal.h"
 #include "layout.h"
 #include "volume.h"
 
@@ -52,8 +53,7 @@ typedef struct stripe_ctx {
 	 * (a first write); below it a commit is an overwrite and journaled. */
 	uint64_t written_end;
 	bool inplace_unsynced; /* a journaled commit's in-place writes are not synced yet */
-	uint64_t jopen;        /* bit i: jfd[i] is member i's open journal */
-	int jfd[STRIPE_MAX_N];
+	journal_files jf;      /* the journals open for writing */
 } stripe_ctx;
 
 /* What one position of a stripe holds in place (stripe_probe). */
@@ -69,6 +69,10 @@ typedef struct strip_probe {
 int stripe_ctx_buffers(stripe_ctx *c);
 /* Frees them and closes the journal descriptors. */
 void stripe_ctx_free_buffers(stripe_ctx *c);
+
+/* Removes the file's journals on the usable members (once the in-place
+ * strips they protect are durable) and closes their descriptors. */
+void stripe_remove_journals(stripe_ctx *c);
 
 /* Members whose chunk can take writes and serve reads. */
 bool stripe_member_usable(stripe_ctx *c, int member);

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
-#include "journal.h"
+#include "journal_recovery.h"
 #include "layout.h"
 #include "log.h"
 #include "memberops.h"
