@@ -559,68 +559,59 @@ static void member_timed_out(void *ctx, int idx, unsigned timeout_ms)
 	fail_member(ctx, idx, why);
 }
 
-int volume_open(const char *const *paths, int n, const volume_options *opts,
-                volume **out, char **message)
+/* No member holds a readable volume and not every one is empty: refused,
+ * naming the first member that is not empty. */
+static int refuse_unformatted(const probe *pr, int n, char **message)
 {
-	static const volume_options none;
-	probe *pr = g_new0(probe, n);
-	probe **slot = g_new0(probe *, n);
-	volume *v = NULL;
-	superblock sb;
-	int ref, rc, formatted = 0, empty = 0;
-	struct fault_rules *faults = fault_setup();
+	bool any_broken = false;
 
-	*out = NULL;
-	*message = NULL;
-	if (!opts)
-		opts = &none;
-	if (n < 2 || n > 64) {
-		*message = g_strdup_printf("a volume needs 2 to 64 members, %d given", n);
-		g_free(pr);
-		g_free(slot);
-		fault_free(faults);
-		return -EINVAL;
-	}
+	for (int i = 0; i < n; i++)
+		any_broken |= pr[i].state == P_BROKEN;
+	for (int i = 0; i < n && !*message; i++)
+		if (pr[i].state != P_EMPTY)
+			*message = g_strdup_printf("no member holds a readable volume and member %s %s",
+			                           pr[i].path, pr[i].why ? pr[i].why : "is unusable");
+	return any_broken ? -EINVAL : -ENOENT;
+}
+
+/* Probes the member directories paths[0..n-1] into pr and judges them
+ * together; n empty ones become a new volume.  Returns the index of the
+ * probe whose superblock is the reference, or a negative errno with
+ * *message. */
+static int probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
+                         char **message)
+{
+	int ref, rc, empty = 0;
+	superblock sb;
+
 	for (int i = 0; i < n; i++) {
 		pr[i].path = paths[i];
 		probe_member(&pr[i]);
-		formatted += pr[i].state == P_OK;
 		empty += pr[i].state == P_EMPTY;
 	}
-	rc = check_superblocks(pr, n, opts, &ref, message);
-	if (rc < 0)
-		goto fail;
-	if (ref < 0) {
-		bool any_broken = false;
-		for (int i = 0; i < n; i++)
-			any_broken |= pr[i].state == P_BROKEN;
-		if (empty != n) {
-			for (int i = 0; i < n && !*message; i++)
-				if (pr[i].state != P_EMPTY)
-					*message = g_strdup_printf("no member holds a readable volume and member "
-					                           "%s %s", pr[i].path,
-					                           pr[i].why ? pr[i].why : "is unusable");
-			rc = any_broken ? -EINVAL : -ENOENT;
-			goto fail;
-		}
-		for (int i = 0; i < n; i++)
-			record_set_root(i, pr[i].rootfd); /* creation is recorded */
-		rc = create_volume(pr, n, opts, &sb, message);
-		if (rc < 0)
-			goto fail;
-		ref = 0;
-	}
-	sb = pr[ref].sb;
-	place_members(pr, n, slot);
+	rc = check_superblocks(pr, n, o, &ref, message);
+	if (rc < 0 || ref >= 0)
+		return rc < 0 ? rc : ref;
+	if (empty != n)
+		return refuse_unformatted(pr, n, message);
 	for (int i = 0; i < n; i++)
-		record_set_root(i, slot[i]->rootfd);
+		record_set_root(i, pr[i].rootfd); /* creation is recorded */
+	rc = create_volume(pr, n, o, &sb, message);
+	return rc < 0 ? rc : 0; /* every probe now holds the new superblock */
+}
 
-	v = volume_alloc(n);
-	v->k = sb.k;
-	v->m = sb.m;
-	v->read_only = opts->read_only;
-	memcpy(v->uuid, sb.uuid, 16);
-	memcpy(v->key, sb.key, sizeof(v->key));
+/* A volume of the placed members (slot[i] is member i) with the identity
+ * of superblock sb, taking over their descriptors; a member that holds
+ * no superblock of it is failed. */
+static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool read_only)
+{
+	volume *v = volume_alloc(n);
+
+	v->k = sb->k;
+	v->m = sb->m;
+	v->read_only = read_only;
+	memcpy(v->uuid, sb->uuid, 16);
+	memcpy(v->key, sb->key, sizeof(v->key));
 	for (int i = 0; i < n; i++) {
 		member *mb = &v->mem[i];
 		probe *p = slot[i];
@@ -639,19 +630,32 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 			mb->ino = st.st_ino;
 		}
 	}
-	if (volume_failed_count(v) > v->m) {
-		char *list = failed_list(v);
-		*message = g_strdup_printf("%d of %d members are unusable, more than m=%d: %s",
-		                           volume_failed_count(v), n, v->m, list);
-		g_free(list);
-		rc = -EIO;
-		goto fail;
-	}
-	if (!opts->read_only)
-		for (int i = 0; i < n; i++)
+	return v;
+}
+
+/* Refuses a volume with more than m members failed, naming them. */
+static int check_quorum(volume *v, char **message)
+{
+	if (volume_failed_count(v) <= v->m)
+		return 0;
+	char *list = failed_list(v);
+	*message = g_strdup_printf("%d of %d members are unusable, more than m=%d: %s",
+	                           volume_failed_count(v), v->n, v->m, list);
+	g_free(list);
+	return -EIO;
+}
+
+/* Takes the lock of every member in service (unless read-only), and marks
+ * healing the members whose online rebuild a stop cut short. */
+static int lock_members(volume *v, bool read_only, char **message)
+{
+	int rc;
+
+	if (!read_only)
+		for (int i = 0; i < v->n; i++)
 			if (!v->mem[i].failed && (rc = take_lock(v, i, message)) < 0)
-				goto fail;
-	for (int i = 0; i < n; i++) {
+				return rc;
+	for (int i = 0; i < v->n; i++) {
 		struct stat st;
 		if (!v->mem[i].failed &&
 		    fstatat(v->mem[i].metafd, HEAL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -660,36 +664,72 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 			         "answers no lookup until the rebuild is done", i, v->mem[i].path);
 		}
 	}
-	rc = set_defaults(v, &sb, opts, message);
-	if (rc < 0)
-		goto fail;
-	/* faults from here on: the lock files are no member operation a
-	 * rule counts */
-	v->mops.faults = faults;
-	faults = NULL;
-	v->mio = memberio_new(n, opts->timeout_ms, member_timed_out, v);
+	return 0;
+}
+
+/* Starts the member workers; the fault rules (*faults, taken over) apply
+ * from here on: the lock files are no member operation a rule counts. */
+static int start_members(volume *v, struct fault_rules **faults, unsigned timeout_ms,
+                         char **message)
+{
+	v->mops.faults = *faults;
+	*faults = NULL;
+	v->mio = memberio_new(v->n, timeout_ms, member_timed_out, v);
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
-		rc = -ENOMEM;
-		goto fail;
+		return -ENOMEM;
 	}
-	if (volume_failed_count(v))
+	return 0;
+}
+
+int volume_open(const char *const *paths, int n, const volume_options *opts,
+                volume **out, char **message)
+{
+	static const volume_options none;
+	struct fault_rules *faults = fault_setup();
+	volume *v = NULL;
+	int ref, rc;
+
+	*out = NULL;
+	*message = NULL;
+	if (!opts)
+		opts = &none;
+	if (n < 2 || n > 64) {
+		*message = g_strdup_printf("a volume needs 2 to 64 members, %d given", n);
+		fault_free(faults);
+		return -EINVAL;
+	}
+	probe *pr = g_new0(probe, n);
+	probe **slot = g_new0(probe *, n);
+	ref = probe_members(pr, paths, n, opts, message);
+	rc = ref < 0 ? ref : 0;
+	if (rc == 0) {
+		place_members(pr, n, slot);
+		for (int i = 0; i < n; i++)
+			record_set_root(i, slot[i]->rootfd);
+		v = volume_assemble(slot, n, &pr[ref].sb, opts->read_only);
+		rc = check_quorum(v, message);
+	}
+	if (rc == 0)
+		rc = lock_members(v, opts->read_only, message);
+	if (rc == 0)
+		rc = set_defaults(v, &pr[ref].sb, opts, message);
+	if (rc == 0)
+		rc = start_members(v, &faults, opts->timeout_ms, message);
+	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);
 	for (int i = 0; i < n; i++)
 		probe_free(&pr[i]);
 	g_free(pr);
 	g_free(slot);
+	fault_free(faults);
+	if (rc < 0) {
+		volume_close(v);
+		return rc;
+	}
 	*out = v;
 	return 0;
-fail:
-	for (int i = 0; i < n; i++)
-		probe_free(&pr[i]);
-	g_free(pr);
-	g_free(slot);
-	fault_free(faults);
-	volume_close(v);
-	return rc;
 }
 
 void volume_member_close(volume *v, int idx, int fd)
