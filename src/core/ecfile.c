@@ -273,29 +273,38 @@ static uint64_t finish_create(volume *v, const char *path, const chunk_header *h
 	return made;
 }
 
-static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
-                       uid_t uid, gid_t gid, ecfile **out)
+/* Whether any member in service has something at path (O_EXCL). */
+static bool name_exists(volume *v, const char *path)
 {
-	int n = volume_n(v), rc = 0, ref = -1, exists = 0, first_err = 0;
-	probe_chunk pc[STRIPE_MAX_N];
-	bool fresh = false;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		const char *leaf;
+		struct stat st;
+		int pfd = volume_member_ok(v, mb) ? volume_parent_fd(v, mb, path, &leaf) : -1;
+		if (pfd < 0)
+			continue;
+		int r = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+		close(pfd);
+		if (r == 0)
+			return true;
+	}
+	return false;
+}
 
-	*out = NULL;
-	if (!volume_usable(v))
-		return -EIO;
-	if (create && (flags & O_EXCL))
-		for (int mb = 0; mb < n; mb++) {
-			const char *leaf;
-			struct stat st;
-			int pfd = volume_member_ok(v, mb) ? volume_parent_fd(v, mb, path, &leaf) : -1;
-			if (pfd < 0)
-				continue;
-			int r = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
-			close(pfd);
-			if (r == 0)
-				return -EEXIST;
-		}
-	open_chunks(v, path, create, flags, mode, uid, gid, pc);
+static void close_chunks(probe_chunk *pc, int n)
+{
+	for (int mb = 0; mb < n; mb++)
+		if (pc[mb].fd >= 0)
+			close(pc[mb].fd);
+}
+
+/* The header the file opens with: the newest valid one among its chunks,
+ * or a new one (*fresh) when every chunk is empty.  0, or a negative
+ * errno: with no chunk anywhere the first error other than ENOENT. */
+static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, chunk_header *h,
+                         bool *fresh)
+{
+	int ref = -1, exists = 0, first_err = 0;
+
 	for (int mb = 0; mb < n; mb++) {
 		int e = pc[mb].err;
 		if (e < 0 && e != -ENOENT && !first_err)
@@ -304,44 +313,44 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		if (pc[mb].valid && (ref < 0 || pc[mb].h.generation > pc[ref].h.generation))
 			ref = mb;
 	}
-	if (!exists) {
-		rc = !volume_usable(v) ? -EIO : first_err ? first_err : -ENOENT;
-		goto fail;
+	if (!exists)
+		return !volume_usable(v) ? -EIO : first_err ? first_err : -ENOENT;
+	if (ref >= 0) {
+		*h = pc[ref].h;
+		return 0;
 	}
-	chunk_header h;
-	if (ref < 0) {
-		/* No header anywhere: a new file if every chunk is empty. */
-		for (int mb = 0; mb < n; mb++)
-			if (pc[mb].fd >= 0 && !pc[mb].empty) {
-				ecfs_log(LOG_ERR, "%s: no member holds a valid chunk header", path);
-				rc = -EIO;
-				goto fail;
-			}
-		if (volume_defaults(v)->read_only) {
-			rc = -EROFS;
-			goto fail;
+	/* No header anywhere: a new file if every chunk is empty. */
+	for (int mb = 0; mb < n; mb++)
+		if (pc[mb].fd >= 0 && !pc[mb].empty) {
+			ecfs_log(LOG_ERR, "%s: no member holds a valid chunk header", path);
+			return -EIO;
 		}
-		rc = new_header(v, &h);
-		if (rc < 0)
-			goto fail;
-		fresh = true;
-		for (int mb = 0; mb < n; mb++)
-			if (pc[mb].fd >= 0)
-				pc[mb].state = CHUNK_OK;
-	} else {
-		h = pc[ref].h;
-	}
+	if (volume_defaults(v)->read_only)
+		return -EROFS;
+	int rc = new_header(v, h);
+	if (rc < 0)
+		return rc;
+	*fresh = true;
+	for (int mb = 0; mb < n; mb++)
+		if (pc[mb].fd >= 0)
+			pc[mb].state = CHUNK_OK;
+	return 0;
+}
 
-	layout lay;
-	layout_init(&lay, h.k, h.m, h.strip_size, (int)h.rotation);
+/* Judges each chunk against header h, finishes a create a crash cut
+ * short, and requires k current chunks.  0 or -EIO. */
+static int check_chunks(volume *v, const char *path, probe_chunk *pc, int n, chunk_header *h,
+                        const layout *lay, bool *fresh)
+{
 	int usable = 0;
+
 	for (int mb = 0; mb < n; mb++) {
 		probe_chunk *p = &pc[mb];
-		if (!fresh && p->state == CHUNK_OK) {
-			if (!same_file(&p->h, &h) ||
-			    p->h.position != (uint32_t)layout_position_of(&lay, mb))
+		if (!*fresh && p->state == CHUNK_OK) {
+			if (!same_file(&p->h, h) ||
+			    p->h.position != (uint32_t)layout_position_of(lay, mb))
 				p->state = CHUNK_CORRUPT;
-			else if (h.missed >> mb & 1)
+			else if (h->missed >> mb & 1)
 				/* Only the newest header's record of missed writes
 				 * makes a chunk stale: an older header generation
 				 * alone may just be a header write cut short by a
@@ -351,36 +360,28 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		}
 		usable += p->state == CHUNK_OK;
 	}
-	uint64_t made = finish_create(v, path, &h, pc, n);
+	uint64_t made = finish_create(v, path, h, pc, n);
 	if (made) {
 		usable += __builtin_popcountll(made);
-		h.missed &= ~made;
-		fresh = true; /* every chunk gets its header below */
+		h->missed &= ~made;
+		*fresh = true; /* every chunk gets its header below */
 	}
-	if (usable < h.k) {
+	if (usable < h->k) {
 		ecfs_log(LOG_ERR, "%s: only %d members hold a current chunk, %d needed", path,
-		         usable, h.k);
-		rc = -EIO;
-		goto fail;
+		         usable, h->k);
+		return -EIO;
 	}
+	return 0;
+}
 
-	volume_files_lock(v);
-	ecfile *f = volume_files_lookup(v, h.file_id);
-	if (f) {
-		f->refs++;
-		volume_files_unlock(v);
-		for (int mb = 0; mb < n; mb++)
-			if (pc[mb].fd >= 0)
-				close(pc[mb].fd);
-		if (flags & O_TRUNC) {
-			pthread_mutex_lock(&f->lock);
-			rc = truncate_locked(f, 0);
-			pthread_mutex_unlock(&f->lock);
-		}
-		*out = f;
-		return rc < 0 ? (ecfile_release(f), rc) : 0;
-	}
-	f = g_new0(ecfile, 1);
+/* The open file of header h, taking over the chunk descriptors in pc;
+ * NULL (and the descriptors closed) if its code or checksum is not
+ * available. */
+static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, const layout *lay,
+                          probe_chunk *pc, bool fresh)
+{
+	ecfile *f = g_new0(ecfile, 1);
+
 	f->v = v;
 	f->refs = 1;
 	pthread_mutex_init(&f->lock, NULL);
@@ -388,33 +389,89 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	f->read_only = volume_defaults(v)->read_only;
 	f->c.v = v;
 	f->c.path = f->path;
-	f->c.hdr = h;
-	f->c.lay = lay;
-	ec_params p = { .kind = h.kind, .k = h.k, .m = h.m, .w = h.w, .packet_size = h.packet_size };
+	f->c.hdr = *h;
+	f->c.lay = *lay;
+	ec_params p = { .kind = h->kind, .k = h->k, .m = h->m, .w = h->w,
+	                .packet_size = h->packet_size };
 	f->c.code = volume_code(v, &p);
-	f->c.sum = volume_checksum(v, h.checksum);
-	for (int mb = 0; mb < n; mb++) {
+	f->c.sum = volume_checksum(v, h->checksum);
+	for (int mb = 0; mb < volume_n(v); mb++) {
 		f->c.fd[mb] = pc[mb].fd;
 		f->c.state[mb] = pc[mb].state;
 		pc[mb].fd = -1;
 	}
-	f->size = h.size;
-	f->gen = h.generation;
-	f->disk_end = layout_stripe_count(&lay, h.size);
+	f->size = h->size;
+	f->gen = h->generation;
+	f->disk_end = layout_stripe_count(lay, h->size);
 	/* Past the size nothing is committed, once recover_locked() has cut
 	 * what an interrupted truncate or extending write left there. */
 	f->c.written_end = f->disk_end;
-	f->gen_durable = fresh ? 0 : h.generation;
+	f->gen_durable = fresh ? 0 : h->generation;
 	f->buf_stripe = -1;
-	memcpy(f->id, h.file_id, 16);
+	memcpy(f->id, h->file_id, 16);
 	if (!f->c.code || !f->c.sum) {
 		ecfs_log(LOG_ERR, "%s: code or checksum of the file is not available", path);
-		volume_files_unlock(v);
 		free_ecfile(f);
-		return -EIO;
+		return NULL;
 	}
-	volume_files_insert(v, f->id, f);
+	return f;
+}
+
+/* A file that is open already (f, its reference taken) opened again: the
+ * chunks just opened are not needed.  0 or a negative errno (then the
+ * reference is given back). */
+static int open_again(ecfile *f, probe_chunk *pc, int n, int flags)
+{
+	int rc = 0;
+
+	close_chunks(pc, n);
+	if (flags & O_TRUNC) {
+		pthread_mutex_lock(&f->lock);
+		rc = truncate_locked(f, 0);
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc < 0 ? (ecfile_release(f), rc) : 0;
+}
+
+static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
+                       uid_t uid, gid_t gid, ecfile **out)
+{
+	int n = volume_n(v), rc;
+	probe_chunk pc[STRIPE_MAX_N];
+	chunk_header h;
+	layout lay;
+	bool fresh = false;
+
+	*out = NULL;
+	if (!volume_usable(v))
+		return -EIO;
+	if (create && (flags & O_EXCL) && name_exists(v, path))
+		return -EEXIST;
+	open_chunks(v, path, create, flags, mode, uid, gid, pc);
+	rc = choose_header(v, path, pc, n, &h, &fresh);
+	if (rc == 0) {
+		layout_init(&lay, h.k, h.m, h.strip_size, (int)h.rotation);
+		rc = check_chunks(v, path, pc, n, &h, &lay, &fresh);
+	}
+	if (rc < 0) {
+		close_chunks(pc, n);
+		return rc;
+	}
+
+	volume_files_lock(v);
+	ecfile *f = volume_files_lookup(v, h.file_id);
+	if (f) {
+		f->refs++;
+		volume_files_unlock(v);
+		*out = f;
+		return open_again(f, pc, n, flags);
+	}
+	f = ecfile_new(v, path, &h, &lay, pc, fresh);
+	if (f)
+		volume_files_insert(v, f->id, f);
 	volume_files_unlock(v);
+	if (!f)
+		return -EIO;
 	*out = f;
 
 	pthread_mutex_lock(&f->lock);
@@ -429,11 +486,6 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		ecfile_release(f);
 		*out = NULL;
 	}
-	return rc;
-fail:
-	for (int mb = 0; mb < n; mb++)
-		if (pc[mb].fd >= 0)
-			close(pc[mb].fd);
 	return rc;
 }
 
