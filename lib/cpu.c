@@ -5,12 +5,11 @@
  * A feature counts only if cpuid reports it and the OS saves its register
  * state (XCR0 via xgetbv), otherwise the first AVX instruction would fault.
  * The level is resolved once (EC_SIMD, else the best the CPU has) and can be
- * changed later by ec_set_kernel(); it lives in an atomic int so that kernels
- * picked by concurrent calls always see a consistent value.
+ * changed later by ec_set_kernel() (ec.c, over ec_simd_set_level); it lives
+ * in an atomic int so that kernels picked by concurrent calls always see a
+ * consistent value.
  */
 #include "cpu.h"
-
-#include "ec.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -84,12 +83,17 @@ static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int best_level;
 static int current_level; /* -1: EC_SIMD named something we cannot run */
 
-static int level_from_name(const char *name)
+int ec_simd_from_name(const char *name)
 {
-	for (int i = 0; i < EC_SIMD_COUNT; i++)
+	for (int i = 0; name && i < EC_SIMD_COUNT; i++)
 		if (strcmp(name, level_names[i]) == 0)
 			return i;
 	return -1;
+}
+
+const char *const *ec_simd_names(void)
+{
+	return level_names;
 }
 
 static void detect(void)
@@ -99,7 +103,7 @@ static void detect(void)
 	best_level = detect_best();
 	current_level = best_level;
 	if (env && *env) {
-		int l = level_from_name(env);
+		int l = ec_simd_from_name(env);
 
 		current_level = (l >= 0 && l <= best_level) ? l : -1;
 	}
@@ -119,29 +123,10 @@ int ec_simd_level(void)
 	return __atomic_load_n(&current_level, __ATOMIC_ACQUIRE);
 }
 
-const char *ec_kernel_name(void)
+int ec_simd_set_level(int level)
 {
-	return ec_simd_name((ec_simd)ec_simd_level());
-}
-
-int ec_kernel_available(const char *name)
-{
-	int l = name ? level_from_name(name) : -1;
-
-	return l >= 0 && ec_cpu_supports((ec_simd)l);
-}
-
-int ec_set_kernel(const char *name)
-{
-	int l = name ? level_from_name(name) : -1;
-
-	if (l < 0 || !ec_cpu_supports((ec_simd)l))
-		return EC_ENOKERNEL;
-	__atomic_store_n(&current_level, l, __ATOMIC_RELEASE);
+	if (!ec_cpu_supports((ec_simd)level))
+		return -1;
+	__atomic_store_n(&current_level, level, __ATOMIC_RELEASE);
 	return 0;
-}
-
-const char *const *ec_kernel_names(void)
-{
-	return level_names;
 }

@@ -26,6 +26,12 @@ int ec_cpu_supports(ec_simd level);
  * an unknown or unsupported level, returns -1 and ec_create fails with
  * EC_ENOKERNEL. */
 int ec_simd_level(void);
+/* Puts a level in force: 0, or -1 if this CPU cannot run it. */
+int ec_simd_set_level(int level);
+/* The name of a level ("none" outside the range), the level of a name (-1
+ * if unknown), and all names, scalar first, NULL-terminated. */
 const char *ec_simd_name(ec_simd level);
+int ec_simd_from_name(const char *name);
+const char *const *ec_simd_names(void);
 
 #endif /* EC_CPU_H */

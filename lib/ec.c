@@ -268,3 +268,28 @@ long ec_xor_count(const ec_code *code)
 		return 0;
 	return code->family->xor_count(code);
 }
+
+/* The kernel API of ec.h over the SIMD level of cpu.c. */
+const char *ec_kernel_name(void)
+{
+	return ec_simd_name((ec_simd)ec_simd_level());
+}
+
+int ec_kernel_available(const char *name)
+{
+	int l = ec_simd_from_name(name);
+
+	return l >= 0 && ec_cpu_supports((ec_simd)l);
+}
+
+int ec_set_kernel(const char *name)
+{
+	int l = ec_simd_from_name(name);
+
+	return l >= 0 && ec_simd_set_level(l) == 0 ? 0 : EC_ENOKERNEL;
+}
+
+const char *const *ec_kernel_names(void)
+{
+	return ec_simd_names();
+}
