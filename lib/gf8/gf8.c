@@ -135,16 +135,12 @@ static const gf8_kernel kernels[EC_SIMD_COUNT] = {
 
 const gf8_kernel *gf8_kernel_for(int level)
 {
-	if (level < 0 || level >= EC_SIMD_COUNT || !kernels[level].dot)
-		return NULL;
-	return &kernels[level];
+	return EC_SIMD_ENTRY(kernels, level);
 }
 
 const gf8_kernel *gf8_kernel_current(void)
 {
-	const gf8_kernel *k = gf8_kernel_for(ec_simd_level());
-
-	return k ? k : &kernels[EC_SIMD_SCALAR];
+	return EC_SIMD_CURRENT(kernels);
 }
 
 /* Bytes of L1 we let one slice of inputs plus one output group occupy. */

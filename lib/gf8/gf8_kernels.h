@@ -42,6 +42,7 @@ typedef void gf8_dot_fn(size_t off, size_t len, int k, int nout,
 typedef void gf8_pq_fn(size_t off, size_t len, int k,
                        const uint8_t *const *d, uint8_t *p, uint8_t *q);
 
+/* An entry of the kernel table (see cpu.h: the name comes first). */
 typedef struct gf8_kernel {
 	const char *name;
 	gf8_dot_fn *dot;
@@ -55,7 +56,8 @@ uint64_t gf8_affine_matrix(uint8_t c);
 
 /* The kernels of the SIMD level in force (see cpu.h). */
 const gf8_kernel *gf8_kernel_current(void);
-/* The kernels of one level, or NULL if not compiled in. */
+/* The kernels that run at one level (cpu.h's rule), NULL outside 0 ..
+ * EC_SIMD_COUNT - 1. */
 const gf8_kernel *gf8_kernel_for(int level);
 
 /* Slices and groups a whole dot product over [0, len) with the current

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Table-driven region multiply for GF(2^16) and GF(2^32) (see gfw.h).  The
- * work is cut into slices that fit L1 with their outputs, and each slice
- * of every input is multiplied into every output before moving on, so the
- * data is read from memory once.
+ * Table-driven region multiply for GF(2^16) and GF(2^32) (see gfw.h), and
+ * the table of GF(2^16) kernels per SIMD level.  The work is cut into
+ * slices that fit L1 with their outputs, and each slice of every input is
+ * multiplied into every output before moving on, so the data is read from
+ * memory once.
  */
 #include "gfw.h"
 
@@ -138,26 +139,45 @@ void gfw_dot_scalar_at(int w, size_t off, size_t len, int k, int nout,
 	}
 }
 
+void gfw16_dot_scalar(size_t off, size_t len, int k, int nout,
+                      const uint8_t *const *tabs, const uint8_t *const *in,
+                      uint8_t *const *out, int accumulate)
+{
+	gfw_dot_scalar_at(16, off, len, k, nout, tabs, in, out, accumulate);
+}
+
+static const gfw16_kernel kernels16[EC_SIMD_COUNT] = {
+	[EC_SIMD_SCALAR] = { "scalar", gfw16_dot_scalar },
+#if defined(__x86_64__) || defined(__i386__)
+	[EC_SIMD_AVX2] = { "avx2", gfw16_dot_avx2 },
+#endif
+};
+
+const gfw16_kernel *gfw16_kernel_for(int level)
+{
+	return EC_SIMD_ENTRY(kernels16, level);
+}
+
 /* Bytes of L1 one slice of inputs and a group of outputs may occupy. */
 #define GFW16_SLICE_BUDGET (24 * 1024)
 
 void gfw_dot(int w, size_t len, int k, int nout, const uint8_t *const *tabs,
              const uint8_t *const *in, uint8_t *const *out, int accumulate)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	if (w == 16 && ec_simd_level() >= EC_SIMD_AVX2) {
-		size_t slice = GFW16_SLICE_BUDGET / (size_t)(k + 3);
-
-		slice = slice < 256 ? 256 : slice & ~(size_t)63;
-		if (nout <= 3)
-			slice = len;
-		for (size_t off = 0; off < len; off += slice) {
-			size_t n = len - off < slice ? len - off : slice;
-
-			gfw16_dot_avx2(off, n, k, nout, tabs, in, out, accumulate);
-		}
+	if (w != 16) {
+		gfw_dot_scalar_at(w, 0, len, k, nout, tabs, in, out, accumulate);
 		return;
 	}
-#endif
-	gfw_dot_scalar_at(w, 0, len, k, nout, tabs, in, out, accumulate);
+	const gfw16_kernel *kern = EC_SIMD_CURRENT(kernels16);
+	/* The AVX2 kernel keeps up to three outputs in registers. */
+	size_t slice = GFW16_SLICE_BUDGET / (size_t)(k + 3);
+
+	slice = slice < 256 ? 256 : slice & ~(size_t)63;
+	if (nout <= 3)
+		slice = len;
+	for (size_t off = 0; off < len; off += slice) {
+		size_t n = len - off < slice ? len - off : slice;
+
+		kern->dot(off, n, k, nout, tabs, in, out, accumulate);
+	}
 }

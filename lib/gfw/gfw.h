@@ -29,13 +29,26 @@ void gfw_table_init(int w, uint32_t c, void *tab);
 void gfw_dot(int w, size_t len, int k, int nout, const uint8_t *const *tabs,
              const uint8_t *const *in, uint8_t *const *out, int accumulate);
 
-/* The portable kernel over [off, off + len), and the AVX2 one for w = 16
- * (same contract; the kernel tests compare them). */
+/* The portable kernel over [off, off + len) (the reference of the tests). */
 void gfw_dot_scalar_at(int w, size_t off, size_t len, int k, int nout,
                        const uint8_t *const *tabs, const uint8_t *const *in,
                        uint8_t *const *out, int accumulate);
-void gfw16_dot_avx2(size_t off, size_t len, int k, int nout,
-                    const uint8_t *const *tabs, const uint8_t *const *in,
-                    uint8_t *const *out, int accumulate);
+
+/* The GF(2^16) kernels, one per SIMD level that has its own (GF(2^32) has
+ * only the portable one), all with the contract of gfw_dot_scalar_at. */
+typedef void gfw16_dot_fn(size_t off, size_t len, int k, int nout,
+                          const uint8_t *const *tabs, const uint8_t *const *in,
+                          uint8_t *const *out, int accumulate);
+gfw16_dot_fn gfw16_dot_scalar, gfw16_dot_avx2;
+
+/* An entry of the kernel table (see cpu.h: the name comes first). */
+typedef struct gfw16_kernel {
+	const char *name;
+	gfw16_dot_fn *dot;
+} gfw16_kernel;
+
+/* The GF(2^16) kernel that runs at a level (cpu.h's rule), NULL outside
+ * 0 .. EC_SIMD_COUNT - 1. */
+const gfw16_kernel *gfw16_kernel_for(int level);
 
 #endif /* EC_GFW_H */

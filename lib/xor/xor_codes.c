@@ -16,7 +16,6 @@
 #include "xor_codes.h"
 
 #include "bitmatrix.h"
-#include "cpu.h"
 #include "xor_schedule.h"
 
 #include <stdlib.h>
@@ -193,10 +192,7 @@ void xor_codes_force_kernel(xor_exec_fn fn)
 static xor_exec_fn current_kernel(void)
 {
 	xor_exec_fn forced = forced_kernel;
-	if (forced)
-		return forced;
-	int level = ec_simd_level();
-	return level < 0 ? NULL : xor_exec_for_level(level);
+	return forced ? forced : xor_kernel_current()->exec;
 }
 
 /* Runs a schedule with a per-call table and scratch area. */
@@ -205,8 +201,6 @@ static int run(const ec_code *code, const xor_schedule *s, uint8_t *const *block
 {
 	const ec_params *p = &code->params;
 	xor_exec_fn fn = current_kernel();
-	if (!fn)
-		return EC_ENOKERNEL;
 	size_t n_table = (size_t)n_blocks * (size_t)p->w + (size_t)n_temps;
 	uint8_t **table = malloc(n_table * sizeof(*table) + (size_t)n_temps * p->packet_size + 64);
 	if (!table)

@@ -18,7 +18,7 @@
 #define XOR_AVX512_TARGET
 void xor_exec_avx512_emulated(const xor_op *ops, size_t n_ops,
                               uint8_t *const *packets, size_t off, size_t len);
-#elif defined(__x86_64__)
+#elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define XOR_AVX512_FN xor_exec_avx512
 #define XOR_AVX512_TARGET __attribute__((target("avx512f")))
@@ -49,11 +49,4 @@ static void xk_tail64(uint8_t *d, const uint8_t *s, size_t len, uint32_t kind)
 #define XK_ZERO() _mm512_setzero_si512()
 #define XK_END() _mm256_zeroupper()
 #include "xor_kernel_body.h"
-#else
-/* Not x86: the level is never reported, but the symbol must exist. */
-void xor_exec_avx512(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
-                     size_t off, size_t len)
-{
-	xor_exec_scalar(ops, n_ops, packets, off, len);
-}
 #endif

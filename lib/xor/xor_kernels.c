@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scalar, SSE2 and AVX2 XOR kernels (the AVX-512 one lives in
- * xor_kernel_avx512.c so that the tests can compile it a second time
- * against an emulation of its intrinsics).  Each kernel walks the operation
+ * Scalar, SSE2 and AVX2 XOR kernels and the table of kernels per SIMD
+ * level (the AVX-512 kernel lives in xor_kernel_avx512.c so that the tests
+ * can compile it a second time against a model of its intrinsics).  Each kernel walks the operation
  * list and, for each operation, streams the byte range with the widest
  * unaligned loads it has, finishing with 64-bit words.  The vector kernels
  * are compiled with target attributes, so the library builds with plain
@@ -102,33 +102,23 @@ static void xk_tail64(uint8_t *d, const uint8_t *s, size_t len, uint32_t kind)
 #define XK_ZERO() _mm256_setzero_si256()
 #define XK_END() _mm256_zeroupper()
 #include "xor_kernel_body.h"
-#else
-void xor_exec_sse2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
-                   size_t off, size_t len)
-{
-	xor_exec_scalar(ops, n_ops, packets, off, len);
-}
-
-void xor_exec_avx2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
-                   size_t off, size_t len)
-{
-	xor_exec_scalar(ops, n_ops, packets, off, len);
-}
 #endif
 
-xor_exec_fn xor_exec_for_level(int level)
+static const xor_kernel kernels[EC_SIMD_COUNT] = {
+	[EC_SIMD_SCALAR] = { "scalar", xor_exec_scalar },
+#ifdef XOR_HAVE_X86
+	[EC_SIMD_SSSE3] = { "sse2", xor_exec_sse2 },
+	[EC_SIMD_AVX2] = { "avx2", xor_exec_avx2 },
+	[EC_SIMD_AVX512] = { "avx512", xor_exec_avx512 },
+#endif
+};
+
+const xor_kernel *xor_kernel_for(int level)
 {
-	switch (level) {
-	case EC_SIMD_SCALAR:
-		return xor_exec_scalar;
-	case EC_SIMD_SSSE3:
-		return xor_exec_sse2;
-	case EC_SIMD_AVX2:
-		return xor_exec_avx2;
-	case EC_SIMD_AVX512:
-	case EC_SIMD_GFNI:
-		return xor_exec_avx512;
-	default:
-		return NULL;
-	}
+	return EC_SIMD_ENTRY(kernels, level);
+}
+
+const xor_kernel *xor_kernel_current(void)
+{
+	return EC_SIMD_CURRENT(kernels);
 }

@@ -7,8 +7,8 @@
  * packet size) gives the packet-guided orders; running it once per small
  * slice gives the word-guided orders (Luo et al.), so one kernel serves all
  * four orders.  There is one kernel per SIMD level: 64-bit scalar words,
- * SSE2 (the "ssse3" level), AVX2 and AVX-512; the library picks one by
- * ec_simd_level().  len and off are multiples of 8 bytes.
+ * SSE2 (the "ssse3" level), AVX2 and AVX-512, in a table indexed by
+ * ec_simd_level() (cpu.h).  len and off are multiples of 8 bytes.
  */
 #ifndef EC_XOR_KERNELS_H
 #define EC_XOR_KERNELS_H
@@ -41,6 +41,7 @@ void xor_mark_runs(xor_op *ops, size_t n_ops);
 typedef void (*xor_exec_fn)(const xor_op *ops, size_t n_ops,
                             uint8_t *const *packets, size_t off, size_t len);
 
+/* Per-level implementations (the vector ones exist on x86 only). */
 void xor_exec_scalar(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
                      size_t off, size_t len);
 void xor_exec_sse2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
@@ -50,8 +51,16 @@ void xor_exec_avx2(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
 void xor_exec_avx512(const xor_op *ops, size_t n_ops, uint8_t *const *packets,
                      size_t off, size_t len);
 
-/* The kernel for an ec_simd level (GFNI uses the AVX-512 kernel: XOR needs
- * no field arithmetic); NULL for an unknown level. */
-xor_exec_fn xor_exec_for_level(int level);
+/* An entry of the kernel table (see cpu.h: the name comes first). */
+typedef struct xor_kernel {
+	const char *name;
+	xor_exec_fn exec;
+} xor_kernel;
+
+/* The kernel of the SIMD level in force, and the one that runs at a level
+ * (cpu.h's rule: GFNI runs the AVX-512 kernel, XOR needs no field
+ * arithmetic), NULL outside 0 .. EC_SIMD_COUNT - 1. */
+const xor_kernel *xor_kernel_current(void);
+const xor_kernel *xor_kernel_for(int level);
 
 #endif /* EC_XOR_KERNELS_H */

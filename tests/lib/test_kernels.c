@@ -8,7 +8,9 @@
  * (pq), output groups 1..13 (so every group size and a remainder group),
  * lengths around every vector width and tail (1 .. 65536+13), start offsets
  * and misaligned buffers, assign and accumulate modes, and that no byte
- * outside the region is written.
+ * outside the region is written.  The GF(2^16) kernels are held to the
+ * portable one the same way, and the three kernel tables (GF(2^8),
+ * GF(2^16), XOR) to the level rule of cpu.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +28,7 @@
 #include "gf8_kernels.h"
 #include "gfw.h"
 #include "test_util.h"
+#include "xor_kernels.h"
 
 typedef struct kernel_case {
 	const char *name;
@@ -251,12 +254,9 @@ static void test_pq_kernels(void **state)
 					run_pq_case(&cases[c], lengths[li], ks[ki]);
 }
 
-/* The AVX2 GF(2^16) kernel against the portable one. */
-static void test_gfw16_avx2(void **state)
+/* One GF(2^16) kernel against the portable one. */
+static void check_gfw16_kernel(const gfw16_kernel *kern)
 {
-	(void)state;
-	if (!ec_cpu_supports(EC_SIMD_AVX2))
-		skip();
 	enum { MAXW = 7, KW = 9 };
 	size_t tb = gfw_table_bytes(16);
 	uint8_t *tables = aligned_alloc(64, tb * MAXW * KW);
@@ -291,11 +291,11 @@ static void test_gfw16_avx2(void **state)
 				inp[i] = in[i].p;
 			}
 			gfw_dot_scalar_at(16, off, len, k, nout, tabs, inp, wantp, acc);
-			gfw16_dot_avx2(off, len, k, nout, tabs, inp, gotp, acc);
+			kern->dot(off, len, k, nout, tabs, inp, gotp, acc);
 			for (int r = 0; r < nout; r++) {
 				if (memcmp(want[r].p, got[r].p, off + len) != 0)
-					fail_msg("gfw16 avx2 differs (len %zu off %zu k %d nout %d acc %d)",
-					         len, off, k, nout, acc);
+					fail_msg("gfw16 %s differs (len %zu off %zu k %d nout %d acc %d)",
+					         kern->name, len, off, k, nout, acc);
 				check_guards(&got[r], mis);
 				free(want[r].raw);
 				free(got[r].raw);
@@ -305,6 +305,50 @@ static void test_gfw16_avx2(void **state)
 		}
 	}
 	free(tables);
+}
+
+/* Every GF(2^16) kernel this CPU runs, but the portable one, against it. */
+static void test_gfw16_kernels(void **state)
+{
+	int ran = 0;
+
+	(void)state;
+	for (int l = EC_SIMD_SCALAR + 1; l < EC_SIMD_COUNT; l++) {
+		const gfw16_kernel *kern = gfw16_kernel_for(l);
+
+		if (ec_cpu_supports((ec_simd)l) && kern != gfw16_kernel_for(l - 1)) {
+			check_gfw16_kernel(kern);
+			ran++;
+		}
+	}
+	if (!ran)
+		skip();
+}
+
+/* The three kernel tables follow cpu.h's rule: every level runs a kernel
+ * (its own or the nearest lower level's), levels outside the table none. */
+static void test_kernel_tables(void **state)
+{
+	(void)state;
+	for (int l = EC_SIMD_SCALAR; l < EC_SIMD_COUNT; l++) {
+		assert_non_null(gf8_kernel_for(l));
+		assert_non_null(gfw16_kernel_for(l));
+		assert_non_null(xor_kernel_for(l));
+	}
+	assert_string_equal(gf8_kernel_for(EC_SIMD_SCALAR)->name, "scalar");
+	assert_string_equal(gfw16_kernel_for(EC_SIMD_SCALAR)->name, "scalar");
+	assert_string_equal(xor_kernel_for(EC_SIMD_SCALAR)->name, "scalar");
+	assert_null(gf8_kernel_for(-1));
+	assert_null(gfw16_kernel_for(EC_SIMD_COUNT));
+	assert_null(xor_kernel_for(-1));
+#if defined(__x86_64__) || defined(__i386__)
+	/* Levels without a kernel of their own take the one below. */
+	assert_ptr_equal(gfw16_kernel_for(EC_SIMD_SSSE3), gfw16_kernel_for(EC_SIMD_SCALAR));
+	assert_ptr_equal(gfw16_kernel_for(EC_SIMD_GFNI), gfw16_kernel_for(EC_SIMD_AVX2));
+	assert_ptr_equal(xor_kernel_for(EC_SIMD_GFNI), xor_kernel_for(EC_SIMD_AVX512));
+	assert_string_equal(xor_kernel_for(EC_SIMD_AVX512)->name, "avx512");
+	assert_string_equal(gf8_kernel_for(EC_SIMD_GFNI)->name, "gfni");
+#endif
 }
 
 static void test_kernel_dispatch(void **state)
@@ -322,6 +366,7 @@ static void test_kernel_dispatch(void **state)
 			assert_int_equal(ec_set_kernel(names[i]), 0);
 			assert_string_equal(ec_kernel_name(), names[i]);
 			assert_string_equal(gf8_kernel_current()->name, names[i]);
+			assert_ptr_equal(xor_kernel_current(), xor_kernel_for(i));
 		} else {
 			assert_int_equal(ec_set_kernel(names[i]), EC_ENOKERNEL);
 		}
@@ -339,7 +384,8 @@ int main(void)
 		cmocka_unit_test(test_scalar_dot_reference),
 		cmocka_unit_test(test_dot_kernels),
 		cmocka_unit_test(test_pq_kernels),
-		cmocka_unit_test(test_gfw16_avx2),
+		cmocka_unit_test(test_gfw16_kernels),
+		cmocka_unit_test(test_kernel_tables),
 		cmocka_unit_test(test_kernel_dispatch),
 	};
 

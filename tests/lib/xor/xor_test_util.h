@@ -8,7 +8,9 @@
 #define XOR_TEST_UTIL_H
 
 #include "bitmatrix.h"
+#include "cpu.h"
 #include "ec.h"
+#include "xor_kernels.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +72,18 @@ static inline void xt_reference_encode(const ec_params *p, uint8_t *const *data,
 			}
 	bm_free(&coding);
 	bm_free(&helpers);
+}
+
+/* The distinct XOR kernels of the table that this CPU runs, scalar first,
+ * into fns[EC_SIMD_COUNT]; returns their number. */
+static inline int xt_cpu_kernels(xor_exec_fn *fns)
+{
+	int n = 0;
+	for (int l = EC_SIMD_SCALAR; l < EC_SIMD_COUNT; l++)
+		if (ec_cpu_supports((ec_simd)l) &&
+		    (l == EC_SIMD_SCALAR || xor_kernel_for(l) != xor_kernel_for(l - 1)))
+			fns[n++] = xor_kernel_for(l)->exec;
+	return n;
 }
 
 /* Next combination of size e from {0..n-1} in idx[]; 0 when done. */
