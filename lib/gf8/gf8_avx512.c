@@ -8,16 +8,15 @@
  * table lookups by one GF2P8AFFINEQB with the coefficient's 8x8 bit matrix.
  * Tails use masked loads and stores, so no byte outside a block is touched.
  *
- * This CPU family may be absent on the build machine, so the file can also
- * be compiled against tests/lib/simd_emul.h (EC_SIMD_EMULATE defined), a
- * plain C model of exactly the intrinsics used here; the functions then get
- * an _emul suffix and the kernel tests run them against the scalar kernel.
+ * This CPU family may be absent on the build machine, so the tests compile
+ * the file a second time with EC_SIMD_EMULATE defined and a plain C model of
+ * exactly the intrinsics used here injected by the build (tests/lib); the
+ * functions then get an _emul suffix and run against the scalar kernel.
  */
 #if defined(__x86_64__) || defined(__i386__) || defined(EC_SIMD_EMULATE)
 #include "gf8_kernels.h"
 
 #ifdef EC_SIMD_EMULATE
-#include "simd_emul.h"
 #define KERNEL(name) name##_emul
 #define TARGET_512
 #define TARGET_GFNI

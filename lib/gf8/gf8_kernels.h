@@ -69,9 +69,5 @@ void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
 gf8_dot_fn gf8_dot_scalar, gf8_dot_ssse3, gf8_dot_avx2, gf8_dot_avx512,
 	gf8_dot_gfni;
 gf8_pq_fn gf8_pq_scalar, gf8_pq_ssse3, gf8_pq_avx2, gf8_pq_avx512;
-/* The AVX-512/GFNI kernels compiled against tests/lib/simd_emul.h (tests
- * only; see gf8_avx512.c). */
-gf8_dot_fn gf8_dot_avx512_emul, gf8_dot_gfni_emul;
-gf8_pq_fn gf8_pq_avx512_emul;
 
 #endif /* EC_GF8_KERNELS_H */

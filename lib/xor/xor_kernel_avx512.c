@@ -2,22 +2,19 @@
 /*
  * AVX-512 XOR kernel.  Kept in its own file and written against a handful
  * of intrinsics (loadu, storeu, xor, setzero on __m512i, and
- * _mm256_zeroupper) so that tests/lib/xor can compile this same file with
- * XOR_AVX512_EMULATE defined, against a plain-C header that implements
- * those intrinsics, and check it against the scalar kernel on a CPU that
- * has no AVX-512.  In that build the function is named
- * xor_exec_avx512_emulated.
+ * _mm256_zeroupper) so that the tests can compile this same file a second
+ * time with EC_SIMD_EMULATE defined and a plain C model of those
+ * intrinsics injected by the build (tests/lib), and check it against the
+ * scalar kernel on a CPU that has no AVX-512.  In that build the function
+ * is named xor_exec_avx512_emul.
  */
 #include "xor_kernels.h"
 
 #include <string.h>
 
-#ifdef XOR_AVX512_EMULATE
-#include "avx512_emul.h"
-#define XOR_AVX512_FN xor_exec_avx512_emulated
+#ifdef EC_SIMD_EMULATE
+#define XOR_AVX512_FN xor_exec_avx512_emul
 #define XOR_AVX512_TARGET
-void xor_exec_avx512_emulated(const xor_op *ops, size_t n_ops,
-                              uint8_t *const *packets, size_t off, size_t len);
 #elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define XOR_AVX512_FN xor_exec_avx512

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A plain C model of the AVX-512 intrinsics used by lib/gf8/gf8_avx512.c, so
- * that the AVX-512 and GFNI kernels can be compiled and checked against the
- * scalar kernel on a CPU without those instructions.  Each function follows
- * the operation pseudocode of the Intel SDM / Intrinsics Guide; masked loads
- * and stores touch only the bytes whose mask bit is set (as the hardware's
- * fault suppression guarantees), so a kernel that relied on reading past a
- * block would misbehave here too (and under a sanitizer, fail loudly).
+ * A plain C model of the AVX-512 intrinsics used by the AVX-512 kernels of
+ * lib/ (lib/gf8/gf8_avx512.c: AVX-512 and GFNI, lib/xor/xor_kernel_avx512.c:
+ * XOR), so that they can be compiled and checked against the scalar kernels
+ * on a CPU without those instructions.  meson.build injects it (-include)
+ * into the second, EC_SIMD_EMULATE build of those files.  Each function
+ * follows the operation pseudocode of the Intel SDM / Intrinsics Guide;
+ * masked loads and stores touch only the bytes whose mask bit is set (as the
+ * hardware's fault suppression guarantees), so a kernel that relied on
+ * reading past a block would misbehave here too (and under a sanitizer,
+ * fail loudly).
  */
 #ifndef EC_SIMD_EMUL_H
 #define EC_SIMD_EMUL_H
@@ -14,7 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { uint8_t b[64]; } __m512i;
+/* Bytes for the shuffles and masks, quadwords for the bitwise operations. */
+typedef union { uint8_t b[64]; uint64_t q[8]; } __m512i;
 typedef struct { uint8_t b[16]; } __m128i;
 typedef uint64_t __mmask64;
 
@@ -61,6 +65,19 @@ static inline __m512i _mm512_broadcast_i32x4(__m128i a)
 	return r;
 }
 
+static inline __m512i _mm512_loadu_si512(const void *p)
+{
+	__m512i r;
+
+	memcpy(r.b, p, 64);
+	return r;
+}
+
+static inline void _mm512_storeu_si512(void *p, __m512i a)
+{
+	memcpy(p, a.b, 64);
+}
+
 static inline __m512i _mm512_maskz_loadu_epi8(__mmask64 k, const void *p)
 {
 	const uint8_t *s = p;
@@ -82,15 +99,15 @@ static inline void _mm512_mask_storeu_epi8(void *p, __mmask64 k, __m512i a)
 
 static inline __m512i _mm512_and_si512(__m512i a, __m512i b)
 {
-	for (int i = 0; i < 64; i++)
-		a.b[i] &= b.b[i];
+	for (int i = 0; i < 8; i++)
+		a.q[i] &= b.q[i];
 	return a;
 }
 
 static inline __m512i _mm512_xor_si512(__m512i a, __m512i b)
 {
-	for (int i = 0; i < 64; i++)
-		a.b[i] ^= b.b[i];
+	for (int i = 0; i < 8; i++)
+		a.q[i] ^= b.q[i];
 	return a;
 }
 
@@ -176,6 +193,7 @@ static inline __m512i _mm512_gf2p8affine_epi64_epi8(__m512i x, __m512i A, int im
 	return r;
 }
 
+/* No vector state to clean in C. */
 static inline void _mm256_zeroupper(void)
 {
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Kernel equivalence: every GF(2^8) region kernel this CPU can run, plus
- * the AVX-512 and GFNI kernels built against tests/lib/simd_emul.h (always
+ * the AVX-512 and GFNI kernels built against simd_emul.h (always
  * run, so they are checked on CPUs without AVX-512), must produce the
  * scalar kernel's output byte for byte, and the scalar kernel must match an
  * independent bitwise reference.  Covered: input counts 1..17 and 255
@@ -24,6 +24,7 @@
 
 #include "cpu.h"
 #include "ec.h"
+#include "emul_kernels.h"
 #include "gf.h"
 #include "gf8_kernels.h"
 #include "gfw.h"

@@ -11,6 +11,7 @@
 #include "xor_test_util.h"
 
 #include "ec.h"
+#include "emul_kernels.h"
 #include "xor_codes.h"
 
 #include <setjmp.h>
@@ -20,8 +21,6 @@
 
 #include <cmocka.h>
 
-void xor_exec_avx512_emulated(const xor_op *ops, size_t n_ops,
-                              uint8_t *const *packets, size_t off, size_t len);
 
 static const ec_kind xor_kinds[] = {
 	EC_CAUCHY_ORIG, EC_CAUCHY_GOOD, EC_LIBERATION, EC_BLAUM_ROTH,
@@ -162,7 +161,7 @@ static void test_kernels_orders(void **state)
 	/* Every kernel this CPU runs, and the emulated AVX-512 one. */
 	xor_exec_fn kernels[EC_SIMD_COUNT + 1];
 	int n_kernels = xt_cpu_kernels(kernels);
-	kernels[n_kernels++] = xor_exec_avx512_emulated;
+	kernels[n_kernels++] = xor_exec_avx512_emul;
 	const struct {
 		ec_kind kind;
 		int k, m, w;

@@ -9,6 +9,7 @@
 #include "xor_test_util.h"
 
 #include "ec.h"
+#include "emul_kernels.h"
 #include "xor_codes.h"
 
 #include <pthread.h>
@@ -18,8 +19,6 @@
 
 #include <cmocka.h>
 
-void xor_exec_avx512_emulated(const xor_op *ops, size_t n_ops,
-                              uint8_t *const *packets, size_t off, size_t len);
 
 static ec_code *make(ec_kind kind, int k, int m, int w, size_t ps)
 {
@@ -270,7 +269,7 @@ static void test_kernels_random(void **state)
 	 * the scalar reference. */
 	xor_exec_fn fns[EC_SIMD_COUNT + 1];
 	int n_fns = xt_cpu_kernels(fns);
-	fns[n_fns++] = xor_exec_avx512_emulated;
+	fns[n_fns++] = xor_exec_avx512_emul;
 	uint64_t seed = 1234;
 	enum { N_PACKETS = 12, SIZE = 1000 };
 	uint8_t *ref = malloc(N_PACKETS * SIZE), *got = malloc(N_PACKETS * SIZE);
