@@ -17,39 +17,25 @@
  * overflowing an int in the families. */
 #define EC_MAX_BLOCKS (1 << 20)
 
-static const struct {
-	ec_kind kind;
-	const char *name;
-} kind_names[] = {
-	{ EC_RS_VANDERMONDE, "rs-vandermonde" },
-	{ EC_RS_CAUCHY, "rs-cauchy" },
-	{ EC_RAID6_PQ, "raid6-pq" },
-	{ EC_CAUCHY_ORIG, "cauchy-orig" },
-	{ EC_CAUCHY_GOOD, "cauchy-good" },
-	{ EC_LIBERATION, "liberation" },
-	{ EC_BLAUM_ROTH, "blaum-roth" },
-	{ EC_LIBER8TION, "liber8tion" },
-	{ EC_EVENODD, "evenodd" },
-	{ EC_RDP, "rdp" },
-	{ EC_STAR, "star" },
-};
-
 const char *ec_kind_name(ec_kind kind)
 {
-	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
-		if (kind_names[i].kind == kind)
-			return kind_names[i].name;
-	return NULL;
+	const ec_family *fam = ec_family_for(kind);
+
+	return fam ? fam->name : NULL;
 }
 
 ec_kind ec_kind_from_name(const char *name)
 {
-	if (!name)
-		return 0;
-	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
-		if (strcmp(kind_names[i].name, name) == 0)
-			return kind_names[i].kind;
-	return 0;
+	const ec_family *fam = ec_family_named(name);
+
+	return fam ? fam->kind : 0;
+}
+
+int ec_kind_is_bitmatrix(ec_kind kind)
+{
+	const ec_family *fam = ec_family_for(kind);
+
+	return fam ? fam->bitmatrix : 0;
 }
 
 const char *ec_strerror(int err)
@@ -79,6 +65,35 @@ const char *ec_strerror(int err)
 	}
 }
 
+/* Whether ec_create would accept params (of family fam, NULL if none):
+ * 0 or EC_E*. */
+static int check_params(const ec_family *fam, const ec_params *params)
+{
+	if (!fam)
+		return EC_EINVAL;
+	if (params->k < 1 || params->m < 1 || params->k > EC_MAX_BLOCKS ||
+	    params->m > EC_MAX_BLOCKS || params->k + params->m > EC_MAX_BLOCKS)
+		return EC_EINVAL;
+	if ((int)params->order < EC_ORDER_DEFAULT || params->order > EC_ORDER_DWG)
+		return EC_EINVAL;
+	return fam->check(params);
+}
+
+int ec_kind_default_w(ec_kind kind, int k, int m)
+{
+	const ec_family *fam = ec_family_for(kind);
+	/* Any packet size the bit-matrix codes accept: it does not bear on w. */
+	ec_params p = { .kind = kind, .k = k, .m = m, .w = 8,
+	                .packet_size = fam && fam->bitmatrix ? 8 : 0 };
+
+	if (check_params(fam, &p) == 0)
+		return 8;
+	for (p.w = 1; p.w <= 32; p.w++)
+		if (check_params(fam, &p) == 0)
+			return p.w;
+	return EC_EINVAL;
+}
+
 int ec_create(const ec_params *params, ec_code **out)
 {
 	if (!out)
@@ -90,14 +105,10 @@ int ec_create(const ec_params *params, ec_code **out)
 		return EC_ENOKERNEL;
 
 	const ec_family *fam = ec_family_for(params->kind);
+	int rc = check_params(fam, params);
 
-	if (!fam)
-		return EC_EINVAL;
-	if (params->k < 1 || params->m < 1 || params->k > EC_MAX_BLOCKS ||
-	    params->m > EC_MAX_BLOCKS || params->k + params->m > EC_MAX_BLOCKS)
-		return EC_EINVAL;
-	if ((int)params->order < EC_ORDER_DEFAULT || params->order > EC_ORDER_DWG)
-		return EC_EINVAL;
+	if (rc != 0)
+		return rc;
 
 	ec_code *code = calloc(1, sizeof(*code));
 
@@ -105,9 +116,7 @@ int ec_create(const ec_params *params, ec_code **out)
 		return EC_ENOMEM;
 	code->params = *params;
 	code->family = fam;
-
-	int rc = fam->create(code);
-
+	rc = fam->create(code);
 	if (rc != 0) {
 		free(code);
 		return rc;

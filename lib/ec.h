@@ -120,10 +120,23 @@ long ec_xor_count(const ec_code *code);
 /* A static message for an EC_E* code. */
 const char *ec_strerror(int err);
 
+/*
+ * What a kind is, for callers that choose parameters (so that they need not
+ * know the numbering of ec_kind or the rules of each code).
+ */
 /* Name of the kind ("rs-vandermonde", "rs-cauchy", "raid6-pq", "liberation",
- * ...), and the inverse; ec_kind_from_name returns 0 for an unknown name. */
+ * ...; NULL for an unknown kind), and the inverse; ec_kind_from_name returns
+ * 0 for an unknown name. */
 const char *ec_kind_name(ec_kind kind);
 ec_kind ec_kind_from_name(const char *name);
+/* 1 for a bit-matrix code (a block is w packets of packet_size bytes, and
+ * packet_size is required), 0 for a GF(2^w) code or an unknown kind. */
+int ec_kind_is_bitmatrix(ec_kind kind);
+/* The word size to use with k and m when the caller gives none: 8 if the
+ * kind accepts it, else the smallest w it accepts (the codes whose w must be
+ * prime or one less than a prime, and not below about k); EC_EINVAL if no w
+ * works with k and m, or the kind is unknown. */
+int ec_kind_default_w(ec_kind kind, int k, int m);
 
 /*
  * SIMD kernels.  The library picks the fastest kernel the CPU supports the

@@ -16,8 +16,12 @@
 typedef struct ec_family {
 	ec_kind kind;
 	const char *name;
-	/* Checks params beyond what ec.c checks (k>=1, m>=1, k+m fit) and
-	 * builds code->priv.  Returns 0 or EC_E*. */
+	/* 1 for a bit-matrix code: a block is w packets of packet_size bytes. */
+	int bitmatrix;
+	/* Checks params beyond what ec.c checks (k>=1, m>=1, k+m fit, the
+	 * order), building nothing.  Returns 0 or EC_E*. */
+	int (*check)(const ec_params *p);
+	/* Builds code->priv for checked params.  Returns 0 or EC_E*. */
 	int (*create)(ec_code *code);
 	void (*destroy)(ec_code *code);
 	int (*encode)(const ec_code *code, const uint8_t *const *data,
@@ -40,7 +44,8 @@ struct ec_code {
 	void *priv; /* family state: generator, schedules, decode cache */
 };
 
-/* registry.c: the family for a kind, or NULL. */
+/* registry.c: the family for a kind, or for a name, or NULL. */
 const ec_family *ec_family_for(ec_kind kind);
+const ec_family *ec_family_named(const char *name);
 
 #endif /* EC_INTERNAL_H */

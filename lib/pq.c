@@ -25,13 +25,16 @@
 
 static _Alignas(64) const uint8_t zeros[PQ_SLICE];
 
-static int pq_create(ec_code *code)
+static int pq_check(const ec_params *p)
 {
-	const ec_params *p = &code->params;
-
 	if (p->m != 2 || p->w != 8 || p->k > PQ_MAX_K || p->packet_size != 0)
 		return EC_EINVAL;
 	return 0;
+}
+
+static int pq_create(ec_code *code)
+{
+	return 0; /* no state beyond the parameters */
 }
 
 static void pq_destroy(ec_code *code)
@@ -189,6 +192,7 @@ static size_t pq_block_align(const ec_code *code)
 const ec_family ec_family_raid6_pq = {
 	.kind = EC_RAID6_PQ,
 	.name = "raid6-pq",
+	.check = pq_check,
 	.create = pq_create,
 	.destroy = pq_destroy,
 	.encode = pq_encode,

@@ -7,6 +7,9 @@
 #include "families.h"
 
 #include <stddef.h>
+#include <string.h>
+
+#define N_FAMILIES (sizeof(families) / sizeof(families[0]))
 
 static const ec_family *const families[] = {
 	&ec_family_rs_vandermonde,
@@ -26,8 +29,16 @@ static const ec_family *const families[] = {
 
 const ec_family *ec_family_for(ec_kind kind)
 {
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+	for (size_t i = 0; i < N_FAMILIES; i++)
 		if (families[i]->kind == kind)
+			return families[i];
+	return NULL;
+}
+
+const ec_family *ec_family_named(const char *name)
+{
+	for (size_t i = 0; name && i < N_FAMILIES; i++)
+		if (strcmp(families[i]->name, name) == 0)
 			return families[i];
 	return NULL;
 }

@@ -136,16 +136,22 @@ static void rs_destroy(ec_code *code)
 	code->priv = NULL;
 }
 
+static int rs_check(const ec_params *p)
+{
+	int w = p->w;
+
+	if ((w != 8 && w != 16 && w != 32) || p->packet_size != 0)
+		return EC_EINVAL;
+	/* A generator needs k + m distinct field elements. */
+	if ((uint64_t)p->k + (uint64_t)p->m > ((uint64_t)1 << w))
+		return EC_EINVAL;
+	return 0;
+}
+
 static int rs_create(ec_code *code)
 {
 	const ec_params *p = &code->params;
 	int w = p->w, k = p->k, m = p->m;
-
-	if ((w != 8 && w != 16 && w != 32) || p->packet_size != 0)
-		return EC_EINVAL;
-	if ((uint64_t)k + (uint64_t)m > ((uint64_t)1 << w))
-		return EC_EINVAL;
-
 	rs_code *rs = calloc(1, sizeof(*rs));
 
 	if (!rs)
@@ -531,7 +537,8 @@ static size_t rs_block_align(const ec_code *code)
 /* The two families differ only in the generator rs_create builds. */
 #define RS_FAMILY(KIND, NAME)                                                  \
 	{                                                                      \
-		.kind = KIND, .name = NAME, .create = rs_create,               \
+		.kind = KIND, .name = NAME, .check = rs_check,                 \
+		.create = rs_create,                                           \
 		.destroy = rs_destroy, .encode = rs_encode,                    \
 		.decode = rs_decode, .update = rs_update,                      \
 		.coefficient = rs_coefficient, .xor_count = rs_xor_count,      \

@@ -145,16 +145,13 @@ static int build_update(const ec_params *p, xcode *x, int j, xor_schedule *out)
 static int xcode_create(ec_code *code)
 {
 	ec_params *p = &code->params;
-	int rc = bm_code_check(p);
-	if (rc)
-		return rc;
 	if (p->order == EC_ORDER_DEFAULT)
 		p->order = XOR_DEFAULT_ORDER;
 	xcode *x = calloc(1, sizeof(*x));
 	if (!x)
 		return EC_ENOMEM;
 	pthread_mutex_init(&x->lock, NULL);
-	rc = bm_code_build(p, &x->coding, &x->helpers);
+	int rc = bm_code_build(p, &x->coding, &x->helpers);
 	if (rc) {
 		pthread_mutex_destroy(&x->lock);
 		free(x);
@@ -649,6 +646,8 @@ int xor_code_cached_patterns(const ec_code *code)
 	const ec_family var = {                         \
 		.kind = kind_,                          \
 		.name = name_,                          \
+		.bitmatrix = 1,                         \
+		.check = bm_code_check,                 \
 		.create = xcode_create,                 \
 		.destroy = xcode_destroy,               \
 		.encode = xcode_encode,                 \

@@ -138,28 +138,13 @@ static int split_list(char *s, char **items, int max, const char *opt)
 	return n;
 }
 
-/* The smallest w libec accepts for this code and k, m (the codes whose w
- * must be prime or one less than a prime); 8 for the others.  Asking the
- * library keeps its rules in one place. */
+/* The code's own w for k and m (libec's rule); 8 when none works, so that
+ * the code check below says why. */
 static int default_w(ec_kind kind, int k, int m)
 {
-	if (kind != EC_LIBERATION && kind != EC_BLAUM_ROTH && kind != EC_EVENODD &&
-	    kind != EC_RDP && kind != EC_STAR)
-		return 8;
-	for (int w = 2; w <= 32; w++) {
-		ec_params p = { .kind = kind, .k = k, .m = m, .w = w, .packet_size = 8 };
-		ec_code *code;
-		if (ec_create(&p, &code) == 0) {
-			ec_destroy(code);
-			return w;
-		}
-	}
-	return 8; /* none: let the code check below say why */
-}
+	int w = ec_kind_default_w(kind, k, m);
 
-static int is_bitmatrix(ec_kind kind)
-{
-	return kind >= EC_CAUCHY_ORIG;
+	return w > 0 ? w : 8;
 }
 
 /* Which libec kernels to run: none named means the one in force. */
@@ -323,7 +308,7 @@ static void check_code(const bench_config *cfg)
 	ec_params p = cfg->params;
 	ec_code *code;
 
-	if (is_bitmatrix(p.kind) && p.packet_size == 0)
+	if (ec_kind_is_bitmatrix(p.kind) && p.packet_size == 0)
 		p.packet_size = 8; /* any packet will do to check k, m, w */
 	int rc = ec_create(&p, &code);
 	if (rc == EC_ENOKERNEL) {
@@ -516,7 +501,7 @@ static int settle_options(bench_config *cfg, bench_cli *cli)
 	bench_set_clock(cli->wall_clock ? BENCH_CLOCK_WALL : BENCH_CLOCK_CPU);
 	if (cfg->params.w == 0)
 		cfg->params.w = default_w(cfg->params.kind, cfg->params.k, cfg->params.m);
-	if (!cli->grid && !cli->strips_given && is_bitmatrix(cfg->params.kind))
+	if (!cli->grid && !cli->strips_given && ec_kind_is_bitmatrix(cfg->params.kind))
 		fit_default_strips(cfg);
 	if (!cli->grid) {
 		check_erasures(cfg);

@@ -164,41 +164,13 @@ static void probe_free(probe *p)
 
 /* ---- option defaults ---- */
 
-static bool is_prime(int x)
+/* The code's own w for k and m (libec's rule); 8 when none works, so that
+ * the check of the defaults says why. */
+static int default_w(ec_kind kind, int k, int m)
 {
-	if (x < 2)
-		return false;
-	for (int d = 2; d * d <= x; d++)
-		if (x % d == 0)
-			return false;
-	return true;
-}
+	int w = ec_kind_default_w(kind, k, m);
 
-/* A word size that suits the code and k when the user gave none. */
-static int default_w(ec_kind kind, int k)
-{
-	int w;
-
-	switch (kind) {
-	case EC_LIBERATION:
-		for (w = k > 3 ? k : 3; !is_prime(w); w++)
-			;
-		return w;
-	case EC_BLAUM_ROTH:
-	case EC_RDP:
-	case EC_EVENODD:
-	case EC_STAR:
-		for (w = k > 4 ? k : 4; !is_prime(w + 1); w++)
-			;
-		return w;
-	default:
-		return 8;
-	}
-}
-
-static bool is_bitmatrix(ec_kind kind)
-{
-	return kind >= EC_CAUCHY_ORIG;
+	return w > 0 ? w : 8;
 }
 
 /* The refusal of code parameters libec does not accept, g_malloc'd. */
@@ -263,11 +235,11 @@ static int set_defaults(volume *v, const superblock *sb, const volume_options *o
 	else if (d->code == (ec_kind)sb->code)
 		d->w = sb->w;
 	else
-		d->w = default_w(d->code, v->k);
+		d->w = default_w(d->code, v->k, v->m);
 	d->packet_size = o->packet_size ? o->packet_size
 	                 : d->code == (ec_kind)sb->code ? sb->packet_size
-	                 : is_bitmatrix(d->code) ? DEFAULT_PACKET_SIZE : 0;
-	if (!is_bitmatrix(d->code))
+	                 : ec_kind_is_bitmatrix(d->code) ? DEFAULT_PACKET_SIZE : 0;
+	if (!ec_kind_is_bitmatrix(d->code))
 		d->packet_size = 0;
 	else if (!d->packet_size)
 		d->packet_size = DEFAULT_PACKET_SIZE;
@@ -308,8 +280,8 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	sb->k = o->k;
 	sb->m = o->m;
 	sb->code = o->code ? o->code : EC_RS_CAUCHY;
-	sb->w = o->w ? o->w : default_w(sb->code, o->k);
-	sb->packet_size = is_bitmatrix(sb->code)
+	sb->w = o->w ? o->w : default_w(sb->code, o->k, o->m);
+	sb->packet_size = ec_kind_is_bitmatrix(sb->code)
 	                  ? (o->packet_size ? o->packet_size : DEFAULT_PACKET_SIZE) : 0;
 	sb->strip_size = o->strip_size ? o->strip_size : DEFAULT_STRIP_SIZE;
 	sb->checksum = checksum_alg_from_name(o->checksum ? o->checksum : CHECKSUM_DEFAULT);

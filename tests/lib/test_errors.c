@@ -3,7 +3,7 @@
  * Bad input to every public entry point: each must return the documented
  * EC_E* code with a message, must not crash, and must leave every output
  * buffer untouched (outputs are filled with a canary and checked).  Also
- * the kind names, and that EC_SIMD naming a kernel the CPU lacks (or an
+ * the kind names and queries (bit-matrix or not, default w), and that EC_SIMD naming a kernel the CPU lacks (or an
  * unknown one) makes ec_create fail with EC_ENOKERNEL (checked in a
  * re-executed child, since the variable is read once per process).
  */
@@ -230,20 +230,23 @@ static void test_bad_decode(void **state)
 	check_bad_decode(EC_RAID6_PQ, 8);
 }
 
+/* Every kind of ec.h; the GF(2^w) codes first, the bit-matrix ones after. */
+static const char *const kind_names[] = {
+	"rs-vandermonde", "rs-cauchy", "raid6-pq", "cauchy-orig",
+	"cauchy-good", "liberation", "blaum-roth", "liber8tion",
+	"evenodd", "rdp", "star",
+};
+#define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
+#define N_GF_KINDS 3
+
 static void test_names_and_messages(void **state)
 {
 	(void)state;
-	static const char *const names[] = {
-		"rs-vandermonde", "rs-cauchy", "raid6-pq", "cauchy-orig",
-		"cauchy-good", "liberation", "blaum-roth", "liber8tion",
-		"evenodd", "rdp", "star",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		ec_kind k = ec_kind_from_name(names[i]);
+	for (size_t i = 0; i < N_KINDS; i++) {
+		ec_kind k = ec_kind_from_name(kind_names[i]);
 
 		assert_int_not_equal(k, 0);
-		assert_string_equal(ec_kind_name(k), names[i]);
+		assert_string_equal(ec_kind_name(k), kind_names[i]);
 	}
 	assert_int_equal(ec_kind_from_name("nope"), 0);
 	assert_int_equal(ec_kind_from_name(NULL), 0);
@@ -260,6 +263,75 @@ static void test_names_and_messages(void **state)
 	assert_int_equal(ec_coefficient(code, 2, 0), 0); /* out of range */
 	assert_int_equal(ec_xor_count(code), 0);
 	ec_destroy(code);
+}
+
+static void test_kind_is_bitmatrix(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_KINDS; i++)
+		assert_int_equal(ec_kind_is_bitmatrix(ec_kind_from_name(kind_names[i])),
+		                 i >= N_GF_KINDS);
+	assert_int_equal(ec_kind_is_bitmatrix((ec_kind)0), 0);
+	assert_int_equal(ec_kind_is_bitmatrix((ec_kind)4), 0);
+	assert_int_equal(ec_kind_is_bitmatrix((ec_kind)99), 0);
+}
+
+/* 0 if ec_create accepts kind, k, m and w (any packet size will do). */
+static int try_w(ec_kind kind, int k, int m, int w)
+{
+	ec_params p = { .kind = kind, .k = k, .m = m, .w = w,
+	                .packet_size = ec_kind_is_bitmatrix(kind) ? 8 : 0 };
+	ec_code *code;
+	int rc = ec_create(&p, &code);
+
+	ec_destroy(code);
+	return rc;
+}
+
+static void test_kind_default_w(void **state)
+{
+	(void)state;
+	static const struct {
+		ec_kind kind;
+		int k, m, w;
+	} cases[] = {
+		{ EC_RS_CAUCHY, 10, 4, 8 }, { EC_RS_VANDERMONDE, 300, 4, 16 },
+		{ EC_RAID6_PQ, 6, 2, 8 }, { EC_RAID6_PQ, 6, 3, EC_EINVAL },
+		{ EC_CAUCHY_GOOD, 6, 2, 8 }, { EC_LIBER8TION, 6, 2, 8 },
+		{ EC_LIBERATION, 6, 2, 7 }, { EC_LIBERATION, 2, 2, 3 },
+		{ EC_LIBERATION, 6, 3, EC_EINVAL }, { EC_LIBERATION, 40, 2, EC_EINVAL },
+		{ EC_BLAUM_ROTH, 2, 2, 2 }, { EC_BLAUM_ROTH, 7, 2, 10 },
+		{ EC_EVENODD, 5, 2, 4 }, { EC_EVENODD, 6, 2, 6 }, { EC_RDP, 6, 2, 6 },
+		{ EC_STAR, 3, 3, 4 }, { EC_STAR, 7, 3, 6 }, { EC_STAR, 6, 2, EC_EINVAL },
+		{ (ec_kind)99, 6, 2, EC_EINVAL }, { EC_RS_CAUCHY, 0, 2, EC_EINVAL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (ec_kind_default_w(cases[i].kind, cases[i].k, cases[i].m) != cases[i].w)
+			fail_msg("default w of %s k=%d m=%d: %d, want %d",
+			         ec_kind_name(cases[i].kind), cases[i].k, cases[i].m,
+			         ec_kind_default_w(cases[i].kind, cases[i].k, cases[i].m),
+			         cases[i].w);
+	/* The rule itself: ec_create accepts the default, which is 8 if 8
+	 * works, else no smaller w works; with no default, no w works. */
+	for (size_t i = 0; i < N_KINDS; i++) {
+		ec_kind kind = ec_kind_from_name(kind_names[i]);
+
+		for (int k = 1; k <= 16; k++) {
+			for (int m = 1; m <= 4; m++) {
+				int w = ec_kind_default_w(kind, k, m);
+				int refused_below = w == EC_EINVAL ? 33 : w == 8 ? 1 : w;
+
+				assert_true(w > 0 || w == EC_EINVAL);
+				if (w > 0)
+					assert_int_equal(try_w(kind, k, m, w), 0);
+				if (w > 0 && w != 8)
+					assert_int_not_equal(try_w(kind, k, m, 8), 0);
+				for (int v = 1; v < refused_below; v++)
+					assert_int_not_equal(try_w(kind, k, m, v), 0);
+			}
+		}
+	}
 }
 
 /* Child mode: create a code and print the result code. */
@@ -320,6 +392,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_encode_update),
 		cmocka_unit_test(test_bad_decode),
 		cmocka_unit_test(test_names_and_messages),
+		cmocka_unit_test(test_kind_is_bitmatrix),
+		cmocka_unit_test(test_kind_default_w),
 		cmocka_unit_test(test_ec_simd_env),
 	};
 
