@@ -233,7 +233,6 @@ static int xcode_encode(const ec_code *code, const uint8_t *const *data,
 	return run(code, &x->enc, blocks, k + m, x->helpers.rows, len);
 }
 
-/* Builds the decoding schedule for an erasure set (see the file comment). */
 /* Rows of one data block j over every packet of the stripe (column b*w+r),
  * recovered from parity block `pi` alone: X d_j = p_pi + B_pi[rest] d_rest
  * with X = B[pi][j], so d_j = X^-1 (p_pi + B_pi[rest] d_rest).  Returns
@@ -354,94 +353,114 @@ static int build_single_hybrid(const ec_code *code, int j, xor_schedule *out)
 	return rc;
 }
 
-static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
-                        xor_schedule *out)
+/* The k blocks a decode reads: the first k that survive (data first, so a
+ * single data loss uses P, the cheapest).  EC_ETOOMANY if fewer survive. */
+static int pick_survivors(const ec_params *p, uint64_t erased, int *surv)
 {
-	if (code->params.m >= 2 && erased == wanted && __builtin_popcountll(erased) == 1 &&
-	    __builtin_ctzll(erased) < code->params.k) {
-		int rc = build_single_hybrid(code, __builtin_ctzll(erased), out);
-		if (rc <= 0)
-			return rc;
-	}
-	const xcode *x = code->priv;
-	const ec_params *p = &code->params;
-	int k = p->k, m = p->m, w = p->w, kw = k * w;
-	int surv[64], ns = 0;
-	for (int b = 0; b < k + m && ns < k; b++)
+	int ns = 0;
+	for (int b = 0; b < p->k + p->m && ns < p->k; b++)
 		if (!((erased >> b) & 1u))
 			surv[ns++] = b;
-	if (ns < k)
-		return EC_ETOOMANY;
-	/* Only the erased data needs an inverse: with E the erased data
-	 * blocks and S the |E| chosen parity blocks, B[S][E] * d_E =
-	 * p_S + B[S][rest] * d_rest, so inverting the (|E|w)^2 block B[S][E]
-	 * gives each erased data packet over survivor packets.  inv then
-	 * holds, for every data packet, its row over the sources (a unit row
-	 * for a surviving packet). */
-	int erased_data[64], ne = 0, par_pos[64];
+	return ns < p->k ? EC_ETOOMANY : 0;
+}
+
+/* Only the erased data needs an inverse: with E the erased data blocks and
+ * S the |E| chosen parity blocks, B[S][E] * d_E = p_S + B[S][rest] * d_rest,
+ * so inverting the (|E|w)^2 block B[S][E] gives each erased data packet
+ * over survivor packets.  Writes those rows into inv (see data_rows). */
+static int solve_erased_data(const ec_code *code, uint64_t erased, const int *surv, bm *inv)
+{
+	const xcode *x = code->priv;
+	int k = code->params.k, w = code->params.w, kw = k * w;
+	int erased_data[64], ne = 0, par_pos[64], np = 0;
 	for (int b = 0; b < k; b++)
 		if ((erased >> b) & 1u)
 			erased_data[ne++] = b;
-	int np = 0;
+	if (ne == 0)
+		return 0;
 	for (int s = 0; s < k; s++)
 		if (surv[s] >= k)
 			par_pos[np++] = s;
-	bm g, ginv = { 0 }, inv = { 0 }, rows = { 0 };
-	uint32_t *src = NULL, *dst = NULL;
-	int rc = bm_init(&inv, kw, kw);
+	int ew = ne * w;
+	bm g, ginv, known;
+	int rc = bm_init(&g, ew, ew);
+	if (rc)
+		return rc;
+	for (int a = 0; a < ne; a++)
+		for (int r = 0; r < w; r++)
+			for (int e = 0; e < ne; e++)
+				for (int c = 0; c < w; c++)
+					if (bm_get(&x->coding, (surv[par_pos[a]] - k) * w + r,
+					           erased_data[e] * w + c))
+						bm_set(&g, a * w + r, e * w + c);
+	rc = bm_invert(&g, &ginv);
+	bm_free(&g);
+	if (rc)
+		return rc;
+	/* known[u]: parity packet u of S plus its known-data terms, as a row
+	 * over the sources; erased packet t = sum of known[u] over the ones of
+	 * ginv row t. */
+	rc = bm_init(&known, ew, kw);
+	if (rc) {
+		bm_free(&ginv);
+		return rc;
+	}
+	for (int u = 0; u < ew; u++) {
+		int a = u / w, r = u % w;
+		const uint64_t *brow = bm_row(&x->coding, (surv[par_pos[a]] - k) * w + r);
+		bm_set(&known, u, par_pos[a] * w + r);
+		for (int s = 0; s < k; s++)
+			for (int c = 0; c < w && surv[s] < k; c++)
+				if ((brow[(surv[s] * w + c) >> 6] >> ((surv[s] * w + c) & 63)) & 1u)
+					bm_set(&known, u, s * w + c);
+	}
+	for (int t = 0; t < ew; t++) {
+		uint64_t *row = bm_row(inv, erased_data[t / w] * w + t % w);
+		for (int u = 0; u < ew; u++) {
+			if (!bm_get(&ginv, t, u))
+				continue;
+			const uint64_t *kr = bm_row(&known, u);
+			for (int i = 0; i < inv->words; i++)
+				row[i] ^= kr[i];
+		}
+	}
+	bm_free(&known);
+	bm_free(&ginv);
+	return 0;
+}
+
+/* inv (k*w square): for every data packet, its row over the sources, where
+ * source s*w + r is packet r of block surv[s] (a unit row for a surviving
+ * packet). */
+static int data_rows(const ec_code *code, uint64_t erased, const int *surv, bm *inv)
+{
+	int k = code->params.k, w = code->params.w;
+	int rc = bm_init(inv, k * w, k * w);
 	if (rc)
 		return rc;
 	for (int s = 0; s < k; s++)
 		if (surv[s] < k)
 			for (int r = 0; r < w; r++)
-				bm_set(&inv, surv[s] * w + r, s * w + r);
-	if (ne > 0) {
-		int ew = ne * w;
-		rc = bm_init(&g, ew, ew);
-		if (rc)
-			goto out;
-		for (int a = 0; a < ne; a++)
-			for (int r = 0; r < w; r++)
-				for (int e = 0; e < ne; e++)
-					for (int c = 0; c < w; c++)
-						if (bm_get(&x->coding, (surv[par_pos[a]] - k) * w + r,
-						           erased_data[e] * w + c))
-							bm_set(&g, a * w + r, e * w + c);
-		rc = bm_invert(&g, &ginv);
-		bm_free(&g);
-		if (rc)
-			goto out;
-		/* known[u]: parity packet u of S plus its known-data terms, as a
-		 * row over the sources; erased packet t = sum of known[u] over
-		 * the ones of ginv row t. */
-		bm known;
-		rc = bm_init(&known, ew, kw);
-		if (rc)
-			goto out;
-		for (int u = 0; u < ew; u++) {
-			int a = u / w, r = u % w;
-			const uint64_t *brow = bm_row(&x->coding, (surv[par_pos[a]] - k) * w + r);
-			bm_set(&known, u, par_pos[a] * w + r);
-			for (int s = 0; s < k; s++)
-				for (int c = 0; c < w && surv[s] < k; c++)
-					if ((brow[(surv[s] * w + c) >> 6] >> ((surv[s] * w + c) & 63)) & 1u)
-						bm_set(&known, u, s * w + c);
-		}
-		for (int t = 0; t < ew; t++) {
-			uint64_t *row = bm_row(&inv, erased_data[t / w] * w + t % w);
-			for (int u = 0; u < ew; u++) {
-				if (!bm_get(&ginv, t, u))
-					continue;
-				const uint64_t *kr = bm_row(&known, u);
-				for (int i = 0; i < inv.words; i++)
-					row[i] ^= kr[i];
-			}
-		}
-		bm_free(&known);
-	}
+				bm_set(inv, surv[s] * w + r, s * w + r);
+	rc = solve_erased_data(code, erased, surv, inv);
+	if (rc)
+		bm_free(inv);
+	return rc;
+}
+
+/* Schedules every packet of the wanted blocks as its row over the sources:
+ * a data packet's row of inv, a parity packet's coding row times inv. */
+static int schedule_wanted(const ec_code *code, uint64_t wanted, const int *surv,
+                           const bm *inv, xor_schedule *out)
+{
+	const xcode *x = code->priv;
+	const ec_params *p = &code->params;
+	int k = p->k, m = p->m, w = p->w, kw = k * w;
 	int n_targets = __builtin_popcountll(wanted) * w;
-	src = malloc(sizeof(uint32_t) * (size_t)kw);
-	dst = malloc(sizeof(uint32_t) * (size_t)(n_targets ? n_targets : 1));
+	uint32_t *src = malloc(sizeof(uint32_t) * (size_t)kw);
+	uint32_t *dst = malloc(sizeof(uint32_t) * (size_t)(n_targets ? n_targets : 1));
+	bm rows = { 0 };
+	int rc = 0;
 	if (!src || !dst || bm_init(&rows, n_targets, kw)) {
 		rc = EC_ENOMEM;
 		goto out;
@@ -457,15 +476,14 @@ static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
 			uint64_t *row = bm_row(&rows, t);
 			dst[t] = (uint32_t)(b * w + r);
 			if (b < k) {
-				memcpy(row, bm_row(&inv, b * w + r), sizeof(uint64_t) * (size_t)rows.words);
+				memcpy(row, bm_row(inv, b * w + r), sizeof(uint64_t) * (size_t)rows.words);
 				continue;
 			}
-			/* parity row = B row * (data in terms of survivors) */
 			const uint64_t *brow = bm_row(&x->coding, (b - k) * w + r);
 			for (int c = 0; c < kw; c++) {
 				if (!((brow[c >> 6] >> (c & 63)) & 1u))
 					continue;
-				const uint64_t *irow = bm_row(&inv, c);
+				const uint64_t *irow = bm_row(inv, c);
 				for (int i = 0; i < rows.words; i++)
 					row[i] ^= irow[i];
 			}
@@ -478,8 +496,28 @@ out:
 	free(src);
 	free(dst);
 	bm_free(&rows);
+	return rc;
+}
+
+/* Builds the decoding schedule for an erasure set (see the file comment). */
+static int build_decode(const ec_code *code, uint64_t erased, uint64_t wanted,
+                        xor_schedule *out)
+{
+	if (code->params.m >= 2 && erased == wanted && __builtin_popcountll(erased) == 1 &&
+	    __builtin_ctzll(erased) < code->params.k) {
+		int rc = build_single_hybrid(code, __builtin_ctzll(erased), out);
+		if (rc <= 0)
+			return rc;
+	}
+	int surv[64];
+	bm inv;
+	int rc = pick_survivors(&code->params, erased, surv);
+	if (!rc)
+		rc = data_rows(code, erased, surv, &inv);
+	if (rc)
+		return rc;
+	rc = schedule_wanted(code, wanted, surv, &inv, out);
 	bm_free(&inv);
-	bm_free(&ginv);
 	return rc;
 }
 
