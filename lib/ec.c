@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The public entry points of libec (ec.h).  Everything a caller passes is
- * checked here, before any family code runs, so a failing call never
+ * checked here (code parameters with the family's check(), which builds
+ * nothing) before any family code does work, so a failing call never
  * writes an output buffer and the families can assume sane arguments:
  * non-NULL buffers, a length that is a positive multiple of the code's
  * alignment, and erasure lists that are sorted, distinct, in range and no
- * longer than m.
+ * longer than m.  The kind queries and the kernel API sit here too.
  */
 #include "cpu.h"
 #include "ec_internal.h"
