@@ -12,7 +12,7 @@ extern const ec_family ec_family_rs_vandermonde; /* rs.c */
 extern const ec_family ec_family_rs_cauchy;      /* rs.c */
 extern const ec_family ec_family_raid6_pq;       /* pq.c */
 
-/* Bit-matrix XOR families (lib/bitmatrix*.c) are declared here. */
+/* Bit-matrix XOR families (lib/xor/) are declared here. */
 extern const ec_family ec_family_cauchy_orig;    /* xor_codes.c */
 extern const ec_family ec_family_cauchy_good;    /* xor_codes.c */
 extern const ec_family ec_family_liberation;     /* xor_codes.c */

@@ -312,7 +312,7 @@ int bench_run_single(const bench_config *cfg)
 
 	for (int s = 0; s < cfg->n_strips; s++) {
 		ec_params p = cfg->params;
-		if (p.kind >= EC_CAUCHY_ORIG && p.packet_size == 0) {
+		if (ec_kind_is_bitmatrix(p.kind) && p.packet_size == 0) {
 			p.packet_size = bench_default_packet(p.w, cfg->strips[s]);
 			if (p.packet_size == 0) {
 				fprintf(stderr,

@@ -96,8 +96,7 @@ int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
 	if (h->k < 1 || h->m < 1 || h->k + h->m > 64 || h->position >= (uint32_t)(h->k + h->m) ||
 	    h->rotation >= (uint32_t)(h->k + h->m) || h->strip_size == 0 ||
 	    h->strip_size > (1u << 30) || checksum_alg_size(h->checksum) == 0 ||
-	    !((h->kind >= EC_RS_VANDERMONDE && h->kind <= EC_RAID6_PQ) ||
-	      (h->kind >= EC_CAUCHY_ORIG && h->kind <= EC_STAR))) {
+	    !ec_kind_name((ec_kind)h->kind)) {
 		*why = "chunk header fields out of range";
 		return -EINVAL;
 	}

@@ -228,7 +228,7 @@ static bool parse_members(const char *list, GPtrArray *paths)
  * checks them again against the superblock, but a new volume's superblocks
  * are already written by then): a known checksum, a strip size in whole
  * granules, and a code that exists for k and m (with w if given, else with
- * some w) whose block alignment divides the strip. */
+ * the library's default w) whose block alignment divides the strip. */
 static bool check_code_options(const volume_options *o)
 {
 	if (o->checksum && !checksum_alg_from_name(o->checksum))
@@ -240,20 +240,17 @@ static bool check_code_options(const volume_options *o)
 	if (!o->k || !o->m)
 		return true; /* an existing volume: k and m are the superblock's */
 	ec_kind kind = o->code ? o->code : EC_RS_CAUCHY;
-	bool bitmatrix = kind >= EC_CAUCHY_ORIG;
+	bool bitmatrix = ec_kind_is_bitmatrix(kind);
 	ec_params p = { .kind = kind, .k = o->k, .m = o->m,
 	                /* any packet size will do to test k, m and w */
 	                .packet_size = bitmatrix ? (o->packet_size ? o->packet_size : 2048) : 0 };
 	size_t align = 0;
-	int err = EC_EINVAL;
-	for (int w = o->w ? o->w : 2; w <= (o->w ? o->w : 32) && !align; w++) {
-		ec_code *code;
-		p.w = w;
-		err = ec_create(&p, &code);
-		if (err == 0) {
-			align = ec_block_align(code);
-			ec_destroy(code);
-		}
+	/* without w=, the volume takes the library's default for k and m */
+	int err = p.w = o->w ? o->w : ec_kind_default_w(kind, o->k, o->m);
+	ec_code *code;
+	if (p.w > 0 && (err = ec_create(&p, &code)) == 0) {
+		align = ec_block_align(code);
+		ec_destroy(code);
 	}
 	if (!align) {
 		if (o->w)
