@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the mirrored namespace operations (src/core/mirror.c) on
+ * real member directories: an operation runs on every healthy member and
+ * the first member that has the object decides the answer; a refusal
+ * leaves the other members untouched; a member missing an entry or
+ * answering otherwise does not change the answer; broken members (errors,
+ * injected faults, a vanished directory) are failed and skipped, and with
+ * more than m of them the answer is EIO; queries ask one member, never
+ * one being rebuilt; logged operations leave no intent behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "core_test_util.h"
+#include "log.h"
+#include "memberops.h"
+#include "mirror.h"
+#include "volume_internal.h"
+
+#define K 4
+#define M 2
+#define N (K + M)
+#define ALL ((1ull << N) - 1)
+
+typedef test_volume fixture;
+
+static const volume_options opts = { .k = K, .m = M };
+
+/* ---- the member directories ---- */
+
+/* The members on which rel exists (bit mb). */
+static uint64_t present(fixture *fx, const char *rel)
+{
+	uint64_t have = 0;
+	for (int mb = 0; mb < N; mb++) {
+		struct stat st;
+		char *p = member_path(&fx->mb, mb, rel);
+		have |= (uint64_t)(lstat(p, &st) == 0) << mb;
+		g_free(p);
+	}
+	return have;
+}
+
+static void assert_present(fixture *fx, const char *rel, uint64_t want)
+{
+	uint64_t have = present(fx, rel);
+	if (have != want)
+		fail_msg("%s is on members %#llx, not %#llx", rel, (unsigned long long)have,
+		         (unsigned long long)want);
+}
+
+static uint64_t failed_members(fixture *fx)
+{
+	uint64_t f = 0;
+	for (int mb = 0; mb < N; mb++)
+		f |= (uint64_t)!volume_member_ok(fx->v, mb) << mb;
+	return f;
+}
+
+/* ---- operations on one member ---- */
+
+/* What the member operations saw: the members that ran, in order. */
+typedef struct calls {
+	volume *v;     /* for the operations that go through memberops */
+	uint64_t ran;
+	int order[N], count;
+	int rc[N];     /* scripted: each member's answer */
+} calls;
+
+static void note(calls *c, int member)
+{
+	if (!c)
+		return;
+	c->ran |= 1ull << member;
+	if (c->count < N)
+		c->order[c->count] = member;
+	c->count++;
+}
+
+static int scripted(int member, int dirfd, const char *leaf, void *arg)
+{
+	(void)dirfd;
+	(void)leaf;
+	note(arg, member);
+	return ((calls *)arg)->rc[member];
+}
+
+static int mkdir_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	int rc = mirror_errno(mkdirat(dirfd, leaf, 0755));
+	note(arg, member);
+	return rc;
+}
+
+/* The same through memberops, where the injected faults are. */
+static int mop_mkdir_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	int rc = mirror_errno(mop_mkdirat(((calls *)arg)->v, member, dirfd, leaf, 0755));
+	note(arg, member);
+	return rc;
+}
+
+static int unlink_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	int rc = mirror_errno(unlinkat(dirfd, leaf, 0));
+	note(arg, member);
+	return rc;
+}
+
+/* A query: the object's size. */
+static int size_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct stat st;
+	int rc = mirror_errno(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW));
+	note(arg, member);
+	return rc < 0 ? rc : (int)st.st_size;
+}
+
+static int rename_fn(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	int rc = mirror_errno(renameat(d1, l1, d2, l2));
+	note(arg, member);
+	return rc;
+}
+
+static int link_fn(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	int rc = mirror_errno(linkat(d1, l1, d2, l2, 0));
+	note(arg, member);
+	return rc;
+}
+
+/* ---- agreeing members ---- */
+
+static void test_all_members_agree(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(c.ran, ALL);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(c.order[i], i); /* one member after the other */
+	assert_present(fx, "/d", ALL);
+	assert_int_equal(mirror_apply(fx->v, "/d/e", mkdir_fn, NULL, 0, "mkdir"), 0);
+	assert_present(fx, "/d/e", ALL);
+	/* Asked again: member 0 refuses, no other member is asked. */
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), -EEXIST);
+	assert_int_equal(c.ran, 1);
+	/* A parent missing everywhere: ENOENT, and the operation never ran. */
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply(fx->v, "/nope/x", mkdir_fn, &c, 0, "mkdir"), -ENOENT);
+	assert_int_equal(c.ran, 0);
+	assert_present(fx, "/nope", 0);
+	assert_int_equal(failed_members(fx), 0);
+}
+
+/* Paths that would leave the member root, by dot-dot or a symlink, are
+ * refused beneath it: the operation never runs. */
+static void test_paths_stay_beneath_the_root(void **state)
+{
+	fixture *fx = *state;
+	char *outside = g_strdup_printf("%s/escaped", fx->mb.root);
+	calls c = { 0 };
+
+	assert_int_equal(mirror_apply(fx->v, "/../escaped", mkdir_fn, &c, 0, "mkdir"), -ENOTDIR);
+	for (int mb = 0; mb < N; mb++) {
+		char *link = member_path(&fx->mb, mb, "/up");
+		assert_int_equal(symlink(fx->mb.root, link), 0);
+		g_free(link);
+	}
+	assert_int_equal(mirror_apply(fx->v, "/up/escaped", mkdir_fn, &c, 0, "mkdir"), -ENOTDIR);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(access(outside, F_OK), -1);
+	assert_int_equal(failed_members(fx), 0);
+	g_free(outside);
+}
+
+/* ---- the decision, member by member ---- */
+
+typedef struct rule_case {
+	int rc[N];         /* each member's answer */
+	unsigned flags;
+	int answer;
+	uint64_t ran, failed;
+} rule_case;
+
+static const rule_case apply_rules[] = {
+	{ { 0, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0 },
+	{ { -EEXIST, 0, 0, 0, 0, 0 }, 0, -EEXIST, 0x01, 0 },        /* refused: others untouched */
+	{ { -ENOENT, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0 },               /* member 0 lost it */
+	{ { -ENOENT, -ENOENT, -ENOTEMPTY, 0, 0, 0 }, 0, -ENOTEMPTY, 0x07, 0 },
+	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, 0, -ENOENT, ALL, 0 },
+	{ { -EIO, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0x01 },               /* broken: the next decides */
+	{ { -EROFS, -EPERM, 0, 0, 0, 0 }, 0, -EPERM, 0x03, 0x01 },
+	{ { 0, 0, -EEXIST, -ENOENT, 0, 0 }, 0, 0, ALL, 0 },         /* diverging, not broken */
+	{ { 0, -EIO, 0, 0, -ENOSPC, 0 }, 0, 0, ALL, 0x12 },
+	{ { 7, 3, 0, 0, 0, 0 }, 0, 7, ALL, 0 },                     /* a count: the primary's */
+	{ { -ENOSPC, 0, 0, 0, 0, 0 }, MIRROR_SPACE_IS_ANSWER, -ENOSPC, 0x01, 0 },
+	{ { -E2BIG, 0, 0, 0, 0, 0 }, MIRROR_SPACE_IS_ANSWER, -E2BIG, 0x01, 0 },
+	{ { -ENOSPC, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0x01 },
+	{ { -EIO, -EIO, -ETIMEDOUT, 0, 0, 0 }, 0, -EIO, ALL, 0x07 }, /* more than m */
+};
+
+static const rule_case query_rules[] = {
+	{ { 5, 9, 9, 9, 9, 9 }, 0, 5, 0x01, 0 },
+	{ { -ENOENT, 9, 8, 8, 8, 8 }, 0, 9, 0x03, 0 },
+	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, 0, -ENOENT, ALL, 0 },
+	{ { -ENODATA, 9, 9, 9, 9, 9 }, 0, -ENODATA, 0x01, 0 },      /* an answer */
+	{ { -EIO, 4, 9, 9, 9, 9 }, 0, 4, 0x03, 0x01 },
+	{ { -EDQUOT, 4, 9, 9, 9, 9 }, MIRROR_SPACE_IS_ANSWER, -EDQUOT, 0x01, 0 },
+	{ { -EIO, -ENXIO, -EIO, 1, 1, 1 }, 0, -EIO, 0x07, 0x07 },
+};
+
+static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool query)
+{
+	for (size_t i = 0; i < count; i++) {
+		const rule_case *r = &rules[i];
+		calls c = { 0 };
+		memcpy(c.rc, r->rc, sizeof(c.rc));
+		int answer = query ? mirror_query(fx->v, "/x", scripted, &c, r->flags, "test")
+		                   : mirror_apply(fx->v, "/x", scripted, &c, r->flags, "test");
+		if (answer != r->answer || c.ran != r->ran || failed_members(fx) != r->failed)
+			fail_msg("%s case %zu: answer %d, ran %#llx, failed %#llx; expected %d, %#llx, "
+			         "%#llx", query ? "query" : "apply", i, answer,
+			         (unsigned long long)c.ran, (unsigned long long)failed_members(fx),
+			         r->answer, (unsigned long long)r->ran, (unsigned long long)r->failed);
+		test_volume_reopen(fx);
+	}
+}
+
+static void test_apply_rules(void **state)
+{
+	check_rules(*state, apply_rules, sizeof(apply_rules) / sizeof(apply_rules[0]), false);
+}
+
+static void test_query_rules(void **state)
+{
+	check_rules(*state, query_rules, sizeof(query_rules) / sizeof(query_rules[0]), true);
+}
+
+/* ---- disagreeing members ---- */
+
+/* An entry missing on one member: the first member that has it decides,
+ * and the operation reaches every member that has it. */
+static void test_entry_missing_on_one_member(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	for (int mb = 1; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/f", "F");
+	for (int mb = 0; mb < N; mb++)
+		if (mb != 3)
+			put_member_file(&fx->mb, mb, "/g", "G");
+	assert_int_equal(mirror_apply(fx->v, "/f", unlink_fn, &c, 0, "unlink"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/f", 0);
+	assert_int_equal(mirror_apply(fx->v, "/g", unlink_fn, NULL, 0, "unlink"), 0);
+	assert_present(fx, "/g", 0);
+	/* A directory that exists on member 0 only refuses the mkdir there;
+	 * the others are not made to diverge further. */
+	char *d = member_path(&fx->mb, 0, "/d");
+	assert_int_equal(mkdir(d, 0755), 0);
+	g_free(d);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, 0, "mkdir"), -EEXIST);
+	assert_present(fx, "/d", 0x01);
+	assert_int_equal(failed_members(fx), 0);
+}
+
+/* A query asks the first member that has the object, and only it. */
+static void test_query_reads_one_member(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	put_member_file(&fx->mb, 0, "/q", "1");
+	for (int mb = 1; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/q", "22");
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 1);
+	assert_int_equal(c.ran, 0x01);
+	char *q = member_path(&fx->mb, 0, "/q");
+	assert_int_equal(unlink(q), 0);
+	g_free(q);
+	c = (calls){ 0 };
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 2);
+	assert_int_equal(c.ran, 0x03);
+	c = (calls){ 0 };
+	assert_int_equal(mirror_query(fx->v, "/none", size_fn, &c, 0, "stat"), -ENOENT);
+	assert_int_equal(c.ran, ALL);
+	/* A failed member is not asked. */
+	assert_true(volume_member_error(fx->v, 1, EIO, "test"));
+	c = (calls){ 0 };
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 2);
+	assert_int_equal(c.ran, 0x05);
+}
+
+/* ---- broken members ---- */
+
+static void test_failed_member_left_alone(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	assert_true(volume_member_error(fx->v, 1, EIO, "test"));
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(c.ran, ALL & ~0x02ull);
+	assert_present(fx, "/d", ALL & ~0x02ull);
+	/* A member whose directory was removed answers ENOENT: that is no
+	 * answer but a lost member. */
+	rm_tree(fx->mb.path[0]);
+	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, NULL, 0, "mkdir"), 0);
+	assert_int_equal(failed_members(fx), 0x03);
+	assert_present(fx, "/e", ALL & ~0x03ull);
+	/* A third: more than m, the volume answers EIO and runs nothing. */
+	assert_true(volume_member_error(fx->v, 5, EIO, "test"));
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply(fx->v, "/f", mkdir_fn, &c, 0, "mkdir"), -EIO);
+	assert_int_equal(mirror_query(fx->v, "/d", size_fn, &c, 0, "stat"), -EIO);
+	assert_int_equal(c.ran, 0);
+	assert_present(fx, "/f", 0);
+}
+
+#ifdef ECFS_FAULT_INJECTION
+/* Opens the volume again with the member faults of spec; the open itself
+ * must not meet them. */
+static void open_with_faults(fixture *fx, const char *spec)
+{
+	setenv("ECFS_FAULT", spec, 1);
+	test_volume_reopen(fx);
+	unsetenv("ECFS_FAULT");
+	assert_int_equal(failed_members(fx), 0);
+}
+#endif
+
+/* Errors of the real member calls (injected beneath memberops): a broken
+ * member's error fails it (EROFS; ENOSPC when no flag makes it an
+ * answer), an answer from the first member is the volume's, from a later
+ * one a divergence that fails nothing. */
+static void test_member_errors_propagate(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	open_with_faults(fx, "member=0,op=meta,errno=EROFS;member=3,op=meta,errno=ENOSPC");
+	c.v = fx->v;
+	assert_int_equal(mirror_apply(fx->v, "/a", mop_mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(failed_members(fx), 0x09);
+	assert_present(fx, "/a", ALL & ~0x09ull);
+	open_with_faults(fx, "member=2,op=meta,errno=17"); /* EEXIST */
+	c.v = fx->v;
+	assert_int_equal(mirror_apply(fx->v, "/b", mop_mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_present(fx, "/b", ALL & ~0x04ull);
+	open_with_faults(fx, "member=0,op=meta,errno=17");
+	c.v = fx->v;
+	assert_int_equal(mirror_apply(fx->v, "/c", mop_mkdir_fn, &c, 0, "mkdir"), -EEXIST);
+	assert_present(fx, "/c", 0);
+	assert_int_equal(failed_members(fx), 0);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* A member being rebuilt (revived by the online heal) takes the writes
+ * but answers no query: its namespace may be incomplete. */
+static void test_healing_member(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, 0, "mkdir"), 0);
+	rm_tree(fx->mb.path[0]);
+	assert_int_equal(mirror_query(fx->v, "/d", size_fn, NULL, 0, "stat") >= 0, 1);
+	assert_false(volume_member_ok(fx->v, 0));
+	assert_int_equal(mkdir(fx->mb.path[0], 0755), 0);
+	assert_int_equal(volume_member_revive(fx->v, 0), 1);
+	assert_true(volume_member_ok(fx->v, 0));
+	assert_false(volume_member_answers(fx->v, 0));
+	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/e", ALL);
+	c = (calls){ 0 };
+	assert_true(mirror_query(fx->v, "/d", size_fn, &c, 0, "stat") >= 0);
+	assert_int_equal(c.ran, 0x02);
+}
+
+/* ---- two paths, and logged operations ---- */
+
+static void test_rename_and_link(void **state)
+{
+	fixture *fx = *state;
+	calls c = { 0 };
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	assert_int_equal(mirror_apply2(fx->v, "/a", "/b", rename_fn, &c, 0, "rename"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/a", 0);
+	assert_present(fx, "/b", ALL);
+	assert_int_equal(mirror_apply2(fx->v, "/b", "/c", link_fn, NULL, 0, "link"), 0);
+	for (int mb = 0; mb < N; mb++) {
+		struct stat sb, sc;
+		char *b = member_path(&fx->mb, mb, "/b"), *cp = member_path(&fx->mb, mb, "/c");
+		assert_int_equal(lstat(b, &sb), 0);
+		assert_int_equal(lstat(cp, &sc), 0);
+		assert_int_equal(sb.st_ino, sc.st_ino);
+		g_free(b);
+		g_free(cp);
+	}
+	/* A target in a missing folder: ENOENT, nothing moved. */
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply2(fx->v, "/b", "/nope/b", rename_fn, &c, 0, "rename"),
+	                 -ENOENT);
+	assert_int_equal(c.ran, 0);
+	assert_present(fx, "/b", ALL);
+}
+
+static void assert_no_intent(fixture *fx)
+{
+	for (int mb = 0; mb < N; mb++)
+		assert_int_equal(intent_log_slots(fx->mb.path[mb], true), 0);
+}
+
+static void test_logged_operations(void **state)
+{
+	fixture *fx = *state;
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b" };
+	intent_args mk = { INTENT_MKDIR, .from = "/d", .mode = 0755, .uid = (uid_t)-1,
+	                   .gid = (gid_t)-1 };
+	calls c = { 0 };
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, rename_fn, &c, "rename"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/b", ALL);
+	assert_present(fx, "/a", 0);
+	assert_int_equal(mirror_apply_logged(fx->v, &mk, mkdir_fn, NULL, NULL, "mkdir"), 0);
+	assert_present(fx, "/d", ALL);
+	/* Refused: the answer, and the record goes too. */
+	assert_int_equal(mirror_apply_logged(fx->v, &mk, mkdir_fn, NULL, NULL, "mkdir"), -EEXIST);
+	assert_no_intent(fx);
+	/* More than m failed: refused before any member is touched. */
+	for (int mb = 0; mb <= M; mb++)
+		assert_true(volume_member_error(fx->v, mb, EIO, "test"));
+	c = (calls){ 0 };
+	intent_args mv2 = { INTENT_RENAME, .from = "/b", .to = "/c" };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv2, NULL, rename_fn, &c, "rename"), -EIO);
+	assert_int_equal(c.ran, 0);
+	assert_present(fx, "/b", ALL);
+	assert_no_intent(fx);
+}
+
+#define T(fn) \
+	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
+	                                         (void *)&opts)
+
+int main(void)
+{
+	ecfs_log_init("test_mirror", false, false);
+	const struct CMUnitTest tests[] = {
+		T(test_all_members_agree),
+		T(test_paths_stay_beneath_the_root),
+		T(test_apply_rules),
+		T(test_query_rules),
+		T(test_entry_missing_on_one_member),
+		T(test_query_reads_one_member),
+		T(test_failed_member_left_alone),
+		T(test_member_errors_propagate),
+		T(test_healing_member),
+		T(test_rename_and_link),
+		T(test_logged_operations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
