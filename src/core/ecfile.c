@@ -31,12 +31,9 @@
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "reader_rules.h"
 #include "stripe.h"
 #include "volume_internal.h"
-
-/* Generations reserved per header write (one header write per this many
- * stripe commits at most). */
-#define GEN_RESERVE (1u << 16)
 
 struct ecfile {
 	volume *v;
@@ -212,14 +209,6 @@ static int new_header(volume *v, chunk_header *h)
 	return 0;
 }
 
-static bool same_file(const chunk_header *a, const chunk_header *b)
-{
-	return !memcmp(a->file_id, b->file_id, 16) && a->rotation == b->rotation &&
-	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
-	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
-	       a->strip_size == b->strip_size;
-}
-
 static int write_headers(ecfile *f, bool reserve);
 
 static void free_ecfile(ecfile *f)
@@ -347,7 +336,7 @@ static int check_chunks(volume *v, const char *path, probe_chunk *pc, int n, chu
 	for (int mb = 0; mb < n; mb++) {
 		probe_chunk *p = &pc[mb];
 		if (!*fresh && p->state == CHUNK_OK) {
-			if (!same_file(&p->h, h) ||
+			if (!rules_same_file(&p->h, h) ||
 			    p->h.position != (uint32_t)layout_position_of(lay, mb))
 				p->state = CHUNK_CORRUPT;
 			else if (h->missed >> mb & 1)
@@ -528,9 +517,9 @@ static int write_headers(ecfile *f, bool reserve)
 	h->missed = missed;
 	h->size = f->size;
 	/* Strictly increasing per header write (the newest header wins), and
-	 * always above every generation a record may carry. */
-	h->generation = reserve || f->gen >= h->generation ? f->gen + GEN_RESERVE
-	                                                   : h->generation + 1;
+	 * always above every generation a record may carry, the next commit's
+	 * (f->gen + 1) included. */
+	h->generation = rules_header_generation(h->generation, f->gen, 1, reserve);
 	int rc = stripe_write_headers(&f->c);
 	if (rc == 0)
 		f->hdr_dirty = false;
@@ -550,7 +539,8 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 		return -EROFS;
 	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k)
 		return -EIO;
-	if (f->gen + 1 >= f->c.hdr.generation || (missing_mask(f) & ~f->c.hdr.missed)) {
+	if (!rules_gen_reserved(f->c.hdr.generation, f->gen + 1) ||
+	    (missing_mask(f) & ~f->c.hdr.missed)) {
 		rc = write_headers(f, true);
 		if (rc < 0)
 			return rc;
@@ -559,7 +549,7 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 	 * may keep strips and lose the header after them, and a reopened file
 	 * that reused a generation could pair two contents under one.  This
 	 * also makes a new file's header durable before its first data. */
-	if (f->gen + 1 >= f->gen_durable) {
+	if (!rules_gen_reserved(f->gen_durable, f->gen + 1)) {
 		rc = stripe_sync(&f->c, true);
 		if (rc < 0)
 			return rc;
@@ -1409,7 +1399,7 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 		 * file holds as usable is taken again: its fd may be one into the
 		 * member's old directory, from before the member failed and was
 		 * replaced. */
-		if (pc.fd < 0 || !pc.valid || !same_file(&pc.h, &f->c.hdr) ||
+		if (pc.fd < 0 || !pc.valid || !rules_same_file(&pc.h, &f->c.hdr) ||
 		    pc.h.position != (uint32_t)layout_position_of(&f->c.lay, mb) ||
 		    pc.h.missed >> mb & 1) {
 			if (pc.fd >= 0)

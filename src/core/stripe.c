@@ -6,11 +6,9 @@
  * slowest member only.  A run of stripes in one record group costs each
  * member one pwritev for the strips and one pwrite for the records.
  *
- * Reading trusts nothing it has not verified: a strip is used only if its
- * record is written, names this stripe and position, its checksum (which
- * binds volume, file, stripe, generation and position) matches, and its
- * generation agrees with the rest of the stripe.  Anything else is an
- * erasure, repaired from any k strips of the winning generation.
+ * Reading trusts nothing it has not verified: every strip is judged, and
+ * every stripe voted, by the reader's rules (reader_rules.h), which
+ * ecfs-fsck's repair follows too.
  */
 #include "stripe.h"
 
@@ -27,6 +25,7 @@
 #include "log.h"
 #include "memberops.h"
 #include "memberio.h"
+#include "reader_rules.h"
 #include "volume_internal.h"
 
 int stripe_ctx_buffers(stripe_ctx *c)
@@ -77,11 +76,6 @@ int stripe_usable_count(stripe_ctx *c)
 	for (int i = 0; i < c->lay.n; i++)
 		cnt += stripe_member_usable(c, i);
 	return cnt;
-}
-
-static bool all_zero(const uint8_t *p, size_t len)
-{
-	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
 }
 
 /* ---- commit ---- */
@@ -292,7 +286,7 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 {
 	/* Stripes at or past written_end never held committed content: a
 	 * first write cut short leaves new strips beside unwritten ones, which
-	 * read as the old content, zeros (the hole rule in vote_and_decode). */
+	 * read as the old content, zeros (the hole rule, reader_rules.h). */
 	return commit(c, s0, cnt, data, gen, size, s0 < c->written_end);
 }
 
@@ -304,19 +298,12 @@ int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *co
 
 /* ---- fetch ---- */
 
-enum fetch_status { FETCH_NONE, FETCH_OK, FETCH_HOLE, FETCH_BAD, FETCH_ERR };
-
 typedef struct fetch_task {
 	stripe_ctx *c;
 	int member, pos, cnt;
 	uint64_t s0;
 	uint8_t *dest[STRIPE_FETCH_RUN];
-	enum fetch_status status[STRIPE_FETCH_RUN];
-	uint64_t gen[STRIPE_FETCH_RUN], size[STRIPE_FETCH_RUN];
-	uint64_t rgen[STRIPE_FETCH_RUN]; /* the record's generation, verified or not */
-	bool blank[STRIPE_FETCH_RUN];    /* the record is all zeros */
-	bool zpage[STRIPE_FETCH_RUN];    /* a strip that does not verify lost a page */
-	const char *why[STRIPE_FETCH_RUN];
+	strip_judgment st[STRIPE_FETCH_RUN];
 	int err;
 } fetch_task;
 
@@ -342,7 +329,7 @@ static void fetch_member(void *arg)
 	                          (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
-			t->status[i] = FETCH_ERR;
+			t->st[i].v = STRIP_ERR;
 		t->err = (int)(got < 0 ? got : rgot);
 		return;
 	}
@@ -356,32 +343,9 @@ static void fetch_member(void *arg)
 	if ((size_t)rgot < riov.iov_len)
 		memset(recs + rgot, 0, riov.iov_len - (size_t)rgot);
 	h.position = (uint32_t)t->pos;
-	for (int i = 0; i < t->cnt; i++) {
-		const uint8_t *rec = recs + (size_t)i * CHUNK_RECORD_SIZE;
-		uint64_t s = t->s0 + (uint64_t)i;
-		chunk_record r;
-		if (chunk_record_is_blank(rec)) {
-			/* Never written: zeros, unless data is there without a record. */
-			t->status[i] = all_zero(t->dest[i], strip) ? FETCH_HOLE : FETCH_BAD;
-			t->why[i] = "strip data without a record";
-			t->blank[i] = true;
-			continue;
-		}
-		chunk_record_decode(rec, &r);
-		if (r.stripe == s && r.position == (uint32_t)t->pos)
-			t->rgen[i] = r.generation;
-		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, t->dest[i], strip)) {
-			t->status[i] = FETCH_OK;
-			t->gen[i] = r.generation;
-			t->size[i] = r.size;
-		} else {
-			t->status[i] = FETCH_BAD;
-			t->zpage[i] = chunk_strip_has_lost_page(fd, t->dest[i], strip,
-			                                        layout_strip_offset(&c->lay, s));
-			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
-			            ? "record names another stripe or position" : "checksum mismatch";
-		}
-	}
+	for (int i = 0; i < t->cnt; i++)
+		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
+		                  recs + (size_t)i * CHUNK_RECORD_SIZE, t->dest[i], fd, &t->st[i]);
 }
 
 /* Fetches stripes [s0, s0+cnt) of the positions in mask (bit j = position
@@ -404,9 +368,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		t->err = 0;
 		for (int i = 0; i < cnt; i++) {
 			t->dest[i] = dest[pos][i];
-			t->status[i] = FETCH_NONE;
-			t->gen[i] = t->rgen[i] = 0;
-			t->blank[i] = t->zpage[i] = false;
+			t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
 		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
@@ -420,7 +382,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		/* given up (memberio.h): an erasure, whatever it got to */
 		t->err = -ETIMEDOUT;
 		for (int i = 0; i < cnt; i++)
-			t->status[i] = FETCH_ERR;
+			t->st[i].v = STRIP_ERR;
 	}
 }
 
@@ -434,9 +396,9 @@ static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 	for (int j = 0; j < k; j++) {
 		if (!(want >> j & 1))
 			continue;
-		if (tasks[j].status[i] != FETCH_OK || (have && tasks[j].gen[i] != gen))
+		if (tasks[j].st[i].v != STRIP_GOOD || (have && tasks[j].st[i].gen != gen))
 			return false;
-		gen = tasks[j].gen[i];
+		gen = tasks[j].st[i].gen;
 		have = true;
 	}
 	return true;
@@ -464,13 +426,7 @@ static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task
 		one[j] = tasks[j];
 		one[j].s0 = s0 + (uint64_t)i;
 		one[j].cnt = 1;
-		one[j].status[0] = tasks[j].status[i];
-		one[j].gen[0] = tasks[j].gen[i];
-		one[j].size[0] = tasks[j].size[i];
-		one[j].rgen[0] = tasks[j].rgen[i];
-		one[j].blank[0] = tasks[j].blank[i];
-		one[j].zpage[0] = tasks[j].zpage[i];
-		one[j].why[0] = tasks[j].why[i];
+		one[j].st[0] = tasks[j].st[i];
 		one[j].dest[0] = one_dest[j][0] = dest[j][i];
 	}
 	int rc = vote_and_decode(c, s0 + (uint64_t)i, (1ull << c->lay.k) - 1, one, one_dest);
@@ -524,53 +480,6 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	return rc;
 }
 
-/* The hole rule (docs/FORMAT.md 4.3), for a stripe with no generation
- * held by k good strips: a first write (in place, not journaled) that a
- * crash cut short, whose old content is zeros.  Every record that names
- * the stripe (verified or not) is of one generation, the interrupted
- * commit's, and either some record is still blank (a process killed
- * mid-commit always leaves one: strips go before records), or, for a
- * stripe no fsync has made durable (at or past the header's durable mark),
- * every strip that does not verify has a page of zeros (a power cut kept
- * the records but not all strip pages) and every member was read, or at
- * most m were not and some strip read is so torn (m members lost after the
- * power cut: what is left of the write is all we can see).  A
- * committed stripe never has a blank record (overwrites are journaled and
- * rolled forward, truncate blanks records only past the end), so taking a
- * loss for a hole needs more than m damaged strips, one of them an
- * all-zero record, or (data never synced) each lacking a page in its
- * chunk file (chunk_strip_has_lost_page). */
-static bool first_write_cut_short(const stripe_ctx *c, uint64_t s, const fetch_task *tasks,
-                                  int n)
-{
-	bool blank = false, have = false, torn = true, some_torn = false;
-	int unread = 0;
-	uint64_t gen = 0;
-
-	for (int j = 0; j < n; j++) {
-		const fetch_task *t = &tasks[j];
-		if (t->status[0] == FETCH_NONE || t->status[0] == FETCH_ERR) {
-			unread++;
-			continue;
-		}
-		blank |= t->blank[0];
-		if (t->status[0] == FETCH_BAD && !t->blank[0]) {
-			bool lost = t->rgen[0] != 0 && t->zpage[0];
-			torn &= lost;
-			some_torn |= lost;
-		}
-		uint64_t g = t->status[0] == FETCH_OK ? t->gen[0] : t->rgen[0];
-		if (!g)
-			continue;
-		if (have && g != gen)
-			return false;
-		gen = g;
-		have = true;
-	}
-	return blank || (s >= c->hdr.durable && torn &&
-	                 (unread == 0 || (unread <= c->lay.m && some_torn)));
-}
-
 /* After every position of stripe s was fetched: picks the highest
  * generation that at least k good strips share, treats every other strip
  * as an erasure and rebuilds the wanted data strips that are erased. */
@@ -578,32 +487,24 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
                            uint8_t *(*dest)[STRIPE_FETCH_RUN])
 {
 	int k = c->lay.k, n = c->lay.n;
-	int votes_best = 0, erased[STRIPE_MAX_N], ne = 0;
-	uint64_t best = 0;
+	int erased[STRIPE_MAX_N], ne = 0;
+	uint64_t best;
 	bool need_decode = false;
 	uint8_t *blocks[STRIPE_MAX_N];
+	strip_judgment st[STRIPE_MAX_N] = { 0 };
 
 	for (int j = 0; j < n; j++) {
 		fetch_task *t = &tasks[j];
-		if (t->status[0] == FETCH_ERR) {
+		st[j] = t->st[0];
+		if (st[j].v == STRIP_ERR) {
 			if (volume_member_error(c->v, t->member, t->err, "reading a chunk"))
 				c->state[t->member] = CHUNK_FAILED;
-		} else if (t->status[0] == FETCH_BAD) {
-			volume_strip_failure(c->v, t->member, c->path, s, t->why[0]);
-		}
-		if (t->status[0] != FETCH_OK && t->status[0] != FETCH_HOLE)
-			continue;
-		uint64_t g = t->status[0] == FETCH_OK ? t->gen[0] : 0;
-		int votes = 0;
-		for (int i = 0; i < n; i++)
-			votes += (tasks[i].status[0] == FETCH_OK && tasks[i].gen[0] == g) ||
-			         (tasks[i].status[0] == FETCH_HOLE && g == 0);
-		if (votes >= k && (votes_best == 0 || g > best)) {
-			best = g;
-			votes_best = votes;
+		} else if (st[j].v == STRIP_BAD) {
+			volume_strip_failure(c->v, t->member, c->path, s, st[j].why);
 		}
 	}
-	if (votes_best < k && first_write_cut_short(c, s, tasks, n)) {
+	int votes_best = rules_vote(st, n, k, &best);
+	if (votes_best < k && rules_first_write_cut_short(st, n, c->lay.m, s, c->hdr.durable, 0)) {
 		ecfs_log(LOG_INFO, "%s: stripe %llu: a first write was cut short; it reads as "
 		         "zeros, as before it", c->path, (unsigned long long)s);
 		for (int j = 0; j < k; j++)
@@ -619,21 +520,19 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 	uint64_t heal = 0, size = 0;
 	for (int j = 0; j < n; j++) {
 		fetch_task *t = &tasks[j];
-		bool good = (t->status[0] == FETCH_OK && t->gen[0] == best) ||
-		            (t->status[0] == FETCH_HOLE && best == 0);
 		blocks[j] = dest[j][0];
-		if (good) {
-			if (t->status[0] == FETCH_OK)
-				size = t->size[0];
+		if (rules_strip_current(&st[j], best)) {
+			if (st[j].v == STRIP_GOOD)
+				size = st[j].size;
 			continue;
 		}
-		if (t->status[0] == FETCH_OK || t->status[0] == FETCH_HOLE)
+		if (st[j].v == STRIP_GOOD || st[j].v == STRIP_HOLE)
 			volume_strip_failure(c->v, t->member, c->path, s,
 			                     "strip of another generation (missed or torn write)");
 		erased[ne++] = j;
 		/* Self-healing read: a bad strip read from a member in service
 		 * (not one that failed to answer) is rewritten once decoded. */
-		if (best && t->status[0] != FETCH_ERR && t->status[0] != FETCH_NONE &&
+		if (best && st[j].v != STRIP_ERR && st[j].v != STRIP_UNREAD &&
 		    !volume_defaults(c->v)->read_only && stripe_member_usable(c, t->member))
 			heal |= 1ull << j;
 		if ((j < k && (want >> j & 1)) || heal >> j & 1)
@@ -703,9 +602,9 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_
 	fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
 	for (int j = 0; j < n; j++) {
 		const fetch_task *t = &tasks[j];
-		p[j] = (strip_probe){ .read = t->status[0] != FETCH_NONE && t->status[0] != FETCH_ERR,
-		                      .blank = t->blank[0], .verified = t->status[0] == FETCH_OK,
-		                      .gen = t->rgen[0] };
+		p[j] = (strip_probe){ .read = t->st[0].v != STRIP_UNREAD && t->st[0].v != STRIP_ERR,
+		                      .blank = t->st[0].blank, .verified = t->st[0].v == STRIP_GOOD,
+		                      .gen = t->st[0].gen };
 		got += p[j].read;
 	}
 	g_free(tasks);
