@@ -6,12 +6,12 @@
  * judged as ecfile_open judges them (same file identity and code, right
  * position under the rotation, the newest header's `missed` mask).  Then
  * every stripe is read from every member that has a chunk (--rebuild: from
- * k good chunks, all of them only where those disagree), each strip is
- * verified against its record with the core's chunk_strip_verify(), and
- * the stripe's generation is voted as the reader does (docs/FORMAT.md
- * 4.3): the highest generation held by at least k good strips wins, and
- * every other strip is an erasure.  Runs of stripes go through two slots
- * so that one run's repairs are written while the next run is read.
+ * k good chunks, all of them only where those disagree), and each strip
+ * is judged and each stripe's generation voted by the reader's own rules
+ * (reader_rules.h, docs/FORMAT.md 4.3): the highest generation held by at
+ * least k good strips wins, and every other strip is an erasure.  Runs of
+ * stripes go through two slots so that one run's repairs are written while
+ * the next run is read.
  *
  * Repair differs from a commit on purpose.  stripe_commit() writes a new
  * generation to every member; repair instead rewrites only the erased
@@ -40,6 +40,7 @@
 #include "log.h"
 #include "memberops.h"
 #include "memberio.h"
+#include "reader_rules.h"
 #include "stripe.h"
 #include "volume_internal.h"
 
@@ -48,8 +49,6 @@
  * workers; bounded memory for large strips). */
 #define RUN CHUNK_GROUP_STRIPES
 #define RUN_BYTES (1u << 20)
-
-enum verdict { V_NONE, V_OK, V_HOLE, V_BAD, V_ERR };
 
 struct file_check;
 
@@ -60,12 +59,7 @@ typedef struct member_task {
 	int member, pos, cnt;
 	uint64_t s0;
 	uint8_t *buf; /* cnt strips */
-	enum verdict v[RUN];
-	bool blank[RUN]; /* the record is all zeros */
-	bool zpage[RUN]; /* V_BAD: the strip lost a page (a hole or past the end) */
-	uint64_t rgen[RUN]; /* V_BAD: the record's generation if it names the strip */
-	uint64_t gen[RUN], size[RUN];
-	const char *why[RUN];
+	strip_judgment st[RUN];
 	uint64_t wmask; /* strips of the run to write back */
 	uint64_t wgen[RUN], wsize[RUN];
 	int err;
@@ -212,11 +206,6 @@ static ssize_t read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t
 	return (ssize_t)done;
 }
 
-static bool is_zero(const uint8_t *p, size_t len)
-{
-	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
-}
-
 /* ---- reading and judging one member's strips ---- */
 
 static void scan_member(void *arg)
@@ -237,8 +226,8 @@ static void scan_member(void *arg)
 	if (got < 0 || rgot < 0) {
 		t->err = (int)(got < 0 ? got : rgot);
 		for (int i = 0; i < t->cnt; i++) {
-			t->v[i] = V_ERR;
-			t->why[i] = "read error";
+			t->st[i].v = STRIP_ERR;
+			t->st[i].why = "read error";
 		}
 		return;
 	}
@@ -248,31 +237,10 @@ static void scan_member(void *arg)
 	if ((size_t)rgot < rwant)
 		memset(recs + rgot, 0, rwant - (size_t)rgot);
 	h.position = (uint32_t)t->pos;
-	for (int i = 0; i < t->cnt; i++) {
-		const uint8_t *rec = recs + (size_t)i * CHUNK_RECORD_SIZE;
-		const uint8_t *data = t->buf + (size_t)i * strip;
-		uint64_t s = t->s0 + (uint64_t)i;
-		chunk_record r;
-		if (chunk_record_is_blank(rec)) {
-			t->v[i] = is_zero(data, strip) ? V_HOLE : V_BAD;
-			t->why[i] = "strip data without a record";
-			t->blank[i] = true;
-			continue;
-		}
-		chunk_record_decode(rec, &r);
-		if (chunk_strip_verify(c->sum, &h, &r, s, (uint32_t)t->pos, data, strip)) {
-			t->v[i] = V_OK;
-			t->gen[i] = r.generation;
-			t->size[i] = r.size;
-		} else {
-			t->v[i] = V_BAD;
-			t->why[i] = r.stripe != s || r.position != (uint32_t)t->pos
-			            ? "record names another stripe or position" : "checksum mismatch";
-			t->rgen[i] = r.stripe == s && r.position == (uint32_t)t->pos ? r.generation : 0;
-			t->zpage[i] = chunk_strip_has_lost_page(fd, data, strip,
-			                                        layout_strip_offset(&c->lay, s));
-		}
-	}
+	for (int i = 0; i < t->cnt; i++)
+		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
+		                  recs + (size_t)i * CHUNK_RECORD_SIZE, t->buf + (size_t)i * strip, fd,
+		                  &t->st[i]);
 }
 
 /* Writes the strips of the run marked in wmask, with their records,
@@ -299,14 +267,6 @@ static void write_member(void *arg)
 }
 
 /* ---- opening the chunks ---- */
-
-static bool same_file(const chunk_header *a, const chunk_header *b)
-{
-	return !memcmp(a->file_id, b->file_id, 16) && a->rotation == b->rotation &&
-	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
-	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
-	       a->strip_size == b->strip_size;
-}
 
 typedef struct chunk_probe {
 	int fd, err;
@@ -355,7 +315,7 @@ static int pick_reference(const chunk_probe *p, int n)
 			continue;
 		int votes = 0, newest = i;
 		for (int j = 0; j < n; j++)
-			if (p[j].valid && same_file(&p[j].h, &p[i].h)) {
+			if (p[j].valid && rules_same_file(&p[j].h, &p[i].h)) {
 				votes++;
 				if (p[j].h.generation > p[newest].h.generation)
 					newest = j;
@@ -433,39 +393,6 @@ static void note_lost(file_check *fc, uint64_t s)
 	fc->lost_total++;
 }
 
-/* The reader's hole rule (stripe.c first_write_cut_short, docs/FORMAT.md
- * 4.3): a first write cut short, whose stripe is zeros (its old content),
- * not lost. */
-static bool first_write_cut_short(const file_check *fc, const run_slot *rs, int i)
-{
-	bool blank = false, have = false, torn = true, some_torn = false;
-	int unread = 0;
-	uint64_t gen = 0, s = rs->task[0].s0 + (uint64_t)i;
-
-	for (int j = 0; j < fc->n; j++) {
-		const member_task *t = &rs->task[j];
-		if (fc->chunk_bad >> t->member & 1 || t->v[i] == V_NONE || t->v[i] == V_ERR) {
-			unread++;
-			continue;
-		}
-		blank |= t->blank[i];
-		if (t->v[i] == V_BAD && !t->blank[i]) {
-			bool lost = t->rgen[i] != 0 && t->zpage[i];
-			torn &= lost;
-			some_torn |= lost;
-		}
-		uint64_t g = t->v[i] == V_OK ? t->gen[i] : t->v[i] == V_BAD ? t->rgen[i] : 0;
-		if (!g)
-			continue;
-		if (have && g != gen)
-			return false;
-		gen = g;
-		have = true;
-	}
-	return blank || (s >= fc->c.hdr.durable && torn &&
-	                 (unread == 0 || (unread <= fc->m && some_torn)));
-}
-
 /* A good chunk's strips that a --rebuild run did not need to read: they
  * are neither judged nor rewritten. */
 static bool unread_survivor(const file_check *fc, const run_slot *rs, int pos)
@@ -478,37 +405,30 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 {
 	int n = fc->n, k = fc->k, m = fc->m;
 	uint64_t s = rs->task[0].s0 + (uint64_t)i, strip = fc->c.lay.strip_size;
-	uint64_t best = 0, size = 0, badmask = 0;
-	int votes_best = 0;
+	uint64_t best, size = 0, badmask = 0, whole = 0;
+	strip_judgment st[STRIPE_MAX_N] = { 0 };
 
 	for (int j = 0; j < n; j++) {
-		member_task *t = &rs->task[j];
-		if (t->v[i] != V_OK && t->v[i] != V_HOLE)
-			continue;
-		uint64_t g = t->v[i] == V_OK ? t->gen[i] : 0;
-		int votes = 0;
-		for (int q = 0; q < n; q++)
-			votes += (rs->task[q].v[i] == V_OK && rs->task[q].gen[i] == g) ||
-			         (rs->task[q].v[i] == V_HOLE && g == 0);
-		if (votes >= k && (votes_best == 0 || g > best)) {
-			best = g;
-			votes_best = votes;
-		}
+		st[j] = rs->task[j].st[i];
+		if (fc->chunk_bad >> rs->task[j].member & 1)
+			whole |= 1ull << j;
+		if (st[j].v == STRIP_GOOD && st[j].gen > fc->max_gen)
+			fc->max_gen = st[j].gen;
 	}
-	for (int j = 0; j < n; j++)
-		if (rs->task[j].v[i] == V_OK && rs->task[j].gen[i] > fc->max_gen)
-			fc->max_gen = rs->task[j].gen[i];
-	bool hole = votes_best < k && first_write_cut_short(fc, rs, i);
+	int votes_best = rules_vote(st, n, k, &best);
+	/* The chunks rebuilt whole count for the hole rule as unread, as for
+	 * the reader, which does not read them. */
+	bool hole = votes_best < k &&
+	            rules_first_write_cut_short(st, n, m, s, fc->c.hdr.durable, whole);
 	if (votes_best < k && !hole) {
 		note_lost(fc, s);
 		return;
 	}
 	flush_lost(fc);
 	for (int j = 0; j < n; j++) {
-		member_task *t = &rs->task[j];
-		bool good = (t->v[i] == V_OK && t->gen[i] == best) || (t->v[i] == V_HOLE && best == 0);
-		if (good && t->v[i] == V_OK)
-			size = t->size[i];
+		bool good = rules_strip_current(&st[j], best);
+		if (good && st[j].v == STRIP_GOOD)
+			size = st[j].size;
 		if (!good && !unread_survivor(fc, rs, j))
 			badmask |= 1ull << j;
 	}
@@ -546,10 +466,10 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
 			if (!fc->bad[mb]++) {
 				fc->first_bad[mb] = s;
-				fc->bad_why[mb] = rs->task[j].v[i] == V_OK || rs->task[j].v[i] == V_HOLE
+				fc->bad_why[mb] = st[j].v == STRIP_GOOD || st[j].v == STRIP_HOLE
 				                  ? (best ? "strip of another generation (missed or torn write)"
 				                          : "stripe never written but strip present")
-				                  : rs->task[j].v[i] == V_NONE ? "no strip" : rs->task[j].why[i];
+				                  : st[j].v == STRIP_UNREAD ? "no strip" : st[j].why;
 			}
 			fc->last_bad[mb] = s;
 		}
@@ -622,8 +542,8 @@ static void finish_reads(file_check *fc, run_slot *rs)
 		/* given up (memberio.h): whatever it read counts for nothing */
 		t->err = -ETIMEDOUT;
 		for (int i = 0; i < rs->cnt; i++) {
-			t->v[i] = V_ERR;
-			t->why[i] = "no answer";
+			t->st[i].v = STRIP_ERR;
+			t->st[i].why = "no answer";
 		}
 	}
 }
@@ -682,9 +602,9 @@ static bool sources_agree(const file_check *fc, const run_slot *rs)
 			const member_task *t = &rs->task[pos];
 			if (!(fc->sources >> pos & 1))
 				continue;
-			if (t->v[i] != V_OK || (gen && t->gen[i] != gen))
+			if (t->st[i].v != STRIP_GOOD || (gen && t->st[i].gen != gen))
 				return false;
-			gen = t->gen[i];
+			gen = t->st[i].gen;
 		}
 	}
 	return true;
@@ -876,7 +796,7 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 		} else if (!q->valid) {
 			fc->c.state[mb] = CHUNK_CORRUPT;
 			mark_chunk(fc, mb, "chunk-header", q->why ? q->why : "invalid header");
-		} else if (!same_file(&q->h, &fc->c.hdr)) {
+		} else if (!rules_same_file(&q->h, &fc->c.hdr)) {
 			fc->c.state[mb] = CHUNK_CORRUPT;
 			mark_chunk(fc, mb, "chunk-header", "header of another file or code");
 		} else if (q->h.position != (uint32_t)layout_position_of(&fc->c.lay, mb)) {
@@ -1070,7 +990,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 
 	/* The header generation reserves every generation records use
 	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
-	bool gen_low = fc->max_gen >= fc->c.hdr.generation;
+	bool gen_low = !rules_gen_reserved(fc->c.hdr.generation, fc->max_gen);
 	uint64_t hdr_gen = fc->c.hdr.generation;
 	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed || gen_low;
 	for (int mb = 0; mb < fc->n; mb++)
@@ -1097,9 +1017,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 			header_ok = false;
 		if (header_ok && !fc->lost_total) {
 			fc->c.hdr.missed &= fc->unwritable;
-			fc->c.hdr.generation++;
-			if (fc->max_gen >= fc->c.hdr.generation)
-				fc->c.hdr.generation = fc->max_gen + 65536;
+			fc->c.hdr.generation = rules_header_generation(fc->c.hdr.generation,
+			                                               fc->max_gen, 0, false);
 			if (everyone) {
 				header_ok = stripe_write_headers_durable(&fc->c, false) == 0;
 			} else {
