@@ -23,7 +23,7 @@
  * stays untrusted until its strips are down and synced (one that existed
  * is first marked in its header's `missed` mask, one created here has no
  * header yet), and only then gets the newest header (prepare_rebuild, and
- * the end of repair_file for which headers are rewritten).
+ * rewrite_headers for which headers are rewritten).
  */
 #include "repair.h"
 
@@ -898,13 +898,199 @@ static void prepare_rebuild(file_check *fc, uint64_t *created)
 	fc->written |= target & ~failed;
 }
 
+/* Opens and judges the file's chunks and finds its code and checksum.
+ * Returns 0 to check the file, 1 if there is nothing to check (a file
+ * empty everywhere, or one whose problem is reported), or a negative
+ * errno. */
+static int open_file(file_check *fc, uint64_t present)
+{
+	fsck *f = fc->f;
+	chunk_probe p[STRIPE_MAX_N];
+	int rc = open_chunks(fc, present, p);
+
+	if (rc < 0) {
+		for (int mb = 0; mb < f->n; mb++)
+			if (p[mb].fd >= 0)
+				close(p[mb].fd);
+		return rc == -ENODATA || rc == -EINVAL ? 1 : rc;
+	}
+	fc->k = fc->c.lay.k;
+	fc->m = fc->c.lay.m;
+	ec_params ep = { .kind = fc->c.hdr.kind, .k = fc->k, .m = fc->m, .w = fc->c.hdr.w,
+	                 .packet_size = fc->c.hdr.packet_size };
+	fc->c.code = volume_code(f->v, &ep);
+	fc->c.sum = volume_checksum(f->v, fc->c.hdr.checksum);
+	if (!fc->c.code || !fc->c.sum || fc->n != fc->k + fc->m) {
+		fsck_problem(f, "chunk-header", fc->path, -1, 0, 0, FSCK_UNREPAIRABLE,
+		             "the file's code or checksum is not available in this build");
+		return 1;
+	}
+	return 0;
+}
+
+static bool good_chunk(const file_check *fc, int mb)
+{
+	return fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0;
+}
+
+/* A file with hard links is checked at each of its paths: the first one
+ * is remembered, and a later path's missing chunks are linked to its
+ * (create_chunk). */
+static void note_hard_link(file_check *fc)
+{
+	fsck *f = fc->f;
+	struct stat st;
+	int mb = 0;
+
+	while (mb < fc->n && !good_chunk(fc, mb))
+		mb++;
+	if (mb == fc->n || fstat(fc->c.fd[mb], &st) < 0 || st.st_nlink <= 1)
+		return;
+	g_mutex_lock(&shared_lock);
+	fc->link_from = g_hash_table_lookup(f->links, fc->c.hdr.file_id);
+	if (!fc->link_from)
+		g_hash_table_insert(f->links, g_memdup2(fc->c.hdr.file_id, 16), g_strdup(fc->path));
+	g_mutex_unlock(&shared_lock);
+}
+
+/* An overwrite a crash cut short is completed from its journal before the
+ * stripes are judged (docs/FORMAT.md 9).  Not in the daemon's heal: there
+ * the file's own open recovers it, and an open file's journal protects
+ * writes not synced yet. */
+static void roll_forward(file_check *fc)
+{
+	fsck *f = fc->f;
+	uint64_t rolled = 0;
+	int jr = journal_recover(&fc->c, f->o.repair, &rolled);
+
+	if (rolled)
+		fsck_problem(f, "journal", fc->path, -1, 0, 0,
+		             !f->o.repair ? FSCK_REPAIRABLE : jr == 0 ? FSCK_REPAIRED : FSCK_FAILED,
+		             "%llu stripe(s) of an overwrite cut short by a crash, to roll "
+		             "forward from the journal", (unsigned long long)rolled);
+}
+
+/* Judges (and repairs) every stripe the file needs checked: 0, or a
+ * negative errno. */
+static int check_stripes(file_check *fc, uint64_t *created)
+{
+	fsck *f = fc->f;
+	int rc = 0;
+
+	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / fc->c.lay.strip_size));
+	if (f->o.repair && fc->chunk_bad && !fc->hopeless)
+		prepare_rebuild(fc, created);
+	choose_sources(fc);
+	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
+	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
+		count = 0; /* every chunk current: its strips were checked before */
+	if (count) {
+		rc = take_buffers(fc);
+		if (rc == 0)
+			rc = stripe_pass(fc, count);
+	}
+	return rc;
+}
+
+/* After the stripe pass: makes the strips written durable, then writes
+ * the headers that trust them again (gen_low: the headers found do not
+ * reserve the records' generations).  Returns false if headers that had
+ * to be written were not. */
+static bool rewrite_headers(file_check *fc, bool gen_low)
+{
+	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed || gen_low;
+	bool header_ok = true;
+
+	for (int mb = 0; mb < fc->n; mb++)
+		touched |= fc->rebuilt[mb] != 0;
+	if (!fc->f->o.repair || !touched || fc->hopeless)
+		return true;
+	/* Strips durable first, then the headers that trust them again.
+	 * A file with unrecoverable stripes keeps its headers as found. */
+	for (int mb = 0; mb < fc->n; mb++)
+		if (fc->c.state[mb] != CHUNK_OK && fc->c.fd[mb] >= 0 && !(fc->unwritable >> mb & 1))
+			fc->c.state[mb] = CHUNK_OK;
+	uint64_t written = fc->written & ~fc->unwritable;
+	/* Headers change only where strips were written, unless the
+	 * headers found name members in `missed` or are generations
+	 * behind.  One member written seals itself (sync, header, sync)
+	 * in one round trip; more must all be durable before any header
+	 * trusts them. */
+	bool everyone = gen_low || fc->found_missed;
+	bool seal = !fc->lost_total && !everyone && __builtin_popcountll(written) == 1;
+	if (!seal) {
+		fc->unwritable |= on_members(fc, written, sync_chunks);
+		written &= ~fc->unwritable;
+	}
+	if (stripe_usable_count(&fc->c) < fc->k)
+		header_ok = false;
+	if (header_ok && !fc->lost_total) {
+		fc->c.hdr.missed &= fc->unwritable;
+		fc->c.hdr.generation = rules_header_generation(fc->c.hdr.generation,
+		                                               fc->max_gen, 0, false);
+		if (everyone) {
+			header_ok = stripe_write_headers_durable(&fc->c, false) == 0;
+		} else {
+			uint64_t failed = on_members(fc, written, seal ? seal_headers : durable_headers);
+			fc->unwritable |= failed;
+			header_ok = !failed;
+		}
+	}
+	return header_ok;
+}
+
+/* Reports what the headers found say is wrong: members named stale, a
+ * generation that does not reserve the records' (hdr_gen, before repair). */
+static void report_headers(file_check *fc, uint64_t hdr_gen, bool gen_low, bool header_ok)
+{
+	fsck *f = fc->f;
+
+	if (!fc->chunk_bad && fc->c.hdr.missed && !f->o.repair)
+		fsck_problem(f, "chunk-stale", fc->path, -1, 0, 0, FSCK_REPAIRABLE,
+		             "the header names members that missed writes (mask 0x%llx)",
+		             (unsigned long long)fc->c.hdr.missed);
+	if (gen_low)
+		fsck_problem(f, "generation", fc->path, -1, 0, 0,
+		             fc->hopeless || fc->lost_total ? FSCK_UNREPAIRABLE
+		             : !f->o.repair ? FSCK_REPAIRABLE
+		             : header_ok ? FSCK_REPAIRED : FSCK_FAILED,
+		             "header generation %llu is not above the strips' %llu",
+		             (unsigned long long)hdr_gen, (unsigned long long)fc->max_gen);
+}
+
+/* Checks and repairs the file open_file opened: 0 or a negative errno. */
+static int check_file(file_check *fc, uint64_t *created)
+{
+	int good = 0;
+
+	for (int mb = 0; mb < fc->n; mb++)
+		good += good_chunk(fc, mb);
+	note_hard_link(fc);
+	if (good >= fc->k && !fc->f->hooks)
+		roll_forward(fc);
+	if (good < fc->k) {
+		/* Not enough of the file is left to rebuild anything: leave
+		 * every byte of it as found. */
+		fc->hopeless = true;
+		fc->unwritable = ~0ull;
+	}
+	int rc = check_stripes(fc, created);
+	if (rc < 0)
+		return rc;
+	/* The header generation reserves every generation records use
+	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
+	uint64_t hdr_gen = fc->c.hdr.generation;
+	bool gen_low = !rules_gen_reserved(hdr_gen, fc->max_gen);
+	bool header_ok = rewrite_headers(fc, gen_low);
+	report_headers(fc, hdr_gen, gen_low, header_ok);
+	report(fc, header_ok);
+	return 0;
+}
+
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
                 uint64_t *created)
 {
 	file_check *fc = g_new0(file_check, 1);
-	chunk_probe p[STRIPE_MAX_N];
-	int rc = 0;
-	bool header_ok = true;
 
 	*created = 0;
 	fc->f = f;
@@ -917,131 +1103,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		fc->c.fd[mb] = -1;
 	fsck_count(&f->files, 1);
 	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
-	rc = open_chunks(fc, present, p);
-	if (rc < 0) {
-		for (int mb = 0; mb < f->n; mb++)
-			if (p[mb].fd >= 0)
-				close(p[mb].fd);
-		rc = rc == -ENODATA || rc == -EINVAL ? 0 : rc;
-		goto out;
-	}
-	fc->k = fc->c.lay.k;
-	fc->m = fc->c.lay.m;
-	ec_params ep = { .kind = fc->c.hdr.kind, .k = fc->k, .m = fc->m, .w = fc->c.hdr.w,
-	                 .packet_size = fc->c.hdr.packet_size };
-	fc->c.code = volume_code(f->v, &ep);
-	fc->c.sum = volume_checksum(f->v, fc->c.hdr.checksum);
-	if (!fc->c.code || !fc->c.sum || fc->n != fc->k + fc->m) {
-		fsck_problem(f, "chunk-header", path, -1, 0, 0, FSCK_UNREPAIRABLE,
-		             "the file's code or checksum is not available in this build");
-		goto out;
-	}
-	int good = 0;
-	struct stat st;
-	for (int mb = 0; mb < fc->n; mb++)
-		good += fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0;
-	for (int mb = 0; mb < fc->n; mb++)
-		if (fc->c.state[mb] == CHUNK_OK && fc->c.fd[mb] >= 0) {
-			if (fstat(fc->c.fd[mb], &st) == 0 && st.st_nlink > 1) {
-				g_mutex_lock(&shared_lock);
-				fc->link_from = g_hash_table_lookup(f->links, fc->c.hdr.file_id);
-				if (!fc->link_from)
-					g_hash_table_insert(f->links, g_memdup2(fc->c.hdr.file_id, 16),
-					                    g_strdup(path));
-				g_mutex_unlock(&shared_lock);
-			}
-			break;
-		}
-	if (good >= fc->k && !f->hooks) {
-		/* An overwrite a crash cut short is completed from its journal
-		 * before the stripes are judged (docs/FORMAT.md 9).  Not in the
-		 * daemon's heal: there the file's own open recovers it, and an
-		 * open file's journal protects writes not synced yet. */
-		uint64_t rolled = 0;
-		int jr = journal_recover(&fc->c, f->o.repair, &rolled);
-		if (rolled)
-			fsck_problem(f, "journal", path, -1, 0, 0,
-			             !f->o.repair ? FSCK_REPAIRABLE : jr == 0 ? FSCK_REPAIRED
-			                                                      : FSCK_FAILED,
-			             "%llu stripe(s) of an overwrite cut short by a crash, to roll "
-			             "forward from the journal", (unsigned long long)rolled);
-	}
-	if (good < fc->k) {
-		/* Not enough of the file is left to rebuild anything: leave
-		 * every byte of it as found. */
-		fc->hopeless = true;
-		fc->unwritable = ~0ull;
-	}
-	fc->run = (int)MAX(1, MIN((uint64_t)RUN, RUN_BYTES / fc->c.lay.strip_size));
-	if (f->o.repair && fc->chunk_bad && !fc->hopeless)
-		prepare_rebuild(fc, created);
-	choose_sources(fc);
-
-	uint64_t count = layout_stripe_count(&fc->c.lay, fc->c.hdr.size);
-	if (f->quick && !fc->chunk_bad && !fc->c.hdr.missed)
-		count = 0; /* every chunk current: its strips were checked before */
-	if (count) {
-		rc = take_buffers(fc);
-		if (rc == 0)
-			rc = stripe_pass(fc, count);
-		if (rc < 0)
-			goto out;
-	}
-
-	/* The header generation reserves every generation records use
-	 * (docs/FORMAT.md 4.1): below a record's, the daemon could reuse one. */
-	bool gen_low = !rules_gen_reserved(fc->c.hdr.generation, fc->max_gen);
-	uint64_t hdr_gen = fc->c.hdr.generation;
-	bool touched = fc->chunk_bad || fc->parity_bad || fc->c.hdr.missed || gen_low;
-	for (int mb = 0; mb < fc->n; mb++)
-		touched |= fc->rebuilt[mb] != 0;
-	if (f->o.repair && touched && !fc->hopeless) {
-		/* Strips durable first, then the headers that trust them again.
-		 * A file with unrecoverable stripes keeps its headers as found. */
-		for (int mb = 0; mb < fc->n; mb++)
-			if (fc->c.state[mb] != CHUNK_OK && fc->c.fd[mb] >= 0 && !(fc->unwritable >> mb & 1))
-				fc->c.state[mb] = CHUNK_OK;
-		uint64_t written = fc->written & ~fc->unwritable;
-		/* Headers change only where strips were written, unless the
-		 * headers found name members in `missed` or are generations
-		 * behind.  One member written seals itself (sync, header, sync)
-		 * in one round trip; more must all be durable before any header
-		 * trusts them. */
-		bool everyone = gen_low || fc->found_missed;
-		bool seal = !fc->lost_total && !everyone && __builtin_popcountll(written) == 1;
-		if (!seal) {
-			fc->unwritable |= on_members(fc, written, sync_chunks);
-			written &= ~fc->unwritable;
-		}
-		if (stripe_usable_count(&fc->c) < fc->k)
-			header_ok = false;
-		if (header_ok && !fc->lost_total) {
-			fc->c.hdr.missed &= fc->unwritable;
-			fc->c.hdr.generation = rules_header_generation(fc->c.hdr.generation,
-			                                               fc->max_gen, 0, false);
-			if (everyone) {
-				header_ok = stripe_write_headers_durable(&fc->c, false) == 0;
-			} else {
-				uint64_t failed = on_members(fc, written,
-				                             seal ? seal_headers : durable_headers);
-				fc->unwritable |= failed;
-				header_ok = !failed;
-			}
-		}
-	}
-	if (!fc->chunk_bad && fc->c.hdr.missed && !f->o.repair)
-		fsck_problem(f, "chunk-stale", path, -1, 0, 0, FSCK_REPAIRABLE,
-		             "the header names members that missed writes (mask 0x%llx)",
-		             (unsigned long long)fc->c.hdr.missed);
-	if (gen_low)
-		fsck_problem(f, "generation", path, -1, 0, 0,
-		             fc->hopeless || fc->lost_total ? FSCK_UNREPAIRABLE
-		             : !f->o.repair ? FSCK_REPAIRABLE
-		             : header_ok ? FSCK_REPAIRED : FSCK_FAILED,
-		             "header generation %llu is not above the strips' %llu",
-		             (unsigned long long)hdr_gen, (unsigned long long)fc->max_gen);
-	report(fc, header_ok);
-out:
+	int rc = open_file(fc, present);
+	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
 	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
 		if (fc->c.fd[mb] >= 0)
 			close(fc->c.fd[mb]);
