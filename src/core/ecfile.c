@@ -98,14 +98,15 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                    mode);
 		pc->created = pc->fd >= 0;
-		if (pc->fd < 0 && errno == EEXIST && !(flags & O_EXCL))
+		if (pc->fd == -EEXIST && !(flags & O_EXCL))
 			pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	} else {
 		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	}
-	int e = errno;
 	MIO_CALL(close(pfd));
 	if (pc->fd < 0) {
+		int e = -pc->fd;
+		pc->fd = -1;
 		if (volume_member_error(v, mb, e, "opening a chunk"))
 			pc->state = CHUNK_FAILED;
 		else if (e != ENOENT)
@@ -120,14 +121,15 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	}
 	/* Owned by the caller: already so if the daemon runs with the
 	 * caller's fsuid/fsgid, else chown it (root daemon). */
-	if (pc->created && (st.st_uid != uid || st.st_gid != gid) &&
-	    mop_fchown(v, mb, pc->fd, uid, gid) < 0)
+	int rc = pc->created && (st.st_uid != uid || st.st_gid != gid)
+	         ? mop_fchown(v, mb, pc->fd, uid, gid) : 0;
+	if (rc < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
-		         mb, (unsigned)uid, (unsigned)gid, g_strerror(errno));
+		         mb, (unsigned)uid, (unsigned)gid, g_strerror(-rc));
 	uint8_t buf[CHUNK_HEADER_SIZE];
 	ssize_t got = mop_pread(v, mb, pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
-		if (volume_member_error(v, mb, errno, "reading a chunk header"))
+		if (volume_member_error(v, mb, (int)-got, "reading a chunk header"))
 			pc->state = CHUNK_FAILED;
 		else
 			pc->state = CHUNK_CORRUPT;

@@ -206,7 +206,7 @@ static int fsync_at(volume *v, int idx, const char *dir)
 {
 	int fd = MIO_CALL(openat(volume_root_fd(v, idx), dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	                                O_CLOEXEC));
-	int rc = fd < 0 || mop_fsync(v, idx, fd, false) < 0 ? -errno : 0;
+	int rc = fd < 0 ? -errno : mop_fsync(v, idx, fd, false);
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	return rc;
@@ -214,9 +214,8 @@ static int fsync_at(volume *v, int idx, const char *dir)
 
 static int open_log(volume *v, int idx, int flags)
 {
-	int fd = mop_openat(v, idx, volume_root_fd(v, idx), INTENT_LOG,
-	                    flags | O_NOFOLLOW | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	return mop_openat(v, idx, volume_root_fd(v, idx), INTENT_LOG,
+	                  flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* Makes the member's log exist, whole and durable: its slots written (so
@@ -224,12 +223,12 @@ static int open_log(volume *v, int idx, int flags)
  * metadata to commit), the file and its folder synced. */
 static int prepare_log(volume *v, int idx)
 {
-	int root = volume_root_fd(v, idx), rc = 0;
+	int root = volume_root_fd(v, idx), rc = mop_mkdirat(v, idx, root, INTENT_DIR, 0700);
 	struct stat st;
-	if (mop_mkdirat(v, idx, root, INTENT_DIR, 0700) == 0)
+	if (rc == 0)
 		rc = fsync_at(v, idx, ECFS_META_DIR);
-	else if (errno != EEXIST)
-		rc = -errno;
+	else if (rc == -EEXIST)
+		rc = 0;
 	int fd = rc < 0 ? rc : open_log(v, idx, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return fd;
@@ -239,13 +238,14 @@ static int prepare_log(volume *v, int idx)
 		return 0;
 	}
 	uint8_t *zero = g_malloc0(INTENT_SLOT_SIZE);
-	for (int i = 0; i < INTENT_SLOTS && !rc; i++)
-		if (mop_pwrite(v, idx, fd, zero, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE) !=
-		    INTENT_SLOT_SIZE)
-			rc = errno ? -errno : -EIO;
+	for (int i = 0; i < INTENT_SLOTS && !rc; i++) {
+		ssize_t w = mop_pwrite(v, idx, fd, zero, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE);
+		if (w != INTENT_SLOT_SIZE)
+			rc = w < 0 ? (int)w : -EIO;
+	}
 	g_free(zero);
-	if (!rc && mop_fsync(v, idx, fd, false) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = mop_fsync(v, idx, fd, false);
 	MIO_CALL(close(fd));
 	return rc < 0 ? rc : fsync_at(v, idx, INTENT_DIR);
 }
@@ -290,11 +290,11 @@ static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, 
 		return fd;
 	ssize_t w = mop_pwrite(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
 	if (w < 0)
-		rc = -errno;
+		rc = (int)w;
 	else if ((size_t)w != len)
 		rc = -EIO;
-	if (!rc && mop_fsync(v, idx, fd, true) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = mop_fsync(v, idx, fd, true);
 	MIO_CALL(close(fd));
 	return rc;
 }
@@ -305,8 +305,10 @@ static void remove_copy(volume *v, int idx, int slot)
 {
 	static const uint8_t zero[8];
 	int fd = open_log(v, idx, O_WRONLY);
-	if (fd < 0 || mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)slot * INTENT_SLOT_SIZE) < 0)
-		volume_member_error(v, idx, errno, "clearing an intent");
+	ssize_t rc = fd < 0 ? fd : mop_pwrite(v, idx, fd, zero, sizeof(zero),
+	                                      (off_t)slot * INTENT_SLOT_SIZE);
+	if (rc < 0)
+		volume_member_error(v, idx, (int)-rc, "clearing an intent");
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 }
@@ -317,7 +319,7 @@ static int sync_parent(volume *v, int idx, const char *path)
 	int d = volume_parent_fd(v, idx, path, &leaf);
 	if (d < 0)
 		return d == -ENOENT ? 0 : d; /* the member lacks it: nothing to sync */
-	int rc = mop_fsync(v, idx, d, false) < 0 ? -errno : 0;
+	int rc = mop_fsync(v, idx, d, false);
 	MIO_CALL(close(d));
 	return rc;
 }
@@ -579,11 +581,12 @@ static void clear_log(volume *v, int idx)
 {
 	static const uint8_t zero[8];
 	int fd = open_log(v, idx, O_WRONLY), rc = fd < 0 ? fd : 0;
-	for (int i = 0; i < INTENT_SLOTS && !rc; i++)
-		if (mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)i * INTENT_SLOT_SIZE) < 0)
-			rc = -errno;
-	if (!rc && mop_fsync(v, idx, fd, true) < 0)
-		rc = -errno;
+	for (int i = 0; i < INTENT_SLOTS && !rc; i++) {
+		ssize_t w = mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)i * INTENT_SLOT_SIZE);
+		rc = w < 0 ? (int)w : 0;
+	}
+	if (!rc)
+		rc = mop_fsync(v, idx, fd, true);
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	if (rc < 0)
@@ -595,14 +598,14 @@ static void clear_log(volume *v, int idx)
 static int redo_mkdir(volume *v, int idx, const intent *it)
 {
 	const char *leaf;
-	int d = volume_parent_fd(v, idx, it->from, &leaf), rc = 0;
+	int d = volume_parent_fd(v, idx, it->from, &leaf);
 	if (d < 0)
 		return d;
-	if (mop_mkdirat(v, idx, d, leaf, it->mode) < 0)
-		rc = errno == EEXIST ? 0 : -errno;
-	else if ((it->uid != (uid_t)-1 || it->gid != (gid_t)-1) &&
-	         mop_fchownat(v, idx, d, leaf, it->uid, it->gid, AT_SYMLINK_NOFOLLOW) < 0)
-		rc = -errno;
+	int rc = mop_mkdirat(v, idx, d, leaf, it->mode);
+	if (rc == -EEXIST)
+		rc = 0;
+	else if (rc == 0 && (it->uid != (uid_t)-1 || it->gid != (gid_t)-1))
+		rc = mop_fchownat(v, idx, d, leaf, it->uid, it->gid, AT_SYMLINK_NOFOLLOW);
 	MIO_CALL(close(d));
 	return rc;
 }
@@ -643,7 +646,6 @@ static int redo_member(volume *v, int idx, const intent *it)
 	case INTENT_MKDIR: /* see redo_mkdir */
 		break;
 	}
-	rc = rc < 0 ? -errno : 0;
 	MIO_CALL(close(d1));
 	if (d2 >= 0)
 		MIO_CALL(close(d2));

@@ -134,8 +134,8 @@ static int sync_dir(volume *v, int mb, const char *dir)
 	int fd = mop_openat(v, mb, volume_root_fd(v, mb), dir,
 	                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	int rc = mop_fsync(v, mb, fd, false) < 0 ? -errno : 0;
+		return fd;
+	int rc = mop_fsync(v, mb, fd, false);
 	close(fd);
 	return rc;
 }
@@ -153,25 +153,25 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 		return jf->fd[mb];
 	journal_path(id, name);
 	fd = mop_openat(v, mb, root, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd < 0 && errno == ENOENT) {
-		if (mop_mkdirat(v, mb, root, JOURNAL_DIR, 0700) == 0) {
-			int rc = sync_dir(v, mb, ECFS_META_DIR);
-			if (rc < 0)
-				return rc;
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
+	if (fd == -ENOENT) {
+		int rc = mop_mkdirat(v, mb, root, JOURNAL_DIR, 0700);
+		if (rc == 0)
+			rc = sync_dir(v, mb, ECFS_META_DIR);
+		else if (rc == -EEXIST)
+			rc = 0;
+		if (rc < 0)
+			return rc;
 		fd = mop_openat(v, mb, root, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
-			return -errno;
-		int rc = sync_dir(v, mb, JOURNAL_DIR);
+			return fd;
+		rc = sync_dir(v, mb, JOURNAL_DIR);
 		if (rc < 0) {
 			close(fd);
 			return rc;
 		}
 	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	jf->fd[mb] = fd;
 	jf->open |= 1ull << mb;
 	return fd;
@@ -195,7 +195,7 @@ int journal_write_member(volume *v, journal_files *jf, int mb, const journal_hea
 	ssize_t r = mop_transfer(v, mb, fd, iov, 1 + (int)h->count, 0, true);
 	if (r < 0)
 		return (int)r;
-	return mop_fsync(v, mb, fd, true) < 0 ? -errno : 0;
+	return mop_fsync(v, mb, fd, true);
 }
 
 void journal_close(volume *v, journal_files *jf)
@@ -213,9 +213,10 @@ void journal_remove(volume *v, journal_files *jf, const uint8_t id[16], uint64_t
 
 	journal_close(v, jf);
 	journal_path(id, name);
-	for (int mb = 0; mb < JOURNAL_MAX_MEMBERS; mb++)
-		if (members >> mb & 1 &&
-		    mop_unlinkat(v, mb, volume_root_fd(v, mb), name, 0) < 0 && errno != ENOENT)
+	for (int mb = 0; mb < JOURNAL_MAX_MEMBERS; mb++) {
+		int rc = members >> mb & 1 ? mop_unlinkat(v, mb, volume_root_fd(v, mb), name, 0) : 0;
+		if (rc < 0 && rc != -ENOENT)
 			ecfs_log(LOG_WARNING, "%s: cannot remove the journal on member %d: %s", path,
-			         mb, g_strerror(errno));
+			         mb, g_strerror(-rc));
+	}
 }

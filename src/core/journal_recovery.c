@@ -41,14 +41,15 @@ static bool read_journals(stripe_ctx *c, jmember *jm)
 		jm[mb] = (jmember){ .fd = -1 };
 		if (!stripe_member_usable(c, mb))
 			continue;
-		jm[mb].fd = mop_openat(c->v, mb, volume_root_fd(c->v, mb), name,
-		                       O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-		if (jm[mb].fd < 0) {
-			if (errno != ENOENT)
+		int fd = mop_openat(c->v, mb, volume_root_fd(c->v, mb), name,
+		                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+		if (fd < 0) {
+			if (fd != -ENOENT)
 				ecfs_log(LOG_WARNING, "%s: cannot open the journal on member %d: %s",
-				         c->path, mb, g_strerror(errno));
+				         c->path, mb, g_strerror(-fd));
 			continue;
 		}
+		jm[mb].fd = fd;
 		any = true;
 		struct iovec iov = { buf, sizeof(buf) };
 		ssize_t r = mop_transfer(c->v, mb, jm[mb].fd, &iov, 1, 0, false);

@@ -19,7 +19,7 @@
 #include "record.h"
 
 /* Consults the fault rules (test builds): an operation hit with an errno
- * returns -1 with it, a write or sync hit with errno 0 returns `done`
+ * returns it negated, a write or sync hit with errno 0 returns `done`
  * (success) without being made.  v is NULL while a volume is being
  * created: never faulted. */
 #ifdef ECFS_FAULT_INJECTION
@@ -35,8 +35,7 @@ static fault_rules *volume_faults(volume *v)
 		if (v && fault_check(volume_faults(v), idx, (kind), &err_)) {   \
 			if (!err_)                                              \
 				return (done);                                  \
-			errno = err_;                                           \
-			return -1;                                              \
+			return -err_;                                           \
 		}                                                               \
 	} while (0)
 #define RECORDING 1
@@ -51,26 +50,24 @@ static fault_rules *volume_faults(volume *v)
  * a real one, and closes at return, where a call given up stops. */
 static void io_scope_end(int *unused)
 {
-	int e = errno;
 	(void)unused;
 	mio_io_end();
-	errno = e;
 }
 #define IO_SCOPE() \
 	int io_scope_ __attribute__((cleanup(io_scope_end), unused)) = (mio_io_begin(), 0)
 
-/* Around a mutating system call (record.h): begin() serialises it with
- * its record while recording or abort_after is set. */
+/* Around a mutating system call (record.h): begin() and record_end()
+ * serialise it with its record while recording or abort_after is set. */
 static bool begin(void)
 {
 	return RECORDING && record_begin();
 }
 
-static void end(bool locked)
+/* A system call's result in our convention: -errno on failure, taken
+ * before anything else can change errno. */
+static ssize_t neg_errno(ssize_t rc)
 {
-	int e = errno;
-	record_end(locked);
-	errno = e;
+	return rc < 0 ? -errno : rc;
 }
 
 enum { ST_MODE, ST_TYPE_MODE, ST_OWNER, ST_TIMES };
@@ -141,7 +138,7 @@ static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov,
                             off_t off)
 {
 	FAULT_GATE(FAULT_READ, 0);
-	return preadv(fd, iov, cnt, off);
+	return neg_errno(preadv(fd, iov, cnt, off));
 }
 
 /* On a worker the bytes come through its bounce buffer (memberio.h): a
@@ -155,14 +152,12 @@ static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int
 
 	mio_io_begin();
 	r = bounce ? gated_preadv(v, idx, fd, &biov, 1, off) : gated_preadv(v, idx, fd, iov, cnt, off);
-	int e = errno;
 	mio_io_end();
 	for (ssize_t done = 0; bounce && done < r; iov++) {
 		size_t part = (size_t)(r - done) < iov->iov_len ? (size_t)(r - done) : iov->iov_len;
 		memcpy(iov->iov_base, bounce + done, part);
 		done += (ssize_t)part;
 	}
-	errno = e;
 	return r;
 }
 
@@ -186,12 +181,12 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	IO_SCOPE();
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
 	if (!RECORDING || !changes)
-		return openat(dirfd, name, flags, mode);
+		return (int)neg_errno(openat(dirfd, name, flags, mode));
 	/* Under the record's lock nothing else of ours creates it meanwhile. */
 	bool locked = begin();
 	bool existed = !(flags & O_CREAT) ||
 	               (!(flags & O_EXCL) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
-	int fd = openat(dirfd, name, flags, mode);
+	int fd = (int)neg_errno(openat(dirfd, name, flags, mode));
 	if (fd >= 0 && !existed)
 		rec_fd("create", idx, fd, ST_MODE);
 	else if (fd >= 0 && (flags & O_TRUNC)) {
@@ -200,7 +195,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 		record_int(l, "len", 0);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return fd;
 }
 
@@ -209,14 +204,14 @@ static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, in
 	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
 	bool locked = begin();
-	ssize_t rc = pwritev(fd, iov, cnt, off);
+	ssize_t rc = neg_errno(pwritev(fd, iov, cnt, off));
 	if (RECORDING && rc >= 0) {
 		rec_line *l = record_line("write", idx);
 		record_path_fd(l, "path", fd);
 		record_data(l, iov, cnt, (size_t)rc, off);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -236,14 +231,14 @@ int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
-	int rc = ftruncate(fd, len);
+	int rc = (int)neg_errno(ftruncate(fd, len));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("truncate", idx);
 		record_path_fd(l, "path", fd);
 		record_int(l, "len", len);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -252,7 +247,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
-	int rc = fallocate(fd, mode, off, len);
+	int rc = (int)neg_errno(fallocate(fd, mode, off, len));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("fallocate", idx);
 		record_path_fd(l, "path", fd);
@@ -261,7 +256,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 		record_int(l, "len", len);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -270,14 +265,14 @@ int mop_fsync(volume *v, int idx, int fd, bool datasync)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_SYNC, 0);
 	bool locked = begin();
-	int rc = datasync ? fdatasync(fd) : fsync(fd);
+	int rc = (int)neg_errno(datasync ? fdatasync(fd) : fsync(fd));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("fsync", idx);
 		record_path_fd(l, "path", fd);
 		record_bool(l, "datasync", datasync);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -286,10 +281,10 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = mkdirat(dirfd, name, mode);
+	int rc = (int)neg_errno(mkdirat(dirfd, name, mode));
 	if (RECORDING && rc == 0)
 		rec_at("mkdir", idx, dirfd, name, ST_MODE);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -298,7 +293,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = mknodat(dirfd, name, mode, dev);
+	int rc = (int)neg_errno(mknodat(dirfd, name, mode, dev));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("mknod", idx);
 		record_path_at(l, "path", dirfd, name);
@@ -306,7 +301,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 		record_int(l, "rdev", (long long)dev);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -315,14 +310,14 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = symlinkat(target, dirfd, name);
+	int rc = (int)neg_errno(symlinkat(target, dirfd, name));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("symlink", idx);
 		record_path_at(l, "path", dirfd, name);
 		record_str(l, "target", target);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -332,14 +327,14 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = linkat(olddirfd, oldname, newdirfd, newname, flags);
+	int rc = (int)neg_errno(linkat(olddirfd, oldname, newdirfd, newname, flags));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("link", idx);
 		record_path_at(l, "path", olddirfd, oldname);
 		record_path_at(l, "to", newdirfd, newname);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -348,10 +343,10 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = unlinkat(dirfd, name, flags);
+	int rc = (int)neg_errno(unlinkat(dirfd, name, flags));
 	if (RECORDING && rc == 0)
 		rec_at(flags & AT_REMOVEDIR ? "rmdir" : "unlink", idx, dirfd, name, -1);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -361,7 +356,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = renameat2(olddirfd, oldname, newdirfd, newname, flags);
+	int rc = (int)neg_errno(renameat2(olddirfd, oldname, newdirfd, newname, flags));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("rename", idx);
 		record_path_at(l, "path", olddirfd, oldname);
@@ -369,7 +364,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 		record_int(l, "flags", flags);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -378,10 +373,10 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = fchmodat(dirfd, name, mode, flags);
+	int rc = (int)neg_errno(fchmodat(dirfd, name, mode, flags));
 	if (RECORDING && rc == 0)
 		rec_at("chmod", idx, dirfd, name, ST_MODE);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -391,10 +386,10 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = fchownat(dirfd, name, uid, gid, flags);
+	int rc = (int)neg_errno(fchownat(dirfd, name, uid, gid, flags));
 	if (RECORDING && rc == 0)
 		rec_at("chown", idx, dirfd, name, ST_OWNER);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -403,10 +398,10 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = fchown(fd, uid, gid);
+	int rc = (int)neg_errno(fchown(fd, uid, gid));
 	if (RECORDING && rc == 0)
 		rec_fd("chown", idx, fd, ST_OWNER);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -416,10 +411,10 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = utimensat(dirfd, name, ts, flags);
+	int rc = (int)neg_errno(utimensat(dirfd, name, ts, flags));
 	if (RECORDING && rc == 0)
 		rec_at("utimens", idx, dirfd, name, ST_TIMES);
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -431,7 +426,7 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = setxattr(proc_path(fd, path), name, value, size, flags);
+	int rc = (int)neg_errno(setxattr(proc_path(fd, path), name, value, size, flags));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("setxattr", idx);
 		record_path_fd(l, "path", fd);
@@ -439,7 +434,7 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 		record_hex(l, "hex", value, size);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -450,14 +445,14 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 	IO_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = removexattr(proc_path(fd, path), name);
+	int rc = (int)neg_errno(removexattr(proc_path(fd, path), name));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("removexattr", idx);
 		record_path_fd(l, "path", fd);
 		record_str(l, "name", name);
 		record_done(l);
 	}
-	end(locked);
+	record_end(locked);
 	return rc;
 }
 
@@ -470,11 +465,10 @@ ssize_t mop_transfer(volume *v, int idx, int fd, struct iovec *iov, int cnt, off
 		int part = cnt > IOV_MAX ? IOV_MAX : cnt;
 		ssize_t r = write ? mop_pwritev(v, idx, fd, iov, part, off)
 		                  : mop_preadv(v, idx, fd, iov, part, off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return r;
 		if (r == 0) {
 			if (write)
 				return -EIO;

@@ -4,11 +4,13 @@
  * stored on a member goes through one of these wrappers, so there is one
  * place where test builds inject faults (-Dfault_injection, ECFS_FAULT),
  * record the operations for crash simulation (ECFS_RECORD), and count
- * them (abort after the Nth write).  Each wrapper has the calling
- * convention of the system call it wraps (-1 and errno on failure), plus
- * the volume and the member index the descriptor belongs to (v may be
- * NULL while a volume is being created: such calls are plain system
- * calls).  The xattr wrappers also accept O_PATH descriptors.
+ * them (abort after the Nth write).  Each wrapper takes the arguments of
+ * the system call it wraps, plus the volume and the member index the
+ * descriptor belongs to (v may be NULL while a volume is being created:
+ * such calls are plain system calls), and returns what it returns on
+ * success (0, a byte count or a descriptor) but a negative errno on
+ * failure, as the rest of the core does (errno is left unspecified).  The
+ * xattr wrappers also accept O_PATH descriptors.
  *
  * Only the wrappers' plumbing lives here: what a failed member means is
  * still decided by volume_member_error().

@@ -712,11 +712,11 @@ static void write_header_member(void *arg)
 	h.position = (uint32_t)layout_position_of(&j->c->lay, j->member);
 	chunk_header_encode(&h, buf);
 	struct iovec iov = { buf, sizeof(buf) };
-	ssize_t r = j->sync_first && mop_fsync(j->c->v, j->member, fd, true) < 0 ? -errno : 0;
+	ssize_t r = j->sync_first ? mop_fsync(j->c->v, j->member, fd, true) : 0;
 	if (r >= 0)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
-	if (r >= 0 && j->durable && mop_fsync(j->c->v, j->member, fd, true) < 0)
-		r = -errno;
+	if (r >= 0 && j->durable)
+		r = mop_fsync(j->c->v, j->member, fd, true);
 	j->err = r < 0 ? (int)r : 0;
 }
 
@@ -737,7 +737,7 @@ static void sync_member(void *arg)
 {
 	member_job *j = arg;
 	int fd = j->c->fd[j->member];
-	j->err = mop_fsync(j->c->v, j->member, fd, j->datasync) < 0 ? -errno : 0;
+	j->err = mop_fsync(j->c->v, j->member, fd, j->datasync);
 }
 
 int stripe_sync(stripe_ctx *c, bool datasync)
@@ -771,9 +771,8 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 			                     (off_t)layout_record_offset(&c->lay, from), true);
 			rc = r < 0 ? (int)r : 0;
 		}
-		if (rc == 0 && (uint64_t)st.st_size > len &&
-		    mop_ftruncate(c->v, mb, c->fd[mb], (off_t)len) < 0)
-			rc = -errno;
+		if (rc == 0 && (uint64_t)st.st_size > len)
+			rc = mop_ftruncate(c->v, mb, c->fd[mb], (off_t)len);
 		if (rc < 0) {
 			if (volume_member_error(c->v, mb, -rc, "truncating a chunk"))
 				c->state[mb] = CHUNK_FAILED;

@@ -237,18 +237,19 @@ int superblock_write(volume *v, int idx, int metafd, const superblock *sb)
 	                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 		goto out;
 	}
-	if (mop_pwrite(v, idx, fd, text, len, 0) != (ssize_t)len ||
-	    mop_fsync(v, idx, fd, false) < 0)
-		rc = errno ? -errno : -EIO;
+	ssize_t w = mop_pwrite(v, idx, fd, text, len, 0);
+	if (w != (ssize_t)len)
+		rc = w < 0 ? (int)w : -EIO;
+	else
+		rc = mop_fsync(v, idx, fd, false);
 	close(fd);
-	if (rc == 0 && mop_renameat2(v, idx, metafd, SUPERBLOCK_FILE ".tmp", metafd,
-	                             SUPERBLOCK_FILE, 0) < 0)
-		rc = -errno;
-	if (rc == 0 && mop_fsync(v, idx, metafd, false) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = mop_renameat2(v, idx, metafd, SUPERBLOCK_FILE ".tmp", metafd, SUPERBLOCK_FILE, 0);
+	if (rc == 0)
+		rc = mop_fsync(v, idx, metafd, false);
 out:
 	g_free(text);
 	return rc;

@@ -314,16 +314,17 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
 	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
 	for (int i = 0; i < n; i++) {
-		int rc;
 		sb->index = i;
 		/* No volume yet (v NULL): creation is not faulted, but counted and
 		 * recorded (ECFS_RECORD) as member i. */
-		if (mop_mkdirat(NULL, i, pr[i].rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
+		int rc = mop_mkdirat(NULL, i, pr[i].rootfd, ECFS_META_DIR, 0700);
+		if (rc == -EEXIST)
+			rc = 0;
+		if (rc == 0 && (pr[i].metafd = openat(pr[i].rootfd, ECFS_META_DIR,
+		                                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		                                      O_CLOEXEC)) < 0)
 			rc = -errno;
-		else if ((pr[i].metafd = openat(pr[i].rootfd, ECFS_META_DIR,
-		                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-			rc = -errno;
-		else
+		if (rc == 0)
 			rc = superblock_write(NULL, i, pr[i].metafd, sb);
 		if (rc < 0) {
 			*message = g_strdup_printf("cannot write the superblock of member %s: %s",
@@ -443,12 +444,13 @@ static int take_lock(volume *v, int idx, char **message)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char info[256];
 
-	mb->lockfd = mop_openat(v, idx, mb->metafd, LOCK_FILE,
-	                        O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (mb->lockfd < 0) {
+	int fd = mop_openat(v, idx, mb->metafd, LOCK_FILE,
+	                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	mb->lockfd = fd < 0 ? -1 : fd;
+	if (fd < 0) {
 		*message = g_strdup_printf("cannot open the lock of member %s: %s", mb->path,
-		                           g_strerror(errno));
-		return -errno;
+		                           g_strerror(-fd));
+		return fd;
 	}
 	/* An open-file-description lock: held for the life of the daemon and
 	 * dropped by the kernel when it dies, so nothing stale is left. */
@@ -1221,9 +1223,10 @@ bool volume_member_answers(volume *v, int idx)
 
 void volume_member_healed(volume *v, int idx)
 {
-	if (mop_unlinkat(v, idx, v->mem[idx].metafd, HEAL_FILE, 0) < 0 && errno != ENOENT)
+	int rc = mop_unlinkat(v, idx, v->mem[idx].metafd, HEAL_FILE, 0);
+	if (rc < 0 && rc != -ENOENT)
 		ecfs_log(LOG_WARNING, "member %d (%s): cannot remove " ECFS_META_DIR "/" HEAL_FILE
-		         ": %s", idx, v->mem[idx].path, g_strerror(errno));
+		         ": %s", idx, v->mem[idx].path, g_strerror(-rc));
 	__atomic_store_n(&v->mem[idx].healing, false, __ATOMIC_RELEASE);
 }
 
@@ -1242,8 +1245,9 @@ static int format_member(volume *v, int idx, int rootfd)
 	if (rc < 0)
 		return rc;
 	sb.index = idx;
-	if (mop_mkdirat(v, idx, rootfd, ECFS_META_DIR, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	rc = mop_mkdirat(v, idx, rootfd, ECFS_META_DIR, 0700);
+	if (rc < 0 && rc != -EEXIST)
+		return rc;
 	metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (metafd < 0)
 		return -errno;
@@ -1314,7 +1318,7 @@ int volume_member_revive(volume *v, int idx)
 	else if (rc == 0)
 		ecfs_log(LOG_WARNING, "member %d (%s): cannot create " ECFS_META_DIR "/" HEAL_FILE
 		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
-		         mb->path, g_strerror(errno));
+		         mb->path, g_strerror(-hfd));
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;

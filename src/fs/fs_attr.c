@@ -60,8 +60,8 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 
 static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(mop_fchmodat(fs_volume(), member, dirfd, leaf, *(const mode_t *)arg,
-	                                 AT_SYMLINK_NOFOLLOW));
+	return mop_fchmodat(fs_volume(), member, dirfd, leaf, *(const mode_t *)arg,
+	                    AT_SYMLINK_NOFOLLOW);
 }
 
 int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -85,8 +85,7 @@ struct owner {
 static int chown_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct owner *o = arg;
-	return mirror_errno(mop_fchownat(fs_volume(), member, dirfd, leaf, o->uid, o->gid,
-	                                 AT_SYMLINK_NOFOLLOW));
+	return mop_fchownat(fs_volume(), member, dirfd, leaf, o->uid, o->gid, AT_SYMLINK_NOFOLLOW);
 }
 
 int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
@@ -103,8 +102,7 @@ int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 
 static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(mop_utimensat(fs_volume(), member, dirfd, leaf, arg,
-	                                  AT_SYMLINK_NOFOLLOW));
+	return mop_utimensat(fs_volume(), member, dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW);
 }
 
 int fs_utimens(const char *path, const struct timespec tv[2],

@@ -62,8 +62,9 @@ struct new_dir {
 static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_dir *nd = arg;
-	if (mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode) < 0)
-		return -errno;
+	int rc = mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode);
+	if (rc < 0)
+		return rc;
 	return fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
 }
 
@@ -83,7 +84,7 @@ int fs_mkdir(const char *path, mode_t mode)
 
 static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR));
+	return mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR);
 }
 
 int fs_rmdir(const char *path)
@@ -224,7 +225,7 @@ static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 	if (fd < 0)
 		return fd;
 	int datasync = *(const int *)arg;
-	int rc = mirror_errno(mop_fsync(fs_volume(), member, fd, datasync));
+	int rc = mop_fsync(fs_volume(), member, fd, datasync);
 	MIO_CALL(close(fd));
 	return rc;
 }

@@ -24,7 +24,7 @@
 
 static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	return mirror_errno(mop_unlinkat(fs_volume(), member, dirfd, leaf, 0));
+	return mop_unlinkat(fs_volume(), member, dirfd, leaf, 0);
 }
 
 int fs_unlink(const char *path)
@@ -39,8 +39,7 @@ int fs_unlink(const char *path)
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
                          const char *leaf2, void *arg)
 {
-	return mirror_errno(mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2,
-	                                  *(const unsigned *)arg));
+	return mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, *(const unsigned *)arg);
 }
 
 int fs_rename(const char *from, const char *to, unsigned int flags)
@@ -68,8 +67,9 @@ struct new_link {
 static int symlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_link *nl = arg;
-	if (mop_symlinkat(fs_volume(), member, nl->target, dirfd, leaf) < 0)
-		return -errno;
+	int rc = mop_symlinkat(fs_volume(), member, nl->target, dirfd, leaf);
+	if (rc < 0)
+		return rc;
 	return fs_chown_new(member, dirfd, leaf, nl->uid, nl->gid);
 }
 
@@ -115,7 +115,7 @@ int fs_readlink(const char *path, char *buf, size_t size)
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
                        const char *leaf2, void *arg)
 {
-	return mirror_errno(mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0));
+	return mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
 }
 
 int fs_link(const char *from, const char *to)
@@ -138,8 +138,9 @@ struct new_node {
 static int mknod_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_node *nn = arg;
-	if (mop_mknodat(fs_volume(), member, dirfd, leaf, nn->mode, nn->rdev) < 0)
-		return -errno;
+	int rc = mop_mknodat(fs_volume(), member, dirfd, leaf, nn->mode, nn->rdev);
+	if (rc < 0)
+		return rc;
 	return fs_chown_new(member, dirfd, leaf, nn->uid, nn->gid);
 }
 

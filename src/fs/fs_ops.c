@@ -70,8 +70,7 @@ int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 {
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
-	return mirror_errno(mop_fchownat(fs_volume(), member, dirfd, leaf, uid, gid,
-	                                 AT_SYMLINK_NOFOLLOW));
+	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid, gid, AT_SYMLINK_NOFOLLOW);
 }
 
 static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
@@ -116,9 +115,10 @@ const char *fs_path(const char *path, char *buf)
 static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	volume *v = arg; /* before mounting: no FUSE context to ask */
+	int rc = mop_mkdirat(v, member, dirfd, leaf, 0700);
 
-	if (mop_mkdirat(v, member, dirfd, leaf, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (rc < 0 && rc != -EEXIST)
+		return rc;
 	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return -errno;
@@ -129,11 +129,14 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 		return -err;
 	}
 	/* Files that were open and unlinked when the daemon stopped. */
-	for (struct dirent *de; (de = MIO_CALL(readdir(d))) != NULL;)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-		    mop_unlinkat(v, member, fd, de->d_name, 0) < 0)
+	for (struct dirent *de; (de = MIO_CALL(readdir(d))) != NULL;) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		rc = mop_unlinkat(v, member, fd, de->d_name, 0);
+		if (rc < 0)
 			ecfs_log(LOG_WARNING, "cannot remove orphan %s on member %d: %s",
-			         de->d_name, member, strerror(errno));
+			         de->d_name, member, strerror(-rc));
+	}
 	MIO_CALL(closedir(d));
 	return 0;
 }

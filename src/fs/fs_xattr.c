@@ -87,8 +87,7 @@ static int setxattr_member(int member, int dirfd, const char *leaf, void *arg)
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
-	rc = mirror_errno(mop_fsetxattr(fs_volume(), member, o.fd, x->name, x->value, x->size,
-	                                 x->flags));
+	rc = mop_fsetxattr(fs_volume(), member, o.fd, x->name, x->value, x->size, x->flags);
 	MIO_CALL(close(o.fd));
 	return rc;
 }
@@ -124,7 +123,7 @@ static int removexattr_member(int member, int dirfd, const char *leaf, void *arg
 	int rc = object_open(dirfd, leaf, &o);
 	if (rc < 0)
 		return rc;
-	rc = mirror_errno(mop_fremovexattr(fs_volume(), member, o.fd, arg));
+	rc = mop_fremovexattr(fs_volume(), member, o.fd, arg);
 	MIO_CALL(close(o.fd));
 	return rc;
 }

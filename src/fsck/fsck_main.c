@@ -206,12 +206,13 @@ static int read_superblock(int rootfd, superblock *sb, char **why)
 
 static int write_superblock(fsck *f, int idx, int rootfd, const superblock *sb)
 {
-	if (mop_mkdirat(f->v, idx, rootfd, ECFS_META_DIR, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	int rc = mop_mkdirat(f->v, idx, rootfd, ECFS_META_DIR, 0755);
+	if (rc < 0 && rc != -EEXIST)
+		return rc;
 	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (metafd < 0)
 		return -errno;
-	int rc = superblock_write(f->v, idx, metafd, sb);
+	rc = superblock_write(f->v, idx, metafd, sb);
 	close(metafd);
 	return rc;
 }

@@ -214,14 +214,16 @@ static int set_xattrs(volume *v, int mb, int dfd, const char *name, const view *
 		bool keep = false;
 		for (guint j = 0; j < want->xnames->len && !keep; j++)
 			keep = !strcmp(xn, want->xnames->pdata[j]);
-		if (!keep && mop_fremovexattr(v, mb, fd, xn) < 0 && errno != ENODATA)
-			rc = -errno;
+		int r = keep ? 0 : mop_fremovexattr(v, mb, fd, xn);
+		if (r < 0 && r != -ENODATA)
+			rc = r;
 	}
 	for (guint j = 0; j < want->xnames->len; j++) {
 		gsize vl;
 		const void *val = g_bytes_get_data(want->xvals->pdata[j], &vl);
-		if (mop_fsetxattr(v, mb, fd, want->xnames->pdata[j], val, vl, 0) < 0)
-			rc = -errno;
+		int r = mop_fsetxattr(v, mb, fd, want->xnames->pdata[j], val, vl, 0);
+		if (r < 0)
+			rc = r;
 	}
 	close(fd);
 	return rc;
@@ -230,7 +232,7 @@ static int set_xattrs(volume *v, int mb, int dfd, const char *name, const view *
 static int remove_entry(volume *v, int mb, int dfd, const char *name, const view *w)
 {
 	int flags = S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0;
-	return mop_unlinkat(v, mb, dfd, name, flags) < 0 ? -errno : 0;
+	return mop_unlinkat(v, mb, dfd, name, flags);
 }
 
 /* Moves a left-over entry to <member>/.ecfs/lost+found instead of
@@ -241,16 +243,16 @@ static int move_to_lost(fsck *f, int mb, int dfd, const char *name, const char *
 	int root = volume_root_fd(f->v, mb);
 	char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, path, -1);
 	char *target = g_strdup_printf("%.12s-%.200s", sum, name);
-	int rc = 0;
+	int rc = mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700);
 
-	if (mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700) < 0 && errno != EEXIST)
-		rc = -errno;
+	if (rc == -EEXIST)
+		rc = 0;
 	int lfd = rc ? -1 : openat(root, ECFS_META_DIR "/lost+found",
 	                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!rc && lfd < 0)
 		rc = -errno;
-	if (!rc && mop_renameat2(f->v, mb, dfd, name, lfd, target, 0) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = mop_renameat2(f->v, mb, dfd, name, lfd, target, 0);
 	if (lfd >= 0)
 		close(lfd);
 	g_free(sum);
@@ -269,7 +271,7 @@ static int create_entry(volume *v, int mb, int dfd, const char *name, const view
 		rc = mop_symlinkat(v, mb, like->target, dfd, name);
 	else
 		rc = mop_mknodat(v, mb, dfd, name, (mode & S_IFMT) | 0600, like->st.st_rdev);
-	return rc < 0 ? -errno : 0;
+	return rc;
 }
 
 static bool dir_has_entries(int dfd, const char *name)
@@ -342,12 +344,12 @@ static void settle(entry_ctx *e, int win, same_fn same, const char *what,
 static int fix_perm(entry_ctx *e, int mb, int win)
 {
 	mode_t mode = e->w[win].st.st_mode & 07777;
-	return mop_fchmodat(e->f->v, mb, e->dfd[mb], e->name, mode, 0) < 0 ? -errno : 0;
+	return mop_fchmodat(e->f->v, mb, e->dfd[mb], e->name, mode, 0);
 }
 static int fix_owner(entry_ctx *e, int mb, int win)
 {
 	int rc = mop_fchownat(e->f->v, mb, e->dfd[mb], e->name, e->w[win].st.st_uid,
-	                      e->w[win].st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	                      e->w[win].st.st_gid, AT_SYMLINK_NOFOLLOW);
 	/* chown clears set-id bits: put the permission bits back. */
 	if (!rc && !S_ISLNK(e->w[win].st.st_mode) && e->w[win].st.st_mode & 06000)
 		rc = fix_perm(e, mb, win);
@@ -763,11 +765,10 @@ static void report_intent(void *arg, const char *op, const char *from, const cha
 
 static int remove_orphan(fsck *f, int mb, int dfd, const char *name)
 {
-	if (mop_unlinkat(f->v, mb, dfd, name, 0) == 0)
-		return 0;
-	if (errno == EISDIR && mop_unlinkat(f->v, mb, dfd, name, AT_REMOVEDIR) == 0)
-		return 0;
-	return -errno;
+	int rc = mop_unlinkat(f->v, mb, dfd, name, 0);
+	if (rc == -EISDIR)
+		rc = mop_unlinkat(f->v, mb, dfd, name, AT_REMOVEDIR);
+	return rc;
 }
 
 /* The member's orphan folder: files that were unlinked while open when

@@ -195,10 +195,10 @@ static ssize_t read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t
 
 	while (done < len) {
 		ssize_t r = mop_pread(v, idx, fd, (uint8_t *)buf + done, len - done, off + (off_t)done);
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
-			return -errno;
+			return r;
 		if (r == 0)
 			break;
 		done += (size_t)r;
@@ -337,7 +337,7 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 {
 	const char *leaf, *sleaf;
 	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
-	int fd = -1, e = 0;
+	int fd = -1;
 
 	*linked = false;
 	if (pfd < 0)
@@ -356,11 +356,10 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 		                0600);
 	/* Made since the namespace was read (in the daemon, opening an empty
 	 * file finishes its create): it is rebuilt whole all the same. */
-	if (fd < 0 && errno == EEXIST)
+	if (fd == -EEXIST)
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-	e = errno;
 	close(pfd);
-	return fd < 0 ? -e : fd;
+	return fd;
 }
 
 /* ---- the stripe pass ---- */
