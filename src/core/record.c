@@ -34,6 +34,7 @@ static int ops_fd = -1, data_fd = -1;
 static uint64_t data_size;
 static char *roots[MAX_MEMBERS]; /* under lock */
 
+/* 0, or a negative errno (EIO for a write that made no progress). */
 static int write_all(int fd, const void *p, size_t len)
 {
 	const char *c = p;
@@ -42,7 +43,7 @@ static int write_all(int fd, const void *p, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return -1;
+			return n < 0 ? -errno : -EIO;
 		c += n;
 		len -= (size_t)n;
 	}
@@ -104,9 +105,10 @@ void record_close(void)
 		int fd = open_in_dir("count");
 		g_autofree char *text = g_strdup_printf("%llu\n", (unsigned long long)w);
 		if (fd >= 0) {
-			if (write_all(fd, text, strlen(text)) < 0)
+			int rc = write_all(fd, text, strlen(text));
+			if (rc < 0)
 				ecfs_log(LOG_ERR, "ECFS_RECORD: cannot write the count: %s",
-				         g_strerror(errno));
+				         g_strerror(-rc));
 			close(fd);
 		}
 	}
@@ -154,8 +156,9 @@ void record_done(rec_line *l)
 		g_autofree char *head = g_strdup_printf("{\"seq\":%llu,", (unsigned long long)n);
 		g_string_prepend(l->s, head);
 		g_string_append(l->s, "}\n");
-		if (write_all(ops_fd, l->s->str, l->s->len) < 0)
-			ecfs_log(LOG_ERR, "ECFS_RECORD: cannot write ops.jsonl: %s", g_strerror(errno));
+		int rc = write_all(ops_fd, l->s->str, l->s->len);
+		if (rc < 0)
+			ecfs_log(LOG_ERR, "ECFS_RECORD: cannot write ops.jsonl: %s", g_strerror(-rc));
 		g_string_free(l->s, TRUE);
 		g_free(l);
 	}
@@ -291,8 +294,9 @@ void record_data(rec_line *l, const struct iovec *iov, int cnt, size_t len, long
 		return;
 	for (int i = 0; i < cnt && left; i++) {
 		size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-		if (write_all(data_fd, iov[i].iov_base, n) < 0) {
-			ecfs_log(LOG_ERR, "ECFS_RECORD: cannot write data.bin: %s", g_strerror(errno));
+		int rc = write_all(data_fd, iov[i].iov_base, n);
+		if (rc < 0) {
+			ecfs_log(LOG_ERR, "ECFS_RECORD: cannot write data.bin: %s", g_strerror(-rc));
 			break;
 		}
 		left -= n;
