@@ -102,16 +102,16 @@ static uint64_t journal_strips(stripe_ctx *c, const jmember *jm, uint64_t s, uin
  * if every record is blank (nothing was ever committed there in place:
  * the journal is older than a truncate, or the commit wrote no record
  * before the crash, and the stripe reads as zeros, its old content). */
-static bool needs_roll_forward(const strip_probe *p, int n, uint64_t g)
+static bool needs_roll_forward(const strip_judgment *p, int n, uint64_t g)
 {
 	bool all_g = true, all_blank = true;
 
 	for (int j = 0; j < n; j++) {
-		if (!p[j].read)
+		if (!rules_strip_read(&p[j]))
 			continue;
 		if (p[j].gen > g)
 			return false;
-		all_g &= p[j].verified && p[j].gen == g;
+		all_g &= p[j].v == STRIP_GOOD && p[j].gen == g;
 		all_blank &= p[j].blank;
 	}
 	return !all_g && !all_blank;
@@ -158,7 +158,7 @@ int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes)
 	for (int q = 0; q < ncand; q++) {
 		uint64_t s = cand[q][0], g = cand[q][1], size = 0;
 		uint64_t ok = journal_strips(c, jm, s, g, jbuf, &size);
-		strip_probe p[STRIPE_MAX_N];
+		strip_judgment p[STRIPE_MAX_N];
 		int erased[STRIPE_MAX_N], ne = 0;
 		uint8_t *blocks[STRIPE_MAX_N];
 		/* Fewer than k copies: the barrier was never passed, so nothing

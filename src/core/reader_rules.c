@@ -93,7 +93,7 @@ bool rules_first_write_cut_short(const strip_judgment *st, int n, int m, uint64_
 
 	for (int j = 0; j < n; j++) {
 		const strip_judgment *t = &st[j];
-		if (ignore >> j & 1 || t->v == STRIP_UNREAD || t->v == STRIP_ERR) {
+		if (ignore >> j & 1 || !rules_strip_read(t)) {
 			unread++;
 			continue;
 		}

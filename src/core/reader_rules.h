@@ -37,6 +37,13 @@ typedef struct strip_judgment {
 	const char *why; /* STRIP_BAD: what is wrong with it */
 } strip_judgment;
 
+/* The strip and its record were read (rightly or wrongly) from a usable
+ * member: not unread, not a failed read. */
+static inline bool rules_strip_read(const strip_judgment *st)
+{
+	return st->v != STRIP_UNREAD && st->v != STRIP_ERR;
+}
+
 /* Judges strip s from its record (CHUNK_RECORD_SIZE bytes) and data
  * (strip_size bytes), both read as zeros past the end of the chunk.  h is
  * the file's header with the strip's position; fd the chunk file, probed

@@ -591,7 +591,7 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 
 /* ---- recovery helpers ---- */
 
-int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_MAX_N])
+int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRIPE_MAX_N])
 {
 	int n = c->lay.n, got = 0;
 	fetch_task *tasks = g_new(fetch_task, n);
@@ -601,11 +601,8 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_
 		dest[j][0] = bufs + (size_t)j * c->lay.strip_size;
 	fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
 	for (int j = 0; j < n; j++) {
-		const fetch_task *t = &tasks[j];
-		p[j] = (strip_probe){ .read = t->st[0].v != STRIP_UNREAD && t->st[0].v != STRIP_ERR,
-		                      .blank = t->st[0].blank, .verified = t->st[0].v == STRIP_GOOD,
-		                      .gen = t->st[0].gen };
-		got += p[j].read;
+		p[j] = tasks[j].st[0];
+		got += rules_strip_read(&p[j]);
 	}
 	g_free(tasks);
 	return got >= c->lay.k ? 0 : -EIO;

@@ -19,6 +19,7 @@
 #include "ec.h"
 #include "journal.h"
 #include "layout.h"
+#include "reader_rules.h"
 #include "volume.h"
 
 /* State of the chunk on one member, for one file. */
@@ -56,15 +57,6 @@ typedef struct stripe_ctx {
 	journal_files jf;      /* the journals open for writing */
 } stripe_ctx;
 
-/* What one position of a stripe holds in place (stripe_probe). */
-typedef struct strip_probe {
-	bool read;     /* the member is usable and the strip and record were read */
-	bool blank;    /* the record is all zeros: nothing was committed there */
-	bool verified; /* the record names the strip and its checksum matches */
-	uint64_t gen;  /* the record's generation if it names this stripe and
-	                * position (verified or not), else 0 */
-} strip_probe;
-
 /* Allocates the scratch buffers; 0 or -ENOMEM. */
 int stripe_ctx_buffers(stripe_ctx *c);
 /* Frees them and closes the journal descriptors. */
@@ -97,7 +89,7 @@ int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *co
                           uint64_t gen, uint64_t size);
 /* Reads every usable position of stripe s (into bufs, n strips) and says
  * what each holds, for journal recovery.  0 or -EIO (fewer than k read). */
-int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_probe p[STRIPE_MAX_N]);
+int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRIPE_MAX_N]);
 /* Sets *dirty if the usable chunks hold anything past a file of size
  * bytes: a chunk longer than its stripes, a written record of a stripe
  * past the end, or a last stripe committed when the file was longer (its

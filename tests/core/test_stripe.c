@@ -675,7 +675,7 @@ static void misplace(fixture *fx, enum misplace how, int pos, const uint8_t *dat
 static void check_binding(fixture *fx, enum misplace how, const uint8_t *data)
 {
 	uint8_t bufs[N * STRIP];
-	strip_probe p[STRIPE_MAX_N];
+	strip_judgment p[STRIPE_MAX_N];
 	snapshot clean, damaged;
 
 	snap_take(fx, &clean);
@@ -683,8 +683,8 @@ static void check_binding(fixture *fx, enum misplace how, const uint8_t *data)
 	misplace(fx, how, 2, data);
 	assert_int_equal(stripe_probe(&fx->c, 1, bufs, p), 0);
 	for (int pos = 0; pos < N; pos++) {
-		assert_true(p[pos].read);
-		assert_int_equal(p[pos].verified, pos != 2);
+		assert_true(rules_strip_read(&p[pos]));
+		assert_int_equal(p[pos].v == STRIP_GOOD, pos != 2);
 	}
 	/* The generation counts only from a record naming this stripe and
 	 * position. */
@@ -732,7 +732,7 @@ static void test_older_generation(void **state)
 	fixture *fx = *state;
 	uint8_t *a = random_stripes(1, 11), *b = random_stripes(1, 12);
 	strip_copy old[N];
-	strip_probe p[STRIPE_MAX_N];
+	strip_judgment p[STRIPE_MAX_N];
 	uint8_t bufs[N * STRIP];
 
 	assert_int_equal(commit(fx, 0, 1, a, 5), 0);
@@ -743,7 +743,7 @@ static void test_older_generation(void **state)
 	put_strip(fx, 1, 0, &old[1]);
 	put_strip(fx, 4, 0, &old[4]);
 	assert_int_equal(stripe_probe(&fx->c, 0, bufs, p), 0);
-	assert_true(p[1].verified && p[4].verified && p[0].verified);
+	assert_true(p[1].v == STRIP_GOOD && p[4].v == STRIP_GOOD && p[0].v == STRIP_GOOD);
 	assert_int_equal(p[1].gen, 5);
 	assert_int_equal(p[0].gen, 6);
 	assert_stripe(fx, 0, b);
@@ -906,14 +906,14 @@ static void test_probe(void **state)
 {
 	fixture *fx = *state;
 	uint8_t *data = random_stripes(1, 16), bufs[N * STRIP];
-	strip_probe p[STRIPE_MAX_N];
+	strip_judgment p[STRIPE_MAX_N];
 
 	assert_int_equal(commit(fx, 0, 1, data, 9), 0);
 	fx->c.state[member_of(fx, 4)] = CHUNK_MISSING;
 	assert_int_equal(stripe_probe(&fx->c, 0, bufs, p), 0);
 	for (int pos = 0; pos < N; pos++) {
-		assert_int_equal(p[pos].read, pos != 4);
-		assert_int_equal(p[pos].verified, pos != 4);
+		assert_int_equal(rules_strip_read(&p[pos]), pos != 4);
+		assert_int_equal(p[pos].v == STRIP_GOOD, pos != 4);
 		assert_int_equal(p[pos].gen, pos != 4 ? 9 : 0);
 		assert_false(p[pos].blank);
 	}
@@ -922,7 +922,7 @@ static void test_probe(void **state)
 	assert_int_equal(stripe_probe(&fx->c, 1, bufs, p), 0);
 	for (int pos = 0; pos < N; pos++)
 		assert_int_equal(p[pos].blank, pos != 4);
-	assert_false(p[0].verified);
+	assert_false(p[0].v == STRIP_GOOD);
 	fx->c.state[member_of(fx, 0)] = CHUNK_MISSING;
 	fx->c.state[member_of(fx, 1)] = CHUNK_MISSING;
 	assert_int_equal(stripe_probe(&fx->c, 0, bufs, p), -EIO);
