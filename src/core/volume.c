@@ -104,25 +104,48 @@ typedef struct probe {
 	int slot;
 } probe;
 
-static bool dir_is_empty(int fd)
+static gint by_name(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What a member root holds but for the names reserved there (the
+ * lost+found of a fresh filesystem is no content): the count of entries,
+ * and in *found (g_malloc'd, if any) a sentence naming the first few in
+ * order.  -1 if the directory cannot be read. */
+static int root_content(int fd, char **found)
 {
 	int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 	struct dirent *e;
-	bool empty = true;
 
+	*found = NULL;
 	if (!d) {
+		int err = errno;
 		if (dup_fd >= 0)
 			close(dup_fd);
-		return false;
+		g_ptr_array_free(names, TRUE);
+		errno = err;
+		return -1;
 	}
 	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			empty = false;
-			break;
-		}
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    !volume_root_name_reserved(e->d_name))
+			g_ptr_array_add(names, g_strdup(e->d_name));
 	closedir(d);
-	return empty;
+	int count = (int)names->len;
+	if (count) {
+		GString *s = g_string_new(NULL);
+		g_ptr_array_sort(names, by_name);
+		g_string_printf(s, "%d entr%s: ", count, count == 1 ? "y" : "ies");
+		for (int i = 0; i < count && i < 3; i++)
+			g_string_append_printf(s, "%s%s", i ? ", " : "", (char *)names->pdata[i]);
+		g_string_append(s, count > 3 ? ", ..." : "");
+		*found = g_string_free(s, FALSE);
+	}
+	g_ptr_array_free(names, TRUE);
+	return count;
 }
 
 static void probe_member(probe *p)
@@ -138,14 +161,17 @@ static void probe_member(probe *p)
 	}
 	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (p->metafd < 0) {
-		if (errno != ENOENT) {
+		bool absent = errno == ENOENT;
+		int count = absent ? root_content(p->rootfd, &p->why) : -1;
+		if (count < 0) {
 			p->state = P_BROKEN;
-			p->why = g_strdup_printf("cannot open " ECFS_META_DIR ": %s", g_strerror(errno));
-		} else if (dir_is_empty(p->rootfd)) {
+			p->why = g_strdup_printf("cannot %s: %s", absent ? "list it"
+			                         : "open " ECFS_META_DIR, g_strerror(errno));
+		} else if (count == 0) {
 			p->state = P_EMPTY;
 			p->why = g_strdup("empty: replaced disk, needs rebuild");
 		} else {
-			p->state = P_FOREIGN;
+			p->state = P_FOREIGN; /* why: what it holds */
 		}
 		return;
 	}
@@ -356,9 +382,13 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 	*ref = -1;
 	for (int i = 0; i < n; i++) {
 		if (pr[i].state == P_FOREIGN) {
-			*message = g_strdup_printf("member %s is not empty and holds no ecfs volume "
-			                           "(no " ECFS_META_DIR "/superblock): refusing to use it",
-			                           pr[i].path);
+			*message = g_strdup_printf(
+				"member %s is not empty (%s) and holds no ecfs volume (no " ECFS_META_DIR
+				"/superblock): refusing to use it.  Give an empty directory or a freshly "
+				"formatted disk; a member of this volume that lost its " ECFS_META_DIR
+				" is rebuilt once emptied, or kept with mkdir %s/" ECFS_META_DIR
+				" and ecfs-fsck -y", pr[i].path, pr[i].why,
+				pr[i].path);
 			return -EINVAL;
 		}
 		if (pr[i].state == P_BROKEN && pr[i].err == EPROTO) {
@@ -960,13 +990,26 @@ void volume_count_checksum_failure(volume *v, int idx)
 
 /* ---- paths ---- */
 
+static const char *const root_reserved[] = { ECFS_META_DIR, "lost+found" };
+
+bool volume_root_name_reserved(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(root_reserved); i++)
+		if (!strcmp(name, root_reserved[i]))
+			return true;
+	return false;
+}
+
 bool volume_path_reserved(const char *path)
 {
-	size_t l = strlen(ECFS_META_DIR);
-
 	while (*path == '/')
 		path++;
-	return strncmp(path, ECFS_META_DIR, l) == 0 && (path[l] == 0 || path[l] == '/');
+	for (size_t i = 0; i < G_N_ELEMENTS(root_reserved); i++) {
+		size_t l = strlen(root_reserved[i]);
+		if (strncmp(path, root_reserved[i], l) == 0 && (path[l] == 0 || path[l] == '/'))
+			return true;
+	}
+	return false;
 }
 
 static int walk_beneath(int root, const char *dir)

@@ -92,7 +92,13 @@ bool volume_member_error(volume *v, int idx, int err, const char *what);
  * O_DIRECTORY fd the caller closes, or a negative errno. */
 int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf);
 
-/* True for paths that name the volume's own metadata (/.ecfs and below). */
+/* Names reserved at a member root, never part of the volume: the metadata
+ * folder (.ecfs) and lost+found, which mkfs leaves at a filesystem's root
+ * (a member root holding only lost+found is empty).  Deeper in the tree
+ * both are ordinary names. */
+bool volume_root_name_reserved(const char *name);
+/* True for paths of the volume that are a reserved name at the root, or
+ * below one (/.ecfs, /.ecfs/..., /lost+found, ...). */
 bool volume_path_reserved(const char *path);
 
 /* Space the volume can still store, in the statvfs sense: what k/n of the

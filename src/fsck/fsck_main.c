@@ -232,7 +232,7 @@ static int index_from_chunks(volume *v, int mb, int dirfd, int n, int depth)
 	}
 	while (idx < 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    (depth == 0 && !strcmp(e->d_name, ECFS_META_DIR)))
+		    (depth == 0 && volume_root_name_reserved(e->d_name)))
 			continue;
 		int cfd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;

@@ -702,7 +702,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		while ((de = readdir(d))) {
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 				continue;
-			if (!*path && !strcmp(de->d_name, ECFS_META_DIR))
+			if (!*path && volume_root_name_reserved(de->d_name))
 				continue;
 			if (!g_hash_table_contains(seen, de->d_name))
 				g_hash_table_add(seen, g_strdup(de->d_name));
@@ -817,7 +817,7 @@ static uint64_t count_files, count_bytes;
 
 static int count_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
 {
-	if (ftw->level == 1 && !strcmp(p + ftw->base, ECFS_META_DIR))
+	if (ftw->level == 1 && volume_root_name_reserved(p + ftw->base))
 		return FTW_SKIP_SUBTREE;
 	if (type == FTW_F && S_ISREG(st->st_mode)) {
 		count_files++;

@@ -150,7 +150,7 @@ static void test_foreign_and_duplicate_members(void **state)
 	g_file_set_contents(f, "hello", 5, NULL);
 	mix[0] = p;
 	memcpy(mix + 1, mb->path + 1, sizeof(char *) * 5);
-	expect_refused(mix, 6, 0, 0, -EINVAL, "not empty");
+	expect_refused(mix, 6, 0, 0, -EINVAL, "not empty (1 entry: user-file)");
 	g_free(f);
 	g_free(p);
 }
@@ -173,6 +173,34 @@ static void test_empty_member_is_replaced_disk(void **state)
 	assert_non_null(strstr(health, "replaced disk"));
 	g_free(health);
 	volume_close(v);
+}
+
+/* lost+found, which mkfs leaves at a filesystem's root, is no content:
+ * members holding only it make a volume, and one among formatted members
+ * is a replaced disk. */
+static void test_lost_found_is_empty(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	for (int i = 0; i < 6; i++) {
+		char *lf = g_strdup_printf("%s/lost+found", mb->path[i]);
+		assert_int_equal(mkdir(lf, 0700), 0);
+		g_free(lf);
+	}
+	create(mb);
+	rm_tree(mb->path[4]);
+	mkdir(mb->path[4], 0755);
+	char *lf = g_strdup_printf("%s/lost+found", mb->path[4]);
+	assert_int_equal(mkdir(lf, 0700), 0);
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_false(volume_member_ok(v, 4));
+	char *health = volume_health_text(v);
+	assert_non_null(strstr(health, "replaced disk"));
+	g_free(health);
+	volume_close(v);
+	g_free(lf);
 }
 
 static void test_too_many_missing(void **state)
@@ -274,6 +302,13 @@ static void test_paths(void **state)
 	assert_true(volume_path_reserved("/.ecfs/lock"));
 	assert_false(volume_path_reserved("/.ecfsx"));
 	assert_false(volume_path_reserved("/a/.ecfs"));
+	assert_true(volume_path_reserved("/lost+found"));
+	assert_true(volume_path_reserved("//lost+found/x"));
+	assert_false(volume_path_reserved("/lost+found2"));
+	assert_false(volume_path_reserved("/a/lost+found"));
+	assert_true(volume_root_name_reserved("lost+found"));
+	assert_true(volume_root_name_reserved(".ecfs"));
+	assert_false(volume_root_name_reserved("lost"));
 	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
 	/* A symlink on a member never leads out of it. */
 	char *link = g_strdup_printf("%s/out", mb->path[0]);
@@ -298,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrong_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_and_duplicate_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_member_is_replaced_disk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_found_is_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broken_superblocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
