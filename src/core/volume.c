@@ -24,6 +24,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,18 @@
 #define DEFAULT_STRIP_SIZE (64 * 1024)
 #define DEFAULT_PACKET_SIZE 2048
 
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000 /* linux/stat.h of 5.8 */
+#endif
+
+/* Where a member root sits: its filesystem, whether it is a mount point,
+ * and the filesystem of the directory it is mounted on (its parent). */
+typedef struct mount_info {
+	bool known;
+	bool root;
+	dev_t dev, parent;
+} mount_info;
+
 typedef struct member {
 	char *path;
 	int rootfd, metafd, lockfd;
@@ -56,6 +69,8 @@ typedef struct member {
 	bool failed;
 	char *why;
 	bool warned_strip;
+	bool warned_unmounted; /* the heal said it will not take it */
+	mount_info mi;
 	uint64_t strip_failures;
 	bool root_lost;  /* failed because its directory went away (heal may revive it) */
 	bool healing;    /* back in service, being rebuilt by the online heal */
@@ -92,7 +107,8 @@ static struct fault_rules *fault_setup(void);
 
 /* ---- probing members ---- */
 
-enum probe_state { P_OK, P_EMPTY, P_MISSING, P_BROKEN, P_FOREIGN };
+/* P_UNMOUNTED: not a mount point where the others are (judge_mounts). */
+enum probe_state { P_OK, P_EMPTY, P_MISSING, P_BROKEN, P_FOREIGN, P_UNMOUNTED };
 
 typedef struct probe {
 	const char *path;
@@ -102,6 +118,7 @@ typedef struct probe {
 	superblock sb;
 	char *why;
 	int slot;
+	mount_info mi;
 } probe;
 
 static gint by_name(gconstpointer a, gconstpointer b)
@@ -148,6 +165,39 @@ static int root_content(int fd, char **found)
 	return count;
 }
 
+static mount_info mount_info_of(int rootfd)
+{
+	mount_info mi = { 0 };
+	struct statx sx;
+	struct stat up;
+
+	if (statx(rootfd, "", AT_EMPTY_PATH, STATX_INO, &sx) < 0 ||
+	    fstatat(rootfd, "..", &up, 0) < 0)
+		return mi;
+	mi.known = true;
+	mi.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	mi.parent = up.st_dev;
+	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+		mi.root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	else /* before Linux 5.8: the root of another filesystem than its parent's, or / */
+		mi.root = up.st_dev != mi.dev || up.st_ino == sx.stx_ino;
+	return mi;
+}
+
+/* Member i looks like a disk that did not mount: it is not a mount point
+ * but lies on the filesystem that holds member j's mount point, so ecfs
+ * would write to the filesystem beneath.  Returns j, or -1.  Members that
+ * are all plain directories, or subdirectories of disks, are never such. */
+static int unmounted_beside(const mount_info *mi, int n, int i)
+{
+	if (!mi[i].known || mi[i].root)
+		return -1;
+	for (int j = 0; j < n; j++)
+		if (j != i && mi[j].known && mi[j].root && mi[j].parent == mi[i].dev)
+			return j;
+	return -1;
+}
+
 static void probe_member(probe *p)
 {
 	p->metafd = -1;
@@ -159,6 +209,7 @@ static void probe_member(probe *p)
 		p->why = g_strdup_printf("cannot open: %s", g_strerror(errno));
 		return;
 	}
+	p->mi = mount_info_of(p->rootfd);
 	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (p->metafd < 0) {
 		bool absent = errno == ENOENT;
@@ -564,18 +615,90 @@ static void member_timed_out(void *ctx, int idx, unsigned timeout_ms)
 }
 
 /* No member holds a readable volume and not every one is empty: refused,
- * naming the first member that is not empty. */
+ * naming the first member that is not empty (or not mounted). */
 static int refuse_unformatted(const probe *pr, int n, char **message)
 {
 	bool any_broken = false;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		any_broken |= pr[i].state == P_BROKEN;
+		if (pr[i].state == P_UNMOUNTED && !*message)
+			*message = g_strdup_printf("member %s is %s: refusing to create a volume on "
+			                           "it (mount its disk first)", pr[i].path, pr[i].why);
+	}
+	if (*message)
+		return -EINVAL;
 	for (int i = 0; i < n && !*message; i++)
 		if (pr[i].state != P_EMPTY)
 			*message = g_strdup_printf("no member holds a readable volume and member %s %s",
 			                           pr[i].path, pr[i].why ? pr[i].why : "is unusable");
 	return any_broken ? -EINVAL : -ENOENT;
+}
+
+/* Fails the members that are not mount points where the others are: a
+ * disk that did not mount leaves its empty mount point, which would be
+ * taken for a replaced disk and filled on the filesystem beneath. */
+static void judge_mounts(probe *pr, int n)
+{
+	mount_info mi[64];
+
+	for (int i = 0; i < n; i++)
+		mi[i] = pr[i].mi;
+	for (int i = 0; i < n; i++) {
+		int j = unmounted_beside(mi, n, i);
+		if (j < 0)
+			continue;
+		g_free(pr[i].why);
+		pr[i].why = g_strdup_printf("not a mount point while %s is: its disk may not "
+		                            "have mounted", pr[j].path);
+		pr[i].state = P_UNMOUNTED;
+	}
+}
+
+/* Groups of members that share a filesystem (same st_dev), members in the
+ * mask `known` only: "0,1,2 4,5" (indices), or with paths "a, b, c; e, f".
+ * g_malloc'd, or NULL if each member has its own. */
+static char *same_filesystem_groups(const mount_info *mi, int n, uint64_t known,
+                                    const char *const *paths)
+{
+	GString *s = g_string_new(NULL);
+	uint64_t done = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!(known >> i & 1) || !mi[i].known || (done >> i & 1))
+			continue;
+		gsize start = s->len;
+		int count = 0;
+		g_string_append(s, start ? (paths ? "; " : " ") : "");
+		for (int j = i; j < n; j++)
+			if ((known >> j & 1) && mi[j].known && mi[j].dev == mi[i].dev) {
+				done |= 1ull << j;
+				if (paths)
+					g_string_append_printf(s, "%s%s", count ? ", " : "", paths[j]);
+				else
+					g_string_append_printf(s, "%s%d", count ? "," : "", j);
+				count++;
+			}
+		if (count < 2)
+			g_string_truncate(s, start);
+	}
+	return s->len ? g_string_free(s, FALSE) : (g_string_free(s, TRUE), NULL);
+}
+
+/* Members of a new volume that share a filesystem fill up together, and
+ * one failure of it fails them all: said once, at creation (and in the
+ * health report while mounted). */
+static void warn_same_filesystem(const probe *pr, int n, const char *const *paths)
+{
+	mount_info mi[64];
+
+	for (int i = 0; i < n; i++)
+		mi[i] = pr[i].mi;
+	char *groups = same_filesystem_groups(mi, n, ~0ull, paths);
+	if (groups)
+		ecfs_log(LOG_WARNING, "members on one filesystem: %s; they fill up together, and "
+		         "one failure of it fails them all (give each member its own disk)", groups);
+	g_free(groups);
 }
 
 /* Probes the member directories paths[0..n-1] into pr and judges them
@@ -591,8 +714,10 @@ static int probe_members(probe *pr, const char *const *paths, int n, const volum
 	for (int i = 0; i < n; i++) {
 		pr[i].path = paths[i];
 		probe_member(&pr[i]);
-		empty += pr[i].state == P_EMPTY;
 	}
+	judge_mounts(pr, n);
+	for (int i = 0; i < n; i++)
+		empty += pr[i].state == P_EMPTY;
 	rc = check_superblocks(pr, n, o, &ref, message);
 	if (rc < 0 || ref >= 0)
 		return rc < 0 ? rc : ref;
@@ -601,6 +726,8 @@ static int probe_members(probe *pr, const char *const *paths, int n, const volum
 	for (int i = 0; i < n; i++)
 		record_set_root(i, pr[i].rootfd); /* creation is recorded */
 	rc = create_volume(pr, n, o, &sb, message);
+	if (rc == 0)
+		warn_same_filesystem(pr, n, paths);
 	return rc < 0 ? rc : 0; /* every probe now holds the new superblock */
 }
 
@@ -621,6 +748,14 @@ static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool r
 		probe *p = slot[i];
 		struct stat st;
 		mb->path = g_strdup(p->path);
+		mb->mi = p->mi;
+		if (p->state == P_UNMOUNTED) {
+			/* nothing may write to the filesystem beneath (ecfs-fsck -y would) */
+			close(p->rootfd);
+			if (p->metafd >= 0)
+				close(p->metafd);
+			p->rootfd = p->metafd = -1;
+		}
 		mb->rootfd = p->rootfd;
 		mb->metafd = p->metafd;
 		p->rootfd = p->metafd = -1;
@@ -1199,6 +1334,18 @@ int volume_statfs(volume *v, struct statvfs *st)
 	return 0;
 }
 
+char *volume_same_filesystem(volume *v)
+{
+	uint64_t ok = ~volume_failed_mask(v);
+
+	pthread_mutex_lock(&v->lock);
+	mount_info mi[64];
+	for (int i = 0; i < v->n; i++)
+		mi[i] = v->mem[i].mi;
+	pthread_mutex_unlock(&v->lock);
+	return same_filesystem_groups(mi, v->n, ok, NULL);
+}
+
 char *volume_health_text(volume *v)
 {
 	GString *s = g_string_new(NULL);
@@ -1226,6 +1373,10 @@ char *volume_health_text(volume *v)
 	g_string_append_printf(s, "strips_healed=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->strips_healed,
 	                                                            __ATOMIC_RELAXED));
+	char *shared = volume_same_filesystem(v);
+	if (shared)
+		g_string_append_printf(s, "same_filesystem=%s\n", shared);
+	g_free(shared);
 	if (v->health_hook) {
 		char *extra = v->health_hook(v->health_arg);
 		g_string_append(s, extra);
@@ -1302,6 +1453,32 @@ static int format_member(volume *v, int idx, int rootfd)
 	return metafd;
 }
 
+/* A directory that is not a mount point where the other members are is
+ * never taken (its disk did not mount: the rebuild would fill the
+ * filesystem beneath); said once until it is a mount point again. */
+static bool revive_unmounted(volume *v, int idx, const probe *p)
+{
+	member *mb = &v->mem[idx];
+	mount_info mi[64];
+
+	for (int j = 0; j < v->n; j++)
+		mi[j] = volume_member_ok(v, j) ? v->mem[j].mi : (mount_info){ 0 };
+	mi[idx] = p->mi;
+	int j = unmounted_beside(mi, v->n, idx);
+	if (j >= 0 && !mb->warned_unmounted) {
+		char *why = g_strdup_printf("not a mount point while %s is: its disk may not have "
+		                            "mounted", v->mem[j].path);
+		ecfs_log(LOG_WARNING, "member %d (%s) is %s; not taken back until it is a mount "
+		         "point", idx, mb->path, why);
+		pthread_mutex_lock(&v->lock);
+		g_free(mb->why);
+		mb->why = why; /* what the health report says */
+		pthread_mutex_unlock(&v->lock);
+	}
+	mb->warned_unmounted = j >= 0;
+	return j >= 0;
+}
+
 int volume_member_revive(volume *v, int idx)
 {
 	member *mb = &v->mem[idx];
@@ -1317,6 +1494,8 @@ int volume_member_revive(volume *v, int idx)
 	probe_member(&p);
 	if (p.state == P_OK && (memcmp(p.sb.uuid, v->uuid, 16) || p.sb.index != idx))
 		goto out; /* another volume's or another member's: never ours to take */
+	if (revive_unmounted(v, idx, &p))
+		goto out;
 	if (p.state == P_OK) {
 		/* The same directory that failed by an I/O error stays failed;
 		 * one that went away and is back (or a new one) is taken. */
@@ -1365,6 +1544,7 @@ int volume_member_revive(volume *v, int idx)
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;
+		mb->mi = p.mi;
 		__atomic_store_n(&mb->root_lost, false, __ATOMIC_RELAXED);
 		mb->warned_strip = false;
 		__atomic_store_n(&mb->healing, true, __ATOMIC_RELEASE);

@@ -101,6 +101,11 @@ bool volume_root_name_reserved(const char *name);
  * below one (/.ecfs, /.ecfs/..., /lost+found, ...). */
 bool volume_path_reserved(const char *path);
 
+/* The members in service that share a filesystem (the same st_dev: they
+ * fill up together, and one failure of it fails them all), as groups of
+ * indices "0,1,2 4,5", g_malloc'd; NULL if each has its own. */
+char *volume_same_filesystem(volume *v);
+
 /* Space the volume can still store, in the statvfs sense: what k/n of the
  * healthy members' free space can hold. */
 int volume_statfs(volume *v, struct statvfs *st);
@@ -114,6 +119,8 @@ int volume_statfs(volume *v, struct statvfs *st);
  *   strips_decoded=<count since mount>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>
+ *   same_filesystem=0,1,2 4,5  (only if members in service share one:
+ *                               see volume_same_filesystem)
  *   heal=...  (the daemon's online heal, see heal.h) */
 char *volume_health_text(volume *v);
 

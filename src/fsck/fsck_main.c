@@ -632,6 +632,11 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 			fprintf(stderr, "ecfs-fsck: note: the volume is mounted (%s): writes in flight "
 			        "may show as problems\n", who);
 	}
+	char *shared = volume_same_filesystem(f->v);
+	if (shared)
+		fprintf(stderr, "ecfs-fsck: note: members %s share one filesystem: they fill up "
+		        "together, and one failure of it fails them all\n", shared);
+	g_free(shared);
 	superblock ref;
 	if (check_superblocks(f, &ref) < 0)
 		return finish(f, FSCK_EXIT_OPERATIONAL, "no healthy member has a readable superblock");

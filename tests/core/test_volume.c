@@ -101,6 +101,8 @@ static void test_create_and_reopen(void **state)
 	char *health = volume_health_text(v);
 	assert_non_null(strstr(health, "state=healthy\n"));
 	assert_non_null(strstr(health, "members_failed=0\n"));
+	/* the test members share one filesystem */
+	assert_non_null(strstr(health, "same_filesystem=0,1,2,3,4,5\n"));
 	g_free(health);
 	volume_close(v);
 	expect_refused(mb->path, 6, 3, 3, -EINVAL, "cannot change");

@@ -11,6 +11,11 @@ Started by meson as `python3 test_members.py ECFS ECFS_FSCK [unittest args]`.
   and ecfs-fsck leaves it alone; deeper in the tree it is an ordinary name.
 - A non-empty directory without a volume is refused, the message naming
   what was found and what to do.
+- Members on one filesystem are named in the health report, at creation
+  and by ecfs-fsck.  A member that is not a mount point while the others
+  are (tmpfs mounts stand for the disks) is refused at creation, failed at
+  mount, and never taken by the online heal or written by ecfs-fsck until
+  its disk is mounted.
 """
 
 import contextlib
@@ -246,6 +251,91 @@ class ForeignTest(MembersCase):
                 self.assertEqual(h.health(mnt)["state"], "healthy")
                 self.check_files(mnt, files, f"{way}:")
                 self.assert_clean_unmount(v)
+
+
+class MountPointTest(MembersCase):
+    """Members that share a filesystem, and a member that is not a mount
+    point while the others are (its disk did not mount)."""
+
+    def test_same_filesystem_reported(self):
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1")
+        self.assertIn("members on one filesystem: " + ", ".join(v.members), v.output())
+        self.assertEqual(h.health(mnt).get("same_filesystem"), "0,1,2")
+        self.assert_clean_unmount(v)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("members 0,1,2 share one filesystem", r.stderr)
+        # Each member on its own filesystem: nothing to say.
+        w = self.volume(3)
+        with contextlib.ExitStack() as disks:
+            for p in w.members:
+                disks.enter_context(tmpfs(p))
+            mnt = self.mount(w, "k=2,m=1")
+            self.assertNotIn("one filesystem", w.output())
+            rep = h.health(mnt)
+            self.assertEqual(rep.get("state"), "healthy", rep)
+            self.assertNotIn("same_filesystem", rep)
+            self.assert_clean_unmount(w)
+            r = self.fsck(w, "-n")
+            self.assertNotIn("share one filesystem", r.stderr)
+
+    def test_unmounted_member_refused_at_creation(self):
+        v = self.volume(3)
+        with contextlib.ExitStack() as disks:
+            for p in v.members[:2]:
+                disks.enter_context(tmpfs(p))
+            self.assertFalse(v.start("k=2,m=1"), "created a volume on an unmounted disk")
+            self.assertEqual(v.last_exit, 1, v.log())
+            out = v.output()
+            self.assertIn(f"member {v.members[2]} is not a mount point while", out)
+            self.assertIn("may not have mounted", out)
+            for p in v.members:
+                self.assertEqual(os.listdir(p), [], f"{p} was written to")
+
+    def test_unmounted_member_is_failed_and_not_healed(self):
+        """A member disk that did not mount: the volume opens degraded with
+        it failed and reads exact; nothing is written beneath it, not by
+        the online heal nor by ecfs-fsck -y; once its disk is mounted (a
+        new empty one here) the heal takes it."""
+        v = self.volume(3)
+        with contextlib.ExitStack() as disks:
+            for p in v.members:
+                disks.enter_context(tmpfs(p))
+            mnt = self.mount(v, "k=2,m=1")
+            files = self.write_some(mnt)
+            self.assert_clean_unmount(v)
+            umount(v.members[2])            # its disk "did not mount"
+            self.assertEqual(os.listdir(v.members[2]), [])
+            self.mount(v)
+            rep = h.health(mnt)
+            self.assertEqual(rep.get("state"), "degraded", rep)
+            self.assertIn("not a mount point while", rep.get("member.2", ""))
+            self.check_files(mnt, files, "member 2 not mounted:")
+            h.write_file(os.path.join(mnt, "new"), h.pattern(300000, 7))
+            files["new"] = h.pattern(300000, 7)
+            self.wait_for_log(v, "not taken back until it is a mount point")
+            self.assertEqual(h.health(mnt).get("members_failed"), "1")
+            self.assertEqual(os.listdir(v.members[2]), [], "written beneath the mount point")
+            disks.enter_context(tmpfs(v.members[2]))   # the disk is mounted (a new one)
+            self.wait_healed(mnt)
+            self.check_files(mnt, files, "healed:")
+            self.assert_clean_unmount(v)
+            self.assert_fsck_clean(v)
+            # ecfs-fsck -y does not write beneath an unmounted member either.
+            umount(v.members[2])
+            r = self.fsck(v, "-y")
+            self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+            self.assertIn("not a mount point while", r.stdout)
+            self.assertEqual(os.listdir(v.members[2]), [], "ecfs-fsck wrote beneath it")
+
+    def wait_for_log(self, v, text, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in v.output():
+                return
+            time.sleep(0.1)
+        self.fail(f"the daemon never said {text!r}:\n{v.log()}")
 
 
 if __name__ == "__main__":
