@@ -184,13 +184,19 @@ static mount_info mount_info_of(int rootfd)
 	return mi;
 }
 
-/* Member i looks like a disk that did not mount: it is not a mount point
+/* Member i looks like a disk that did not mount: more than half of the
+ * members are mount points (a volume of disks), and member i is not one
  * but lies on the filesystem that holds member j's mount point, so ecfs
  * would write to the filesystem beneath.  Returns j, or -1.  Members that
- * are all plain directories, or subdirectories of disks, are never such. */
+ * are all plain directories, or directories inside disks, are never such,
+ * nor are plain directories beside one mounted member. */
 static int unmounted_beside(const mount_info *mi, int n, int i)
 {
-	if (!mi[i].known || mi[i].root)
+	int roots = 0;
+
+	for (int j = 0; j < n; j++)
+		roots += mi[j].known && mi[j].root;
+	if (!mi[i].known || mi[i].root || 2 * roots <= n)
 		return -1;
 	for (int j = 0; j < n; j++)
 		if (j != i && mi[j].known && mi[j].root && mi[j].parent == mi[i].dev)

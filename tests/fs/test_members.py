@@ -280,6 +280,18 @@ class MountPointTest(MembersCase):
             r = self.fsck(w, "-n")
             self.assertNotIn("share one filesystem", r.stderr)
 
+    def test_plain_members_beside_one_mount(self):
+        """Plain directories that are most of the members, beside one
+        mounted member, are all used."""
+        v = self.volume(4)
+        with contextlib.ExitStack() as disks:
+            disks.enter_context(tmpfs(v.members[0]))
+            mnt = self.mount(v, "k=2,m=2")
+            files = self.write_some(mnt)
+            self.assertEqual(h.health(mnt).get("state"), "healthy")
+            self.check_files(mnt, files, "one mounted member:")
+            self.assert_clean_unmount(v)
+
     def test_unmounted_member_refused_at_creation(self):
         v = self.volume(3)
         with contextlib.ExitStack() as disks:
