@@ -32,6 +32,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "reader_rules.h"
+#include "space.h"
 #include "stripe.h"
 #include "volume_internal.h"
 
@@ -424,6 +425,59 @@ static int open_again(ecfile *f, probe_chunk *pc, int n, int flags)
 	return rc < 0 ? (ecfile_release(f), rc) : 0;
 }
 
+/* Removes the chunk member mb made for a create that failed. */
+struct uncreate {
+	volume *v;
+	int mb;
+	const char *path;
+};
+
+static int uncreate_run(void *arg)
+{
+	const struct uncreate *u = arg;
+	const char *leaf;
+	int pfd = volume_parent_fd(u->v, u->mb, u->path, &leaf);
+
+	if (pfd < 0)
+		return pfd;
+	int rc = mop_unlinkat(u->v, u->mb, pfd, leaf, 0);
+	MIO_CALL(close(pfd));
+	return rc;
+}
+
+/* Removes the chunks this create made (those of pc[] marked created). */
+static void uncreate(volume *v, const char *path, const probe_chunk *pc, int n)
+{
+	for (int mb = 0; mb < n; mb++) {
+		struct uncreate u = { v, mb, path };
+		if (pc[mb].created)
+			volume_on_member(v, mb, uncreate_run, &u);
+	}
+}
+
+/* A new file takes room: one the volume has no room for (space.h), or
+ * that a full member refused, fails with ENOSPC (or the member's errno),
+ * and the chunks made for it are removed: the name is not left half made.
+ * Opening an existing file (O_CREAT without O_EXCL) claims nothing. */
+static int refused_for_space(volume *v, const char *path, probe_chunk *pc, int n)
+{
+	int full = 0;
+	bool made = false;
+
+	for (int mb = 0; mb < n; mb++) {
+		made |= pc[mb].created;
+		if (space_error(pc[mb].err))
+			full = pc[mb].err;
+	}
+	if (!full && made)
+		full = volume_claim_space(v, SPACE_ENTRY_COST);
+	if (!full)
+		return 0;
+	close_chunks(pc, n);
+	uncreate(v, path, pc, n);
+	return full;
+}
+
 static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
                        uid_t uid, gid_t gid, ecfile **out)
 {
@@ -439,6 +493,8 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	if (create && (flags & O_EXCL) && name_exists(v, path))
 		return -EEXIST;
 	open_chunks(v, path, create, flags, mode, uid, gid, pc);
+	if (create && (rc = refused_for_space(v, path, pc, n)) < 0)
+		return rc;
 	rc = choose_header(v, path, pc, n, &h, &fresh);
 	if (rc == 0) {
 		layout_init(&lay, h.k, h.m, h.strip_size, (int)h.rotation);
@@ -476,6 +532,8 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	if (rc < 0) {
 		ecfile_release(f);
 		*out = NULL;
+		if (fresh && create && space_error(rc))
+			uncreate(v, path, pc, n); /* no room for its headers */
 	}
 	return rc;
 }
@@ -776,6 +834,48 @@ static void write_settle(ecfile *f, bool whole, uint64_t s, uint64_t in, uint64_
 	}
 }
 
+/* What a write of [pos, end) may take on each member (space.h): its share
+ * of the data, and a record per stripe. */
+static uint64_t write_cost(const ecfile *f, uint64_t pos, uint64_t end)
+{
+	uint64_t sd = stripe_data(f), k = (uint64_t)f->c.lay.k;
+
+	return (end - pos + k - 1) / k + ((end - 1) / sd - pos / sd + 1) * CHUNK_RECORD_SIZE;
+}
+
+/* Writes the whole stripes at the start of [pos, end), pos on a stripe
+ * boundary, copied to the committer (or straight from the caller's
+ * buffer if there is none).  Returns the bytes taken or a negative errno. */
+static int64_t write_whole(ecfile *f, uint64_t pos, uint64_t end, const uint8_t *from)
+{
+	uint64_t sd = stripe_data(f), s = pos / sd;
+	uint64_t cnt = (end - pos) / sd, to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+	const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+	int rc;
+
+	write_settle(f, true, s, 0, sd);
+	if (cnt > STRIPE_BATCH)
+		cnt = STRIPE_BATCH;
+	if (f->cq && cnt > (uint64_t)f->cq_stripes)
+		cnt = (uint64_t)f->cq_stripes;
+	if (cnt > to_group)
+		cnt = to_group;
+	if (f->buf_stripe >= 0 && (uint64_t)f->buf_stripe >= s && (uint64_t)f->buf_stripe < s + cnt)
+		drop_buffer(f); /* wholly overwritten */
+	uint64_t before = f->size;
+	if (pos + cnt * sd > f->size)
+		set_size(f, pos + cnt * sd);
+	if (commit_async(f, s, (int)cnt, from))
+		return (int64_t)(cnt * sd);
+	strip_pointers(f, from, (int)cnt, p);
+	rc = commit_run(f, s, (int)cnt, p);
+	if (rc < 0) {
+		set_size(f, before); /* these stripes were not taken */
+		return rc;
+	}
+	return (int64_t)(cnt * sd);
+}
+
 ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 {
 	const uint8_t *src = buf;
@@ -804,36 +904,17 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		rc = -EIO;
 		goto out;
 	}
-	rc = ensure_buffers(f);
+	rc = volume_claim_space(f->v, write_cost(f, pos, end));
+	if (rc == 0)
+		rc = ensure_buffers(f);
 	start_committer(f);
 	while (rc == 0 && pos < end) {
 		uint64_t s = pos / sd, in = pos % sd;
 		if (in == 0 && end - pos >= sd) {
-			/* Whole stripes, copied to the committer (or straight
-			 * from the caller's buffer if there is none). */
-			uint64_t cnt = (end - pos) / sd, to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
-			const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
-			const uint8_t *from = src + (pos - (uint64_t)off);
-			write_settle(f, true, s, 0, sd);
-			if (cnt > STRIPE_BATCH)
-				cnt = STRIPE_BATCH;
-			if (f->cq && cnt > (uint64_t)f->cq_stripes)
-				cnt = (uint64_t)f->cq_stripes;
-			if (cnt > to_group)
-				cnt = to_group;
-			if (f->buf_stripe >= 0 && (uint64_t)f->buf_stripe >= s &&
-			    (uint64_t)f->buf_stripe < s + cnt)
-				drop_buffer(f); /* wholly overwritten */
-			if (pos + cnt * sd > f->size)
-				set_size(f, pos + cnt * sd);
-			if (commit_async(f, s, (int)cnt, from)) {
-				rc = 0;
-			} else {
-				strip_pointers(f, from, (int)cnt, p);
-				rc = commit_run(f, s, (int)cnt, p);
-			}
-			if (rc == 0)
-				pos += cnt * sd;
+			int64_t took = write_whole(f, pos, end, src + (pos - (uint64_t)off));
+			rc = took < 0 ? (int)took : 0;
+			if (took > 0)
+				pos += (uint64_t)took;
 			continue;
 		}
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
@@ -1099,8 +1180,11 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
 		return -EOPNOTSUPP;
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	if (mode & FALLOC_FL_KEEP_SIZE)
-		return 0; /* stripes are written whole when they are written */
+	/* No space is set aside (stripes are written whole when they are
+	 * written), but a volume without room for the range says so now. */
+	rc = volume_claim_space(f->v, write_cost(f, (uint64_t)off, (uint64_t)off + (uint64_t)len));
+	if (rc < 0 || (mode & FALLOC_FL_KEEP_SIZE))
+		return rc;
 	pthread_mutex_lock(&f->lock);
 	if ((uint64_t)(off + len) > f->size)
 		rc = truncate_locked(f, (uint64_t)(off + len));

@@ -17,12 +17,10 @@
  * its answer must be ignored.  volume_member_error() tells answers (ENOENT,
  * EEXIST, ...) from breakage, and also notices an answer that comes from a
  * member whose root has vanished. */
-static bool member_broke(volume *v, int idx, int rc, unsigned flags, const char *what)
+static bool member_broke(volume *v, int idx, int rc, const char *what)
 {
 	if (rc >= 0)
 		return false;
-	if ((flags & MIRROR_SPACE_IS_ANSWER) && (rc == -ENOSPC || rc == -EDQUOT || rc == -E2BIG))
-		return false; /* about the value (an oversized xattr), not the member */
 	return volume_member_error(v, idx, -rc, what);
 }
 
@@ -65,7 +63,7 @@ static int run_member(struct member_run *r, int idx)
 	return volume_on_member(r->v, idx, member_run, r);
 }
 
-static int apply_all(struct member_run *r, unsigned flags, const char *what)
+static int apply_all(struct member_run *r, const char *what)
 {
 	volume *v = r->v;
 	if (!volume_usable(v))
@@ -78,7 +76,7 @@ static int apply_all(struct member_run *r, unsigned flags, const char *what)
 		if (!volume_member_ok(v, idx))
 			continue;
 		int rc = run_member(r, idx);
-		if (member_broke(v, idx, rc, flags, what))
+		if (member_broke(v, idx, rc, what))
 			continue;
 		if (!decided) {
 			if (rc == -ENOENT) {
@@ -102,18 +100,17 @@ static int apply_all(struct member_run *r, unsigned flags, const char *what)
 	return answer;
 }
 
-int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
-                 unsigned flags, const char *what)
+int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg, const char *what)
 {
 	struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
-	return apply_all(&r, flags, what);
+	return apply_all(&r, what);
 }
 
 int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
-                  void *arg, unsigned flags, const char *what)
+                  void *arg, const char *what)
 {
 	struct member_run r = { .v = v, .path = from, .to = to, .fn2 = fn, .arg = arg };
-	return apply_all(&r, flags, what);
+	return apply_all(&r, what);
 }
 
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
@@ -123,14 +120,13 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 	int rc = intent_begin(v, a, &it);
 	if (rc < 0)
 		return rc;
-	rc = a->to ? mirror_apply2(v, a->from, a->to, fn2, arg, 0, what)
-	           : mirror_apply(v, a->from, fn, arg, 0, what);
+	rc = a->to ? mirror_apply2(v, a->from, a->to, fn2, arg, what)
+	           : mirror_apply(v, a->from, fn, arg, what);
 	intent_end(v, it, rc);
 	return rc;
 }
 
-int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
-                 unsigned flags, const char *what)
+int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg, const char *what)
 {
 	int answer = -EIO;
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
@@ -139,7 +135,7 @@ int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
 			continue;
 		struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
 		int rc = run_member(&r, idx);
-		if (member_broke(v, idx, rc, flags, what))
+		if (member_broke(v, idx, rc, what))
 			continue;
 		answer = rc;
 		if (rc != -ENOENT) /* as in apply_all: ENOENT may be this member's loss */

@@ -32,18 +32,11 @@ typedef int (*mirror_fn)(int member, int dirfd, const char *leaf, void *arg);
 typedef int (*mirror_fn2)(int member, int dirfd1, const char *leaf1,
                           int dirfd2, const char *leaf2, void *arg);
 
-enum {
-	/* ENOSPC, EDQUOT and E2BIG are answers about the value (xattrs), not a
-	 * sign that the member is broken. */
-	MIRROR_SPACE_IS_ANSWER = 1 << 0,
-};
-
 /* Applies fn to path on every healthy member (see above). */
-int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg,
-                 unsigned flags, const char *what);
+int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg, const char *what);
 /* Applies fn to (from, to) on every healthy member. */
 int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
-                  void *arg, unsigned flags, const char *what);
+                  void *arg, const char *what);
 /* mirror_apply (fn) or, for rename and link, mirror_apply2 (fn2) of the
  * operation a describes, under an intent (intent.h): for the operations
  * whose partial state after a crash would hurt.  fn or fn2 gets arg. */
@@ -52,8 +45,7 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 /* Runs a read-only fn on the first healthy member that answers other than
  * ENOENT (a broken member is marked failed and the next one asked).  fn may run more than
  * once, so it must not keep state from a failed attempt. */
-int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg,
-                 unsigned flags, const char *what);
+int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg, const char *what);
 
 /* Wraps a libc call that returns -1/errno into 0/-errno. */
 static inline int mirror_errno(int rc)

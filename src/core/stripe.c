@@ -26,6 +26,7 @@
 #include "memberops.h"
 #include "memberio.h"
 #include "reader_rules.h"
+#include "space.h"
 #include "volume_internal.h"
 
 int stripe_ctx_buffers(stripe_ctx *c)
@@ -197,9 +198,12 @@ int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *dat
 /* Runs fn on the member of every task with err == 0 (all in parallel) and
  * counts the members that succeeded.  A member that fails is out of this
  * file's writes from now on (so the caller's missed mask names it), and
- * out of the volume if the error says the member is broken. */
+ * out of the volume if the error says the member is broken.  A full
+ * member stays in (space.h): its strips of this commit are stale and the
+ * vote reads around them, and *full takes the error, which the commit
+ * hands to the writer. */
 static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *),
-                            const char *what)
+                            const char *what, int *full)
 {
 	mio_batch batch;
 	int ok = 0;
@@ -216,6 +220,8 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 			t->err = -ETIMEDOUT; /* given up (memberio.h) */
 		if (t->err == 0) {
 			ok++;
+		} else if (space_error(t->err)) {
+			*full = t->err;
 		} else if (t->err < 0) {
 			volume_member_error(c->v, t->member, -t->err, what);
 			c->state[t->member] = CHUNK_FAILED;
@@ -271,13 +277,19 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 	/* The barrier: every journal is durable before any strip is written in
 	 * place, so a commit cut short in place has k journal copies to roll
 	 * forward from, and one cut short in the journal changed nothing. */
-	if (journal && run_commit_stage(c, tasks, journal_member, "writing a journal") < k)
-		return -EIO;
-	int written = run_commit_stage(c, tasks, commit_member, "writing a chunk");
+	/* A full member stops a journaled commit before anything is written
+	 * in place: the stripes keep their old content. */
+	int full = 0;
+	if (journal && (run_commit_stage(c, tasks, journal_member, "writing a journal", &full) < k ||
+	                full))
+		return full ? full : -EIO;
+	int written = run_commit_stage(c, tasks, commit_member, "writing a chunk", &full);
 	if (journal)
 		c->inplace_unsynced = true;
 	if (s0 + (uint64_t)cnt > c->written_end)
 		c->written_end = s0 + (uint64_t)cnt;
+	if (full)
+		return full; /* each stripe holds its old or its new content */
 	return written >= k ? 0 : -EIO;
 }
 
@@ -666,15 +678,17 @@ typedef struct member_job {
 } member_job;
 
 /* Runs fn on every usable member's worker, in parallel; a member given up
- * (memberio.h) gets -ETIMEDOUT.  Returns the members that succeeded; one
- * that failed is out of this file (and of the volume if the error says the
- * member is broken). */
+ * (memberio.h) gets -ETIMEDOUT.  A member that fails is out of this file
+ * (and of the volume if the error says the member is broken), and fewer
+ * than k that succeed fail the step with EIO.  A full member stays in
+ * (space.h) and fails the step with its ENOSPC or EDQUOT: what it holds
+ * is what a crash before the step would have left. */
 static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
                              const char *what)
 {
 	member_job jobs[STRIPE_MAX_N];
 	mio_batch batch;
-	int ok = 0;
+	int ok = 0, full = 0;
 
 	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int mb = 0; mb < c->lay.n; mb++) {
@@ -691,12 +705,14 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 			jobs[mb].err = -ETIMEDOUT;
 		if (jobs[mb].err == 0) {
 			ok++;
+		} else if (space_error(jobs[mb].err)) {
+			full = jobs[mb].err;
 		} else if (jobs[mb].err < 0) {
 			volume_member_error(c->v, mb, jobs[mb].err, what);
 			c->state[mb] = CHUNK_FAILED;
 		}
 	}
-	return ok;
+	return full ? full : ok >= c->lay.k ? 0 : -EIO;
 }
 
 static void write_header_member(void *arg)
@@ -720,14 +736,14 @@ static void write_header_member(void *arg)
 int stripe_write_headers(stripe_ctx *c)
 {
 	return on_usable_members(c, write_header_member, (member_job){ 0 },
-	                         "writing a chunk header") >= c->lay.k ? 0 : -EIO;
+	                         "writing a chunk header");
 }
 
 int stripe_write_headers_durable(stripe_ctx *c, bool sync_first)
 {
 	return on_usable_members(c, write_header_member,
 	                         (member_job){ .durable = true, .sync_first = sync_first },
-	                         "writing a chunk header") >= c->lay.k ? 0 : -EIO;
+	                         "writing a chunk header");
 }
 
 static void sync_member(void *arg)
@@ -741,9 +757,10 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 {
 	/* Whatever an error means for the member, this file's writes there
 	 * are not known durable: out of the file. */
-	if (on_usable_members(c, sync_member, (member_job){ .datasync = datasync },
-	                      "syncing a chunk") < c->lay.k)
-		return -EIO;
+	int rc = on_usable_members(c, sync_member, (member_job){ .datasync = datasync },
+	                           "syncing a chunk");
+	if (rc < 0)
+		return rc;
 	c->inplace_unsynced = false;
 	return 0;
 }

@@ -92,6 +92,7 @@ struct volume {
 	pthread_mutex_t files_lock;
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
+	space *room;           /* the members' free space and reserves */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
@@ -820,6 +821,7 @@ static int start_members(volume *v, struct fault_rules **faults, unsigned timeou
 	v->mops.faults = *faults;
 	*faults = NULL;
 	v->mio = memberio_new(v->n, timeout_ms, member_timed_out, v);
+	v->room = space_new(v->n);
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
 		return -ENOMEM;
@@ -924,6 +926,7 @@ void volume_close(volume *v)
 		volume_member_close(v, i, mb->rootfd);
 	}
 	memberio_free(v->mio);
+	space_free(v->room);
 	for (int i = 0; i < v->n; i++) {
 		g_free(v->mem[i].path);
 		g_free(v->mem[i].why);
@@ -957,6 +960,7 @@ const volume_options *volume_defaults(const volume *v) { return &v->defaults; }
 const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
 const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
 memberio *volume_memberio(volume *v) { return v->mio; }
+space *volume_space(volume *v) { return v->room; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 
 bool volume_member_ok(const volume *v, int idx)
@@ -1080,7 +1084,7 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	if (!volume_member_ok(v, idx))
 		return true;
 	switch (err) {
-	case EIO: case EROFS: case ENOSPC: case EDQUOT: case ENOTCONN: case ESTALE:
+	case EIO: case EROFS: case ENOTCONN: case ESTALE:
 	case ENXIO: case ENODEV: case EBADF: case ETIMEDOUT: case ENOMEM:
 		break;
 	default:
@@ -1281,64 +1285,7 @@ static struct fault_rules *fault_setup(void)
 #endif
 }
 
-/* ---- space and health ---- */
-
-struct member_statfs {
-	volume *v;
-	int idx;
-	struct statvfs s;
-};
-
-/* On the member's worker (volume_on_member). */
-static int member_statfs_run(void *arg)
-{
-	struct member_statfs *q = arg;
-	struct statvfs s;
-
-	if (MIO_CALL(fstatvfs(q->v->mem[q->idx].rootfd, &s)) < 0)
-		return -errno;
-	q->s = s;
-	return 0;
-}
-
-int volume_statfs(volume *v, struct statvfs *st)
-{
-	bool any = false;
-	uint64_t min_blocks = 0, min_free = 0, min_avail = 0, files = 0, ffree = 0;
-
-	memset(st, 0, sizeof(*st));
-	for (int i = 0; i < v->n; i++) {
-		struct member_statfs q = { .v = v, .idx = i };
-		if (!volume_member_ok(v, i))
-			continue;
-		int rc = volume_on_member(v, i, member_statfs_run, &q);
-		if (rc < 0) {
-			volume_member_error(v, i, -rc, "statfs");
-			continue;
-		}
-		const struct statvfs s = q.s;
-		uint64_t b = (uint64_t)s.f_blocks * s.f_frsize, f = (uint64_t)s.f_bfree * s.f_frsize,
-		         a = (uint64_t)s.f_bavail * s.f_frsize;
-		if (!any || b < min_blocks) min_blocks = b;
-		if (!any || f < min_free) min_free = f;
-		if (!any || a < min_avail) min_avail = a;
-		if (!any || s.f_files < files) files = s.f_files;
-		if (!any || s.f_ffree < ffree) ffree = s.f_ffree;
-		any = true;
-	}
-	if (!any || !volume_usable(v))
-		return -EIO;
-	/* Each file puts 1/n of its coded size on every member, so the member
-	 * with the least space bounds the volume at k times that space. */
-	st->f_bsize = st->f_frsize = 4096;
-	st->f_blocks = min_blocks / 4096 * v->k;
-	st->f_bfree = min_free / 4096 * v->k;
-	st->f_bavail = min_avail / 4096 * v->k;
-	st->f_files = files;
-	st->f_ffree = st->f_favail = ffree;
-	st->f_namemax = 255;
-	return 0;
-}
+/* ---- health ---- */
 
 char *volume_same_filesystem(volume *v)
 {

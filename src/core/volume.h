@@ -80,10 +80,11 @@ bool volume_member_answers(volume *v, int idx);
 bool volume_usable(const volume *v);
 
 /* Reports that an operation on member idx failed with errno err while
- * doing `what`.  Errors that mean the member is broken (EIO, EROFS, ENOSPC,
+ * doing `what`.  Errors that mean the member is broken (EIO, EROFS,
  * ENOTCONN, ESTALE, the root vanished or changed identity, ...) mark it
  * failed and log once; errors that are answers (ENOENT on a missing entry,
- * EEXIST, ENOTEMPTY, ...) do not.  Returns true if the member is now failed. */
+ * EEXIST, ENOTEMPTY, and ENOSPC or EDQUOT: a full member is not a broken
+ * one, space.h) do not.  Returns true if the member is now failed. */
 bool volume_member_error(volume *v, int idx, int err, const char *what);
 
 /* Opens the directory that holds `path` on member idx, resolved beneath the
@@ -106,9 +107,15 @@ bool volume_path_reserved(const char *path);
  * indices "0,1,2 4,5", g_malloc'd; NULL if each has its own. */
 char *volume_same_filesystem(volume *v);
 
-/* Space the volume can still store, in the statvfs sense: what k/n of the
- * healthy members' free space can hold. */
+/* Space the volume can still store, in the statvfs sense: f_bavail is the
+ * data k strips of the fullest member's room above its reserve can hold
+ * (space.h), records counted. */
 int volume_statfs(volume *v, struct statvfs *st);
+/* Claims bytes on every member in service before an operation that takes
+ * space (data writes, new files and directories, xattrs); 0, or -ENOSPC
+ * when some member would dip into its reserve.  Operations that free
+ * space or keep the volume consistent never claim. */
+int volume_claim_space(volume *v, uint64_t bytes);
 
 /* The volume-health report (the root's user.ecfs.health xattr): one
  * "key=value" line per fact, g_malloc'd:

@@ -13,10 +13,13 @@
 #include "checksum.h"
 #include "ec.h"
 #include "memberio.h"
+#include "space.h"
 #include "volume.h"
 
 const uint8_t *volume_uuid(const volume *v);
 memberio *volume_memberio(volume *v);
+/* The members' room and reserves (space.h). */
+space *volume_space(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */

@@ -74,7 +74,7 @@ int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	char buf[FS_ORPHAN_PATH_MAX];
 	path = fs_path(path, buf);
 	mode &= 07777;
-	return mirror_apply(fs_volume(), path, chmod_member, &mode, 0, "chmod");
+	return mirror_apply(fs_volume(), path, chmod_member, &mode, "chmod");
 }
 
 struct owner {
@@ -97,7 +97,7 @@ int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 	char buf[FS_ORPHAN_PATH_MAX];
 	path = fs_path(path, buf);
 	struct owner o = { uid, gid };
-	return mirror_apply(fs_volume(), path, chown_member, &o, 0, "chown");
+	return mirror_apply(fs_volume(), path, chown_member, &o, "chown");
 }
 
 static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
@@ -133,7 +133,7 @@ int fs_utimens(const char *path, const struct timespec tv[2],
 		if (rc < 0)
 			return rc;
 	}
-	return mirror_apply(fs_volume(), path, utimens_member, ts, 0, "utimens");
+	return mirror_apply(fs_volume(), path, utimens_member, ts, "utimens");
 }
 
 int fs_statfs(const char *path, struct statvfs *st)

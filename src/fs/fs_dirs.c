@@ -22,6 +22,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "space.h"
 
 /* One name of a listing. */
 struct dir_entry {
@@ -76,6 +77,8 @@ int fs_mkdir(const char *path, mode_t mode)
 	 * member filesystem itself, since member directories carry the mode. */
 	struct new_dir nd = { .mode = mode & 07777 };
 	int rc = fs_new_owner(path, &nd.uid, &nd.gid);
+	if (rc == 0)
+		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
 	intent_args a = { INTENT_MKDIR, .from = path, .mode = nd.mode, .uid = nd.uid, .gid = nd.gid };
@@ -115,7 +118,7 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
 		return -ENOENT;
 	/* Checks that it is a directory the daemon can read; the listing is
 	 * made by readdir. */
-	int rc = mirror_query(fs_volume(), path, opendir_member, NULL, 0, "opendir");
+	int rc = mirror_query(fs_volume(), path, opendir_member, NULL, "opendir");
 	if (rc < 0)
 		return rc;
 	struct dir_handle *h = calloc(1, sizeof *h);
@@ -186,7 +189,7 @@ static int make_listing(struct dir_handle *h, const char *path)
 	free_entries(h);
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
-	int rc = mirror_apply(fs_volume(), path, list_member, &l, 0, "readdir");
+	int rc = mirror_apply(fs_volume(), path, list_member, &l, "readdir");
 	g_hash_table_destroy(l.seen);
 	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
 }
@@ -235,7 +238,6 @@ int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 	struct dir_handle *h = dir_of(fi);
 	/* By its current path (libfuse knows it), else the one it was opened
 	 * with; a directory removed meanwhile has nothing left to sync. */
-	int rc = mirror_apply(fs_volume(), path ? path : h->path, fsync_member_dir, &datasync,
-	                      0, "fsyncdir");
+	int rc = mirror_apply(fs_volume(), path ? path : h->path, fsync_member_dir, &datasync, "fsyncdir");
 	return rc == -ENOENT ? 0 : rc;
 }

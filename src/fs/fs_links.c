@@ -21,6 +21,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "space.h"
 
 static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
@@ -79,9 +80,11 @@ int fs_symlink(const char *target, const char *path)
 		return -EPERM;
 	struct new_link nl = { .target = target };
 	int rc = fs_new_owner(path, &nl.uid, &nl.gid);
+	if (rc == 0)
+		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + strlen(target));
 	if (rc < 0)
 		return rc;
-	return mirror_apply(fs_volume(), path, symlink_member, &nl, 0, "symlink");
+	return mirror_apply(fs_volume(), path, symlink_member, &nl, "symlink");
 }
 
 struct link_buffer {
@@ -109,7 +112,7 @@ int fs_readlink(const char *path, char *buf, size_t size)
 	if (size == 0)
 		return -EINVAL;
 	struct link_buffer lb = { buf, size };
-	return mirror_query(fs_volume(), path, readlink_member, &lb, 0, "readlink");
+	return mirror_query(fs_volume(), path, readlink_member, &lb, "readlink");
 }
 
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
@@ -124,6 +127,9 @@ int fs_link(const char *from, const char *to)
 		return -ENOENT;
 	if (volume_path_reserved(to))
 		return -EPERM;
+	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	if (rc < 0)
+		return rc;
 	intent_args a = { INTENT_LINK, .from = from, .to = to };
 	return mirror_apply_logged(fs_volume(), &a, NULL, link_member, NULL, "link");
 }
@@ -159,5 +165,8 @@ int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 		                   mode & 07777, nn.uid, nn.gid, &f);
 		return rc < 0 ? rc : ecfile_release(f);
 	}
-	return mirror_apply(fs_volume(), path, mknod_member, &nn, 0, "mknod");
+	rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	if (rc < 0)
+		return rc;
+	return mirror_apply(fs_volume(), path, mknod_member, &nn, "mknod");
 }

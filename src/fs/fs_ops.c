@@ -58,7 +58,7 @@ int fs_new_owner(const char *path, uid_t *uid, gid_t *gid)
 	}
 	struct fuse_context *ctx = fuse_get_context();
 	struct stat parent;
-	int rc = mirror_query(fs_volume(), path, stat_parent, &parent, 0, "stat parent");
+	int rc = mirror_query(fs_volume(), path, stat_parent, &parent, "stat parent");
 	if (rc < 0)
 		return rc;
 	*uid = ctx->uid;
@@ -84,7 +84,7 @@ static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
 
 int fs_member_lstat(const char *path, struct stat *st)
 {
-	return mirror_query(fs_volume(), path, lstat_member, st, 0, "stat");
+	return mirror_query(fs_volume(), path, lstat_member, st, "stat");
 }
 
 /* True for the names libfuse hides open files under: the prefix and
@@ -143,7 +143,7 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 
 void fs_orphans_prepare(volume *v)
 {
-	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, v, 0, "orphan folder");
+	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, v, "orphan folder");
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "cannot prepare the orphan folder %s: %s; files unlinked "
 		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));

@@ -32,6 +32,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "space.h"
 
 #define XATTR_USER "user."
 #define XATTR_ECFS "user.ecfs."
@@ -110,11 +111,12 @@ int fs_setxattr(const char *path, const char *name, const char *value,
 	char buf[FS_ORPHAN_PATH_MAX];
 	path = fs_path(path, buf);
 	int rc = writable_name(name);
+	if (rc == 0)
+		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + size);
 	if (rc < 0)
 		return rc;
 	struct xattr_set x = { name, value, size, flags };
-	return mirror_apply(fs_volume(), path, setxattr_member, &x,
-	                    MIRROR_SPACE_IS_ANSWER, "setxattr");
+	return mirror_apply(fs_volume(), path, setxattr_member, &x, "setxattr");
 }
 
 static int removexattr_member(int member, int dirfd, const char *leaf, void *arg)
@@ -137,8 +139,7 @@ int fs_removexattr(const char *path, const char *name)
 	int rc = writable_name(name);
 	if (rc < 0)
 		return rc;
-	return mirror_apply(fs_volume(), path, removexattr_member, (void *)name,
-	                    0, "removexattr");
+	return mirror_apply(fs_volume(), path, removexattr_member, (void *)name, "removexattr");
 }
 
 /* ---- get ---- */
@@ -211,8 +212,7 @@ int fs_getxattr(const char *path, const char *name, char *value, size_t size)
 	if (!has_prefix(name, XATTR_USER))
 		return -ENODATA;
 	struct xattr_get x = { name, value, size };
-	return mirror_query(fs_volume(), path, getxattr_member, &x,
-	                    MIRROR_SPACE_IS_ANSWER, "getxattr");
+	return mirror_query(fs_volume(), path, getxattr_member, &x, "getxattr");
 }
 
 /* ---- list ---- */
@@ -275,7 +275,7 @@ int fs_listxattr(const char *path, char *list, size_t size)
 	char buf[FS_ORPHAN_PATH_MAX];
 	path = fs_path(path, buf);
 	struct xattr_list l = { 0 };
-	int rc = mirror_query(fs_volume(), path, listxattr_member, &l, 0, "listxattr");
+	int rc = mirror_query(fs_volume(), path, listxattr_member, &l, "listxattr");
 	if (rc < 0) {
 		free(l.names);
 		return rc;

@@ -150,20 +150,20 @@ static void test_all_members_agree(void **state)
 	fixture *fx = *state;
 	calls c = { 0 };
 
-	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, "mkdir"), 0);
 	assert_int_equal(c.ran, ALL);
 	for (int i = 0; i < N; i++)
 		assert_int_equal(c.order[i], i); /* one member after the other */
 	assert_present(fx, "/d", ALL);
-	assert_int_equal(mirror_apply(fx->v, "/d/e", mkdir_fn, NULL, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/d/e", mkdir_fn, NULL, "mkdir"), 0);
 	assert_present(fx, "/d/e", ALL);
 	/* Asked again: member 0 refuses, no other member is asked. */
 	c = (calls){ 0 };
-	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), -EEXIST);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, "mkdir"), -EEXIST);
 	assert_int_equal(c.ran, 1);
 	/* A parent missing everywhere: ENOENT, and the operation never ran. */
 	c = (calls){ 0 };
-	assert_int_equal(mirror_apply(fx->v, "/nope/x", mkdir_fn, &c, 0, "mkdir"), -ENOENT);
+	assert_int_equal(mirror_apply(fx->v, "/nope/x", mkdir_fn, &c, "mkdir"), -ENOENT);
 	assert_int_equal(c.ran, 0);
 	assert_present(fx, "/nope", 0);
 	assert_int_equal(failed_members(fx), 0);
@@ -177,13 +177,13 @@ static void test_paths_stay_beneath_the_root(void **state)
 	char *outside = g_strdup_printf("%s/escaped", fx->mb.root);
 	calls c = { 0 };
 
-	assert_int_equal(mirror_apply(fx->v, "/../escaped", mkdir_fn, &c, 0, "mkdir"), -ENOTDIR);
+	assert_int_equal(mirror_apply(fx->v, "/../escaped", mkdir_fn, &c, "mkdir"), -ENOTDIR);
 	for (int mb = 0; mb < N; mb++) {
 		char *link = member_path(&fx->mb, mb, "/up");
 		assert_int_equal(symlink(fx->mb.root, link), 0);
 		g_free(link);
 	}
-	assert_int_equal(mirror_apply(fx->v, "/up/escaped", mkdir_fn, &c, 0, "mkdir"), -ENOTDIR);
+	assert_int_equal(mirror_apply(fx->v, "/up/escaped", mkdir_fn, &c, "mkdir"), -ENOTDIR);
 	assert_int_equal(c.ran, 0);
 	assert_int_equal(access(outside, F_OK), -1);
 	assert_int_equal(failed_members(fx), 0);
@@ -194,36 +194,35 @@ static void test_paths_stay_beneath_the_root(void **state)
 
 typedef struct rule_case {
 	int rc[N];         /* each member's answer */
-	unsigned flags;
 	int answer;
 	uint64_t ran, failed;
 } rule_case;
 
 static const rule_case apply_rules[] = {
-	{ { 0, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0 },
-	{ { -EEXIST, 0, 0, 0, 0, 0 }, 0, -EEXIST, 0x01, 0 },        /* refused: others untouched */
-	{ { -ENOENT, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0 },               /* member 0 lost it */
-	{ { -ENOENT, -ENOENT, -ENOTEMPTY, 0, 0, 0 }, 0, -ENOTEMPTY, 0x07, 0 },
-	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, 0, -ENOENT, ALL, 0 },
-	{ { -EIO, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0x01 },               /* broken: the next decides */
-	{ { -EROFS, -EPERM, 0, 0, 0, 0 }, 0, -EPERM, 0x03, 0x01 },
-	{ { 0, 0, -EEXIST, -ENOENT, 0, 0 }, 0, 0, ALL, 0 },         /* diverging, not broken */
-	{ { 0, -EIO, 0, 0, -ENOSPC, 0 }, 0, 0, ALL, 0x12 },
-	{ { 7, 3, 0, 0, 0, 0 }, 0, 7, ALL, 0 },                     /* a count: the primary's */
-	{ { -ENOSPC, 0, 0, 0, 0, 0 }, MIRROR_SPACE_IS_ANSWER, -ENOSPC, 0x01, 0 },
-	{ { -E2BIG, 0, 0, 0, 0, 0 }, MIRROR_SPACE_IS_ANSWER, -E2BIG, 0x01, 0 },
-	{ { -ENOSPC, 0, 0, 0, 0, 0 }, 0, 0, ALL, 0x01 },
-	{ { -EIO, -EIO, -ETIMEDOUT, 0, 0, 0 }, 0, -EIO, ALL, 0x07 }, /* more than m */
+	{ { 0, 0, 0, 0, 0, 0 }, 0, ALL, 0 },
+	{ { -EEXIST, 0, 0, 0, 0, 0 }, -EEXIST, 0x01, 0 },        /* refused: others untouched */
+	{ { -ENOENT, 0, 0, 0, 0, 0 }, 0, ALL, 0 },               /* member 0 lost it */
+	{ { -ENOENT, -ENOENT, -ENOTEMPTY, 0, 0, 0 }, -ENOTEMPTY, 0x07, 0 },
+	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, -ENOENT, ALL, 0 },
+	{ { -EIO, 0, 0, 0, 0, 0 }, 0, ALL, 0x01 },               /* broken: the next decides */
+	{ { -EROFS, -EPERM, 0, 0, 0, 0 }, -EPERM, 0x03, 0x01 },
+	{ { 0, 0, -EEXIST, -ENOENT, 0, 0 }, 0, ALL, 0 },         /* diverging, not broken */
+	{ { 0, -EIO, 0, 0, -ENOSPC, 0 }, 0, ALL, 0x02 },         /* full is not broken */
+	{ { 7, 3, 0, 0, 0, 0 }, 7, ALL, 0 },                     /* a count: the primary's */
+	{ { -ENOSPC, 0, 0, 0, 0, 0 }, -ENOSPC, 0x01, 0 },        /* a full member answers */
+	{ { -EDQUOT, 0, 0, 0, 0, 0 }, -EDQUOT, 0x01, 0 },
+	{ { -E2BIG, 0, 0, 0, 0, 0 }, -E2BIG, 0x01, 0 },          /* an oversized xattr */
+	{ { -EIO, -EIO, -ETIMEDOUT, 0, 0, 0 }, -EIO, ALL, 0x07 }, /* more than m */
 };
 
 static const rule_case query_rules[] = {
-	{ { 5, 9, 9, 9, 9, 9 }, 0, 5, 0x01, 0 },
-	{ { -ENOENT, 9, 8, 8, 8, 8 }, 0, 9, 0x03, 0 },
-	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, 0, -ENOENT, ALL, 0 },
-	{ { -ENODATA, 9, 9, 9, 9, 9 }, 0, -ENODATA, 0x01, 0 },      /* an answer */
-	{ { -EIO, 4, 9, 9, 9, 9 }, 0, 4, 0x03, 0x01 },
-	{ { -EDQUOT, 4, 9, 9, 9, 9 }, MIRROR_SPACE_IS_ANSWER, -EDQUOT, 0x01, 0 },
-	{ { -EIO, -ENXIO, -EIO, 1, 1, 1 }, 0, -EIO, 0x07, 0x07 },
+	{ { 5, 9, 9, 9, 9, 9 }, 5, 0x01, 0 },
+	{ { -ENOENT, 9, 8, 8, 8, 8 }, 9, 0x03, 0 },
+	{ { -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT }, -ENOENT, ALL, 0 },
+	{ { -ENODATA, 9, 9, 9, 9, 9 }, -ENODATA, 0x01, 0 },      /* an answer */
+	{ { -EIO, 4, 9, 9, 9, 9 }, 4, 0x03, 0x01 },
+	{ { -EDQUOT, 4, 9, 9, 9, 9 }, -EDQUOT, 0x01, 0 },
+	{ { -EIO, -ENXIO, -EIO, 1, 1, 1 }, -EIO, 0x07, 0x07 },
 };
 
 static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool query)
@@ -232,8 +231,8 @@ static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool 
 		const rule_case *r = &rules[i];
 		calls c = { 0 };
 		memcpy(c.rc, r->rc, sizeof(c.rc));
-		int answer = query ? mirror_query(fx->v, "/x", scripted, &c, r->flags, "test")
-		                   : mirror_apply(fx->v, "/x", scripted, &c, r->flags, "test");
+		int answer = query ? mirror_query(fx->v, "/x", scripted, &c, "test")
+		                   : mirror_apply(fx->v, "/x", scripted, &c, "test");
 		if (answer != r->answer || c.ran != r->ran || failed_members(fx) != r->failed)
 			fail_msg("%s case %zu: answer %d, ran %#llx, failed %#llx; expected %d, %#llx, "
 			         "%#llx", query ? "query" : "apply", i, answer,
@@ -267,17 +266,17 @@ static void test_entry_missing_on_one_member(void **state)
 	for (int mb = 0; mb < N; mb++)
 		if (mb != 3)
 			put_member_file(&fx->mb, mb, "/g", "G");
-	assert_int_equal(mirror_apply(fx->v, "/f", unlink_fn, &c, 0, "unlink"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/f", unlink_fn, &c, "unlink"), 0);
 	assert_int_equal(c.ran, ALL);
 	assert_present(fx, "/f", 0);
-	assert_int_equal(mirror_apply(fx->v, "/g", unlink_fn, NULL, 0, "unlink"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/g", unlink_fn, NULL, "unlink"), 0);
 	assert_present(fx, "/g", 0);
 	/* A directory that exists on member 0 only refuses the mkdir there;
 	 * the others are not made to diverge further. */
 	char *d = member_path(&fx->mb, 0, "/d");
 	assert_int_equal(mkdir(d, 0755), 0);
 	g_free(d);
-	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, 0, "mkdir"), -EEXIST);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, "mkdir"), -EEXIST);
 	assert_present(fx, "/d", 0x01);
 	assert_int_equal(failed_members(fx), 0);
 }
@@ -291,21 +290,21 @@ static void test_query_reads_one_member(void **state)
 	put_member_file(&fx->mb, 0, "/q", "1");
 	for (int mb = 1; mb < N; mb++)
 		put_member_file(&fx->mb, mb, "/q", "22");
-	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 1);
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, "stat"), 1);
 	assert_int_equal(c.ran, 0x01);
 	char *q = member_path(&fx->mb, 0, "/q");
 	assert_int_equal(unlink(q), 0);
 	g_free(q);
 	c = (calls){ 0 };
-	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 2);
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, "stat"), 2);
 	assert_int_equal(c.ran, 0x03);
 	c = (calls){ 0 };
-	assert_int_equal(mirror_query(fx->v, "/none", size_fn, &c, 0, "stat"), -ENOENT);
+	assert_int_equal(mirror_query(fx->v, "/none", size_fn, &c, "stat"), -ENOENT);
 	assert_int_equal(c.ran, ALL);
 	/* A failed member is not asked. */
 	assert_true(volume_member_error(fx->v, 1, EIO, "test"));
 	c = (calls){ 0 };
-	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, 0, "stat"), 2);
+	assert_int_equal(mirror_query(fx->v, "/q", size_fn, &c, "stat"), 2);
 	assert_int_equal(c.ran, 0x05);
 }
 
@@ -317,20 +316,20 @@ static void test_failed_member_left_alone(void **state)
 	calls c = { 0 };
 
 	assert_true(volume_member_error(fx->v, 1, EIO, "test"));
-	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, &c, "mkdir"), 0);
 	assert_int_equal(c.ran, ALL & ~0x02ull);
 	assert_present(fx, "/d", ALL & ~0x02ull);
 	/* A member whose directory was removed answers ENOENT: that is no
 	 * answer but a lost member. */
 	rm_tree(fx->mb.path[0]);
-	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, NULL, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, NULL, "mkdir"), 0);
 	assert_int_equal(failed_members(fx), 0x03);
 	assert_present(fx, "/e", ALL & ~0x03ull);
 	/* A third: more than m, the volume answers EIO and runs nothing. */
 	assert_true(volume_member_error(fx->v, 5, EIO, "test"));
 	c = (calls){ 0 };
-	assert_int_equal(mirror_apply(fx->v, "/f", mkdir_fn, &c, 0, "mkdir"), -EIO);
-	assert_int_equal(mirror_query(fx->v, "/d", size_fn, &c, 0, "stat"), -EIO);
+	assert_int_equal(mirror_apply(fx->v, "/f", mkdir_fn, &c, "mkdir"), -EIO);
+	assert_int_equal(mirror_query(fx->v, "/d", size_fn, &c, "stat"), -EIO);
 	assert_int_equal(c.ran, 0);
 	assert_present(fx, "/f", 0);
 }
@@ -359,16 +358,17 @@ static void test_member_errors_propagate(void **state)
 
 	open_with_faults(fx, "member=0,op=meta,errno=EROFS;member=3,op=meta,errno=ENOSPC");
 	c.v = fx->v;
-	assert_int_equal(mirror_apply(fx->v, "/a", mop_mkdir_fn, &c, 0, "mkdir"), 0);
-	assert_int_equal(failed_members(fx), 0x09);
+	assert_int_equal(mirror_apply(fx->v, "/a", mop_mkdir_fn, &c, "mkdir"), 0);
+	/* EROFS fails member 0; the full member 3 stays in, diverging. */
+	assert_int_equal(failed_members(fx), 0x01);
 	assert_present(fx, "/a", ALL & ~0x09ull);
 	open_with_faults(fx, "member=2,op=meta,errno=17"); /* EEXIST */
 	c.v = fx->v;
-	assert_int_equal(mirror_apply(fx->v, "/b", mop_mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/b", mop_mkdir_fn, &c, "mkdir"), 0);
 	assert_present(fx, "/b", ALL & ~0x04ull);
 	open_with_faults(fx, "member=0,op=meta,errno=17");
 	c.v = fx->v;
-	assert_int_equal(mirror_apply(fx->v, "/c", mop_mkdir_fn, &c, 0, "mkdir"), -EEXIST);
+	assert_int_equal(mirror_apply(fx->v, "/c", mop_mkdir_fn, &c, "mkdir"), -EEXIST);
 	assert_present(fx, "/c", 0);
 	assert_int_equal(failed_members(fx), 0);
 #else
@@ -384,19 +384,19 @@ static void test_healing_member(void **state)
 	fixture *fx = *state;
 	calls c = { 0 };
 
-	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/d", mkdir_fn, NULL, "mkdir"), 0);
 	rm_tree(fx->mb.path[0]);
-	assert_int_equal(mirror_query(fx->v, "/d", size_fn, NULL, 0, "stat") >= 0, 1);
+	assert_int_equal(mirror_query(fx->v, "/d", size_fn, NULL, "stat") >= 0, 1);
 	assert_false(volume_member_ok(fx->v, 0));
 	assert_int_equal(mkdir(fx->mb.path[0], 0755), 0);
 	assert_int_equal(volume_member_revive(fx->v, 0), 1);
 	assert_true(volume_member_ok(fx->v, 0));
 	assert_false(volume_member_answers(fx->v, 0));
-	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, &c, 0, "mkdir"), 0);
+	assert_int_equal(mirror_apply(fx->v, "/e", mkdir_fn, &c, "mkdir"), 0);
 	assert_int_equal(c.ran, ALL);
 	assert_present(fx, "/e", ALL);
 	c = (calls){ 0 };
-	assert_true(mirror_query(fx->v, "/d", size_fn, &c, 0, "stat") >= 0);
+	assert_true(mirror_query(fx->v, "/d", size_fn, &c, "stat") >= 0);
 	assert_int_equal(c.ran, 0x02);
 }
 
@@ -409,11 +409,11 @@ static void test_rename_and_link(void **state)
 
 	for (int mb = 0; mb < N; mb++)
 		put_member_file(&fx->mb, mb, "/a", "A");
-	assert_int_equal(mirror_apply2(fx->v, "/a", "/b", rename_fn, &c, 0, "rename"), 0);
+	assert_int_equal(mirror_apply2(fx->v, "/a", "/b", rename_fn, &c, "rename"), 0);
 	assert_int_equal(c.ran, ALL);
 	assert_present(fx, "/a", 0);
 	assert_present(fx, "/b", ALL);
-	assert_int_equal(mirror_apply2(fx->v, "/b", "/c", link_fn, NULL, 0, "link"), 0);
+	assert_int_equal(mirror_apply2(fx->v, "/b", "/c", link_fn, NULL, "link"), 0);
 	for (int mb = 0; mb < N; mb++) {
 		struct stat sb, sc;
 		char *b = member_path(&fx->mb, mb, "/b"), *cp = member_path(&fx->mb, mb, "/c");
@@ -425,7 +425,7 @@ static void test_rename_and_link(void **state)
 	}
 	/* A target in a missing folder: ENOENT, nothing moved. */
 	c = (calls){ 0 };
-	assert_int_equal(mirror_apply2(fx->v, "/b", "/nope/b", rename_fn, &c, 0, "rename"),
+	assert_int_equal(mirror_apply2(fx->v, "/b", "/nope/b", rename_fn, &c, "rename"),
 	                 -ENOENT);
 	assert_int_equal(c.ran, 0);
 	assert_present(fx, "/b", ALL);

@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
 """Member faults at run time, through real mounts.
 
-Injected faults (ECFS_FAULT, builds with -Dfault_injection): EIO, ENOSPC
-and EROFS on every member position in turn, during writes and during
-reads, on one member and on m at once, and on m+1, where writes must fail
-cleanly and what was stored before must stay whole.  A really full
-member: one member on a tiny tmpfs that runs out of space while a file
-is written, and more than m such members.
+Injected faults (ECFS_FAULT, builds with -Dfault_injection): EIO and
+EROFS on every member position in turn, during writes and during reads,
+on one member and on m at once, and on m+1, where writes must fail
+cleanly and what was stored before must stay whole.
+
+A full member is not a broken one (docs/DESIGN.md section 9): ENOSPC and
+EDQUOT injected into a member's writes fail the write with that errno,
+fail no member, and leave every stripe its old or its new content.
+Members on a tiny tmpfs that really fill up: the writer gets ENOSPC
+before any member runs out (each keeps a reserve), the volume stays
+healthy, and deleting makes room again without a remount.
 
 A member that stops answering: an injected hang (a member call that
 never returns) during writes and during reads, and a member that is a
@@ -15,7 +20,8 @@ FUSE mount (mergerfs) whose daemon is stopped with SIGSTOP: with
 without it; nothing waits much longer than T.
 
 usage: test_faults.py ECFS_BINARY [unittest args: InjectedTest,
-                                   FullMemberTest, HungMemberTest]"""
+                                   InjectedFullTest, FullVolumeTest,
+                                   HungMemberTest]"""
 
 import errno
 import os
@@ -31,7 +37,7 @@ import ecfs_harness as H  # noqa: E402
 
 K, M = 2, 2
 N = K + M
-ERRNOS = ["EIO", "ENOSPC", "EROFS"]
+ERRNOS = ["EIO", "EROFS"]          # errors that fail a member
 SIZE = 3 * 1024 * 1024 + 4321     # several stripes and a partial tail
 
 
@@ -170,62 +176,200 @@ class InjectedTest(FaultCase):
                 self.assert_clean_unmount(v)
 
 
-class FullMemberTest(FaultCase):
-    """Members on a 2 MiB tmpfs that really run out of space."""
+def overwrite(path, data):
+    """Writes data over the start of an existing file (no truncation)
+    and fsyncs it; returns 0 or the errno."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        return e.errno
+    return 0
 
-    def small_members(self, v, members, size="2m"):
+
+def assert_old_or_new(case, path, old, new, stripe, msg):
+    """Every stripe of the file reads back whole as its old or its new
+    content (zeros past the old end), never EIO; where the write was cut
+    short inside a stripe, the bytes it took are new and the rest old.
+    A new file may also not exist at all."""
+    if not old and not os.path.exists(path):
+        return
+    got, err = H.read_all(path)
+    case.assertEqual(err, 0, f"{path}: {msg} read failed with "
+                     f"{errno.errorcode.get(err, err)}")
+    for at in range(0, len(got), stripe):
+        part = got[at:at + stripe]
+        was = old[at:at + stripe].ljust(len(part), b"\0")
+        now = new[at:at + len(part)]
+        taken = H.first_difference(part, now)
+        if taken >= 0 and part[taken:] != was[taken:]:
+            case.fail(f"{path}: {msg} stripe at {at} is neither old nor new: "
+                      f"against the old, {H.describe_mismatch(part, was)}; against "
+                      f"the new, {H.describe_mismatch(part, new[at:at + len(part)])}")
+
+
+def assert_healthy(case, mnt):
+    h = H.health(mnt)
+    case.assertEqual((h.get("state"), h.get("members_failed")), ("healthy", "0"),
+                     f"a full member failed: {h}")
+
+
+class InjectedFullTest(FaultCase):
+    """ENOSPC and EDQUOT from the members themselves (the reserve did not
+    see it coming: another program filled the disk)."""
+
+    STRIPE = K * 64 * 1024
+
+    def full_during(self, err, bad, overwrite_old):
+        """Members `bad` fail every write with err while file f is written
+        (new, or overwriting an old one): the writer gets err, no member
+        fails, each stripe is old or new, also after a remount, and once
+        the members have room the same write goes through."""
+        v, path, old = self.stored_file(31 + bad[0])
+        if not overwrite_old:
+            path, old = path + "2", b""
+        rules = ";".join(f"member={j},op=write,errno={err}" for j in bad)
+        mnt = self.mount_faulty(v, rules)
+        new = H.pattern(SIZE, 32 + len(bad))
+        write = overwrite if overwrite_old else try_write
+        got = write(path, new)
+        self.assertEqual(got, getattr(errno, err),
+                         f"a write with {err} on members {bad} gave "
+                         f"{errno.errorcode.get(got, got)}:\n{v.log()}")
+        assert_healthy(self, mnt)
+        H.drop_caches()
+        assert_old_or_new(self, path, old, new, self.STRIPE, f"{err} on {bad}:")
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v)
+        assert_old_or_new(self, path, old, new, self.STRIPE, f"remounted after {err}:")
+        self.assertEqual(write(path, new), 0, v.log())
+        H.drop_caches()
+        self.assert_exact(path, new, f"rewritten after {err}:")
+        self.assert_clean_unmount(v)
+
+    def test_new_file(self):
+        for err in ("ENOSPC", "EDQUOT"):
+            for bad in ([1], [0, 3], list(range(N))):
+                with self.subTest(err=err, members=bad):
+                    self.full_during(err, bad, overwrite_old=False)
+
+    def test_overwrite(self):
+        """The journal stage meets the full member: nothing is written in
+        place, and the old content stays."""
+        for bad in ([2], [1, 3]):
+            with self.subTest(members=bad):
+                self.full_during("ENOSPC", bad, overwrite_old=True)
+
+    def test_cut_short(self):
+        """The member fills up part way through a file, at several points:
+        the writer gets ENOSPC, each stripe is old or new, and the file
+        (if its create got through) can be deleted."""
+        for after in (1, 3, 6, 12, 24):
+            with self.subTest(after=after):
+                v = self.volume(N)
+                mnt = self.mount_faulty(v, f"member=2,op=write,after={after},errno=ENOSPC",
+                                        f"k={K},m={M}")
+                path = os.path.join(mnt, "f")
+                new = H.pattern(SIZE, 33)
+                self.assertEqual(try_write(path, new), errno.ENOSPC, v.log())
+                assert_healthy(self, mnt)
+                H.drop_caches()
+                assert_old_or_new(self, path, b"", new, self.STRIPE, f"cut after {after}:")
+                if os.path.exists(path):
+                    os.unlink(path)  # deleting needs no room
+                self.assertFalse(os.listdir(mnt))
+                self.assert_clean_unmount(v)
+
+
+class FullVolumeTest(FaultCase):
+    """Members on a 4 MiB tmpfs that really run out of space."""
+
+    def small_members(self, v, members, size="4m"):
         for j in members:
             subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
                             "ecfs-test-full", v.members[j]], check=True)
             self.addCleanup(subprocess.run, ["umount", "-l", v.members[j]])
 
-    def test_one_full_member(self):
-        """The full member is failed (ENOSPC, logged) and the write goes
-        on; the file reads back whole, also after a remount."""
+    def fill_and_free(self, small):
+        """Fills the volume: the writer gets ENOSPC, no member fails, the
+        file stored before is whole, and deleting the file that filled
+        the volume makes room for a new one, without a remount."""
         v = self.volume(N)
-        self.small_members(v, [1])
-        mnt = self.mount(v, f"k={K},m={M}")
-        data = H.pattern(6 * 1024 * 1024, 11)
-        path = os.path.join(mnt, "big")
-        self.assertEqual(try_write(path, data), 0, v.log())
-        H.drop_caches()
-        self.assert_exact(path, data, "one member full:")
-        self.assert_logged(v, 1, os.strerror(errno.ENOSPC))
-        self.assert_state(mnt, 1, "failed")
-        self.assert_clean_unmount(v)
-        self.mount(v)
-        self.assert_exact(path, data, "remounted with one member full:")
-        self.assert_clean_unmount(v)
-
-    def test_more_than_m_full(self):
-        """m+1 full members: the write fails with ENOSPC or EIO, the file
-        written before stays whole."""
-        v = self.volume(N)
-        self.small_members(v, range(M + 1))
-        # The member with room is a mount too: a plain directory beside
-        # mount points that are most of the members is a disk that did not
-        # mount, which ecfs does not use (docs/DESIGN.md section 3).
-        self.small_members(v, range(M + 1, N), size="64m")
+        self.small_members(v, small)
         mnt = self.mount(v, f"k={K},m={M}")
         old = H.pattern(300000, 3)
         H.write_file(os.path.join(mnt, "old"), old, fsync=True)
-        got = try_write(os.path.join(mnt, "big"), H.pattern(6 << 20, 4))
-        self.assertIn(got, (errno.ENOSPC, errno.EIO),
-                      f"write to {M + 1} full members gave "
-                      f"{errno.errorcode.get(got, got)}:\n{v.log()}")
+        st = os.statvfs(mnt)
+        room = st.f_bavail * st.f_frsize
+        # the 4 MiB members keep 1 MiB: the volume holds k x under 3 MiB
+        self.assertLess(room, K * 3 << 20, "statfs ignores the reserve")
+        big = os.path.join(mnt, "big")
+        got = try_write(big, H.pattern(12 << 20, 4))
+        self.assertEqual(got, errno.ENOSPC, f"filling gave "
+                         f"{errno.errorcode.get(got, got)}:\n{v.log()}")
+        assert_healthy(self, mnt)
+        self.assertIn("the volume is full", v.output())
+        st = os.statvfs(mnt)
+        self.assertLess(st.f_bavail * st.f_frsize, 1 << 20, "full, yet statfs shows room")
         H.drop_caches()
-        self.assert_exact_or_eio(os.path.join(mnt, "old"), old, "after ENOSPC:")
+        self.assert_exact(os.path.join(mnt, "old"), old, "volume full:")
+        self.assertEqual(os.getxattr(mnt, "user.ecfs.health").count(b"=up "), N)
+        os.unlink(big)
+        small_file = H.pattern(500000, 6)
+        self.assertEqual(try_write(os.path.join(mnt, "small"), small_file), 0, v.log())
+        H.drop_caches()
+        self.assert_exact(os.path.join(mnt, "small"), small_file, "after rm:")
+        self.assert_exact(os.path.join(mnt, "old"), old, "after rm:")
         self.assert_clean_unmount(v)
-        # remounted, the old file is whole, and removing the file that
-        # did not fit gives the space back for new writes
         mnt = self.mount(v)
-        self.assert_exact(os.path.join(mnt, "old"), old, "remounted:")
-        if os.path.exists(os.path.join(mnt, "big")):
-            os.unlink(os.path.join(mnt, "big"))
-        small = H.pattern(200000, 6)
-        self.assertEqual(try_write(os.path.join(mnt, "small"), small), 0,
-                         v.log())
-        self.assert_exact(os.path.join(mnt, "small"), small, "after unlink:")
+        self.assert_exact(os.path.join(mnt, "small"), small_file, "remounted:")
+        self.assert_clean_unmount(v)
+
+    def test_one_small_member(self):
+        """The smallest member bounds the volume; it fills, it does not fail."""
+        self.fill_and_free([1])
+
+    def test_all_small(self):
+        self.fill_and_free(range(N))
+
+    def test_namespace_when_full(self):
+        """On a full volume new names and xattrs get ENOSPC; rmdir,
+        rename, truncate and unlink still work."""
+        v = self.volume(N)
+        self.small_members(v, range(N))
+        mnt = self.mount(v, f"k={K},m={M}")
+        os.mkdir(os.path.join(mnt, "d"))
+        keep = H.pattern(200000, 8)
+        H.write_file(os.path.join(mnt, "keep"), keep, fsync=True)
+        self.assertEqual(try_write(os.path.join(mnt, "big"), H.pattern(12 << 20, 9)),
+                         errno.ENOSPC)
+        fd = os.open(os.path.join(mnt, "big"), os.O_WRONLY | os.O_APPEND)
+        try:  # to the last 4 KiB
+            with self.assertRaises(OSError) as cm:
+                for _ in range(4096):
+                    os.write(fd, b"z" * 4096)
+            self.assertEqual(cm.exception.errno, errno.ENOSPC)
+        finally:
+            os.close(fd)
+        for what, fn in (("mkdir", lambda: os.mkdir(os.path.join(mnt, "e"))),
+                         ("create", lambda: open(os.path.join(mnt, "n"), "wb").close()),
+                         ("symlink", lambda: os.symlink("keep", os.path.join(mnt, "s"))),
+                         ("setxattr", lambda: os.setxattr(os.path.join(mnt, "keep"),
+                                                          "user.x", b"v" * 100))):
+            with self.assertRaises(OSError, msg=what) as cm:
+                fn()
+            self.assertEqual(cm.exception.errno, errno.ENOSPC, what)
+        os.rename(os.path.join(mnt, "keep"), os.path.join(mnt, "d", "kept"))
+        os.truncate(os.path.join(mnt, "big"), 1000)
+        os.unlink(os.path.join(mnt, "big"))
+        os.rmdir(os.path.join(mnt, "e")) if os.path.exists(os.path.join(mnt, "e")) else None
+        self.assert_exact(os.path.join(mnt, "d", "kept"), keep, "renamed while full:")
+        os.mkdir(os.path.join(mnt, "e"))  # room again
+        assert_healthy(self, mnt)
         self.assert_clean_unmount(v)
 
 
