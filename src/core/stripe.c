@@ -220,11 +220,12 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 			t->err = -ETIMEDOUT; /* given up (memberio.h) */
 		if (t->err == 0) {
 			ok++;
-		} else if (space_error(t->err)) {
-			*full = t->err;
 		} else if (t->err < 0) {
 			volume_member_error(c->v, t->member, -t->err, what);
-			c->state[t->member] = CHUNK_FAILED;
+			if (space_error(t->err))
+				*full = t->err;
+			else
+				c->state[t->member] = CHUNK_FAILED;
 		}
 	}
 	return ok;
@@ -705,11 +706,12 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 			jobs[mb].err = -ETIMEDOUT;
 		if (jobs[mb].err == 0) {
 			ok++;
-		} else if (space_error(jobs[mb].err)) {
-			full = jobs[mb].err;
 		} else if (jobs[mb].err < 0) {
 			volume_member_error(c->v, mb, jobs[mb].err, what);
-			c->state[mb] = CHUNK_FAILED;
+			if (space_error(jobs[mb].err))
+				full = jobs[mb].err;
+			else
+				c->state[mb] = CHUNK_FAILED;
 		}
 	}
 	return full ? full : ok >= c->lay.k ? 0 : -EIO;

@@ -69,6 +69,7 @@ typedef struct member {
 	bool failed;
 	char *why;
 	bool warned_strip;
+	bool warned_full;  /* its first ENOSPC or EDQUOT was logged */
 	bool warned_unmounted; /* the heal said it will not take it */
 	mount_info mi;
 	uint64_t strip_failures;
@@ -1074,6 +1075,21 @@ void volume_check_roots(volume *v)
 	mio_batch_wait(&batch); /* a lost member was failed by the watchdog */
 }
 
+/* A full member is not a broken one (space.h): said once per mount. */
+static void member_full(volume *v, int idx, int err, const char *what)
+{
+	member *mb = &v->mem[idx];
+
+	pthread_mutex_lock(&v->lock);
+	bool first = !mb->warned_full;
+	mb->warned_full = true;
+	pthread_mutex_unlock(&v->lock);
+	if (first)
+		ecfs_log(LOG_WARNING, "member %d (%s) is out of space (%s: %s): the operation gets "
+		         "that error and the member stays in service", idx, mb->path, what,
+		         g_strerror(err));
+}
+
 bool volume_member_error(volume *v, int idx, int err, const char *what)
 {
 	const char *why = NULL;
@@ -1084,6 +1100,9 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	if (!volume_member_ok(v, idx))
 		return true;
 	switch (err) {
+	case ENOSPC: case EDQUOT:
+		member_full(v, idx, err, what);
+		return false;
 	case EIO: case EROFS: case ENOTCONN: case ESTALE:
 	case ENXIO: case ENODEV: case EBADF: case ETIMEDOUT: case ENOMEM:
 		break;

@@ -241,6 +241,7 @@ class InjectedFullTest(FaultCase):
                          f"a write with {err} on members {bad} gave "
                          f"{errno.errorcode.get(got, got)}:\n{v.log()}")
         assert_healthy(self, mnt)
+        self.assert_logged(v, bad[0], "out of space")
         H.drop_caches()
         assert_old_or_new(self, path, old, new, self.STRIPE, f"{err} on {bad}:")
         self.assert_clean_unmount(v)
