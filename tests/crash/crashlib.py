@@ -31,7 +31,6 @@ import itertools
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -444,10 +443,11 @@ def new_volume(members_from=None, hide=()):
     members in `hide` left out (missing: a lost disk)."""
     v = H.Volume(N_MEMBERS, tmpdir=tmpdir())
     if members_from is not None:
-        for i, p in enumerate(v.members):
-            os.rmdir(p)
-            if i not in hide and os.path.isdir(members_from[i]):
-                subprocess.run(["cp", "-a", members_from[i], p], check=True)
+        for i in range(N_MEMBERS):
+            if i in hide or not os.path.isdir(members_from[i]):
+                v.lose(i, "rmdir")
+            else:
+                v.fill_member(i, members_from[i])
     return v
 
 
@@ -555,7 +555,7 @@ def verify_state(make_state, rng, subsets, what):
         v, rec, durable, ns = st
         try:
             for i in hide:
-                shutil.rmtree(v.members[i])
+                v.lose(i, "rmdir")
             mounted_check(v, rec, durable, ns, f" (members {hide} hidden)")
         finally:
             v.cleanup()

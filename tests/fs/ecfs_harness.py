@@ -14,16 +14,27 @@ It also holds the helpers the tests share: running a function as another
 user in a forked child, dropping the page cache so that reads really reach
 the daemon, parsing the key=value xattr reports, and the ways a member can
 be lost (removed, emptied, chunk deleted, bytes flipped, made unreadable).
+
+Members are plain directories, or with member_fs="ext4" (or the environment
+variable ECFS_TEST_MEMBER_FS=ext4, which moves every suite's members onto
+disks) whole ext4 file systems: one image file per member in the volume's
+temp directory, formatted with mkfs.ext4's defaults, on a loop device,
+mounted on the member directory.  The disks are unmounted (lazily if busy)
+and their loop devices detached whatever happens: after the FUSE mount is
+gone, in cleanup(), in the emergency paths and at exit.
 """
 
+import atexit
 import ctypes
 import errno
+import fcntl
 import os
 import pickle
 import random
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -46,8 +57,19 @@ ECFS = None            # path of the ecfs binary, set by main()
 DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
             "--inh-caps", "-dac_override,-dac_read_search"]
 TMPDIR = os.environ.get("ECFS_TEST_TMPDIR", "/tmp")
+# What the members are: "dir" (directories in the temp dir) or "ext4"
+# (whole-disk members on loop devices), and the default disk size.
+MEMBER_FS = os.environ.get("ECFS_TEST_MEMBER_FS") or "dir"
+MEMBER_MIB = int(os.environ.get("ECFS_TEST_MEMBER_MIB") or "64")
+# mkfs.ext4 leaves lost+found at the root of a new disk, which ecfs does not
+# take yet as an empty member: the harness removes it.
+KEEP_LOST_FOUND = False
+# Serialises loop device set-up between test programs (meson runs several).
+LOOP_LOCK = "/run/lock/ecfs-test-loop.lock"
 _active = set()        # volumes that may have a daemon or a mount
 _active_lock = threading.Lock()
+_disks = set()         # disks that may be attached or mounted
+_disks_lock = threading.Lock()
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -262,6 +284,163 @@ def run_as(uid, gid, fn, *args):
     return value
 
 
+# ---------------------------------------------------------------- disks
+
+EXT4_IOC_SHUTDOWN = 0x8004587D   # _IOR('X', 125, __u32)
+EXT4_GOING_FLAGS_NOLOGFLUSH = 2
+
+
+def disks_unusable_reason():
+    """None if ext4 disks on loop devices can be made here, else why not."""
+    for prog, pkg in (("mkfs.ext4", "e2fsprogs"), ("losetup", "util-linux"),
+                      ("mount", "mount")):
+        if shutil.which(prog) is None:
+            return f"{prog} not found (install {pkg})"
+    if os.geteuid() != 0:
+        return "loop devices need root"
+    if not os.path.exists("/dev/loop-control"):
+        return "no /dev/loop-control (loop module not loaded?)"
+    try:
+        fd = os.open("/dev/loop-control", os.O_RDWR)
+        os.close(fd)
+    except OSError as e:
+        return f"/dev/loop-control unusable: {e.strerror}"
+    return None
+
+
+def _mount_points(devno):
+    """Where the block device devno (st_rdev) is mounted, innermost last."""
+    want = f"{os.major(devno)}:{os.minor(devno)}"
+    out = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8",
+                  errors="surrogateescape") as f:
+            for line in f:
+                fields = line.split()
+                if fields[2] == want:
+                    out.append(fields[4].encode().decode("unicode_escape"))
+    except OSError:
+        pass
+    return out
+
+
+def _run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+class Disk:
+    """An ext4 file system in an image file on a loop device, mounted on
+    a member directory as a whole-disk member.  Formatted with mkfs.ext4's
+    defaults, as a new user would (below 512 MiB that means 1 KiB blocks)."""
+
+    def __init__(self, image, mib, path):
+        self.image, self.mib, self.path = image, mib, path
+        self.dev = None
+        self.devno = None
+        with _disks_lock:
+            _disks.add(self)
+        self.format()
+        self.mount()
+
+    def format(self):
+        """A fresh image (a new disk): only while not attached."""
+        assert self.dev is None
+        # a new file: a lazily unmounted old disk may still use the old one
+        if os.path.exists(self.image):
+            os.unlink(self.image)
+        with open(self.image, "wb") as f:
+            f.truncate(self.mib << 20)
+        r = _run(["mkfs.ext4", "-q", "-F", self.image])
+        if r.returncode != 0:
+            raise OSError(f"mkfs.ext4 {self.image}: {r.stderr.strip()}")
+
+    def attach(self):
+        """Puts the image on a free loop device.  losetup -f picks the first
+        free one (and the kernel adds more when none is); the lock keeps two
+        test programs from racing for the same."""
+        with open(LOOP_LOCK, "a") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            r = _run(["losetup", "-f", "--show", self.image])
+        if r.returncode != 0:
+            raise OSError(f"losetup -f {self.image}: {r.stderr.strip()}")
+        self.dev = r.stdout.strip()
+        self.devno = os.stat(self.dev).st_rdev
+
+    def mount(self, opts=None):
+        """Mounts the disk on its member directory (made if missing)."""
+        if self.dev is None:
+            self.attach()
+        os.makedirs(self.path, 0o755, exist_ok=True)
+        r = _run(["mount", "-t", "ext4"] + (["-o", opts] if opts else [])
+                 + [self.dev, self.path])
+        if r.returncode != 0:
+            raise OSError(f"mount {self.dev} {self.path}: {r.stderr.strip()}")
+        lf = os.path.join(self.path, "lost+found")
+        if not KEEP_LOST_FOUND and os.path.isdir(lf) and not os.listdir(lf):
+            os.rmdir(lf)
+
+    def mounted(self):
+        return self.devno is not None and bool(_mount_points(self.devno))
+
+    def remount(self, opts):
+        r = _run(["mount", "-o", "remount," + opts, self.path])
+        if r.returncode != 0:
+            raise OSError(f"remount,{opts} {self.path}: {r.stderr.strip()}")
+
+    def shutdown(self):
+        """The disk dies: every call on the file system fails with EIO from
+        now on (ext4's shutdown ioctl, without flushing the journal)."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN,
+                        struct.pack("I", EXT4_GOING_FLAGS_NOLOGFLUSH))
+        finally:
+            os.close(fd)
+
+    def unmount(self, lazy=False, tries=20):
+        """Unmounts every mount of the disk (the innermost first): a few
+        tries while busy, then lazily (lazy=True: at once)."""
+        if self.devno is None:
+            return
+        for attempt in range(0 if lazy else tries):
+            mps = _mount_points(self.devno)
+            if not mps:
+                return
+            _run(["umount", mps[-1]])
+            if mps[-1] in _mount_points(self.devno):
+                time.sleep(0.05 * (attempt + 1))
+        for mp in reversed(_mount_points(self.devno)):
+            if not lazy:
+                log(f"disk {self.dev} busy at {mp}; lazy unmount")
+            _run(["umount", "-l", mp])
+
+    def detach(self):
+        """Frees the loop device (the kernel does it once the last user of
+        a lazily unmounted disk is gone)."""
+        if self.dev is not None:
+            _run(["losetup", "-d", self.dev])
+        self.dev = self.devno = None
+
+    def release(self, lazy=False):
+        try:
+            self.unmount(lazy)
+        finally:
+            self.detach()
+            with _disks_lock:
+                _disks.discard(self)
+
+
+def release_all_disks():
+    """Unmounts and detaches every disk still set up (at exit)."""
+    with _disks_lock:
+        disks = list(_disks)
+    for d in disks:
+        d.release(lazy=True)
+
+
+atexit.register(release_all_disks)
+
+
 # ---------------------------------------------------------------- volumes
 
 class MountError(Exception):
@@ -269,27 +448,41 @@ class MountError(Exception):
 
 
 class Volume:
-    """n member directories and a mount point in a fresh temp directory."""
+    """n members and a mount point in a fresh temp directory.  The members
+    are directories, or (member_fs="ext4") whole ext4 disks of member_mib
+    MiB each (one size for all, or a list of n sizes)."""
 
-    def __init__(self, n, tmpdir=None, owner=None):
+    def __init__(self, n, tmpdir=None, owner=None, member_fs=None,
+                 member_mib=None):
         self.base = tempfile.mkdtemp(prefix="ecfs-test-", dir=tmpdir or TMPDIR)
         os.chmod(self.base, 0o755)
         self.members = [os.path.join(self.base, f"member{i}") for i in range(n)]
+        self.disks = [None] * n
+        self.proc = None
+        with _active_lock:
+            _active.add(self)
         for p in self.members:
             os.mkdir(p, 0o755)
+        self.member_fs = member_fs or MEMBER_FS
+        if self.member_fs == "ext4":
+            sizes = member_mib if member_mib is not None else MEMBER_MIB
+            if isinstance(sizes, int):
+                sizes = [sizes] * n
+            for i, p in enumerate(self.members):
+                self.disks[i] = Disk(os.path.join(self.base, f"disk{i}.img"),
+                                     sizes[i], p)
+        elif self.member_fs != "dir":
+            raise ValueError(f"member_fs {self.member_fs!r}: dir or ext4")
         self.mnt = os.path.join(self.base, "mnt")
         os.mkdir(self.mnt, 0o755)
         self.owner = owner
         if owner is not None:
             for p in self.members + [self.mnt]:
                 os.chown(p, owner, owner)
-        self.proc = None
         self.wrapper = []      # command prefix for the daemon (e.g. setpriv)
         self.logpath = os.path.join(self.base, "daemon.log")
         self.last_exit = None
         self.mount_args = None
-        with _active_lock:
-            _active.add(self)
 
     # -- daemon ------------------------------------------------------------
     def _command(self, opts, members, fuse_opts):
@@ -393,6 +586,17 @@ class Volume:
                 pass
         subprocess.run(["fusermount3", "-u", "-z", self.mnt],
                        capture_output=True)
+        self.release_disks(lazy=True)
+
+    def release_disks(self, lazy=False):
+        """Unmounts the member disks and detaches their loop devices (the
+        FUSE mount must be gone first: the daemon holds them open)."""
+        for d in self.disks:
+            if d is not None:
+                try:
+                    d.release(lazy)
+                except Exception:  # the others must go too
+                    log(f"releasing {d.path}: {traceback.format_exc()}")
 
     def cleanup(self, keep=False):
         try:
@@ -400,6 +604,7 @@ class Volume:
         finally:
             if is_mounted(self.mnt):
                 self.emergency()
+            self.release_disks()
             with _active_lock:
                 _active.discard(self)
             if not keep and not os.environ.get("ECFS_TEST_KEEP"):
@@ -417,8 +622,10 @@ class Volume:
 
     def lose(self, idx, how, files=(), seed=0):
         """Makes member idx unusable in one of these ways:
-          rmdir      the member directory is removed (rm -rf)
-          empty      removed and replaced by an empty directory (new disk)
+          rmdir      the member directory is removed (rm -rf); a disk is
+                     unmounted (lazily) and its mount point removed
+          empty      removed and replaced by an empty directory (new disk);
+                     a disk is replaced by a freshly formatted one
           chunkdel   the chunk files of `files` are deleted on it
           flip       bytes of the chunk files of `files` are flipped
           unreadable chmod 000 on the member directory (only meaningful
@@ -426,9 +633,26 @@ class Volume:
                      modes; see DROP_DAC)
           chunkmode  chmod 000 on the chunk files of `files` (same caveat)
           file       the member directory is replaced by a regular file
+          dead       disks only: the disk dies, every call fails with EIO
         """
         p = self.members[idx]
-        if how == "rmdir":
+        disk = self.disks[idx]
+        if how in ("rmdir", "empty", "file") and disk is not None:
+            disk.unmount(lazy=True)
+            if how == "empty":
+                disk.detach()
+                disk.format()
+                disk.mount()
+                return
+            os.rmdir(p)
+            if how == "file":
+                with open(p, "w") as f:
+                    f.write("not a directory\n")
+        elif how == "dead":
+            if disk is None:
+                raise ValueError("lose(dead) needs a disk member")
+            disk.shutdown()
+        elif how == "rmdir":
             shutil.rmtree(p)
         elif how == "empty":
             shutil.rmtree(p)
@@ -454,6 +678,34 @@ class Volume:
                 f.write("not a directory\n")
         else:
             raise ValueError(how)
+
+    def hide(self, idx):
+        """Takes member idx away while the volume is not mounted, to be put
+        back by unhide(): a directory is renamed aside, a disk unmounted and
+        its mount point removed."""
+        disk = self.disks[idx]
+        if disk is not None and disk.mounted():
+            disk.unmount()
+            os.rmdir(self.members[idx])
+        else:
+            os.rename(self.members[idx], self.members[idx] + ".away")
+
+    def unhide(self, idx):
+        disk = self.disks[idx]
+        if os.path.lexists(self.members[idx] + ".away"):
+            os.rename(self.members[idx] + ".away", self.members[idx])
+        elif disk is not None:
+            disk.mount()
+
+    def fill_member(self, idx, src):
+        """Makes member idx a copy of the member directory src (cp -a:
+        modes, xattrs, hard links)."""
+        p = self.members[idx]
+        if self.disks[idx] is not None:
+            subprocess.run(["cp", "-a", src + "/.", p], check=True)
+        else:
+            os.rmdir(p)
+            subprocess.run(["cp", "-a", src, p], check=True)
 
 
 def flip_bytes(path, rng, count=16):
@@ -484,6 +736,7 @@ def emergency_all(why):
         log(f"ecfs tests: {why}: killing daemons and detaching mounts")
     for v in vols:
         v.emergency()
+    release_all_disks()
 
 
 def _signal_watcher(rfd):
@@ -511,8 +764,9 @@ def _watchdog(seconds):
     os._exit(1)
 
 
-def main(argv=None):
-    """Entry point of every test program."""
+def main(argv=None, needs_disks=False):
+    """Entry point of every test program (needs_disks: it makes ext4
+    member disks whatever ECFS_TEST_MEMBER_FS says)."""
     global ECFS
     argv = list(sys.argv if argv is None else argv)
     if len(argv) < 2:
@@ -526,6 +780,9 @@ def main(argv=None):
     if os.geteuid() != 0:
         why = ("the integration tests need root (other users' files, "
                "mknod, drop_caches, a daemon without CAP_DAC_OVERRIDE)")
+    if not why and (MEMBER_FS == "ext4" or needs_disks):
+        why = disks_unusable_reason()
+        why = why and f"ext4 member disks: {why}"
     if why:
         print(f"SKIP: {why}", file=sys.stderr)
         return SKIP

@@ -3,7 +3,9 @@
 random reads, writes, truncates, mmap reads and writes, fallocate, fsync,
 close/reopen, each read checked against fsx's own model of the file.
 100,000 operations on a healthy volume, and 100,000 during which m members
-are removed (after 30,000 operations).  Small strips (4 KiB) so that the
+are lost (after 30,000 operations): removed (rm -rf) when they are
+directories; when they are ext4 disks (ECFS_TEST_MEMBER_FS=ext4) the disks
+die, answering EIO to every call from then on.  Small strips (4 KiB) so that the
 1 MiB test file spans many stripes and most operations cross strip and
 stripe boundaries.  Exit 77 (skip) if fsx is not installed.
 
@@ -123,17 +125,21 @@ class FsxTest(H.MountedCase):
         self.assert_clean_unmount(v)
 
     def test_degraded(self):
-        """Two of six members removed (rm -rf) at operation 30,000."""
+        """Two of six members lost at operation 30,000: removed (rm -rf),
+        or disks that die."""
         v = self.volume(6, tmpdir=member_tmpdir())
         self.mount(v, "k=4,m=2,code=rs-vandermonde,strip=4096")
+        how = "dead" if v.disks[0] is not None else "rmdir"
 
         def remove():
-            v.lose(1, "rmdir")
-            v.lose(4, "rmdir")
+            v.lose(1, how)
+            v.lose(4, how)
         rc, out = self.run_fsx(v, seed=2, at_op=min(30000, OPS // 3),
                                action=remove)
         self.check(rc, out)
-        self.assertEqual(H.health(v.mnt).get("state"), "degraded")
+        h = H.health(v.mnt)
+        self.assertEqual(h.get("state"), "degraded", h)
+        self.assertEqual(h.get("members_failed"), "2", h)
         self.assert_clean_unmount(v)
 
 

@@ -133,7 +133,7 @@ class FsckCase(h.MountedCase):
             moved = []
             try:
                 for i in hidden:
-                    os.rename(v.members[i], v.members[i] + ".away")
+                    v.hide(i)
                     moved.append(i)
                 mnt = self.mount(v)
                 for rel, want in data.items():
@@ -149,7 +149,7 @@ class FsckCase(h.MountedCase):
             finally:
                 v.unmount()
                 for i in moved:
-                    os.rename(v.members[i] + ".away", v.members[i])
+                    v.unhide(i)
 
     def assert_healthy(self, v):
         mnt = self.mount(v)
@@ -325,7 +325,7 @@ class ManyFilesTest(FsckCase):
             moved = []
             try:
                 for i in hidden:
-                    os.rename(v.members[i], v.members[i] + ".away")
+                    v.hide(i)
                     moved.append(i)
                 mnt = self.mount(v)
                 for rel, want in data.items():
@@ -335,7 +335,7 @@ class ManyFilesTest(FsckCase):
             finally:
                 v.unmount()
                 for i in moved:
-                    os.rename(v.members[i] + ".away", v.members[i])
+                    v.unhide(i)
 
 
 class DegradedTest(FsckCase):
@@ -344,8 +344,7 @@ class DegradedTest(FsckCase):
         chmod and an unlink: its chunk is stale, entries are missing and
         one is extra; fsck brings it back in line."""
         v, data = self.build()
-        away = v.members[3] + ".away"
-        os.rename(v.members[3], away)
+        v.hide(3)
         try:
             mnt = self.mount(v)
             new = h.pattern(40000, 7)
@@ -361,7 +360,7 @@ class DegradedTest(FsckCase):
             self.assert_clean_unmount(v)
         finally:
             v.unmount()
-            os.rename(away, v.members[3])
+            v.unhide(3)
         rep = self.cycle(v, {"chunk-stale", "missing", "extra"})
         paths = {(p["kind"], p["path"], p["member"]) for p in rep["problems"]}
         self.assertIn(("chunk-stale", "/mid", 3), paths)
