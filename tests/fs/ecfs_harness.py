@@ -61,9 +61,6 @@ TMPDIR = os.environ.get("ECFS_TEST_TMPDIR", "/tmp")
 # (whole-disk members on loop devices), and the default disk size.
 MEMBER_FS = os.environ.get("ECFS_TEST_MEMBER_FS") or "dir"
 MEMBER_MIB = int(os.environ.get("ECFS_TEST_MEMBER_MIB") or "64")
-# mkfs.ext4 leaves lost+found at the root of a new disk, which ecfs does not
-# take yet as an empty member: the harness removes it.
-KEEP_LOST_FOUND = False
 # Serialises loop device set-up between test programs (meson runs several).
 LOOP_LOCK = "/run/lock/ecfs-test-loop.lock"
 _active = set()        # volumes that may have a daemon or a mount
@@ -331,7 +328,8 @@ def _run(cmd):
 class Disk:
     """An ext4 file system in an image file on a loop device, mounted on
     a member directory as a whole-disk member.  Formatted with mkfs.ext4's
-    defaults, as a new user would (below 512 MiB that means 1 KiB blocks)."""
+    defaults, as a new user would (below 512 MiB that means 1 KiB blocks),
+    with lost+found left at its root."""
 
     def __init__(self, image, mib, path):
         self.image, self.mib, self.path = image, mib, path
@@ -375,9 +373,6 @@ class Disk:
                  + [self.dev, self.path])
         if r.returncode != 0:
             raise OSError(f"mount {self.dev} {self.path}: {r.stderr.strip()}")
-        lf = os.path.join(self.path, "lost+found")
-        if not KEEP_LOST_FOUND and os.path.isdir(lf) and not os.listdir(lf):
-            os.rmdir(lf)
 
     def mounted(self):
         return self.devno is not None and bool(_mount_points(self.devno))

@@ -444,8 +444,9 @@ class HungMemberTest(FaultCase):
         v = self.volume(N)
         under = os.path.join(v.base, "under2")
         os.mkdir(under)
-        subprocess.run(["mergerfs", "-o", "cache.files=off", under, v.members[2]],
-                       check=True)
+        # nonempty: on a disk member, over its lost+found
+        subprocess.run(["mergerfs", "-o", "cache.files=off,nonempty", under,
+                        v.members[2]], check=True)
         self.addCleanup(subprocess.run, ["fusermount3", "-uz", v.members[2]])
         pid = int(subprocess.run(["pgrep", "-n", "-f", f"mergerfs.*{under}"],
                                  capture_output=True, text=True,
