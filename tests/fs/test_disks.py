@@ -2,6 +2,12 @@
 """Members on real disks: whole ext4 file systems on loop devices, made as
 a new user makes them (mkfs.ext4 with its defaults), 4+2.
 
+  FullTest        the volume filled until the writer gets ENOSPC: no member
+                  fails, the files written before read back exact, new names
+                  and xattrs get ENOSPC, the file that filled it is cut and
+                  removed without a remount and new files fit again; statfs
+                  says what is left before and after.
+                  Also with one member much smaller than the others.
   LostDiskTest    a member disk unmounted (umount -l) under the running
                   volume: failed, not replaced by its empty mount point,
                   rebuilt online once mounted again; and one that turns
@@ -102,20 +108,101 @@ class DiskCase(H.MountedCase):
                            f"{what}: only {done >> 20} MiB fit, statfs "
                            f"offered {before >> 20} MiB")
         after = avail(mnt)
+        H.log(f"{what}: statfs offered {before >> 20} MiB, {done >> 20} MiB "
+              f"fit, then ENOSPC; statfs offers {after >> 20} MiB")
         self.assertLess(after, max(before // 20, 4 * MIB),
                         f"{what}: statfs offers {after >> 20} MiB on a full "
                         f"volume (it offered {before >> 20} MiB empty)")
         return done, before
 
+    def refused_when_full(self, v, mnt, what):
+        """On the full volume new files fit only into what the last data
+        write left over: creating empty files runs into ENOSPC soon (each
+        takes a chunk header per member; none may eat into the members'
+        reserve), and a mkdir and an xattr then give ENOSPC or fit.  Never
+        EIO, no member fails, and the files go again with rm."""
+        made, err = [], 0
+        while len(made) < 5000:
+            p = os.path.join(mnt, f"full-{len(made)}")
+            try:
+                os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+            except OSError as e:
+                err = e.errno
+                break
+            made.append(p)
+        self.assertEqual(errname(err), "ENOSPC",
+                         f"{what}: creating files on a full volume "
+                         f"({len(made)} fitted)")
+        for name, call in (
+                ("mkdir", lambda: os.mkdir(os.path.join(mnt, "full-dir"))),
+                ("setxattr", lambda: os.setxattr(os.path.join(mnt, "one"),
+                                                 "user.k", b"v" * 100))):
+            try:
+                call()
+            except OSError as e:
+                self.assertEqual(errname(e.errno), "ENOSPC",
+                                 f"{what}: {name} on a full volume")
+        self.assert_healthy(v, f"{what}, after creations on a full volume")
+        for p in made:
+            os.unlink(p)
+        H.log(f"{what}: {len(made)} empty files fitted on the full volume")
+
     def empty_and_reuse(self, v, mnt, data, what):
-        """The filler goes without a remount, and a new file fits."""
-        os.unlink(os.path.join(mnt, "filler"))
+        """The filler is cut to half, then removed, without a remount,
+        and a new file fits."""
+        filler = os.path.join(mnt, "filler")
+        os.truncate(filler, os.stat(filler).st_size // 2)
+        self.assert_healthy(v, f"{what}, after truncating the filler")
+        os.unlink(filler)
         self.assertFalse(os.path.exists(os.path.join(mnt, "filler")))
         new = H.pattern(8 * MIB + 5, 91)
         H.write_file(os.path.join(mnt, "new"), new, fsync=True)
         data["new"] = new
         self.check_old(mnt, data, f"{what}, after rm and a new file:")
         self.assert_healthy(v, f"{what}, after rm")
+
+
+class FullTest(DiskCase):
+    def test_fill_rm_write(self):
+        """The bar: 4+2 disks of 64 MiB filled to ENOSPC, the filler
+        removed, a new file written, all without a remount."""
+        v, mnt = self.disks()
+        data = self.write_old(mnt)
+        offered = avail(mnt)
+        members = self.member_avail(v)
+        self.assertGreater(offered, K * members // 2,
+                           f"statfs offers {offered >> 20} MiB on members "
+                           f"with {members >> 20} MiB free each")
+        self.assertLessEqual(offered, K * members)
+        self.fill_volume(v, mnt, "4+2 on 64 MiB disks")
+        self.check_old(mnt, data, "full volume:")
+        self.refused_when_full(v, mnt, "4+2 on 64 MiB disks")
+        self.empty_and_reuse(v, mnt, data, "4+2 on 64 MiB disks")
+        self.assertGreater(avail(mnt), offered // 2)
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v)
+        self.check_old(mnt, data, "remounted:")
+        self.assert_healthy(v, "remounted")
+        self.assert_clean_unmount(v)
+
+    def test_one_small_member(self):
+        """Member 3 is a 40 MiB disk among 96 MiB ones: statfs is bounded
+        by it, and it is what fills; no member fails."""
+        sizes = [96] * N
+        sizes[3] = 40
+        v = self.volume(N, member_fs="ext4", member_mib=sizes)
+        mnt = self.mount(v, OPTS)
+        small = avail(v.members[3])
+        offered = avail(mnt)
+        self.assertLessEqual(offered, K * small)
+        self.assertGreater(offered, K * small // 2)
+        data = self.write_old(mnt)
+        self.fill_volume(v, mnt, "one small member")
+        self.assertGreater(min(avail(v.members[i]) for i in (0, 1, 2, 4, 5)),
+                           20 * MIB, "the big members filled up too")
+        self.check_old(mnt, data, "full volume:")
+        self.empty_and_reuse(v, mnt, data, "one small member")
+        self.assert_clean_unmount(v)
 
 
 class LostDiskTest(DiskCase):
