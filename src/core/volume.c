@@ -24,7 +24,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "mounts.h"
 #include "record.h"
 #include "superblock.h"
 #include "volume_internal.h"
@@ -48,18 +48,6 @@
 #define HEAL_FILE "heal"
 #define DEFAULT_STRIP_SIZE (64 * 1024)
 #define DEFAULT_PACKET_SIZE 2048
-
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000 /* linux/stat.h of 5.8 */
-#endif
-
-/* Where a member root sits: its filesystem, whether it is a mount point,
- * and the filesystem of the directory it is mounted on (its parent). */
-typedef struct mount_info {
-	bool known;
-	bool root;
-	dev_t dev, parent;
-} mount_info;
 
 typedef struct member {
 	char *path;
@@ -167,45 +155,6 @@ static int root_content(int fd, char **found)
 	return count;
 }
 
-static mount_info mount_info_of(int rootfd)
-{
-	mount_info mi = { 0 };
-	struct statx sx;
-	struct stat up;
-
-	if (statx(rootfd, "", AT_EMPTY_PATH, STATX_INO, &sx) < 0 ||
-	    fstatat(rootfd, "..", &up, 0) < 0)
-		return mi;
-	mi.known = true;
-	mi.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-	mi.parent = up.st_dev;
-	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
-		mi.root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
-	else /* before Linux 5.8: the root of another filesystem than its parent's, or / */
-		mi.root = up.st_dev != mi.dev || up.st_ino == sx.stx_ino;
-	return mi;
-}
-
-/* Member i looks like a disk that did not mount: more than half of the
- * members are mount points (a volume of disks), and member i is not one
- * but lies on the filesystem that holds member j's mount point, so ecfs
- * would write to the filesystem beneath.  Returns j, or -1.  Members that
- * are all plain directories, or directories inside disks, are never such,
- * nor are plain directories beside one mounted member. */
-static int unmounted_beside(const mount_info *mi, int n, int i)
-{
-	int roots = 0;
-
-	for (int j = 0; j < n; j++)
-		roots += mi[j].known && mi[j].root;
-	if (!mi[i].known || mi[i].root || 2 * roots <= n)
-		return -1;
-	for (int j = 0; j < n; j++)
-		if (j != i && mi[j].known && mi[j].root && mi[j].parent == mi[i].dev)
-			return j;
-	return -1;
-}
-
 static void probe_member(probe *p)
 {
 	p->metafd = -1;
@@ -217,7 +166,7 @@ static void probe_member(probe *p)
 		p->why = g_strdup_printf("cannot open: %s", g_strerror(errno));
 		return;
 	}
-	p->mi = mount_info_of(p->rootfd);
+	p->mi = mount_info_of_root(p->rootfd);
 	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (p->metafd < 0) {
 		bool absent = errno == ENOENT;
@@ -653,7 +602,7 @@ static void judge_mounts(probe *pr, int n)
 	for (int i = 0; i < n; i++)
 		mi[i] = pr[i].mi;
 	for (int i = 0; i < n; i++) {
-		int j = unmounted_beside(mi, n, i);
+		int j = mounts_unmounted_beside(mi, n, i);
 		if (j < 0)
 			continue;
 		g_free(pr[i].why);
@@ -661,36 +610,6 @@ static void judge_mounts(probe *pr, int n)
 		                            "have mounted", pr[j].path);
 		pr[i].state = P_UNMOUNTED;
 	}
-}
-
-/* Groups of members that share a filesystem (same st_dev), members in the
- * mask `known` only: "0,1,2 4,5" (indices), or with paths "a, b, c; e, f".
- * g_malloc'd, or NULL if each member has its own. */
-static char *same_filesystem_groups(const mount_info *mi, int n, uint64_t known,
-                                    const char *const *paths)
-{
-	GString *s = g_string_new(NULL);
-	uint64_t done = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (!(known >> i & 1) || !mi[i].known || (done >> i & 1))
-			continue;
-		gsize start = s->len;
-		int count = 0;
-		g_string_append(s, start ? (paths ? "; " : " ") : "");
-		for (int j = i; j < n; j++)
-			if ((known >> j & 1) && mi[j].known && mi[j].dev == mi[i].dev) {
-				done |= 1ull << j;
-				if (paths)
-					g_string_append_printf(s, "%s%s", count ? ", " : "", paths[j]);
-				else
-					g_string_append_printf(s, "%s%d", count ? "," : "", j);
-				count++;
-			}
-		if (count < 2)
-			g_string_truncate(s, start);
-	}
-	return s->len ? g_string_free(s, FALSE) : (g_string_free(s, TRUE), NULL);
 }
 
 /* Members of a new volume that share a filesystem fill up together, and
@@ -702,7 +621,7 @@ static void warn_same_filesystem(const probe *pr, int n, const char *const *path
 
 	for (int i = 0; i < n; i++)
 		mi[i] = pr[i].mi;
-	char *groups = same_filesystem_groups(mi, n, ~0ull, paths);
+	char *groups = mounts_same_filesystem(mi, n, ~0ull, paths);
 	if (groups)
 		ecfs_log(LOG_WARNING, "members on one filesystem: %s; they fill up together, and "
 		         "one failure of it fails them all (give each member its own disk)", groups);
@@ -1315,7 +1234,7 @@ char *volume_same_filesystem(volume *v)
 	for (int i = 0; i < v->n; i++)
 		mi[i] = v->mem[i].mi;
 	pthread_mutex_unlock(&v->lock);
-	return same_filesystem_groups(mi, v->n, ok, NULL);
+	return mounts_same_filesystem(mi, v->n, ok, NULL);
 }
 
 char *volume_health_text(volume *v)
@@ -1436,7 +1355,7 @@ static bool revive_unmounted(volume *v, int idx, const probe *p)
 	for (int j = 0; j < v->n; j++)
 		mi[j] = volume_member_ok(v, j) ? v->mem[j].mi : (mount_info){ 0 };
 	mi[idx] = p->mi;
-	int j = unmounted_beside(mi, v->n, idx);
+	int j = mounts_unmounted_beside(mi, v->n, idx);
 	if (j >= 0 && !mb->warned_unmounted) {
 		char *why = g_strdup_printf("not a mount point while %s is: its disk may not have "
 		                            "mounted", v->mem[j].path);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the members are mounted (mounts.h).
+ */
+#include "mounts.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <glib.h>
+
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000 /* linux/stat.h of 5.8 */
+#endif
+
+mount_info mount_info_of_root(int rootfd)
+{
+	mount_info mi = { 0 };
+	struct statx sx;
+	struct stat up;
+
+	if (statx(rootfd, "", AT_EMPTY_PATH, STATX_INO, &sx) < 0 ||
+	    fstatat(rootfd, "..", &up, 0) < 0)
+		return mi;
+	mi.known = true;
+	mi.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	mi.parent = up.st_dev;
+	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+		mi.root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	else /* before Linux 5.8: the root of another filesystem than its parent's, or / */
+		mi.root = up.st_dev != mi.dev || up.st_ino == sx.stx_ino;
+	return mi;
+}
+
+int mounts_unmounted_beside(const mount_info *mi, int n, int i)
+{
+	int roots = 0;
+
+	for (int j = 0; j < n; j++)
+		roots += mi[j].known && mi[j].root;
+	if (!mi[i].known || mi[i].root || 2 * roots <= n)
+		return -1;
+	for (int j = 0; j < n; j++)
+		if (j != i && mi[j].known && mi[j].root && mi[j].parent == mi[i].dev)
+			return j;
+	return -1;
+}
+
+char *mounts_same_filesystem(const mount_info *mi, int n, uint64_t known,
+                             const char *const *paths)
+{
+	GString *s = g_string_new(NULL);
+	uint64_t done = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!(known >> i & 1) || !mi[i].known || (done >> i & 1))
+			continue;
+		gsize start = s->len;
+		int count = 0;
+		g_string_append(s, start ? (paths ? "; " : " ") : "");
+		for (int j = i; j < n; j++)
+			if ((known >> j & 1) && mi[j].known && mi[j].dev == mi[i].dev) {
+				done |= 1ull << j;
+				if (paths)
+					g_string_append_printf(s, "%s%s", count ? ", " : "", paths[j]);
+				else
+					g_string_append_printf(s, "%s%d", count ? "," : "", j);
+				count++;
+			}
+		if (count < 2)
+			g_string_truncate(s, start);
+	}
+	return s->len ? g_string_free(s, FALSE) : (g_string_free(s, TRUE), NULL);
+}

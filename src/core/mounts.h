@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the members are mounted (docs/DESIGN.md section 3): whether a
+ * member root is a mount point, which members share a filesystem, and
+ * which member looks like a disk that did not mount.  Judged on facts
+ * taken once per member (mount_info_of_root), so the volume can judge
+ * them again (the online heal) without touching the members.
+ */
+#ifndef ECFS_MOUNTS_H
+#define ECFS_MOUNTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where a member root sits: its filesystem, whether it is a mount point,
+ * and the filesystem of the directory it is mounted on (its parent). */
+typedef struct mount_info {
+	bool known;
+	bool root;
+	dev_t dev, parent;
+} mount_info;
+
+/* The mount_info of the directory rootfd (known false if it cannot be
+ * asked). */
+mount_info mount_info_of_root(int rootfd);
+
+/* Member i looks like a disk that did not mount: more than half of the
+ * members are mount points (a volume of disks), and member i is not one
+ * but lies on the filesystem that holds member j's mount point, so ecfs
+ * would write to the filesystem beneath.  Returns j, or -1.  Members that
+ * are all plain directories, or directories inside disks, are never such,
+ * nor are plain directories beside one mounted member. */
+int mounts_unmounted_beside(const mount_info *mi, int n, int i);
+
+/* Groups of members that share a filesystem (same st_dev), members in the
+ * mask `known` only: "0,1,2 4,5" (indices), or with paths "a, b, c; e, f".
+ * g_malloc'd, or NULL if each member has its own. */
+char *mounts_same_filesystem(const mount_info *mi, int n, uint64_t known,
+                             const char *const *paths);
+
+#endif
