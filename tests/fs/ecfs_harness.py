@@ -759,6 +759,16 @@ def _watchdog(seconds):
     os._exit(1)
 
 
+def take_fsck_argument():
+    """For programs run as `prog ECFS ECFS_FSCK [unittest args]`: takes
+    ECFS_FSCK out of sys.argv and returns its absolute path (exits 2 with
+    the usage if it is missing)."""
+    if len(sys.argv) < 3:
+        print(f"usage: {sys.argv[0]} ECFS ECFS_FSCK [unittest args]", file=sys.stderr)
+        sys.exit(2)
+    return os.path.abspath(sys.argv.pop(2))
+
+
 def main(argv=None, needs_disks=False):
     """Entry point of every test program (needs_disks: it makes ext4
     member disks whatever ECFS_TEST_MEMBER_FS says)."""

@@ -560,8 +560,5 @@ class FsckPendingTest(IntentCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        print(f"usage: {sys.argv[0]} ECFS ECFS_FSCK [unittest args]", file=sys.stderr)
-        sys.exit(2)
-    FSCK = os.path.abspath(sys.argv.pop(2))
+    FSCK = h.take_fsck_argument()
     sys.exit(h.main())
