@@ -39,6 +39,8 @@ typedef struct worker {
 	mio_task *head, *tail;
 	mio_task *current; /* the task being run */
 	int64_t io_since;  /* ms, CLOCK_MONOTONIC */
+	int64_t call_ns;   /* start of the member call under way */
+	uint64_t latency_ns; /* moving average of member calls (atomic) */
 	bool stop, lost;
 	int idx;
 	memberio *mio;
@@ -66,6 +68,13 @@ static int64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void task_done(mio_task *t, int lost_idx)
@@ -363,15 +372,32 @@ void mio_io_begin(void)
 {
 	worker *w = self;
 
-	if (w && w->mio->timeout_ms)
+	if (!w)
+		return;
+	w->call_ns = now_ns();
+	if (w->mio->timeout_ms)
 		__atomic_store_n(&w->io_since, now_ms(), __ATOMIC_RELEASE);
+}
+
+/* The member's latency: a moving average over about its last 8 calls, so
+ * a member that turns slow shows within a few calls (memberio.h). */
+static void note_latency(worker *w)
+{
+	int64_t took = now_ns() - w->call_ns;
+	int64_t avg = (int64_t)__atomic_load_n(&w->latency_ns, __ATOMIC_RELAXED);
+
+	avg = avg ? avg + (took - avg) / 8 : (took > 0 ? took : 1);
+	__atomic_store_n(&w->latency_ns, (uint64_t)avg, __ATOMIC_RELAXED);
 }
 
 void mio_io_end(void)
 {
 	worker *w = self;
 
-	if (!w || !w->mio->timeout_ms)
+	if (!w)
+		return;
+	note_latency(w);
+	if (!w->mio->timeout_ms)
 		return;
 	int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
 	if (since != IO_LOST &&
@@ -400,4 +426,9 @@ uint8_t *mio_bounce(size_t len)
 		w->bounce_len = len;
 	}
 	return w->bounce;
+}
+
+uint64_t memberio_latency_us(memberio *mio, int idx)
+{
+	return __atomic_load_n(&mio->w[idx]->latency_ns, __ATOMIC_RELAXED) / 1000;
 }

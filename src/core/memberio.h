@@ -70,9 +70,13 @@ uint64_t mio_batch_wait(mio_batch *b);
 bool memberio_on_worker(void);
 /* The timeout this memberio was made with (0: none). */
 unsigned memberio_timeout(const memberio *mio);
+/* Member idx's latency: a moving average of the member calls its worker
+ * made (about the last 8), in microseconds; 0 before the first. */
+uint64_t memberio_latency_us(memberio *mio, int idx);
 
-/* Around one member call (memberops.c); no-ops outside a worker or
- * without a timeout.  mio_io_end never returns if the call was given up. */
+/* Around one member call (memberops.c); no-ops outside a worker.  They
+ * time the call for the member's latency, and with a timeout they let the
+ * watchdog see it; mio_io_end never returns if the call was given up. */
 void mio_io_begin(void);
 void mio_io_end(void);
 /* A raw system call on a member as one timed member call (its result

@@ -1257,6 +1257,9 @@ char *volume_health_text(volume *v)
 			                       ? "healing" : "up", v->mem[i].path);
 	}
 	pthread_mutex_unlock(&v->lock);
+	for (int i = 0; i < v->n; i++)
+		g_string_append_printf(s, "member.%d.latency_us=%llu\n", i,
+		                       (unsigned long long)memberio_latency_us(v->mio, i));
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,

@@ -123,6 +123,7 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   k=K  m=M  n=N  members_failed=F
  *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
  *                                   or  member.<idx>=healing <path> (online heal)
+ *   member.<idx>.latency_us=<moving average of its recent calls, memberio.h>
  *   strips_decoded=<count since mount>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>

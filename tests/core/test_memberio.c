@@ -4,7 +4,8 @@
  * on their members' worker threads, in submission order per member; a
  * batch made with mio_batch_init_caller has its last task run by the
  * waiting caller when that member's worker is idle, never ahead of a task
- * still queued for the same member, and never when there is a timeout.
+ * still queued for the same member, and never when there is a timeout; and
+ * each member's latency follows the calls its worker makes.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -125,6 +126,50 @@ static void no_caller_run_with_a_timeout(void **state)
 	assert_int_equal(one_batch(5000, true, &js), 0);
 }
 
+/* A member call that takes usec (a member call is what MIO_CALL brackets). */
+static void slow_call(void *arg)
+{
+	unsigned usec = *(unsigned *)arg;
+
+	MIO_CALL(usleep(usec));
+}
+
+/* Runs calls of usec[i] on each member i, 8 batches of them. */
+static void timed_calls(memberio *mio, unsigned *usec)
+{
+	for (int round = 0; round < 8; round++) {
+		mio_batch b;
+		mio_batch_init(&b);
+		for (int i = 0; i < N; i++)
+			memberio_submit(mio, i, &b, slow_call, &usec[i]);
+		assert_int_equal(mio_batch_wait(&b), 0);
+	}
+}
+
+static void latency_follows_the_calls(void **state)
+{
+	memberio *mio = memberio_new(N, 0, NULL, NULL);
+	unsigned usec[N] = { 0, 20000, 0 };
+
+	(void)state;
+	for (int i = 0; i < N; i++)
+		assert_int_equal(memberio_latency_us(mio, i), 0); /* no call yet */
+	timed_calls(mio, usec);
+	assert_true(memberio_latency_us(mio, 1) >= 15000);
+	assert_true(memberio_latency_us(mio, 0) < 5000);
+	assert_true(memberio_latency_us(mio, 2) < 5000);
+	/* member 1 turns fast, member 2 slow: seen within 8 calls (ratios,
+	 * so that a loaded machine's longer sleeps do not matter) */
+	uint64_t slow = memberio_latency_us(mio, 1);
+	usec[1] = 0;
+	usec[2] = 20000;
+	timed_calls(mio, usec);
+	assert_true(memberio_latency_us(mio, 1) < slow / 2);
+	assert_true(memberio_latency_us(mio, 2) > memberio_latency_us(mio, 1));
+	assert_true(memberio_latency_us(mio, 2) >= 10000);
+	memberio_free(mio);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +177,7 @@ int main(void)
 		cmocka_unit_test(caller_runs_the_last_task),
 		cmocka_unit_test(caller_keeps_member_order),
 		cmocka_unit_test(no_caller_run_with_a_timeout),
+		cmocka_unit_test(latency_follows_the_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

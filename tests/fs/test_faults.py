@@ -427,6 +427,21 @@ class HungMemberTest(FaultCase):
             self.check_given_up(v, mnt, j)
         self.assert_clean_unmount(v)
 
+    def test_slow_member_in_health(self):
+        """A member whose reads take 30 ms stands out in the health
+        report's latencies, and is not failed for it."""
+        v, path, data = self.stored_file(25)
+        mnt = self.mount_faulty(v, "member=2,op=read,delay=30")
+        H.drop_caches()
+        self.assert_exact(path, data, "member 2 slow:")
+        h = H.health(mnt)
+        lat = [int(h[f"member.{j}.latency_us"]) for j in range(N)]
+        others = max(lat[j] for j in range(N) if j != 2)
+        self.assertGreater(lat[2], 5000, f"latencies {lat}")
+        self.assertGreater(lat[2], 3 * others, f"latencies {lat}")
+        self.assertEqual(h["members_failed"], "0")
+        self.assert_clean_unmount(v)
+
     def test_injected_hang_in_reads(self):
         """Every read on m members hangs from the mount on: a file
         written before opens and reads back whole."""
