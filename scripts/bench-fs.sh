@@ -12,8 +12,9 @@
 # Sequential write (dd bs=1M conv=fsync from a random source file on tmpfs)
 # and sequential read (dd bs=1M to /dev/null, page cache dropped first) on
 # each; then ecfs's read with 2 of 6 members removed.  Reports MB/s, the
-# ratios, and the ecfs daemon's CPU seconds per GiB written (utime + stime
-# of the daemon from /proc/PID/stat).  Needs root (tmpfs mount, drop_caches).
+# ratios, and the ecfs daemon's CPU seconds per GiB written, read, and read
+# with 2 members removed (utime + stime of the daemon from /proc/PID/stat
+# across each dd).  Needs root (tmpfs mount, drop_caches).
 set -eu
 cd "$(dirname "$0")/.."
 build=${ECFS_BUILD_DIR:-build}
@@ -82,6 +83,13 @@ timed_dd() {
 	echo "$t0 $t1 $mib" | awk '{ printf "%.0f", $3 * 1048576 / ($2 - $1) / 1e6 }'
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+# The daemon's CPU seconds (utime + stime) since tick count $1, per GiB of
+# the file.
+cpu_per_gib() {
+	echo "$1 $(cpu_ticks "$ecfs_pid") $hz $mib" |
+		awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }'
+}
 ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
 
 # One run of every test, ecfs then mergerfs; prints its table and appends
@@ -99,16 +107,18 @@ one_run() {
 	warm $warm_write
 	c0=$(cpu_ticks "$ecfs_pid")
 	ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
-	c1=$(cpu_ticks "$ecfs_pid")
-	hz=$(getconf CLK_TCK)
-	cpu_per_gib=$(echo "$c0 $c1 $hz $mib" | awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }')
+	cpu_write=$(cpu_per_gib "$c0")
 	drop
 	warm $warm_read
+	c0=$(cpu_ticks "$ecfs_pid")
 	ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+	cpu_read=$(cpu_per_gib "$c0")
 	rm -rf "$tmpfs/e1" "$tmpfs/e4"
 	drop
 	warm $warm_read
+	c0=$(cpu_ticks "$ecfs_pid")
 	ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
+	cpu_degraded=$(cpu_per_gib "$c0")
 	drop
 	cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
 	fusermount3 -u "$work/ecfs"
@@ -137,9 +147,11 @@ one_run() {
 	printf '%-34s %10s %10s %8s\n' "sequential read" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
 	printf '%-34s %10s %10s %8s\n' "read, 2 of 6 members removed" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
 	echo "  (the degraded read's peer is ecfs's own healthy read)"
-	printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_per_gib"
+	printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_write"
+	printf '%-34s %10s\n' "  per GiB read" "$cpu_read"
+	printf '%-34s %10s\n' "  per GiB read, 2 members removed" "$cpu_degraded"
 	echo "$(ratio "$ecfs_write" "$merger_write") $(ratio "$ecfs_read" "$merger_read")" \
-		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_per_gib" >>"$work/ratios"
+		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_write $cpu_read $cpu_degraded" >>"$work/ratios"
 }
 
 for _ in $(seq "$runs"); do
@@ -151,7 +163,9 @@ done
 median() { sort -n -k"$1","$1" "$work/ratios" | awk -v c="$1" '{ v[NR] = $c }
 	END { print v[int((NR + 1) / 2)] }'; }
 echo
-echo "ratios of the $runs runs (write, read, degraded read, CPU s/GiB):"
+echo "ratios of the $runs runs (write, read, degraded read; daemon CPU s per GiB"
+echo "written, read, read with 2 members removed):"
 sed 's/^/  /' "$work/ratios"
-printf 'medians: write %s, read %s, degraded read %s, CPU %s s per GiB written\n' \
-	"$(median 1)" "$(median 2)" "$(median 3)" "$(median 4)"
+printf 'medians: write %s, read %s, degraded read %s\n' "$(median 1)" "$(median 2)" "$(median 3)"
+printf 'daemon CPU s per GiB (medians): written %s, read %s, read with 2 members removed %s\n' \
+	"$(median 4)" "$(median 5)" "$(median 6)"
