@@ -5,7 +5,7 @@
 # on the cells of `ecfs-bench --grid`: [6,2] [14,2] [12,4] [10,6] [10,4] x
 # 4K 64K 1M strips, encode and decode with m data blocks erased, one thread.
 #
-#   scripts/bench-peers.sh ISA_L_SOURCE      a clone of github.com/intel/isa-l
+#   scripts/bench-peers.sh ISA_L_CLONE       a clone of github.com/intel/isa-l
 #                                            (or a bare repository, or the
 #                                            tree of v2.32.1); or ISAL_SRC=...
 #   BENCH_RUNS=3 scripts/bench-peers.sh ...  runs per coder (default 2)
@@ -71,7 +71,7 @@ isal_tree() {
 }
 
 build_isal() {
-	[ -n "$src" ] || die "usage: scripts/bench-peers.sh ISA_L_SOURCE (or ISAL_SRC=...); a clone of github.com/intel/isa-l"
+	[ -n "$src" ] || die "usage: scripts/bench-peers.sh ISA_L_CLONE (or ISAL_SRC=...); a clone of github.com/intel/isa-l"
 	[ -d "$src" ] || die "$src: no such directory"
 	need_tools
 	w=$(mktemp -d /tmp/ecfs-isal-src.XXXXXX)
