@@ -20,9 +20,10 @@ every phase.  After the untar the tar is compared with the target (`tar d`,
 not timed) and the members' block usage is taken (`du -s --block-size=1`
 of the member directories, less what they held right after the mount: for
 ecfs, its empty volume's .ecfs files).  "x data" is that use over the sum
-of the regular files' sizes.  Another job dropping the caches during an
-untar makes tar x fail (the FUSE inode number of a directory the kernel
-forgets changes); the run is then started again.
+of the regular files' sizes.  When another job drops the caches during a
+run (counted in /proc/vmstat) and tar x or tar d fails (mergerfs and ecfs
+give a directory the kernel forgets a new inode number, and tar x checks
+it), that run is started again.
 
 The per-file limit is the least a per-file layout can take on members with
 4 KiB blocks: each regular file of the tree stored either as n strips of
@@ -165,6 +166,19 @@ class Bench:
             if name != "tree.tar":
                 subprocess.run(["rm", "-rf", os.path.join(self.tmpfs, name)])
 
+    def drop(self):
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        self.own_drops += 1
+
+    def start_run(self):
+        self.own_drops, self.drops0 = 0, drops_so_far()
+
+    def foreign_drops(self):
+        """Cache drops by other jobs since start_run()."""
+        return drops_so_far() - self.drops0 - self.own_drops
+
     def cleanup(self):
         self.stop()
         if os.path.ismount(self.tmpfs):
@@ -172,10 +186,11 @@ class Bench:
         subprocess.run(["rm", "-rf", self.work])
 
 
-def drop():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+def drops_so_far():
+    """drop_caches writes since boot, by anyone (0 if not counted)."""
+    with open("/proc/vmstat") as f:
+        return next((int(line.split()[1]) for line in f
+                     if line.startswith("drop_slab ")), 0)
 
 
 def warm(bench, mib):
@@ -219,30 +234,40 @@ def mount_target(bench, name, ecfs):
 
 
 class Interfered(Exception):
-    """Another job dropped the caches during an untar."""
+    """Another job dropped the caches during a run."""
 
 
-RENAMED = "Directory renamed before its status could be extracted"
+def failed(bench, argv, err):
+    """A command of a run failed: Interfered if another job dropped the
+    caches during the run (mergerfs and ecfs give a directory the kernel
+    forgets a new inode number, and tar x checks it), else fatal."""
+    sys.stderr.write(err)
+    if bench.foreign_drops():
+        raise Interfered()
+    die(f"failed: {' '.join(argv)}")
 
 
 def phase(bench, argv, warm_mib=0):
     """Runs one timed phase; returns (seconds, daemon CPU seconds)."""
-    drop()
+    bench.drop()
     if warm_mib:
         warm(bench, warm_mib)
     c0 = bench.cpu()
     t0 = time.perf_counter()
     p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     t = time.perf_counter() - t0
-    if p.returncode == 0:
-        return t, bench.cpu() - c0
-    sys.stderr.write(p.stderr)
-    # The FUSE inode number of a directory the kernel forgets changes (for
-    # ecfs and mergerfs alike), and tar x checks it.
-    if all(RENAMED in line or "Exiting with failure" in line
-           for line in p.stderr.splitlines()):
-        raise Interfered()
-    die(f"failed: {' '.join(argv)}")
+    if p.returncode:
+        failed(bench, argv, p.stderr)
+    return t, bench.cpu() - c0
+
+
+def verify(bench, tar, dst):
+    """Compares the tree extracted in DST with TAR (tar d), not timed."""
+    bench.drop()
+    argv = ["tar", "-df", tar, "-C", dst]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode:
+        failed(bench, argv, p.stdout + p.stderr)
 
 
 def run_target(bench, name, ecfs, tar, top, warm_mib):
@@ -251,8 +276,7 @@ def run_target(bench, name, ecfs, tar, top, warm_mib):
     empty = du(dirs)
     tree = os.path.join(dst, top)
     r = {"untar": phase(bench, ["tar", "-xf", tar, "-C", dst], warm_mib)}
-    drop()
-    run("tar", "-df", tar, "-C", dst)
+    verify(bench, tar, dst)
     os.sync()
     r["use"] = du(dirs) - empty
     r["empty"] = empty
@@ -328,9 +352,11 @@ def header(tree, files, data, limit, ecfs, buildtype):
 
 def one_run(bench, ecfs, tar, top, data, limit, warm_mib):
     load = open("/proc/loadavg").read().split()[:3]
+    bench.start_run()
     res = {name: run_target(bench, name, ecfs, tar, top, warm_mib) for name in TARGETS}
     after = open("/proc/loadavg").read().split()[:3]
     print(f"\nload average {' '.join(load)} before, {' '.join(after)} after; "
+          f"caches dropped by other jobs {bench.foreign_drops()} times; "
           f"ecfs empty volume {res[TARGETS[2]]['empty'] // 1024} KiB on the members "
           "(subtracted)\n")
     res["ratios"] = print_table(res, data, limit)
@@ -359,13 +385,16 @@ def main():
         run("mv", tar, bench.tmpfs)
         tar = os.path.join(bench.tmpfs, "tree.tar")
         header(tree, files, data, limit, ecfs, buildtype)
-        results = []
+        results, retries = [], 0
         while len(results) < runs:
             try:
                 results.append(one_run(bench, ecfs, tar, os.path.basename(tree), data, limit,
                                        16 * mib))
             except Interfered:
-                print("(the caches were dropped during an untar, by another job: run again)")
+                retries += 1
+                if retries > 5:
+                    die("other jobs keep dropping the caches")
+                print("(another job dropped the caches and a command failed: run again)")
                 bench.reset()
         if runs > 1:
             print(f"\nmedians of the {runs} runs (the ratios: the median of the runs' ratios):\n")
