@@ -20,10 +20,11 @@ every phase.  After the untar the tar is compared with the target (`tar d`,
 not timed) and the members' block usage is taken (`du -s --block-size=1`
 of the member directories, less what they held right after the mount: for
 ecfs, its empty volume's .ecfs files).  "x data" is that use over the sum
-of the regular files' sizes.  When another job drops the caches during a
-run (counted in /proc/vmstat) and tar x or tar d fails (mergerfs and ecfs
-give a directory the kernel forgets a new inode number, and tar x checks
-it), that run is started again.
+of the regular files' sizes.  A run during which another job dropped the
+caches (counted in /proc/vmstat) is thrown away and run again: the drop
+adds lookups to the phase it falls in, and may fail tar x (mergerfs and
+ecfs give a directory the kernel forgets a new inode number, and tar x
+checks it).
 
 The per-file limit is the least a per-file layout can take on members with
 4 KiB blocks: each regular file of the tree stored either as n strips of
@@ -239,8 +240,7 @@ class Interfered(Exception):
 
 def failed(bench, argv, err):
     """A command of a run failed: Interfered if another job dropped the
-    caches during the run (mergerfs and ecfs give a directory the kernel
-    forgets a new inode number, and tar x checks it), else fatal."""
+    caches during the run, else fatal."""
     sys.stderr.write(err)
     if bench.foreign_drops():
         raise Interfered()
@@ -354,9 +354,10 @@ def one_run(bench, ecfs, tar, top, data, limit, warm_mib):
     load = open("/proc/loadavg").read().split()[:3]
     bench.start_run()
     res = {name: run_target(bench, name, ecfs, tar, top, warm_mib) for name in TARGETS}
+    if bench.foreign_drops():
+        raise Interfered()
     after = open("/proc/loadavg").read().split()[:3]
     print(f"\nload average {' '.join(load)} before, {' '.join(after)} after; "
-          f"caches dropped by other jobs {bench.foreign_drops()} times; "
           f"ecfs empty volume {res[TARGETS[2]]['empty'] // 1024} KiB on the members "
           "(subtracted)\n")
     res["ratios"] = print_table(res, data, limit)
@@ -392,9 +393,9 @@ def main():
                                        16 * mib))
             except Interfered:
                 retries += 1
-                if retries > 5:
+                if retries > 10:
                     die("other jobs keep dropping the caches")
-                print("(another job dropped the caches and a command failed: run again)")
+                print("(another job dropped the caches during this run: run again)")
                 bench.reset()
         if runs > 1:
             print(f"\nmedians of the {runs} runs (the ratios: the median of the runs' ratios):\n")
