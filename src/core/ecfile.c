@@ -795,6 +795,8 @@ static void set_size(ecfile *f, uint64_t size)
 	if (size != f->size) {
 		f->size = size;
 		f->hdr_dirty = true;
+		/* ahead of its headers: a size remembered for stat is stale */
+		size_cache_headers_changed(volume_sizes(f->v));
 	}
 }
 
@@ -1318,6 +1320,8 @@ struct stat_probe {
 	int rc;          /* 0, or -errno of the member's lstat */
 	bool from_dir;   /* rc is about opening the parent directory */
 	struct stat s;
+	bool cached;     /* s is a chunk whose size the cache knows: size */
+	uint64_t size;
 	bool have_header;
 	chunk_header h;
 };
@@ -1338,7 +1342,10 @@ static int stat_probe_run(void *arg)
 		return p->rc = pfd;
 	}
 	int r = MIO_CALL(fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
-	int fd = r == 0 && S_ISREG(s.st_mode)
+	uint64_t size;
+	bool cached = r == 0 && S_ISREG(s.st_mode) &&
+	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size);
+	int fd = r == 0 && S_ISREG(s.st_mode) && !cached
 	         ? mop_openat(p->v, p->mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
 	MIO_CALL(close(pfd));
 	ssize_t got = fd >= 0 ? mop_pread(p->v, p->mb, fd, buf, sizeof(buf), 0) : -1;
@@ -1347,6 +1354,9 @@ static int stat_probe_run(void *arg)
 	bool valid = got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
 	             !memcmp(h.volume_uuid, volume_uuid(p->v), 16);
 	p->s = s;
+	p->cached = cached;
+	if (cached)
+		p->size = size;
 	p->have_header = valid;
 	if (valid)
 		p->h = h;
@@ -1355,9 +1365,10 @@ static int stat_probe_run(void *arg)
 
 int ecfile_stat(volume *v, const char *path, struct stat *st)
 {
-	uint64_t best_gen = 0, size = 0;
-	bool have = false, any = false;
-	int rc = -ENOENT;
+	uint64_t best_gen = 0, size = 0, epoch = size_cache_epoch(volume_sizes(v));
+	bool have = false, any = false, open_now = false;
+	int rc = -ENOENT, first = -1;
+	struct stat first_st;
 
 	if (!volume_usable(v))
 		return -EIO;
@@ -1378,12 +1389,16 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 			volume_member_error(v, mb, -r, "stat");
 			continue;
 		}
-		if (!S_ISREG(p.s.st_mode)) {
-			*st = p.s; /* not ours to interpret */
+		if (!S_ISREG(p.s.st_mode) || p.cached) {
+			*st = p.s; /* not ours to interpret, or its size known */
+			if (p.cached)
+				fill_size(st, p.size);
 			return 0;
 		}
-		if (!any)
-			*st = p.s;
+		if (!any) {
+			*st = first_st = p.s;
+			first = mb;
+		}
 		any = true;
 		if (p.have_header && (!have || p.h.generation > best_gen)) {
 			have = true;
@@ -1391,7 +1406,6 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 			size = p.h.size;
 			/* An open file knows its size best (buffered writes
 			 * included): no need to ask the other members. */
-			bool open_now = false;
 			volume_files_lock(v);
 			ecfile *f = volume_files_lookup(v, p.h.file_id);
 			if (f) {
@@ -1405,6 +1419,8 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	}
 	if (!any)
 		return rc;
+	if (have && !open_now)
+		size_cache_put(volume_sizes(v), first, &first_st, epoch, size);
 	fill_size(st, have ? size : 0);
 	return 0;
 }

@@ -732,6 +732,8 @@ static void write_header_member(void *arg)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
 	if (r >= 0 && j->durable)
 		r = mop_fsync(j->c->v, j->member, fd, true);
+	/* Whatever it did, sizes remembered before are no longer sure. */
+	size_cache_headers_changed(volume_sizes(j->c->v));
 	j->err = r < 0 ? (int)r : 0;
 }
 

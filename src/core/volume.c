@@ -82,6 +82,7 @@ struct volume {
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
+	size_cache *sizes;     /* closed files' sizes, for stat */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
@@ -742,6 +743,7 @@ static int start_members(volume *v, struct fault_rules **faults, unsigned timeou
 	*faults = NULL;
 	v->mio = memberio_new(v->n, timeout_ms, member_timed_out, v);
 	v->room = space_new(v->n);
+	v->sizes = size_cache_new();
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
 		return -ENOMEM;
@@ -847,6 +849,7 @@ void volume_close(volume *v)
 	}
 	memberio_free(v->mio);
 	space_free(v->room);
+	size_cache_free(v->sizes);
 	for (int i = 0; i < v->n; i++) {
 		g_free(v->mem[i].path);
 		g_free(v->mem[i].why);
@@ -881,6 +884,7 @@ const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].pa
 const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
 memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
+size_cache *volume_sizes(volume *v) { return v->sizes; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 
 bool volume_member_ok(const volume *v, int idx)

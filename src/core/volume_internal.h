@@ -13,6 +13,7 @@
 #include "checksum.h"
 #include "ec.h"
 #include "memberio.h"
+#include "size_cache.h"
 #include "space.h"
 #include "volume.h"
 
@@ -20,6 +21,8 @@ const uint8_t *volume_uuid(const volume *v);
 memberio *volume_memberio(volume *v);
 /* The members' room and reserves (space.h). */
 space *volume_space(volume *v);
+/* Closed files' sizes, for stat (size_cache.h). */
+size_cache *volume_sizes(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The logical sizes of closed files, so that stat costs one member call
+ * (issue: `ls -lR` read the chunk header on every member of every file).
+ *
+ * A file's size lives in its chunk headers.  An entry remembers the size
+ * found for the chunk (member, device, inode) that answered the lstat,
+ * with that chunk's ctime and the header epoch: a count that every chunk
+ * header write, of any file, on any member, raises once it is done.  An
+ * entry holds only while no header was written since it was made, so a
+ * write, a truncate, a create reusing the inode, a repair or a heal all
+ * make it stale, and it cannot outlive a change made while it was being
+ * made (the epoch is read before the headers are).  ecfs is the only
+ * writer of a mounted volume; the ctime catches a change behind its back.
+ * Thread-safe.
+ */
+#ifndef ECFS_SIZE_CACHE_H
+#define ECFS_SIZE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+typedef struct size_cache size_cache;
+
+/* Entries kept at most; past it the cache starts again empty. */
+#define SIZE_CACHE_MAX 65536
+
+size_cache *size_cache_new(void);
+void size_cache_free(size_cache *sc);
+
+/* The header epoch now (read it before reading headers). */
+uint64_t size_cache_epoch(size_cache *sc);
+/* A chunk header was written (after the write, done or failed). */
+void size_cache_headers_changed(size_cache *sc);
+
+/* True, with *size, if the chunk of member mb whose lstat is st has a
+ * size remembered that still holds. */
+bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size);
+/* Remembers size for that chunk, found by reading headers after the
+ * epoch was `epoch`. */
+void size_cache_put(size_cache *sc, int mb, const struct stat *st, uint64_t epoch,
+                    uint64_t size);
+
+#endif

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The closed files' sizes (src/core/size_cache.c): an entry holds while no
+ * header was written since it was made and its chunk's ctime is the same. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "size_cache.h"
+
+static struct stat chunk(ino_t ino, time_t ctime_s)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_dev = 7;
+	st.st_ctim.tv_sec = ctime_s;
+	return st;
+}
+
+static void test_remembered_until_a_header_is_written(void **state)
+{
+	size_cache *sc = size_cache_new();
+	struct stat a = chunk(10, 100);
+	uint64_t size = 0;
+
+	(void)state;
+	assert_false(size_cache_get(sc, 0, &a, &size));
+	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 1234);
+	assert_true(size_cache_get(sc, 0, &a, &size));
+	assert_int_equal(size, 1234);
+	assert_false(size_cache_get(sc, 1, &a, &size)); /* another member's chunk */
+	size_cache_headers_changed(sc);
+	assert_false(size_cache_get(sc, 0, &a, &size));
+	size_cache_free(sc);
+}
+
+static void test_made_across_a_header_write(void **state)
+{
+	size_cache *sc = size_cache_new();
+	struct stat a = chunk(10, 100);
+	uint64_t size, epoch = size_cache_epoch(sc); /* read before the headers */
+
+	(void)state;
+	size_cache_headers_changed(sc);               /* a write while they were read */
+	size_cache_put(sc, 0, &a, epoch, 1);
+	assert_false(size_cache_get(sc, 0, &a, &size));
+	size_cache_free(sc);
+}
+
+static void test_changed_behind_its_back(void **state)
+{
+	size_cache *sc = size_cache_new();
+	struct stat a = chunk(10, 100), touched = chunk(10, 101), reused = chunk(10, 100);
+	uint64_t size;
+
+	(void)state;
+	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 5);
+	assert_false(size_cache_get(sc, 0, &touched, &size));
+	reused.st_dev = 8; /* the same inode number on another filesystem */
+	assert_false(size_cache_get(sc, 0, &reused, &size));
+	size_cache_free(sc);
+}
+
+static void test_bounded(void **state)
+{
+	size_cache *sc = size_cache_new();
+	uint64_t size, epoch = size_cache_epoch(sc);
+
+	(void)state;
+	for (int i = 0; i <= SIZE_CACHE_MAX; i++) {
+		struct stat st = chunk((ino_t)i + 1, 1);
+		size_cache_put(sc, 0, &st, epoch, (uint64_t)i);
+	}
+	struct stat last = chunk(SIZE_CACHE_MAX + 1, 1), first = chunk(1, 1);
+	assert_true(size_cache_get(sc, 0, &last, &size));
+	assert_int_equal(size, SIZE_CACHE_MAX);
+	assert_false(size_cache_get(sc, 0, &first, &size)); /* started again */
+	size_cache_free(sc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_remembered_until_a_header_is_written),
+		cmocka_unit_test(test_made_across_a_header_write),
+		cmocka_unit_test(test_changed_behind_its_back),
+		cmocka_unit_test(test_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

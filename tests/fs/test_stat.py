@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: MIT
+"""stat of closed files, which ecfs answers from one member once it knows
+the file's size (src/core/size_cache.h): the size must follow every way a
+file changes.  Each case stats the file while closed (so its size is
+remembered), changes it, and stats it again, through the mount and after
+a remount, against the bytes it must hold.
+
+usage: test_stat.py ECFS_BINARY [unittest args]"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+K, M = 4, 2
+
+
+class StatTest(H.MountedCase):
+    def setUp(self):
+        self.v = self.volume(K + M)
+        self.mnt = self.mount(self.v, f"k={K},m={M}")
+
+    def p(self, name):
+        return os.path.join(self.mnt, name)
+
+    def assert_size(self, name, size, what):
+        for _ in range(2):  # the second answer comes from what was remembered
+            self.assertEqual(os.stat(self.p(name)).st_size, size, f"{what}: {name}")
+        self.assertEqual(os.lstat(self.p(name)).st_size, size, f"{what}: {name}")
+
+    def test_follows_every_change(self):
+        H.write_file(self.p("a"), b"x" * 100000)
+        self.assert_size("a", 100000, "written")
+        with open(self.p("a"), "ab") as f:
+            f.write(b"y" * 5)
+            f.flush()
+            self.assertEqual(os.stat(self.p("a")).st_size, 100005, "open, appended")
+        self.assert_size("a", 100005, "appended and closed")
+        os.truncate(self.p("a"), 7)
+        self.assert_size("a", 7, "truncated by path")
+        with open(self.p("a"), "r+b") as f:
+            f.truncate(300000)
+        self.assert_size("a", 300000, "grown by ftruncate")
+        os.link(self.p("a"), self.p("b"))
+        self.assert_size("b", 300000, "hard link")
+        with open(self.p("b"), "r+b") as f:
+            f.truncate(11)
+        self.assert_size("a", 11, "cut through the other name")
+        H.write_file(self.p("c"), b"z" * 4242)
+        self.assert_size("c", 4242, "new")
+        os.rename(self.p("c"), self.p("a"))
+        self.assert_size("a", 4242, "renamed over")
+        self.assert_size("b", 11, "the other link of the replaced file")
+        os.unlink(self.p("a"))
+        os.unlink(self.p("b"))
+        for i in range(20):  # inode numbers get reused: never a stale size
+            H.write_file(self.p(f"n{i}"), b"q" * (i * 1000 + 1))
+            self.assert_size(f"n{i}", i * 1000 + 1, "recreated")
+            os.unlink(self.p(f"n{i}"))
+        H.write_file(self.p("d"), b"w" * 65536)
+        with open(self.p("d"), "r+b") as f:  # an overwrite: same size
+            f.write(b"v" * 10)
+        self.assert_size("d", 65536, "overwritten")
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+        self.assert_size("d", 65536, "remounted")
+        self.assertFalse(os.path.exists(self.p("a")))
+        self.assert_clean_unmount(self.v)
+
+    def test_with_members_lost(self):
+        """A member lost after its size was remembered, and writes while
+        it is gone: the size follows (it comes from the newest header)."""
+        H.write_file(self.p("f"), b"a" * 50000)
+        self.assert_size("f", 50000, "written")
+        self.v.lose(0, "rmdir")
+        H.write_file(self.p("f"), b"b" * 20000)
+        self.assert_size("f", 20000, "rewritten without member 0")
+        self.assert_clean_unmount(self.v)
+
+
+if __name__ == "__main__":
+    sys.exit(H.main())
