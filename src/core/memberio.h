@@ -73,6 +73,9 @@ unsigned memberio_timeout(const memberio *mio);
 /* Member idx's latency: a moving average of the member calls its worker
  * made (about the last 8), in microseconds; 0 before the first. */
 uint64_t memberio_latency_us(memberio *mio, int idx);
+/* Milliseconds since member idx's last call ended; UINT64_MAX before the
+ * first. */
+uint64_t memberio_idle_ms(memberio *mio, int idx);
 
 /* Around one member call (memberops.c); no-ops outside a worker.  They
  * time the call for the member's latency, and with a timeout they let the

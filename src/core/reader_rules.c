@@ -51,6 +51,22 @@ bool rules_strip_current(const strip_judgment *st, uint64_t best)
 	return (st->v == STRIP_GOOD && st->gen == best) || (st->v == STRIP_HOLE && best == 0);
 }
 
+bool rules_vote_settled(const strip_judgment *st, int n, int k, int unread, uint64_t best)
+{
+	if (unread >= k)
+		return false; /* a generation none of the read strips holds */
+	for (int j = 0; j < n; j++) {
+		if (st[j].v != STRIP_GOOD || st[j].gen <= best)
+			continue;
+		int votes = 0;
+		for (int i = 0; i < n; i++)
+			votes += rules_strip_current(&st[i], st[j].gen);
+		if (votes + unread >= k)
+			return false;
+	}
+	return true;
+}
+
 int rules_vote(const strip_judgment *st, int n, int k, uint64_t *best)
 {
 	int votes_best = 0;

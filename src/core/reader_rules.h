@@ -57,6 +57,11 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
  * as a good strip of generation 0.  Returns how many strips hold it and
  * sets *best, or returns 0 (and *best = 0) if no generation has k. */
 int rules_vote(const strip_judgment *st, int n, int k, uint64_t *best);
+/* A vote taken with `unread` strips left unread (a member known to be
+ * slow, read around): true if its winner `best` (with k votes) stands
+ * whatever they hold, that is if no newer generation could reach k with
+ * them.  Otherwise the unread strips must be read. */
+bool rules_vote_settled(const strip_judgment *st, int n, int k, int unread, uint64_t best);
 
 /* A strip of the winning generation best: the stripe's content. */
 bool rules_strip_current(const strip_judgment *st, uint64_t best);

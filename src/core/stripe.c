@@ -399,6 +399,60 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 	}
 }
 
+/* A member known to be slow is read around, as a failed one is: its
+ * recent calls took on average at least SLOW_FACTOR times the median
+ * member's and at least SLOW_FLOOR_US (memberio.h), and k others can
+ * serve the stripe.  One left alone for SLOW_RECHECK_MS is asked again,
+ * so a member that recovered is seen (its writes tell too). */
+#define SLOW_FACTOR 8
+#define SLOW_FLOOR_US 5000
+#define SLOW_RECHECK_MS 1000
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The positions whose members are known slow now, or 0. */
+static uint64_t slow_positions(stripe_ctx *c)
+{
+	memberio *mio = volume_memberio(c->v);
+	uint64_t lat[STRIPE_MAX_N], sorted[STRIPE_MAX_N], slow = 0;
+	int n = c->lay.n, usable = 0;
+
+	for (int pos = 0; pos < n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		lat[pos] = stripe_member_usable(c, mb) ? memberio_latency_us(mio, mb) : 0;
+		if (stripe_member_usable(c, mb))
+			sorted[usable++] = lat[pos];
+	}
+	if (usable <= c->lay.k)
+		return 0;
+	qsort(sorted, (size_t)usable, sizeof(sorted[0]), by_value);
+	uint64_t median = sorted[usable / 2];
+	for (int pos = 0; pos < n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		if (lat[pos] >= SLOW_FLOOR_US && lat[pos] >= SLOW_FACTOR * median &&
+		    memberio_idle_ms(mio, mb) < SLOW_RECHECK_MS)
+			slow |= 1ull << pos;
+	}
+	return usable - __builtin_popcountll(slow) >= c->lay.k ? slow : 0;
+}
+
+/* Stripe i of the fetch, read around the positions in `skipped`: true if
+ * its vote stands whatever those strips hold (reader_rules.h). */
+static bool vote_settled(const fetch_task *tasks, int n, int k, int i, uint64_t skipped)
+{
+	strip_judgment st[STRIPE_MAX_N];
+	uint64_t best;
+
+	for (int j = 0; j < n; j++)
+		st[j] = tasks[j].st[i];
+	return rules_vote(st, n, k, &best) >= k &&
+	       rules_vote_settled(st, n, k, __builtin_popcountll(skipped), best);
+}
+
 /* True if every wanted data strip of stripe i of the run is good and all
  * are of one generation. */
 static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
@@ -467,12 +521,15 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	 * per member) rather than fall back stripe by stripe. */
 	for (int j = 0; j < k && !degraded; j++)
 		degraded = !stripe_member_usable(c, layout_member_of(&c->lay, j));
+	/* So is a data position on a member known to be slow. */
+	uint64_t slow = slow_positions(c);
+	degraded |= (slow & all) != 0;
 	if (degraded && !c->run_parity &&
 	    posix_memalign((void **)&c->run_parity, 4096,
 	                   (size_t)c->lay.m * STRIPE_FETCH_RUN * c->lay.strip_size))
 		c->run_parity = NULL;
 	if (degraded && c->run_parity) {
-		mask = (1ull << n) - 1;
+		mask = ((1ull << n) - 1) & ~slow;
 		for (int j = k; j < n; j++)
 			for (int i = 0; i < cnt; i++)
 				dest[j][i] = run_parity(c, j - k, i);
@@ -484,7 +541,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	for (int i = 0; i < cnt && rc == 0; i++) {
 		if (run_stripe_ok(tasks, k, all, i))
 			continue;
-		if (mask != all)
+		if (mask != all && (!(slow & ~mask) || vote_settled(tasks, n, k, i, slow & ~mask)))
 			rc = decode_run_stripe(c, s0, i, tasks, dest);
 		else
 			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
@@ -592,12 +649,19 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 	/* Fast path: only the wanted data strips, all good and of one
 	 * generation.  A hole is not trusted here (a chunk cut short also
 	 * reads as one), so it sends us to the slow path that asks everyone. */
-	fetch_positions(c, s, 1, want, dest, tasks);
-	if (!run_stripe_ok(tasks, k, want, 0)) {
-		/* Slow path: every position, a vote on the generation, decode. */
-		fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
-		rc = vote_and_decode(c, s, want, tasks, dest);
+	uint64_t slow = slow_positions(c), all = (1ull << n) - 1;
+	if (!(want & slow)) {
+		fetch_positions(c, s, 1, want, dest, tasks);
+		if (run_stripe_ok(tasks, k, want, 0))
+			goto out;
 	}
+	/* Slow path: every position (but a slow member's, if the vote stands
+	 * without it), a vote on the generation, decode. */
+	fetch_positions(c, s, 1, all & ~slow, dest, tasks);
+	if (slow && !vote_settled(tasks, n, k, 0, slow))
+		fetch_positions(c, s, 1, all, dest, tasks);
+	rc = vote_and_decode(c, s, want, tasks, dest);
+out:
 	g_free(tasks);
 	return rc;
 }

@@ -364,6 +364,35 @@ static void test_vote_holes(void **state)
 	assert_int_equal(rules_vote(not_hole, 3, 2, &best), 0);
 }
 
+/* A vote with a slow member's strip left unread stands only if that strip
+ * could not change the winner. */
+static void test_vote_settled_without_unread(void **state)
+{
+	uint64_t best;
+	(void)state;
+
+	/* Every read strip agrees and the unread one cannot make another
+	 * generation reach k. */
+	strip_judgment agreed[] = { good(7), good(7), good(7), unread() };
+	assert_int_equal(rules_vote(agreed, 4, 2, &best), 3);
+	assert_true(rules_vote_settled(agreed, 4, 2, 1, best));
+	/* k=2, m=2, a first write that reached exactly k members, one of them
+	 * unread: the holes win the vote among the read strips, but the
+	 * unread strip may be the second 9 that makes it the content. */
+	strip_judgment cut[] = { good(9), hole(), hole(), unread() };
+	assert_int_equal(rules_vote(cut, 4, 2, &best), 2);
+	assert_int_equal(best, 0);
+	assert_false(rules_vote_settled(cut, 4, 2, 1, best));
+	/* The same with k=3: one 9 and one unread cannot reach 3. */
+	strip_judgment cut3[] = { good(9), hole(), hole(), hole(), unread() };
+	assert_int_equal(rules_vote(cut3, 5, 3, &best), 3);
+	assert_true(rules_vote_settled(cut3, 5, 3, 1, best));
+	/* As many unread strips as k: a generation nobody read could win. */
+	strip_judgment blind[] = { good(4), good(4), unread(), unread() };
+	assert_int_equal(rules_vote(blind, 4, 2, &best), 2);
+	assert_false(rules_vote_settled(blind, 4, 2, 2, best));
+}
+
 static void test_vote_generations_across_the_reserve(void **state)
 {
 	uint64_t best;
@@ -555,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_vote_highest_with_k),
 		cmocka_unit_test(test_vote_ties),
 		cmocka_unit_test(test_vote_holes),
+		cmocka_unit_test(test_vote_settled_without_unread),
 		cmocka_unit_test(test_vote_generations_across_the_reserve),
 		cmocka_unit_test(test_strip_current),
 		cmocka_unit_test(test_hole_after_a_process_crash),
