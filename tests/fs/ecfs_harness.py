@@ -22,17 +22,29 @@ temp directory, formatted with mkfs.ext4's defaults, on a loop device,
 mounted on the member directory.  The disks are unmounted (lazily if busy)
 and their loop devices detached whatever happens: after the FUSE mount is
 gone, in cleanup(), in the emergency paths and at exit.
+
+With member_fs="sshfs" (ECFS_TEST_MEMBER_FS=sshfs) every member is on a
+host of its own: a network namespace made by the test, linked to this one
+by a veth pair with addresses of a private range, running sshd on its own
+address (a host key, a client key and a configuration file of the test's,
+in the volume's temp dir), and the member directory is an sshfs mount of a
+directory it serves.  A host's link can be cut, slowed with tc, its sshd
+stopped and continued, its sshfs killed.  The sshfs mounts are detached,
+the sshds killed and the namespaces and veths deleted whatever happens,
+after the FUSE mount is gone, as for disks.
 """
 
 import atexit
 import ctypes
 import errno
 import fcntl
+import itertools
 import os
 import pickle
 import random
 import shutil
 import signal
+import socket
 import stat
 import struct
 import subprocess
@@ -67,6 +79,9 @@ _active = set()        # volumes that may have a daemon or a mount
 _active_lock = threading.Lock()
 _disks = set()         # disks that may be attached or mounted
 _disks_lock = threading.Lock()
+_hosts = set()         # remote hosts that may have a namespace or a mount
+_hosts_lock = threading.Lock()
+_host_seq = itertools.count(1)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -436,6 +451,239 @@ def release_all_disks():
 atexit.register(release_all_disks)
 
 
+# ---------------------------------------------------------------- hosts
+
+SSHD = "/usr/sbin/sshd"
+
+
+def remote_unusable_reason():
+    """None if members on sshfs from sshd in network namespaces can be made
+    here, else why not."""
+    for prog, pkg in (("ip", "iproute2"), ("tc", "iproute2"),
+                      ("ssh-keygen", "openssh-client"),
+                      ("sshfs", "sshfs")):
+        if shutil.which(prog) is None:
+            return f"{prog} not found (install {pkg})"
+    if not os.access(SSHD, os.X_OK):
+        return f"{SSHD} not found (install openssh-server)"
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    probe = f"ecfs-probe-{os.getpid()}"
+    r = _run(["ip", "netns", "add", probe])
+    if r.returncode != 0:
+        return f"ip netns add: {r.stderr.strip()}"
+    _run(["ip", "netns", "del", probe])
+    return None
+
+
+def ssh_keys(d):
+    """A host key, a client key and authorized_keys in the directory d
+    (made on first use; one set per volume)."""
+    if not os.path.exists(os.path.join(d, "authorized_keys")):
+        os.makedirs(d, 0o700, exist_ok=True)
+        for name in ("host_key", "client_key"):
+            r = _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                      "ecfs-test", "-f", os.path.join(d, name)])
+            if r.returncode != 0:
+                raise OSError(f"ssh-keygen: {r.stderr.strip()}")
+        shutil.copy(os.path.join(d, "client_key.pub"),
+                    os.path.join(d, "authorized_keys"))
+    return d
+
+
+class Host:
+    """A member on another host: network namespace `ns`, joined to this
+    one by the veth pair `veth` (here) / eth0 (there) with a /30 of
+    10.0.0.0/8 chosen from the process id, sshd listening on `addr`
+    serving `served`, and the member directory `path` an sshfs mount of
+    it.  sshfs is told to give up on a dead link within a few seconds
+    (ServerAliveInterval=1, ServerAliveCountMax=3, no reconnect)."""
+
+    SSHFS_OPTS = ("BatchMode=yes,StrictHostKeyChecking=no,"
+                  "UserKnownHostsFile=/dev/null,LogLevel=ERROR,"
+                  "ServerAliveInterval=1,ServerAliveCountMax=3,allow_other")
+
+    def __init__(self, base, idx, path):
+        seq = next(_host_seq)
+        pid = os.getpid()
+        self.ns = f"ecfs-{pid}-{seq}"
+        self.veth = f"ecr{pid}h{seq}"[:15]
+        s = ((pid & 0xFFFF) << 6) | (seq & 63)
+        net = f"10.{s >> 14}.{(s >> 6) & 255}"
+        self.local = f"{net}.{((s & 63) << 2) + 1}"
+        self.addr = f"{net}.{((s & 63) << 2) + 2}"
+        self.path = path
+        self.keys = ssh_keys(os.path.join(base, "ssh"))
+        self.served = os.path.join(base, f"host{idx}")
+        self.conf = os.path.join(self.keys, f"sshd{idx}.conf")
+        self.sshd_log = os.path.join(base, f"sshd{idx}.log")
+        self.sshfs_log = os.path.join(base, f"sshfs{idx}.log")
+        self.sshd = self.sshfs = None
+        with _hosts_lock:
+            _hosts.add(self)
+        os.makedirs(self.served, 0o755, exist_ok=True)
+        self.start()
+        self.mount()
+
+    def _ns(self, *cmd):
+        r = _run(["ip", "netns", "exec", self.ns] + list(cmd))
+        if r.returncode != 0:
+            raise OSError(f"in {self.ns}: {' '.join(cmd)}: {r.stderr.strip()}")
+
+    def _ip(self, *args):
+        r = _run(["ip"] + list(args))
+        if r.returncode != 0:
+            raise OSError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+    def start(self):
+        """The namespace, its link and its sshd (ready to accept)."""
+        self._ip("netns", "add", self.ns)
+        self._ip("link", "add", self.veth, "type", "veth", "peer", "name",
+                 "eth0", "netns", self.ns)
+        self._ip("addr", "add", self.local + "/30", "dev", self.veth)
+        self._ip("link", "set", self.veth, "up")
+        self._ns("ip", "addr", "add", self.addr + "/30", "dev", "eth0")
+        self._ns("ip", "link", "set", "eth0", "up")
+        self._ns("ip", "link", "set", "lo", "up")
+        with open(self.conf, "w") as f:
+            f.write(f"ListenAddress {self.addr}\n"
+                    f"HostKey {self.keys}/host_key\n"
+                    f"AuthorizedKeysFile {self.keys}/authorized_keys\n"
+                    "PidFile none\nPermitRootLogin prohibit-password\n"
+                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                    "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\n"
+                    "LogLevel ERROR\n")
+        os.makedirs("/run/sshd", 0o755, exist_ok=True)  # privilege separation
+        with open(self.sshd_log, "ab") as logf:
+            self.sshd = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns, SSHD, "-D", "-e", "-f",
+                 self.conf], stdout=logf, stderr=logf,
+                stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((self.addr, 22), timeout=1).close()
+                return
+            except OSError:
+                if self.sshd.poll() is not None or time.monotonic() > deadline:
+                    raise OSError(f"sshd on {self.addr} in {self.ns} did not "
+                                  f"start: {self.log()}")
+                time.sleep(0.05)
+
+    def mount(self):
+        """Mounts the served directory on the member directory."""
+        os.makedirs(self.path, 0o755, exist_ok=True)
+        cmd = ["sshfs", "-f", f"root@{self.addr}:{self.served}", self.path,
+               "-o", f"IdentityFile={self.keys}/client_key,{self.SSHFS_OPTS}"]
+        with open(self.sshfs_log, "ab") as logf:
+            self.sshfs = subprocess.Popen(cmd, stdout=logf, stderr=logf,
+                                          stdin=subprocess.DEVNULL,
+                                          preexec_fn=_pdeathsig)
+        deadline = time.monotonic() + 15
+        while not is_mounted(self.path):
+            if self.sshfs.poll() is not None or time.monotonic() > deadline:
+                raise OSError(f"sshfs {self.addr} did not mount: {self.log()}")
+            time.sleep(0.02)
+
+    def mounted(self):
+        return is_mounted(self.path)
+
+    def log(self):
+        out = ""
+        for p in (self.sshd_log, self.sshfs_log):
+            try:
+                with open(p, "rb") as f:
+                    out += f"{p}: " + f.read()[-2000:].decode("utf-8", "replace")
+            except OSError:
+                pass
+        return out
+
+    def pids(self):
+        """The processes in the namespace (sshd and its sessions)."""
+        r = _run(["ip", "netns", "pids", self.ns])
+        return [int(x) for x in r.stdout.split()] if r.returncode == 0 else []
+
+    def signal(self, sig):
+        """Sends sig to every process of the host (SIGSTOP: the host hangs,
+        its TCP connections stay up; SIGCONT: it goes on)."""
+        for pid in self.pids():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def cut(self):
+        """The link goes down: the host is unreachable, nothing answers."""
+        self._ip("link", "set", self.veth, "down")
+
+    def uncut(self):
+        self._ip("link", "set", self.veth, "up")
+
+    def slow(self, rate="2mbit"):
+        """Limits the link to `rate` both ways (tc tbf; netem is absent
+        here).  tbf queues a few seconds' worth and drops past that."""
+        tbf = ["qdisc", "replace", "dev", None, "root", "tbf", "rate", rate,
+               "burst", "16kb", "latency", "2s"]
+        r = _run(["tc"] + [self.veth if a is None else a for a in tbf])
+        if r.returncode != 0:
+            raise OSError(f"tc on {self.veth}: {r.stderr.strip()}")
+        self._ns("tc", *["eth0" if a is None else a for a in tbf])
+
+    def kill_sshfs(self):
+        """sshfs dies without unmounting: every call on the member fails
+        with ENOTCONN."""
+        if self.sshfs is not None:
+            self.sshfs.kill()
+            self.sshfs.wait()
+
+    def unmount(self):
+        """Detaches the sshfs mount (lazily: it may hang on a dead link)
+        and ends its process."""
+        if is_mounted(self.path):
+            _run(["fusermount3", "-u", "-z", self.path])
+        p, self.sshfs = self.sshfs, None
+        if p is not None:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def release(self):
+        """Unmounts sshfs, kills the host's processes, deletes the
+        namespace and the veth (any already gone is no error)."""
+        try:
+            self.unmount()
+        finally:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                self.signal(sig)
+            if self.sshd is not None:
+                if self.sshd.poll() is None:
+                    self.sshd.kill()
+                self.sshd.wait()
+                self.sshd = None
+            _run(["ip", "netns", "del", self.ns])
+            _run(["ip", "link", "del", self.veth])
+            with _hosts_lock:
+                _hosts.discard(self)
+
+
+def release_all_hosts():
+    """Detaches every sshfs mount and deletes every namespace (at exit)."""
+    with _hosts_lock:
+        hosts = list(_hosts)
+    for h in hosts:
+        try:
+            h.release()
+        except Exception:  # the others must go too
+            log(f"releasing host {h.ns}: {traceback.format_exc()}")
+
+
+atexit.register(release_all_hosts)
+
+
 # ---------------------------------------------------------------- volumes
 
 class MountError(Exception):
@@ -445,7 +693,8 @@ class MountError(Exception):
 class Volume:
     """n members and a mount point in a fresh temp directory.  The members
     are directories, or (member_fs="ext4") whole ext4 disks of member_mib
-    MiB each (one size for all, or a list of n sizes)."""
+    MiB each (one size for all, or a list of n sizes), or (member_fs=
+    "sshfs") sshfs mounts from hosts in network namespaces (`hosts`)."""
 
     def __init__(self, n, tmpdir=None, owner=None, member_fs=None,
                  member_mib=None):
@@ -453,6 +702,7 @@ class Volume:
         os.chmod(self.base, 0o755)
         self.members = [os.path.join(self.base, f"member{i}") for i in range(n)]
         self.disks = [None] * n
+        self.hosts = [None] * n
         self.proc = None
         with _active_lock:
             _active.add(self)
@@ -466,8 +716,11 @@ class Volume:
             for i, p in enumerate(self.members):
                 self.disks[i] = Disk(os.path.join(self.base, f"disk{i}.img"),
                                      sizes[i], p)
+        elif self.member_fs == "sshfs":
+            for i, p in enumerate(self.members):
+                self.hosts[i] = Host(self.base, i, p)
         elif self.member_fs != "dir":
-            raise ValueError(f"member_fs {self.member_fs!r}: dir or ext4")
+            raise ValueError(f"member_fs {self.member_fs!r}: dir, ext4 or sshfs")
         self.mnt = os.path.join(self.base, "mnt")
         os.mkdir(self.mnt, 0o755)
         self.owner = owner
@@ -584,12 +837,13 @@ class Volume:
         self.release_disks(lazy=True)
 
     def release_disks(self, lazy=False):
-        """Unmounts the member disks and detaches their loop devices (the
-        FUSE mount must be gone first: the daemon holds them open)."""
-        for d in self.disks:
+        """Unmounts the member disks and detaches their loop devices, and
+        detaches the sshfs members and deletes their hosts (the FUSE mount
+        must be gone first: the daemon holds them open)."""
+        for d in self.disks + self.hosts:
             if d is not None:
                 try:
-                    d.release(lazy)
+                    d.release(lazy) if isinstance(d, Disk) else d.release()
                 except Exception:  # the others must go too
                     log(f"releasing {d.path}: {traceback.format_exc()}")
 
@@ -628,11 +882,17 @@ class Volume:
                      modes; see DROP_DAC)
           chunkmode  chmod 000 on the chunk files of `files` (same caveat)
           file       the member directory is replaced by a regular file
-          dead       disks only: the disk dies, every call fails with EIO
+          dead       disks: the disk dies, every call fails with EIO;
+                     sshfs: sshfs dies, every call fails with ENOTCONN
+        An sshfs member is unmounted for rmdir and file, and for empty
+        mounted again from a new empty directory on its host.
         """
         p = self.members[idx]
         disk = self.disks[idx]
-        if how in ("rmdir", "empty", "file") and disk is not None:
+        host = self.hosts[idx]
+        if how in ("rmdir", "empty", "file", "dead") and host is not None:
+            self._lose_host(host, how)
+        elif how in ("rmdir", "empty", "file") and disk is not None:
             disk.unmount(lazy=True)
             if how == "empty":
                 disk.detach()
@@ -674,11 +934,26 @@ class Volume:
         else:
             raise ValueError(how)
 
+    def _lose_host(self, host, how):
+        if how == "dead":
+            host.kill_sshfs()
+            return
+        host.unmount()
+        if how == "empty":
+            shutil.rmtree(host.served)
+            os.mkdir(host.served, 0o755)
+            host.mount()
+            return
+        os.rmdir(host.path)
+        if how == "file":
+            with open(host.path, "w") as f:
+                f.write("not a directory\n")
+
     def hide(self, idx):
         """Takes member idx away while the volume is not mounted, to be put
         back by unhide(): a directory is renamed aside, a disk unmounted and
         its mount point removed."""
-        disk = self.disks[idx]
+        disk = self.disks[idx] or self.hosts[idx]
         if disk is not None and disk.mounted():
             disk.unmount()
             os.rmdir(self.members[idx])
@@ -686,7 +961,7 @@ class Volume:
             os.rename(self.members[idx], self.members[idx] + ".away")
 
     def unhide(self, idx):
-        disk = self.disks[idx]
+        disk = self.disks[idx] or self.hosts[idx]
         if os.path.lexists(self.members[idx] + ".away"):
             os.rename(self.members[idx] + ".away", self.members[idx])
         elif disk is not None:
@@ -696,7 +971,7 @@ class Volume:
         """Makes member idx a copy of the member directory src (cp -a:
         modes, xattrs, hard links)."""
         p = self.members[idx]
-        if self.disks[idx] is not None:
+        if self.disks[idx] is not None or self.hosts[idx] is not None:
             subprocess.run(["cp", "-a", src + "/.", p], check=True)
         else:
             os.rmdir(p)
@@ -732,6 +1007,7 @@ def emergency_all(why):
     for v in vols:
         v.emergency()
     release_all_disks()
+    release_all_hosts()
 
 
 def _signal_watcher(rfd):
@@ -769,9 +1045,10 @@ def take_fsck_argument():
     return os.path.abspath(sys.argv.pop(2))
 
 
-def main(argv=None, needs_disks=False):
+def main(argv=None, needs_disks=False, needs_remote=False):
     """Entry point of every test program (needs_disks: it makes ext4
-    member disks whatever ECFS_TEST_MEMBER_FS says)."""
+    member disks whatever ECFS_TEST_MEMBER_FS says; needs_remote: the same
+    for sshfs members on hosts in network namespaces)."""
     global ECFS
     argv = list(sys.argv if argv is None else argv)
     if len(argv) < 2:
@@ -788,6 +1065,9 @@ def main(argv=None, needs_disks=False):
     if not why and (MEMBER_FS == "ext4" or needs_disks):
         why = disks_unusable_reason()
         why = why and f"ext4 member disks: {why}"
+    if not why and (MEMBER_FS == "sshfs" or needs_remote):
+        why = remote_unusable_reason()
+        why = why and f"sshfs members: {why}"
     if why:
         print(f"SKIP: {why}", file=sys.stderr)
         return SKIP
@@ -837,6 +1117,19 @@ class MountedCase(unittest.TestCase):
         rc = v.unmount()
         self.assertTrue(alive, "daemon died while mounted:\n" + v.log())
         self.assertEqual(rc, 0, f"daemon exit status {rc}:\n" + v.log())
+
+    def wait_healed(self, mnt, timeout=60):
+        """Waits until no member is failed and the online heal completed
+        one pass and is idle; returns the health report."""
+        deadline = time.monotonic() + timeout
+        rep = {}
+        while time.monotonic() < deadline:
+            rep = health(mnt)
+            if (rep.get("members_failed") == "0" and rep.get("heal") == "idle"
+                    and int(rep.get("heals_completed", 0)) >= 1):
+                return rep
+            time.sleep(0.1)
+        self.fail(f"no heal within {timeout} s: {rep}")
 
     def assert_exact(self, path, want, msg=""):
         got, err = read_all(path)

@@ -99,17 +99,6 @@ class MembersCase(h.MountedCase):
             h.write_file(os.path.join(mnt, f"f{i}"), files[f"f{i}"])
         return files
 
-    def wait_healed(self, mnt, timeout=60):
-        deadline = time.monotonic() + timeout
-        rep = {}
-        while time.monotonic() < deadline:
-            rep = h.health(mnt)
-            if (rep.get("members_failed") == "0" and rep.get("heal") == "idle"
-                    and int(rep.get("heals_completed", 0)) >= 1):
-                return rep
-            time.sleep(0.1)
-        self.fail(f"no heal within {timeout} s: {rep}")
-
     def check_files(self, mnt, files, when):
         h.drop_caches()
         for rel, data in files.items():
