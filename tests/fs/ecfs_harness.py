@@ -884,13 +884,19 @@ class Volume:
           file       the member directory is replaced by a regular file
           dead       disks: the disk dies, every call fails with EIO;
                      sshfs: sshfs dies, every call fails with ENOTCONN
+          cut        sshfs only: the host's link goes down (sshfs gives up
+                     after its keep-alive, and unmounts itself)
         An sshfs member is unmounted for rmdir and file, and for empty
         mounted again from a new empty directory on its host.
         """
         p = self.members[idx]
         disk = self.disks[idx]
         host = self.hosts[idx]
-        if how in ("rmdir", "empty", "file", "dead") and host is not None:
+        if how == "cut":
+            if host is None:
+                raise ValueError("lose(cut) needs an sshfs member")
+            host.cut()
+        elif how in ("rmdir", "empty", "file", "dead") and host is not None:
             self._lose_host(host, how)
         elif how in ("rmdir", "empty", "file") and disk is not None:
             disk.unmount(lazy=True)

@@ -5,7 +5,8 @@ close/reopen, each read checked against fsx's own model of the file.
 100,000 operations on a healthy volume, and 100,000 during which m members
 are lost (after 30,000 operations): removed (rm -rf) when they are
 directories; when they are ext4 disks (ECFS_TEST_MEMBER_FS=ext4) the disks
-die, answering EIO to every call from then on.  Small strips (4 KiB) so that the
+die, answering EIO to every call from then on; when they are on sshfs
+(ECFS_TEST_MEMBER_FS=sshfs) their hosts' links are cut.  Small strips (4 KiB) so that the
 1 MiB test file spans many stripes and most operations cross strip and
 stripe boundaries.  Exit 77 (skip) if fsx is not installed.
 
@@ -126,10 +127,11 @@ class FsxTest(H.MountedCase):
 
     def test_degraded(self):
         """Two of six members lost at operation 30,000: removed (rm -rf),
-        or disks that die."""
+        disks that die, or hosts cut off."""
         v = self.volume(6, tmpdir=member_tmpdir())
         self.mount(v, "k=4,m=2,code=rs-vandermonde,strip=4096")
-        how = "dead" if v.disks[0] is not None else "rmdir"
+        how = ("dead" if v.disks[0] is not None else
+               "cut" if v.hosts[0] is not None else "rmdir")
 
         def remove():
             v.lose(1, how)
