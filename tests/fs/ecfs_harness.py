@@ -686,6 +686,27 @@ atexit.register(release_all_hosts)
 
 # ---------------------------------------------------------------- volumes
 
+def thread_report(pid):
+    """Where each thread of process pid waits (its wchan and, with gdb
+    installed, its stack): said when a daemon does not exit, so that a
+    hang seen once can be understood."""
+    lines = [f"threads of {pid}:"]
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                wchan = f.read().strip()
+        except OSError:
+            continue
+        lines.append(f"  {tid} {comm} {wchan}")
+    if shutil.which("gdb"):
+        r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=60)
+        lines += [ln for ln in r.stdout.splitlines() if ln.startswith(("#", "Thread"))]
+    return "\n".join(lines)
+
+
 class MountError(Exception):
     pass
 
@@ -817,6 +838,7 @@ class Volume:
                 rc = proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 log(f"daemon {proc.pid} did not exit after unmount; killing")
+                log(thread_report(proc.pid))
                 proc.kill()
                 rc = proc.wait()
                 rc = rc if rc != -signal.SIGKILL else "hung"
