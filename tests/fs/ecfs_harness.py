@@ -104,9 +104,12 @@ def fuse_unusable_reason():
     return None
 
 
-def is_mounted(path):
-    """True if path is the mount point of a FUSE file system."""
-    path = os.path.realpath(path)
+def fuse_connection(path):
+    """The FUSE connection number (/sys/fs/fuse/connections/N) of the file
+    system mounted on path, or None.  Never touches path itself: only its
+    parent is resolved, so a mount that hangs does not hang the caller."""
+    path = os.path.join(os.path.realpath(os.path.dirname(path)),
+                        os.path.basename(path))
     try:
         with open("/proc/self/mountinfo", encoding="utf-8",
                   errors="surrogateescape") as f:
@@ -116,10 +119,28 @@ def is_mounted(path):
                 sep = fields.index("-")
                 fstype = fields[sep + 1]
                 if mnt == path and fstype.startswith("fuse"):
-                    return True
+                    return int(fields[2].split(":")[1])
     except OSError:
         pass
-    return False
+    return None
+
+
+def is_mounted(path):
+    """True if path is the mount point of a FUSE file system."""
+    return fuse_connection(path) is not None
+
+
+def abort_fuse(path):
+    """Aborts the FUSE connection mounted on path: every call waiting on it,
+    and every later one, fails with ENOTCONN (the mount stays until
+    unmounted)."""
+    conn = fuse_connection(path)
+    if conn is not None:
+        try:
+            with open(f"/sys/fs/fuse/connections/{conn}/abort", "w") as f:
+                f.write("1")
+        except OSError:
+            pass
 
 
 def drop_caches():
@@ -501,7 +522,8 @@ class Host:
 
     SSHFS_OPTS = ("BatchMode=yes,StrictHostKeyChecking=no,"
                   "UserKnownHostsFile=/dev/null,LogLevel=ERROR,"
-                  "ServerAliveInterval=1,ServerAliveCountMax=3,allow_other")
+                  "ServerAliveInterval=1,ServerAliveCountMax=3,"
+                  "ConnectTimeout=5,allow_other")
 
     def __init__(self, base, idx, path):
         seq = next(_host_seq)
@@ -510,6 +532,7 @@ class Host:
         self.veth = f"ecr{pid}h{seq}"[:15]
         s = ((pid & 0xFFFF) << 6) | (seq & 63)
         net = f"10.{s >> 14}.{(s >> 6) & 255}"
+        self.net = f"{net}.{(s & 63) << 2}/30"
         self.local = f"{net}.{((s & 63) << 2) + 1}"
         self.addr = f"{net}.{((s & 63) << 2) + 2}"
         self.path = path
@@ -541,6 +564,9 @@ class Host:
         self._ip("link", "add", self.veth, "type", "veth", "peer", "name",
                  "eth0", "netns", self.ns)
         self._ip("addr", "add", self.local + "/30", "dev", self.veth)
+        # While the link is down its /30 must not go out by the default
+        # route (a gateway may accept any connection and never answer).
+        self._ip("route", "add", "unreachable", self.net, "metric", "4242")
         self._ip("link", "set", self.veth, "up")
         self._ns("ip", "addr", "add", self.addr + "/30", "dev", "eth0")
         self._ns("ip", "link", "set", "eth0", "up")
@@ -638,8 +664,10 @@ class Host:
 
     def unmount(self):
         """Detaches the sshfs mount (lazily: it may hang on a dead link)
-        and ends its process."""
+        and ends its process.  The connection is aborted first, so that
+        calls waiting on the dead link (the daemon's) fail at once."""
         if is_mounted(self.path):
+            abort_fuse(self.path)
             _run(["fusermount3", "-u", "-z", self.path])
         p, self.sshfs = self.sshfs, None
         if p is not None:
@@ -666,6 +694,7 @@ class Host:
                 self.sshd = None
             _run(["ip", "netns", "del", self.ns])
             _run(["ip", "link", "del", self.veth])
+            _run(["ip", "route", "del", "unreachable", self.net, "metric", "4242"])
             with _hosts_lock:
                 _hosts.discard(self)
 
@@ -840,7 +869,13 @@ class Volume:
                 log(f"daemon {proc.pid} did not exit after unmount; killing")
                 log(thread_report(proc.pid))
                 proc.kill()
-                rc = proc.wait()
+                try:
+                    rc = proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    log(f"daemon {proc.pid} stuck in a member call; "
+                        "releasing the members")
+                    self.release_disks(lazy=True)
+                    rc = proc.wait()
                 rc = rc if rc != -signal.SIGKILL else "hung"
             self.proc = None
             self.last_exit = rc
