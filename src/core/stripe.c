@@ -406,7 +406,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
  * so a member that recovered is seen (its writes tell too). */
 #define SLOW_FACTOR 8
 #define SLOW_FLOOR_US 5000
-#define SLOW_RECHECK_MS 1000
+#define SLOW_RECHECK_MS 5000
 
 static int by_value(const void *a, const void *b)
 {

@@ -455,9 +455,11 @@ class HungMemberTest(FaultCase):
         self.assertGreater(lat[2], 5000, f"latencies {lat}")
         self.assertGreater(lat[2], 3 * others, f"latencies {lat}")
         self.assertEqual(h["members_failed"], "0")
-        self.assertGreater(int(h["strips_decoded"]), 0, f"member 2 was waited for: {h}")
         if H.MEMBER_FS == "ext4":
-            return  # loop disks read cold take milliseconds, unevenly: a slow one may be read around
+            # loop disks read cold take milliseconds, unevenly: whether
+            # 30 ms more is 8 times the median depends on the machine
+            return
+        self.assertGreater(int(h["strips_decoded"]), 0, f"member 2 was waited for: {h}")
         h, lat = self.slow_member_reads("")
         self.assertEqual(int(h["strips_decoded"]), 0, f"all fast, yet decoded: {h} {lat}")
 
