@@ -418,16 +418,21 @@ static int by_value(const void *a, const void *b)
 static uint64_t slow_positions(stripe_ctx *c)
 {
 	memberio *mio = volume_memberio(c->v);
-	uint64_t lat[STRIPE_MAX_N], sorted[STRIPE_MAX_N], slow = 0;
+	uint64_t lat[STRIPE_MAX_N], sorted[STRIPE_MAX_N], slow = 0, highest = 0;
 	int n = c->lay.n, usable = 0;
 
 	for (int pos = 0; pos < n; pos++) {
 		int mb = layout_member_of(&c->lay, pos);
-		lat[pos] = stripe_member_usable(c, mb) ? memberio_latency_us(mio, mb) : 0;
-		if (stripe_member_usable(c, mb))
-			sorted[usable++] = lat[pos];
+		lat[pos] = 0;
+		if (!stripe_member_usable(c, mb))
+			continue;
+		lat[pos] = sorted[usable++] = memberio_latency_us(mio, mb);
+		if (lat[pos] > highest)
+			highest = lat[pos];
 	}
-	if (usable <= c->lay.k)
+	/* Every read asks: with no member near the floor (the usual case)
+	 * there is nothing to sort. */
+	if (usable <= c->lay.k || highest < SLOW_FLOOR_US)
 		return 0;
 	qsort(sorted, (size_t)usable, sizeof(sorted[0]), by_value);
 	uint64_t median = sorted[usable / 2];
@@ -824,7 +829,8 @@ static void sync_member(void *arg)
 int stripe_sync(stripe_ctx *c, bool datasync)
 {
 	/* Whatever an error means for the member, this file's writes there
-	 * are not known durable: out of the file. */
+	 * are not known durable: out of the file, or, for a full member, the
+	 * sync fails (space.h) and the caller does not go on. */
 	int rc = on_usable_members(c, sync_member, (member_job){ .datasync = datasync },
 	                           "syncing a chunk");
 	if (rc < 0)
