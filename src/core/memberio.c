@@ -64,18 +64,17 @@ struct memberio {
 
 static __thread worker *self;
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ms(void)
+{
+	return now_ns() / 1000000;
 }
 
 static void task_done(mio_task *t, int lost_idx)
@@ -377,7 +376,7 @@ void mio_io_begin(void)
 		return;
 	w->call_ns = now_ns();
 	if (w->mio->timeout_ms)
-		__atomic_store_n(&w->io_since, now_ms(), __ATOMIC_RELEASE);
+		__atomic_store_n(&w->io_since, w->call_ns / 1000000, __ATOMIC_RELEASE);
 }
 
 /* The member's latency: a moving average over about its last 8 calls, so
