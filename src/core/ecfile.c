@@ -1368,7 +1368,6 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	uint64_t best_gen = 0, size = 0, epoch = size_cache_epoch(volume_sizes(v));
 	bool have = false, any = false, open_now = false;
 	int rc = -ENOENT, first = -1;
-	struct stat first_st;
 
 	if (!volume_usable(v))
 		return -EIO;
@@ -1396,7 +1395,7 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 			return 0;
 		}
 		if (!any) {
-			*st = first_st = p.s;
+			*st = p.s;
 			first = mb;
 		}
 		any = true;
@@ -1420,7 +1419,7 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	if (!any)
 		return rc;
 	if (have && !open_now)
-		size_cache_put(volume_sizes(v), first, &first_st, epoch, size);
+		size_cache_put(volume_sizes(v), first, st, epoch, size); /* *st: first's lstat */
 	fill_size(st, have ? size : 0);
 	return 0;
 }
