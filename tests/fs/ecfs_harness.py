@@ -92,16 +92,20 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+def device_unusable_reason(path):
+    """None if the device at path opens for reading and writing, else why not."""
+    try:
+        os.close(os.open(path, os.O_RDWR))
+    except OSError as e:
+        return f"{path} unusable: {e.strerror}"
+    return None
+
+
 def fuse_unusable_reason():
     """None if this process can mount FUSE file systems, else why not."""
     if shutil.which("fusermount3") is None:
         return "fusermount3 not found (install fuse3)"
-    try:
-        fd = os.open("/dev/fuse", os.O_RDWR)
-        os.close(fd)
-    except OSError as e:
-        return f"/dev/fuse unusable: {e.strerror}"
-    return None
+    return device_unusable_reason("/dev/fuse")
 
 
 def fuse_connection(path):
@@ -333,12 +337,7 @@ def disks_unusable_reason():
         return "loop devices need root"
     if not os.path.exists("/dev/loop-control"):
         return "no /dev/loop-control (loop module not loaded?)"
-    try:
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        os.close(fd)
-    except OSError as e:
-        return f"/dev/loop-control unusable: {e.strerror}"
-    return None
+    return device_unusable_reason("/dev/loop-control")
 
 
 def _mount_points(devno):
