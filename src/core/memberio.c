@@ -14,9 +14,11 @@
  */
 #include "memberio.h"
 
+#include <linux/futex.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,17 +79,27 @@ static int64_t now_ms(void)
 	return now_ns() / 1000000;
 }
 
+static void futex_wake(int *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The batch's waiter sleeps on b->pending, and no lock is held when it is
+ * woken: it runs at once instead of blocking again on a lock the waker
+ * still holds (a third context switch per hand-off).  The wake-up may
+ * come after the waiter has seen the count reach 0 and gone on: it then
+ * lands on whatever that stack word has become, a spurious wake-up, which
+ * every futex user (glibc's locks and conditions, mio_batch_wait) takes
+ * in its stride. */
 static void task_done(mio_task *t, int lost_idx)
 {
 	mio_batch *b = t->batch;
 
-	pthread_mutex_lock(&b->lock);
-	if (lost_idx >= 0)
-		b->lost |= 1ull << lost_idx;
-	if (--b->pending == 0)
-		pthread_cond_signal(&b->done);
-	pthread_mutex_unlock(&b->lock);
 	free(t);
+	if (lost_idx >= 0)
+		__atomic_fetch_or(&b->lost, 1ull << lost_idx, __ATOMIC_RELEASE);
+	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
+		futex_wake(&b->pending);
 }
 
 static void *worker_main(void *arg)
@@ -276,8 +288,6 @@ bool memberio_lost(memberio *mio, int idx)
 
 void mio_batch_init(mio_batch *b)
 {
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->done, NULL);
 	b->pending = 0;
 	b->lost = 0;
 	b->caller = NULL;
@@ -314,8 +324,9 @@ static void enqueue(memberio *mio, mio_task *t, bool run_idle)
 	else
 		w->head = t;
 	w->tail = t;
-	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
+	/* after the unlock, so the worker does not wake into a held lock */
+	pthread_cond_signal(&w->wake);
 }
 
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
@@ -327,9 +338,7 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 		return;
 	}
 	*t = (mio_task){ fn, arg, b, NULL, idx };
-	pthread_mutex_lock(&b->lock);
-	b->pending++;
-	pthread_mutex_unlock(&b->lock);
+	__atomic_add_fetch(&b->pending, 1, __ATOMIC_RELAXED);
 	if (b->caller) {
 		/* Held back: the caller may run the last one itself. */
 		mio_task *prev = b->held;
@@ -348,14 +357,11 @@ uint64_t mio_batch_wait(mio_batch *b)
 		b->held = NULL;
 		enqueue(b->caller, t, true);
 	}
-	pthread_mutex_lock(&b->lock);
-	while (b->pending > 0)
-		pthread_cond_wait(&b->done, &b->lock);
-	uint64_t lost = b->lost;
-	pthread_mutex_unlock(&b->lock);
-	pthread_mutex_destroy(&b->lock);
-	pthread_cond_destroy(&b->done);
-	return lost;
+	/* A count that has only fallen since it was read is slept through:
+	 * the wake-up comes when it reaches 0 (task_done). */
+	for (int left; (left = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > 0;)
+		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, left, NULL, NULL, 0);
+	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
 unsigned memberio_timeout(const memberio *mio)

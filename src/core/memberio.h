@@ -30,10 +30,8 @@
 typedef struct memberio memberio;
 
 typedef struct mio_batch {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	int pending;
-	uint64_t lost; /* bit i: member i's tasks were given up */
+	int pending;   /* tasks not done yet (atomic), the word the waiter sleeps on */
+	uint64_t lost; /* bit i: member i's tasks were given up (atomic) */
 	memberio *caller; /* mio_batch_init_caller without a timeout */
 	struct mio_task *held; /* its last task, not queued yet */
 } mio_batch;
