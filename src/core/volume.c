@@ -937,7 +937,9 @@ static const char *root_changed(volume *v, int idx)
 	member *mb = &v->mem[idx];
 	struct stat st, now;
 
-	if (fstat(mb->rootfd, &st) < 0 || st.st_nlink == 0)
+	if (fstat(mb->rootfd, &st) < 0) /* a dead mount: not a removal */
+		return "the member directory does not answer";
+	if (st.st_nlink == 0)
 		return "the member directory was removed";
 	if (stat(mb->path, &now) < 0 || now.st_dev != mb->dev || now.st_ino != mb->ino)
 		return "the member directory was replaced";
@@ -961,10 +963,17 @@ static void check_root(void *arg)
 	struct stat st;
 
 	mio_io_begin();
-	bool removed = fstat(mb->rootfd, &st) < 0 || st.st_nlink == 0;
-	bool replaced = !removed && stat(mb->path, &st) == 0 &&
+	int err = fstat(mb->rootfd, &st) < 0 ? errno : 0;
+	bool removed = !err && st.st_nlink == 0;
+	bool replaced = !err && !removed && stat(mb->path, &st) == 0 &&
 	                (st.st_dev != mb->dev || st.st_ino != mb->ino);
 	mio_io_end();
+	/* A root that cannot be asked (ENOTCONN: the member's FUSE or network
+	 * mount died) fails the member with that error, idle or not. */
+	if (err) {
+		volume_member_error(rc->v, rc->idx, err, "the member directory");
+		return;
+	}
 	/* Open chunks keep working in a deleted tree, so without this a
 	 * member removed under us would be noticed only by path lookups.
 	 * Another directory at the member's path is a disk swapped in (the
@@ -1028,6 +1037,9 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 		return false;
 	case EIO: case EROFS: case ENOTCONN: case ESTALE:
 	case ENXIO: case ENODEV: case EBADF: case ETIMEDOUT: case ENOMEM:
+	/* a network member's link or server gone (CIFS, 9p, FUSE clients) */
+	case ECONNABORTED: case ECONNRESET: case EHOSTDOWN: case EHOSTUNREACH:
+	case ENETDOWN: case ENETUNREACH: case ENOLINK:
 		break;
 	default:
 		/* An answer (ENOENT, EEXIST, ...) unless the root itself is gone. */

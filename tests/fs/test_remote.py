@@ -16,7 +16,8 @@ six sshd hosts, each in a network namespace of its own on a veth link
                         reads and writes go on, the member is failed; once
                         continued, the volume unmounts cleanly.
   test_sshfs_died       a member's sshfs killed (ENOTCONN on every call):
-                        failed at once, not after the timeout, and named.
+                        failed at once, not after the timeout, and named;
+                        also when no I/O touches it (test_sshfs_died_idle).
   test_host_back_stale  a host cut mid-write comes back with its old copy:
                         its chunks are stale and never read as current.
                         That the heal then rebuilds them is an expected
@@ -24,6 +25,7 @@ six sshd hosts, each in a network namespace of its own on a veth link
 
 usage: test_remote.py ECFS_BINARY [unittest args]"""
 
+import errno
 import os
 import signal
 import sys
@@ -157,15 +159,35 @@ class RemoteTest(H.MountedCase):
 
     def test_sshfs_died(self):
         """sshfs killed: every call on the member fails with ENOTCONN.  The
-        member is failed for that, not after the (long) timeout."""
-        v, mnt = self.remote("timeout=300")
+        first write after it (its create asks every member) fails the
+        member for that error; the timeout is so long (600 s) that nothing
+        else can explain it.  The log names the member and the error."""
+        v, mnt = self.remote("timeout=600")
         files = {"f": self.write(mnt, "f", 3 * MIB, 60)}
         v.hosts[4].kill_sshfs()
-        self.check(mnt, files, "sshfs 4 dead:")
         files["g"] = self.write(mnt, "g", MIB, 61)
+        why = self.assert_failed(mnt, 4)
+        self.assertIn(os.strerror(errno.ENOTCONN), why)
+        self.check(mnt, files, "sshfs 4 dead:")
+        files["h"] = self.write(mnt, "h", MIB + 1, 62)
         self.check(mnt, files, "written with sshfs 4 dead:")
-        self.assert_failed(mnt, 4, not_why="no answer")
-        self.assertIn(v.members[4], v.output(), "the log does not name the member")
+        named = [ln for ln in v.output().splitlines()
+                 if v.members[4] in ln and os.strerror(errno.ENOTCONN) in ln]
+        self.assertTrue(named, "the log does not name the member and its error:\n"
+                        + v.output())
+        self.assert_clean_unmount(v)
+
+    def test_sshfs_died_idle(self):
+        """sshfs killed while nothing is read or written: the daemon's own
+        look at the member roots (once a second) fails it for ENOTCONN, not
+        as a removed directory and not after the timeout."""
+        v, mnt = self.remote("timeout=600")
+        files = {"f": self.write(mnt, "f", 2 * MIB, 63)}
+        v.hosts[0].kill_sshfs()
+        self.wait_failed(mnt, 0, timeout=60)
+        why = self.assert_failed(mnt, 0)
+        self.assertIn(os.strerror(errno.ENOTCONN), why)
+        self.check(mnt, files, "sshfs 0 dead:")
         self.assert_clean_unmount(v)
 
     def stale_host(self):
