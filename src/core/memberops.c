@@ -56,6 +56,25 @@ static void io_scope_end(int *unused)
 #define IO_SCOPE() \
 	int io_scope_ __attribute__((cleanup(io_scope_end), unused)) = (mio_io_begin(), 0)
 
+uint64_t mop_changes(volume *v)
+{
+	return __atomic_load_n(&((mop_state *)(void *)v)->changes, __ATOMIC_ACQUIRE);
+}
+
+void mop_changed(volume *v)
+{
+	if (v)
+		__atomic_add_fetch(&((mop_state *)(void *)v)->changes, 1, __ATOMIC_ACQ_REL);
+}
+
+/* In every mutating wrapper, after IO_SCOPE: the change count goes up at
+ * return, once the call is over whatever it did. */
+static void change_scope_end(volume **v)
+{
+	mop_changed(*v);
+}
+#define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end))) = v
+
 /* Around a mutating system call (record.h): begin() and record_end()
  * serialise it with its record while recording or abort_after is set. */
 static bool begin(void)
@@ -179,6 +198,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 
 	/* creating or truncating changes the member; other opens read it */
 	IO_SCOPE();
+	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
 	if (!RECORDING || !changes)
 		return (int)neg_errno(openat(dirfd, name, flags, mode));
@@ -202,6 +222,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
 	bool locked = begin();
 	ssize_t rc = neg_errno(pwritev(fd, iov, cnt, off));
@@ -229,6 +250,7 @@ ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt
 int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(ftruncate(fd, len));
@@ -245,6 +267,7 @@ int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_WRITE, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fallocate(fd, mode, off, len));
@@ -263,6 +286,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 int mop_fsync(volume *v, int idx, int fd, bool datasync)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_SYNC, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(datasync ? fdatasync(fd) : fsync(fd));
@@ -279,6 +303,7 @@ int mop_fsync(volume *v, int idx, int fd, bool datasync)
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(mkdirat(dirfd, name, mode));
@@ -291,6 +316,7 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, dev_t dev)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(mknodat(dirfd, name, mode, dev));
@@ -308,6 +334,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char *name)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(symlinkat(target, dirfd, name));
@@ -325,6 +352,7 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
                const char *newname, int flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(linkat(olddirfd, oldname, newdirfd, newname, flags));
@@ -341,6 +369,7 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(unlinkat(dirfd, name, flags));
@@ -354,6 +383,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
                   const char *newname, unsigned flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(renameat2(olddirfd, oldname, newdirfd, newname, flags));
@@ -371,6 +401,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, int flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchmodat(dirfd, name, mode, flags));
@@ -384,6 +415,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
                  int flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchownat(dirfd, name, uid, gid, flags));
@@ -396,6 +428,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchown(fd, uid, gid));
@@ -409,6 +442,7 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
                   const struct timespec ts[2], int flags)
 {
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(utimensat(dirfd, name, ts, flags));
@@ -424,6 +458,7 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 	char path[40];
 
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(setxattr(proc_path(fd, path), name, value, size, flags));
@@ -443,6 +478,7 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 	char path[40];
 
 	IO_SCOPE();
+	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(removexattr(proc_path(fd, path), name));

@@ -19,6 +19,7 @@
 #define ECFS_MEMBEROPS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -32,7 +33,16 @@ struct fault_rules;
  * while this layer stays below the volume and knows nothing else of it. */
 typedef struct mop_state {
 	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
+	uint64_t changes;           /* mop_changes (atomic) */
 } mop_state;
+
+/* A count that every mutating wrapper below raises once its call has
+ * returned (made, failed or faked), so that what was read of the members
+ * while it stood still is still true (dir_cache.h).  v must not be NULL. */
+uint64_t mop_changes(volume *v);
+/* Raises it for a change made otherwise: a listing moves its directory's
+ * atime. */
+void mop_changed(volume *v);
 
 /* Reads (faults only; never recorded). */
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);

@@ -47,15 +47,23 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	if (fi)
 		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
-	if (strcmp(path, "/") == 0)
-		return root_getattr(st);
 	if (volume_path_reserved(path))
 		return -ENOENT;
+	/* The kernel asks for every directory of a path at each walk: those
+	 * answers come from dir_cache.h while nothing changed. */
+	volume *v = fs_volume();
+	uint64_t changes = mop_changes(v);
+	if (volume_usable(v) && dir_cache_get(fs_dirs(), path, changes, st))
+		return 0;
 	char buf[FS_ORPHAN_PATH_MAX];
 	/* ecfile_stat answers for every type: the lstat of the first healthy
 	 * member that has the name (another may have lost a chunk), with a
 	 * regular file's logical size. */
-	return ecfile_stat(fs_volume(), fs_path(path, buf), st);
+	int rc = strcmp(path, "/") == 0 ? root_getattr(st)
+	                                : ecfile_stat(v, fs_path(path, buf), st);
+	if (rc == 0 && volume_usable(v))
+		dir_cache_put(fs_dirs(), path, changes, st);
+	return rc;
 }
 
 static int chmod_member(int member, int dirfd, const char *leaf, void *arg)

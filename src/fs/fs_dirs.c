@@ -190,6 +190,7 @@ static int make_listing(struct dir_handle *h, const char *path)
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
 	int rc = mirror_apply(fs_volume(), path, list_member, &l, "readdir");
+	mop_changed(fs_volume()); /* the listing may have moved the directory's atime */
 	g_hash_table_destroy(l.seen);
 	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
 }

@@ -36,6 +36,11 @@ volume *fs_volume(void)
 	return fs_state()->vol;
 }
 
+dir_cache *fs_dirs(void)
+{
+	return fs_state()->dirs;
+}
+
 /* The mirror fns run on member workers: a stat lands in a local first
  * (volume_on_member). */
 static int stat_parent(int member, int dirfd, const char *leaf, void *arg)

@@ -79,6 +79,49 @@ class StatTest(H.MountedCase):
         self.assert_size("f", 20000, "rewritten without member 0")
         self.assert_clean_unmount(self.v)
 
+    def assert_dir(self, name, what, **want):
+        for _ in range(2):  # the second answer may come from what was remembered
+            st = os.stat(self.p(name))
+            got = {"nlink": st.st_nlink, "mode": st.st_mode & 0o7777,
+                   "mtime": st.st_mtime_ns, "ctime": st.st_ctime_ns, "atime": st.st_atime_ns}
+            for key, value in want.items():
+                if callable(value):
+                    self.assertTrue(value(got[key]), f"{what}: {name} {key} {got[key]}")
+                else:
+                    self.assertEqual(got[key], value, f"{what}: {name} {key}")
+        return os.stat(self.p(name))
+
+    def test_directory_follows_every_change(self):
+        """Directories' attributes are remembered between changes
+        (src/core/dir_cache.h): each change shows at once."""
+        os.mkdir(self.p("d"), 0o755)
+        st = self.assert_dir("d", "made", nlink=2, mode=0o755)
+        os.mkdir(self.p("d/e"))
+        st = self.assert_dir("d", "subdirectory made", nlink=3,
+                             mtime=lambda t, t0=st.st_mtime_ns: t >= t0)
+        os.chmod(self.p("d"), 0o700)
+        st = self.assert_dir("d", "chmod", mode=0o700)
+        os.utime(self.p("d"), ns=(5 * 10**9, 7 * 10**9))
+        st = self.assert_dir("d", "utime", mtime=7 * 10**9, atime=5 * 10**9)
+        os.setxattr(self.p("d"), "user.k", b"v")
+        st = self.assert_dir("d", "setxattr", ctime=lambda t, t0=st.st_ctime_ns: t >= t0)
+        H.write_file(self.p("d/f"), b"x")
+        st = self.assert_dir("d", "file made", mtime=lambda t: t > 7 * 10**9)
+        # listing moves the atime (relatime: it was older than the mtime)
+        self.assertEqual(sorted(os.listdir(self.p("d"))), ["e", "f"])
+        st = self.assert_dir("d", "listed", atime=lambda t, m=st.st_mtime_ns: t >= m)
+        os.rename(self.p("d"), self.p("d2"))
+        self.assertFalse(os.path.exists(self.p("d")))
+        self.assert_dir("d2", "renamed", nlink=3, mode=0o700)
+        os.rmdir(self.p("d2/e"))
+        self.assert_dir("d2", "subdirectory removed", nlink=2)
+        os.unlink(self.p("d2/f"))
+        os.rmdir(self.p("d2"))
+        self.assertFalse(os.path.exists(self.p("d2")))
+        os.mkdir(self.p("d2"), 0o711)  # the same path, another directory
+        self.assert_dir("d2", "made again", nlink=2, mode=0o711)
+        self.assert_clean_unmount(self.v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())
