@@ -15,7 +15,11 @@
 
 #include "ec.h"
 
-#define HDR_SUM_OFFSET (CHUNK_HEADER_SIZE - 32)
+/* The header's length by version; it ends with its SHA-256. */
+static uint32_t header_size(uint32_t version)
+{
+	return version == 1 ? CHUNK_HEADER_SIZE_V1 : CHUNK_HEADER_SIZE_V2;
+}
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
@@ -24,12 +28,14 @@ static uint16_t get16(const uint8_t *p) { return p[0] | p[1] << 8; }
 static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
 static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
 
-void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE])
+size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX])
 {
-	memset(out, 0, CHUNK_HEADER_SIZE);
+	uint32_t len = header_size(h->version);
+
+	memset(out, 0, len);
 	memcpy(out, CHUNK_MAGIC, 8);
-	put32(out + 8, CHUNK_FORMAT_VERSION);
-	put32(out + 12, CHUNK_HEADER_SIZE);
+	put32(out + 8, h->version);
+	put32(out + 12, len);
 	memcpy(out + 16, h->volume_uuid, 16);
 	memcpy(out + 32, h->file_id, 16);
 	put32(out + 48, h->position);
@@ -47,33 +53,41 @@ void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE])
 	put32(out + 112, CHUNK_RECORD_SIZE);
 	put32(out + 116, CHUNK_GROUP_STRIPES);
 	put64(out + 120, h->durable);
-	SHA256(out, HDR_SUM_OFFSET, out + HDR_SUM_OFFSET);
+	SHA256(out, len - 32, out + len - 32);
+	return len;
 }
 
-int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
-                        const char **why)
+int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const char **why)
 {
 	uint8_t sum[32];
 	const char *dummy;
 
 	if (!why)
 		why = &dummy;
-	if (memcmp(in, CHUNK_MAGIC, 8) != 0) {
-		*why = "not an ecfs chunk (bad magic)";
+	if (got < 16 || memcmp(in, CHUNK_MAGIC, 8) != 0) {
+		*why = got < 16 ? "chunk shorter than its header" : "not an ecfs chunk (bad magic)";
 		return -EINVAL;
 	}
-	SHA256(in, HDR_SUM_OFFSET, sum);
-	if (memcmp(sum, in + HDR_SUM_OFFSET, 32) != 0) {
+	/* The version is read before the checksum is known good: a version
+	 * this build does not know is refused by name, never guessed at. */
+	uint32_t version = get32(in + 8);
+	if (version < 1 || version > CHUNK_FORMAT_VERSION) {
+		*why = "unsupported chunk format version";
+		return -EPROTO;
+	}
+	uint32_t len = header_size(version);
+	if (got < len) {
+		*why = "chunk shorter than its header";
+		return -EINVAL;
+	}
+	SHA256(in, len - 32, sum);
+	if (memcmp(sum, in + len - 32, 32) != 0) {
 		*why = "chunk header checksum mismatch";
 		return -EINVAL;
 	}
 	memset(h, 0, sizeof(*h));
-	h->version = get32(in + 8);
-	if (h->version != CHUNK_FORMAT_VERSION) {
-		*why = "unsupported chunk format version";
-		return -EPROTO;
-	}
-	if (get32(in + 12) != CHUNK_HEADER_SIZE || get32(in + 112) != CHUNK_RECORD_SIZE ||
+	h->version = version;
+	if (get32(in + 12) != len || get32(in + 112) != CHUNK_RECORD_SIZE ||
 	    get32(in + 116) != CHUNK_GROUP_STRIPES) {
 		*why = "chunk header geometry not supported";
 		return -EINVAL;
@@ -195,4 +209,10 @@ bool chunk_strip_verify(const checksum *c, const chunk_header *h,
 	if (strip_sum(c, h, r, data, len, sum) < 0)
 		return false;
 	return memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+}
+
+void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l)
+{
+	layout_init(l, h->k, h->m, h->strip_size, (int)h->rotation);
+	layout_set_version(l, h->version, block_align);
 }

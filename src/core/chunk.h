@@ -9,13 +9,15 @@
 #define ECFS_CHUNK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "checksum.h"
 #include "layout.h"
 
 #define CHUNK_MAGIC "ECFSCHNK"
-#define CHUNK_FORMAT_VERSION 1u
+/* The newest chunk format this build reads and writes (layout.h). */
+#define CHUNK_FORMAT_VERSION 2u
 #define CHUNK_RECORD_WRITTEN 1u /* record flag: the slot holds a strip */
 
 typedef struct chunk_header {
@@ -44,11 +46,14 @@ typedef struct chunk_record {
 	uint8_t sum[CHECKSUM_MAX];
 } chunk_record;
 
-void chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_SIZE]);
-/* Returns 0, or a negative errno (-EINVAL bad magic/size/checksum/fields,
- * -EPROTO unknown version) and a static reason in *why. */
-int chunk_header_decode(const uint8_t in[CHUNK_HEADER_SIZE], chunk_header *h,
-                        const char **why);
+/* Encodes the header of h->version; returns its length in bytes. */
+size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX]);
+/* Decodes a header from the first got bytes of a chunk.  Returns 0, or a
+ * negative errno (-EINVAL short, bad magic/size/checksum/fields, -EPROTO
+ * unknown version) and a static reason in *why. */
+int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const char **why);
+/* The layout a chunk header describes, for a code of that block alignment. */
+void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l);
 
 void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE]);
 void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);

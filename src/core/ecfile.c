@@ -127,7 +127,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
 		         mb, (unsigned)uid, (unsigned)gid, g_strerror(-rc));
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	ssize_t got = mop_pread(v, mb, pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
 		if (volume_member_error(v, mb, (int)-got, "reading a chunk header"))
@@ -138,7 +138,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	}
 	pc->empty = got == 0;
 	pc->state = CHUNK_CORRUPT;
-	if (got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &pc->h, NULL) == 0 &&
+	if (chunk_header_decode(buf, (size_t)got, &pc->h, NULL) == 0 &&
 	    memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
 		pc->valid = true;
 		pc->state = CHUNK_OK;
@@ -196,7 +196,7 @@ static int new_header(volume *v, chunk_header *h)
 	const volume_options *d = volume_defaults(v);
 
 	memset(h, 0, sizeof(*h));
-	h->version = CHUNK_FORMAT_VERSION;
+	h->version = volume_chunk_version(v);
 	memcpy(h->volume_uuid, volume_uuid(v), 16);
 	if (RAND_bytes(h->file_id, 16) != 1)
 		return -EIO;
@@ -382,10 +382,10 @@ static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, co
 	f->c.v = v;
 	f->c.path = f->path;
 	f->c.hdr = *h;
-	f->c.lay = *lay;
 	ec_params p = { .kind = h->kind, .k = h->k, .m = h->m, .w = h->w,
 	                .packet_size = h->packet_size };
 	f->c.code = volume_code(v, &p);
+	chunk_layout(h, f->c.code ? ec_block_align(f->c.code) : 1, &f->c.lay);
 	f->c.sum = volume_checksum(v, h->checksum);
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		f->c.fd[mb] = pc[mb].fd;
@@ -497,7 +497,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		return rc;
 	rc = choose_header(v, path, pc, n, &h, &fresh);
 	if (rc == 0) {
-		layout_init(&lay, h.k, h.m, h.strip_size, (int)h.rotation);
+		chunk_layout(&h, 1, &lay); /* positions only */
 		rc = check_chunks(v, path, pc, n, &h, &lay, &fresh);
 	}
 	if (rc < 0) {
@@ -851,7 +851,7 @@ static uint64_t write_cost(const ecfile *f, uint64_t pos, uint64_t end)
 static int64_t write_whole(ecfile *f, uint64_t pos, uint64_t end, const uint8_t *from)
 {
 	uint64_t sd = stripe_data(f), s = pos / sd;
-	uint64_t cnt = (end - pos) / sd, to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+	uint64_t cnt = (end - pos) / sd, to_group = layout_group_end(&f->c.lay, s) - s;
 	const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
 	int rc;
 
@@ -957,6 +957,41 @@ out:
 	return (ssize_t)(pos - (uint64_t)off);
 }
 
+/* Bytes [in, in + len) of stored stripe s into out: whole strips land in
+ * out directly, the partly wanted ones go through f->partial. */
+static int read_part(ecfile *f, uint64_t s, uint64_t in, uint64_t len, uint8_t *out)
+{
+	uint64_t strip = f->c.lay.strip_size, want = 0;
+	uint8_t *p[STRIPE_MAX_N];
+	int j0 = (int)(in / strip), j1 = (int)((in + len - 1) / strip);
+
+	for (int j = 0; j < f->c.lay.k; j++) {
+		uint64_t a = (uint64_t)j * strip;
+		p[j] = f->partial + a;
+		if (j < j0 || j > j1)
+			continue;
+		want |= 1ull << j;
+		if (a >= in && a + strip <= in + len)
+			p[j] = out + (a - in);
+	}
+	/* The stripe at the file's end is likely stored short, its bytes
+	 * spread over every data strip: ask for all of them at once. */
+	if (layout_strip_len(&f->c.lay, s, f->size) < strip)
+		want = (1ull << f->c.lay.k) - 1;
+	for (int j = 0; j < f->c.lay.k; j++)
+		if (!(want >> j & 1))
+			p[j] = NULL;
+	int rc = stripe_fetch(&f->c, s, want, p);
+	for (int j = j0; j <= j1 && rc == 0; j++) {
+		uint64_t a = (uint64_t)j * strip;
+		if (p[j] != f->partial + a)
+			continue;
+		uint64_t from = a > in ? a : in, to = a + strip < in + len ? a + strip : in + len;
+		memcpy(out + (from - in), f->partial + from, to - from);
+	}
+	return rc;
+}
+
 ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 {
 	uint8_t *dst = buf;
@@ -1000,7 +1035,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 			/* A run of whole stripes: one read per member, straight
 			 * into the caller's buffer. */
 			uint64_t cnt = (end - pos) / sd;
-			uint64_t to_group = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+			uint64_t to_group = layout_group_end(&f->c.lay, s) - s;
 			uint8_t *run[STRIPE_MAX_N * STRIPE_FETCH_RUN];
 			if (cnt > STRIPE_FETCH_RUN)
 				cnt = STRIPE_FETCH_RUN;
@@ -1017,29 +1052,9 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 				pos += cnt * sd;
 			continue;
 		}
-		uint8_t *p[STRIPE_MAX_N];
-		uint64_t want = 0;
-		int j0 = (int)(in / strip), j1 = (int)((in + len - 1) / strip);
-		for (int j = j0; j <= j1; j++) {
-			uint64_t a = (uint64_t)j * strip;
-			want |= 1ull << j;
-			/* Whole strips land in the caller's buffer directly. */
-			p[j] = a >= in && a + strip <= in + len ? out_p + (a - in)
-			                                         : f->partial + a;
-		}
-		for (int j = 0; j < f->c.lay.k; j++)
-			if (!(want >> j & 1))
-				p[j] = NULL;
-		rc = stripe_fetch(&f->c, s, want, p);
+		rc = read_part(f, s, in, len, out_p);
 		if (rc < 0)
 			break;
-		for (int j = j0; j <= j1; j++) {
-			uint64_t a = (uint64_t)j * strip;
-			if (p[j] != f->partial + a)
-				continue;
-			uint64_t from = a > in ? a : in, to = a + strip < in + len ? a + strip : in + len;
-			memcpy(out_p + (from - in), f->partial + from, to - from);
-		}
 		pos += len;
 	}
 out:
@@ -1333,7 +1348,7 @@ static int stat_probe_run(void *arg)
 	struct stat_probe *p = arg;
 	const char *leaf;
 	struct stat s;
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h;
 
 	int pfd = volume_parent_fd(p->v, p->mb, p->path, &leaf);
@@ -1351,7 +1366,7 @@ static int stat_probe_run(void *arg)
 	ssize_t got = fd >= 0 ? mop_pread(p->v, p->mb, fd, buf, sizeof(buf), 0) : -1;
 	if (fd >= 0)
 		MIO_CALL(close(fd));
-	bool valid = got == (ssize_t)sizeof(buf) && chunk_header_decode(buf, &h, NULL) == 0 &&
+	bool valid = got >= 0 && chunk_header_decode(buf, (size_t)got, &h, NULL) == 0 &&
 	             !memcmp(h.volume_uuid, volume_uuid(p->v), 16);
 	p->s = s;
 	p->cached = cached;

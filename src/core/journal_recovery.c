@@ -87,8 +87,10 @@ static uint64_t journal_strips(stripe_ctx *c, const jmember *jm, uint64_t s, uin
 		chunk_record r;
 		ch.position = (uint32_t)pos;
 		chunk_record_decode(h->records[i], &r);
+		uint64_t len = layout_strip_len(&c->lay, s, r.size);
 		if (r.generation == g &&
-		    chunk_strip_verify(c->sum, &ch, &r, s, (uint32_t)pos, dst, strip)) {
+		    chunk_strip_verify(c->sum, &ch, &r, s, (uint32_t)pos, dst, len)) {
+			memset(dst + len, 0, strip - len); /* past a short strip: no part of it */
 			ok |= 1ull << pos;
 			*size = r.size;
 		}

@@ -19,13 +19,13 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout *lay,
-                       uint64_t s, const uint8_t *rec, const uint8_t *data, int fd,
+                       uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
                        strip_judgment *out)
 {
 	uint64_t strip = lay->strip_size;
 	chunk_record r;
 
-	*out = (strip_judgment){ .v = STRIP_BAD };
+	*out = (strip_judgment){ .v = STRIP_BAD, .len = strip };
 	if (chunk_record_is_blank(rec)) {
 		/* Never written: zeros, unless data is there without a record. */
 		out->v = all_zero(data, strip) ? STRIP_HOLE : STRIP_BAD;
@@ -35,14 +35,18 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 	}
 	chunk_record_decode(rec, &r);
 	bool names = r.stripe == s && r.position == h->position;
-	if (names)
+	if (names) {
 		out->gen = r.generation;
-	if (chunk_strip_verify(sum, h, &r, s, h->position, data, strip)) {
+		out->len = layout_strip_len(lay, s, r.size);
+	}
+	if (chunk_strip_verify(sum, h, &r, s, h->position, data, out->len)) {
 		out->v = STRIP_GOOD;
 		out->size = r.size;
+		/* A short strip's bytes past its length are no part of it. */
+		memset(data + out->len, 0, strip - out->len);
 		return;
 	}
-	out->zpage = chunk_strip_has_lost_page(fd, data, strip, layout_strip_offset(lay, s));
+	out->zpage = chunk_strip_has_lost_page(fd, data, out->len, layout_strip_offset(lay, s));
 	out->why = names ? "checksum mismatch" : "record names another stripe or position";
 }
 
@@ -134,7 +138,7 @@ bool rules_same_file(const chunk_header *a, const chunk_header *b)
 	return !memcmp(a->file_id, b->file_id, 16) && a->rotation == b->rotation &&
 	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
 	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
-	       a->strip_size == b->strip_size;
+	       a->strip_size == b->strip_size && a->version == b->version;
 }
 
 bool rules_gen_reserved(uint64_t hdr, uint64_t gen)

@@ -34,6 +34,8 @@ typedef struct strip_judgment {
 	uint64_t gen;    /* the record's generation if it names the strip, verified
 	                  * or not (so a good strip's generation), else 0 */
 	uint64_t size;   /* STRIP_GOOD: the file size the record carries */
+	uint64_t len;    /* bytes of the strip its record covers (layout_strip_len);
+	                  * a good strip reads as zeros past them */
 	const char *why; /* STRIP_BAD: what is wrong with it */
 } strip_judgment;
 
@@ -47,9 +49,10 @@ static inline bool rules_strip_read(const strip_judgment *st)
 /* Judges strip s from its record (CHUNK_RECORD_SIZE bytes) and data
  * (strip_size bytes), both read as zeros past the end of the chunk.  h is
  * the file's header with the strip's position; fd the chunk file, probed
- * for lost pages when the strip does not verify. */
+ * for lost pages when the strip does not verify.  A good short strip
+ * (version 2, the file's last stripe) has its bytes past len zeroed. */
 void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout *lay,
-                       uint64_t s, const uint8_t *rec, const uint8_t *data, int fd,
+                       uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
                        strip_judgment *out);
 
 /* The generation vote over the n strips of one stripe (st, by position):

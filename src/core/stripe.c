@@ -41,13 +41,24 @@ int stripe_ctx_buffers(stripe_ctx *c)
 	return c->scratch && c->parity ? 0 : -ENOMEM;
 }
 
+/* k strips to pack (commits) or unpack (fetches) short stripes through,
+ * allocated the first time a short stripe is met. */
+static uint8_t *pack_buffer(stripe_ctx *c, uint8_t **buf)
+{
+	if (!*buf && posix_memalign((void **)buf, 4096, c->lay.strip_size * (size_t)c->lay.k))
+		*buf = NULL;
+	return *buf;
+}
+
 void stripe_ctx_free_buffers(stripe_ctx *c)
 {
 	journal_close(c->v, &c->jf);
 	free(c->scratch);
 	free(c->parity);
 	free(c->run_parity);
-	c->scratch = c->parity = c->run_parity = NULL;
+	free(c->pack_in);
+	free(c->pack_out);
+	c->scratch = c->parity = c->run_parity = c->pack_in = c->pack_out = NULL;
 }
 
 void stripe_remove_journals(stripe_ctx *c)
@@ -106,7 +117,8 @@ static int make_records(commit_task *t)
 		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
 		                     .position = (uint32_t)t->pos, .flags = CHUNK_RECORD_WRITTEN,
 		                     .size = t->size };
-		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], c->lay.strip_size) < 0)
+		uint64_t len = layout_strip_len(&c->lay, rec.stripe, t->size);
+		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], len) < 0)
 			return -EIO;
 		chunk_record_encode(&rec, t->recs + (size_t)i * CHUNK_RECORD_SIZE);
 	}
@@ -144,7 +156,8 @@ static void commit_member(void *arg)
 	if (t->err)
 		return;
 	for (int i = 0; i < t->cnt; i++)
-		iov[i] = (struct iovec){ (void *)t->strips[i], c->lay.strip_size };
+		iov[i] = (struct iovec){ (void *)t->strips[i],
+		                         layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
 	/* Strips first, then their records: until both are down the pair does
 	 * not verify, so a torn commit reads as an erasure, never as data. */
 	r = mop_transfer(c->v, t->member, c->fd[t->member], iov, t->cnt,
@@ -165,21 +178,27 @@ int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const u
 	uint8_t rec[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
 	chunk_header h = c->hdr;
 
-	if (cnt < 1 || (uint64_t)cnt > CHUNK_GROUP_STRIPES - s0 % CHUNK_GROUP_STRIPES)
+	if (cnt < 1 || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
 	h.position = pos;
+	uint64_t last_len = strip;
 	for (int i = 0; i < cnt; i++) {
 		if (!gen[i])
 			continue;
 		chunk_record r = { .stripe = s0 + (uint64_t)i, .generation = gen[i],
 		                   .position = pos, .flags = CHUNK_RECORD_WRITTEN,
 		                   .size = size[i] };
-		if (chunk_strip_sum(c->sum, &h, &r, data + (size_t)i * strip, strip) < 0)
+		last_len = layout_strip_len(&c->lay, r.stripe, size[i]);
+		if (chunk_strip_sum(c->sum, &h, &r, data + (size_t)i * strip, last_len) < 0)
 			return -EIO;
 		chunk_record_encode(&r, rec + (size_t)i * CHUNK_RECORD_SIZE);
 	}
-	/* Strips first, then their records, as a commit does. */
-	struct iovec iov = { (void *)data, strip * (size_t)cnt };
+	if (!gen[cnt - 1])
+		last_len = strip;
+	/* Strips first, then their records, as a commit does.  One write for
+	 * the run: a short strip before the last goes down whole (zeros past
+	 * its length), the last only as long as it is. */
+	struct iovec iov = { (void *)data, strip * (size_t)(cnt - 1) + last_len };
 	struct iovec riov = { rec, (size_t)cnt * CHUNK_RECORD_SIZE };
 	ssize_t w = mop_transfer(c->v, member, c->fd[member], &iov, 1,
 	                      (off_t)layout_strip_offset(&c->lay, s0), true);
@@ -238,8 +257,7 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 	uint64_t strip = c->lay.strip_size;
 	commit_task tasks[STRIPE_MAX_N];
 
-	if (cnt < 1 || cnt > STRIPE_BATCH ||
-	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
+	if (cnt < 1 || cnt > STRIPE_BATCH || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
 	if (stripe_usable_count(c) < k)
 		return -EIO;
@@ -247,7 +265,8 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 		uint8_t *par[STRIPE_MAX_N];
 		for (int j = 0; j < m; j++)
 			par[j] = c->parity + ((size_t)i * m + j) * strip;
-		int rc = ec_encode(c->code, data + (size_t)i * k, par, strip);
+		int rc = ec_encode(c->code, data + (size_t)i * k, par,
+		                   layout_strip_len(&c->lay, s0 + (uint64_t)i, size));
 		if (rc < 0) {
 			ecfs_log(LOG_ERR, "%s: encoding failed: %s", c->path, ec_strerror(rc));
 			return -EIO;
@@ -297,10 +316,32 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
                   uint64_t gen, uint64_t size)
 {
+	int k = c->lay.k;
+	const uint8_t *stored[STRIPE_BATCH * STRIPE_MAX_N];
+	bool packed = false;
+
+	if (cnt < 1 || cnt > STRIPE_BATCH)
+		return -EINVAL;
+	/* The stripe holding the file's end is stored short (layout.h); a
+	 * commit has at most one, the stripes past the end hold no bytes. */
+	memcpy(stored, data, sizeof(*data) * (size_t)cnt * (size_t)k);
+	for (int i = 0; i < cnt; i++) {
+		uint64_t s = s0 + (uint64_t)i, len = layout_strip_len(&c->lay, s, size);
+		uint8_t *pb = len < c->lay.strip_size && !packed ? pack_buffer(c, &c->pack_out) : NULL;
+		if (len >= c->lay.strip_size || s * layout_stripe_data(&c->lay) >= size)
+			continue;
+		if (!pb)
+			return -ENOMEM;
+		uint8_t *out[STRIPE_MAX_N];
+		for (int j = 0; j < k; j++)
+			stored[(size_t)i * k + j] = out[j] = pb + (size_t)j * c->lay.strip_size;
+		layout_pack_short(&c->lay, len, data + (size_t)i * k, out);
+		packed = true;
+	}
 	/* Stripes at or past written_end never held committed content: a
 	 * first write cut short leaves new strips beside unwritten ones, which
 	 * read as the old content, zeros (the hole rule, reader_rules.h). */
-	return commit(c, s0, cnt, data, gen, size, s0 < c->written_end);
+	return commit(c, s0, cnt, stored, gen, size, s0 < c->written_end);
 }
 
 int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
@@ -477,7 +518,8 @@ static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 }
 
 static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
-                           uint8_t *(*dest)[STRIPE_FETCH_RUN]);
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len);
+static int unpack_in_place(stripe_ctx *c, uint64_t len, uint8_t *const *data);
 
 /* Parity strips of a degraded run, position k+p of stripe i of the run. */
 static uint8_t *run_parity(stripe_ctx *c, int p, int i)
@@ -488,7 +530,7 @@ static uint8_t *run_parity(stripe_ctx *c, int p, int i)
 /* Stripe i of a run fetched from every position: vote and decode it as
  * stripe_fetch does, from the run's buffers. */
 static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task *tasks,
-                             uint8_t *(*dest)[STRIPE_FETCH_RUN])
+                             uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len)
 {
 	int n = c->lay.n;
 	fetch_task *one = g_new(fetch_task, n);
@@ -501,7 +543,7 @@ static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task
 		one[j].st[0] = tasks[j].st[i];
 		one[j].dest[0] = one_dest[j][0] = dest[j][i];
 	}
-	int rc = vote_and_decode(c, s0 + (uint64_t)i, (1ull << c->lay.k) - 1, one, one_dest);
+	int rc = vote_and_decode(c, s0 + (uint64_t)i, (1ull << c->lay.k) - 1, one, one_dest, len);
 	g_free(one);
 	return rc;
 }
@@ -515,8 +557,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	fetch_task *tasks;
 	int rc = 0;
 
-	if (cnt < 1 || cnt > STRIPE_FETCH_RUN ||
-	    s0 / CHUNK_GROUP_STRIPES != (s0 + (uint64_t)cnt - 1) / CHUNK_GROUP_STRIPES)
+	if (cnt < 1 || cnt > STRIPE_FETCH_RUN || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
 	for (int j = 0; j < k; j++)
 		for (int i = 0; i < cnt; i++)
@@ -544,12 +585,15 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	/* Stripes that did not read cleanly: decoded from what the run read,
 	 * or fetched again the careful way, one by one. */
 	for (int i = 0; i < cnt && rc == 0; i++) {
+		uint64_t len = c->lay.strip_size;
 		if (run_stripe_ok(tasks, k, all, i))
-			continue;
-		if (mask != all && (!(slow & ~mask) || vote_settled(tasks, n, k, i, slow & ~mask)))
-			rc = decode_run_stripe(c, s0, i, tasks, dest);
+			len = tasks[0].st[i].len;
+		else if (mask != all && (!(slow & ~mask) || vote_settled(tasks, n, k, i, slow & ~mask)))
+			rc = decode_run_stripe(c, s0, i, tasks, dest, &len);
 		else
 			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
+		if (rc == 0)
+			rc = unpack_in_place(c, len, data + (size_t)i * k);
 	}
 	g_free(tasks);
 	return rc;
@@ -559,7 +603,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
  * generation that at least k good strips share, treats every other strip
  * as an erasure and rebuilds the wanted data strips that are erased. */
 static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
-                           uint8_t *(*dest)[STRIPE_FETCH_RUN])
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len)
 {
 	int k = c->lay.k, n = c->lay.n;
 	int erased[STRIPE_MAX_N], ne = 0;
@@ -579,6 +623,7 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		}
 	}
 	int votes_best = rules_vote(st, n, k, &best);
+	*len = c->lay.strip_size;
 	if (votes_best < k && rules_first_write_cut_short(st, n, c->lay.m, s, c->hdr.durable, 0)) {
 		ecfs_log(LOG_INFO, "%s: stripe %llu: a first write was cut short; it reads as "
 		         "zeros, as before it", c->path, (unsigned long long)s);
@@ -615,8 +660,12 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		else
 			blocks[j] = NULL;
 	}
+	if (best)
+		*len = layout_strip_len(&c->lay, s, size);
 	if (!need_decode)
 		return 0;
+	/* Over whole strips: the good ones read as zeros past their length,
+	 * so the rebuilt ones do too. */
 	int rc = ec_decode(c->code, blocks, erased, ne, c->lay.strip_size);
 	if (rc < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed: %s", c->path,
@@ -641,7 +690,10 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 	return 0;
 }
 
-int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
+/* Fetches stripe s as stored: a short stripe's bytes in the first *len
+ * bytes of its strips (layout_strip_len). */
+static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data,
+                        uint64_t *len)
 {
 	int k = c->lay.k, n = c->lay.n;
 	uint64_t strip = c->lay.strip_size;
@@ -657,17 +709,62 @@ int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
 	uint64_t slow = slow_positions(c), all = (1ull << n) - 1;
 	if (!(want & slow)) {
 		fetch_positions(c, s, 1, want, dest, tasks);
-		if (run_stripe_ok(tasks, k, want, 0))
+		if (run_stripe_ok(tasks, k, want, 0)) {
+			*len = tasks[__builtin_ctzll(want)].st[0].len;
 			goto out;
+		}
 	}
 	/* Slow path: every position (but a slow member's, if the vote stands
 	 * without it), a vote on the generation, decode. */
 	fetch_positions(c, s, 1, all & ~slow, dest, tasks);
 	if (slow && !vote_settled(tasks, n, k, 0, slow))
 		fetch_positions(c, s, 1, all, dest, tasks);
-	rc = vote_and_decode(c, s, want, tasks, dest);
+	rc = vote_and_decode(c, s, want, tasks, dest, len);
 out:
 	g_free(tasks);
+	return rc;
+}
+
+/* A stripe fetched as stored (a short one's bytes in the first len bytes
+ * of the data strips) made its plain strips, in place. */
+static int unpack_in_place(stripe_ctx *c, uint64_t len, uint8_t *const *data)
+{
+	const uint8_t *in[STRIPE_MAX_N];
+	uint8_t *pb = len < c->lay.strip_size ? pack_buffer(c, &c->pack_in) : NULL;
+
+	if (len >= c->lay.strip_size)
+		return 0;
+	if (!pb)
+		return -ENOMEM;
+	for (int j = 0; j < c->lay.k; j++) {
+		in[j] = pb + (size_t)j * c->lay.strip_size;
+		memcpy(pb + (size_t)j * c->lay.strip_size, data[j], len);
+	}
+	layout_unpack_short(&c->lay, len, in, (1ull << c->lay.k) - 1, data);
+	return 0;
+}
+
+int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)
+{
+	uint64_t all = (1ull << c->lay.k) - 1, len;
+	uint8_t *raw[STRIPE_MAX_N];
+
+	if (want == all) {
+		int rc = fetch_stored(c, s, want, data, &len);
+		return rc < 0 ? rc : unpack_in_place(c, len, data);
+	}
+	int rc = fetch_stored(c, s, want, data, &len);
+	if (rc < 0 || len >= c->lay.strip_size)
+		return rc;
+	/* A short stripe spreads any range over all its data strips. */
+	uint8_t *pb = pack_buffer(c, &c->pack_in);
+	if (!pb)
+		return -ENOMEM;
+	for (int j = 0; j < c->lay.k; j++)
+		raw[j] = pb + (size_t)j * c->lay.strip_size;
+	rc = fetch_stored(c, s, all, raw, &len);
+	if (rc == 0)
+		layout_unpack_short(&c->lay, len, (const uint8_t *const *)raw, want, data);
 	return rc;
 }
 
@@ -711,17 +808,18 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 			continue;
 		/* The record block of the last stripe's group: no records after
 		 * it, and the last one not written when the file was longer. */
-		uint64_t g0 = last - last % CHUNK_GROUP_STRIPES;
-		struct iovec iov = { recs, sizeof(recs) };
+		uint64_t g0 = layout_group_start(&c->lay, last);
+		uint64_t gn = layout_group_end(&c->lay, last) - g0;
+		struct iovec iov = { recs, gn * CHUNK_RECORD_SIZE };
 		ssize_t r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1,
 		                      (off_t)layout_record_offset(&c->lay, g0), false);
 		if (r < 0)
 			continue; /* an erasure; the reads will judge it */
-		memset(recs + r, 0, sizeof(recs) - (size_t)r);
+		memset(recs + r, 0, iov.iov_len - (size_t)r);
 		/* Only records a commit wrote count (naming their stripe and this
 		 * position): rot in an unused slot is no leftover. */
 		uint32_t pos = (uint32_t)layout_position_of(&c->lay, mb);
-		for (uint64_t i = last % CHUNK_GROUP_STRIPES; i < CHUNK_GROUP_STRIPES; i++) {
+		for (uint64_t i = last - g0; i < gn; i++) {
 			chunk_record rec;
 			chunk_record_decode(recs + i * CHUNK_RECORD_SIZE, &rec);
 			if (rec.stripe != g0 + i || rec.position != pos ||
@@ -789,13 +887,12 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 static void write_header_member(void *arg)
 {
 	member_job *j = arg;
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h = j->c->hdr;
 
 	int fd = j->c->fd[j->member];
 	h.position = (uint32_t)layout_position_of(&j->c->lay, j->member);
-	chunk_header_encode(&h, buf);
-	struct iovec iov = { buf, sizeof(buf) };
+	struct iovec iov = { buf, chunk_header_encode(&h, buf) };
 	ssize_t r = j->sync_first ? mop_fsync(j->c->v, j->member, fd, true) : 0;
 	if (r >= 0)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
@@ -842,7 +939,8 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 int stripe_truncate(stripe_ctx *c, uint64_t from)
 {
 	uint64_t len = layout_chunk_length(&c->lay, from);
-	uint64_t in_group = from % CHUNK_GROUP_STRIPES;
+	bool in_group = from != layout_group_start(&c->lay, from);
+	uint64_t left = layout_group_end(&c->lay, from) - from;
 	uint8_t zeros[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
 	int ok = 0;
 
@@ -854,7 +952,7 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 		if (fstat(c->fd[mb], &st) < 0)
 			rc = -errno;
 		if (rc == 0 && in_group && (uint64_t)st.st_size > layout_record_offset(&c->lay, from)) {
-			struct iovec iov = { zeros, (CHUNK_GROUP_STRIPES - in_group) * CHUNK_RECORD_SIZE };
+			struct iovec iov = { zeros, left * CHUNK_RECORD_SIZE };
 			ssize_t r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1,
 			                     (off_t)layout_record_offset(&c->lay, from), true);
 			rc = r < 0 ? (int)r : 0;

@@ -49,6 +49,8 @@ typedef struct stripe_ctx {
 	uint8_t *scratch;   /* n strips, for fetches that must decode */
 	uint8_t *parity;    /* m * STRIPE_BATCH strips */
 	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
+	uint8_t *pack_in;   /* k strips: a short stripe fetched, unpacked (layout.h) */
+	uint8_t *pack_out;  /* k strips: a short stripe packed for a commit */
 	/* The write-hole journal (journal.h).  Stripes from written_end on
 	 * hold no committed content: a commit there goes straight in place
 	 * (a first write); below it a commit is an overwrite and journaled. */

@@ -98,9 +98,9 @@ int superblock_parse(const char *text, size_t len, superblock *sb, char **why)
 	if (get_int(kf, "format", 1, INT32_MAX, &v, why) < 0)
 		goto out;
 	sb->version = (int)v;
-	if (sb->version != SUPERBLOCK_VERSION) {
+	if (sb->version > SUPERBLOCK_VERSION) {
 		*why = g_strdup_printf("superblock format version %d is not supported "
-		                       "(this ecfs reads version %d)", sb->version,
+		                       "(this ecfs reads versions 1 to %d)", sb->version,
 		                       SUPERBLOCK_VERSION);
 		rc = -EPROTO;
 		goto out;
@@ -180,7 +180,7 @@ char *superblock_format(const superblock *sb)
 		snprintf(key + 2 * i, 3, "%02x", sb->key[i]);
 	g_key_file_set_comment(kf, NULL, NULL,
 	                       " ecfs member superblock: see docs/FORMAT.md. Do not edit.", NULL);
-	g_key_file_set_integer(kf, SUPERBLOCK_GROUP, "format", SUPERBLOCK_VERSION);
+	g_key_file_set_integer(kf, SUPERBLOCK_GROUP, "format", sb->version);
 	g_key_file_set_string(kf, SUPERBLOCK_GROUP, "uuid", uuid);
 	g_key_file_set_integer(kf, SUPERBLOCK_GROUP, "index", sb->index);
 	g_key_file_set_integer(kf, SUPERBLOCK_GROUP, "n", sb->n);

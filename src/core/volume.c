@@ -68,6 +68,7 @@ typedef struct member {
 struct volume {
 	mop_state mops;        /* first: what the member operations see of us */
 	int n, k, m;
+	int format;            /* the superblock's: the version of the chunks */
 	member *mem;
 	uint8_t uuid[16];
 	uint8_t key[CHECKSUM_KEY_SIZE];
@@ -434,6 +435,12 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 			                           pr[i].path, pr[i].sb.n, pr[i].sb.k, pr[i].sb.m, n);
 			return -EINVAL;
 		}
+		if (pr[i].sb.version != r->version) {
+			*message = g_strdup_printf("member %s has format version %d, the others %d: "
+			                           "refusing to mix them", pr[i].path, pr[i].sb.version,
+			                           r->version);
+			return -EINVAL;
+		}
 		for (int j = 0; j < i; j++)
 			if (pr[j].state == P_OK && pr[j].sb.index == pr[i].sb.index) {
 				*message = g_strdup_printf("members %s and %s both claim index %d of the "
@@ -668,6 +675,7 @@ static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool r
 
 	v->k = sb->k;
 	v->m = sb->m;
+	v->format = sb->version;
 	v->read_only = read_only;
 	memcpy(v->uuid, sb->uuid, 16);
 	memcpy(v->key, sb->key, sizeof(v->key));
@@ -877,6 +885,7 @@ void volume_close(volume *v)
 /* ---- accessors ---- */
 
 int volume_k(const volume *v) { return v->k; }
+uint32_t volume_chunk_version(const volume *v) { return (uint32_t)v->format; }
 int volume_m(const volume *v) { return v->m; }
 int volume_n(const volume *v) { return v->n; }
 const volume_options *volume_defaults(const volume *v) { return &v->defaults; }

@@ -62,6 +62,8 @@ void volume_member_close(volume *v, int idx, int fd);
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
 
 int volume_k(const volume *v);
+/* The chunk format version of the volume's files (its superblock's). */
+uint32_t volume_chunk_version(const volume *v);
 int volume_m(const volume *v);
 int volume_n(const volume *v);
 /* Defaults for files created from now on (mount options over superblock). */

@@ -241,10 +241,10 @@ static int index_from_chunks(volume *v, int mb, int dirfd, int n, int depth)
 		if (fstat(cfd, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8) {
 			idx = index_from_chunks(v, mb, cfd, n, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
-			uint8_t buf[CHUNK_HEADER_SIZE];
+			uint8_t buf[CHUNK_HEADER_MAX];
 			chunk_header h;
-			if (mop_pread(v, mb, cfd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
-			    chunk_header_decode(buf, &h, NULL) == 0)
+			ssize_t got = mop_pread(v, mb, cfd, buf, sizeof(buf), 0);
+			if (got >= 0 && chunk_header_decode(buf, (size_t)got, &h, NULL) == 0)
 				idx = (int)((h.position + h.rotation) % (uint32_t)n);
 		}
 		close(cfd);

@@ -821,8 +821,9 @@ static int count_one(const char *p, const struct stat *st, int type, struct FTW 
 		return FTW_SKIP_SUBTREE;
 	if (type == FTW_F && S_ISREG(st->st_mode)) {
 		count_files++;
-		if (st->st_size > CHUNK_HEADER_SIZE)
-			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE;
+		/* an estimate for the progress line: headers of either version */
+		if (st->st_size > CHUNK_HEADER_SIZE_V2)
+			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE_V2;
 	}
 	return FTW_CONTINUE;
 }

@@ -278,7 +278,7 @@ typedef struct chunk_probe {
 static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
 {
 	const char *leaf;
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
 
 	p->fd = -1;
@@ -295,9 +295,7 @@ static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";
-	} else if (got < (ssize_t)sizeof(buf)) {
-		p->why = "chunk shorter than its header";
-	} else if (chunk_header_decode(buf, &p->h, &p->why) == 0) {
+	} else if (chunk_header_decode(buf, (size_t)got, &p->h, &p->why) == 0) {
 		p->valid = memcmp(p->h.volume_uuid, volume_uuid(f->v), 16) == 0;
 		if (!p->valid)
 			p->why = "header of another volume";
@@ -638,7 +636,7 @@ static void choose_sources(file_check *fc)
  * group, within the count. */
 static int run_length(const file_check *fc, uint64_t s, uint64_t count)
 {
-	uint64_t left = CHUNK_GROUP_STRIPES - s % CHUNK_GROUP_STRIPES;
+	uint64_t left = layout_group_end(&fc->c.lay, s) - s;
 	return (int)MIN(MIN((uint64_t)fc->run, count - s), left);
 }
 
@@ -773,7 +771,7 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 	}
 	fc->c.hdr = p[ref].h;
 	fc->found_missed = p[ref].h.missed;
-	layout_init(&fc->c.lay, p[ref].h.k, p[ref].h.m, p[ref].h.strip_size, (int)p[ref].h.rotation);
+	chunk_layout(&p[ref].h, 1, &fc->c.lay); /* positions; the code's alignment comes later */
 	for (int mb = 0; mb < n; mb++) {
 		chunk_probe *q = &p[mb];
 		fc->c.fd[mb] = q->fd;
@@ -919,6 +917,8 @@ static int open_file(file_check *fc, uint64_t present)
 	                 .packet_size = fc->c.hdr.packet_size };
 	fc->c.code = volume_code(f->v, &ep);
 	fc->c.sum = volume_checksum(f->v, fc->c.hdr.checksum);
+	if (fc->c.code)
+		chunk_layout(&fc->c.hdr, ec_block_align(fc->c.code), &fc->c.lay);
 	if (!fc->c.code || !fc->c.sum || fc->n != fc->k + fc->m) {
 		fsck_problem(f, "chunk-header", fc->path, -1, 0, 0, FSCK_UNREPAIRABLE,
 		             "the file's code or checksum is not available in this build");

@@ -39,13 +39,13 @@ static chunk_header sample_header(void)
 
 static void test_header_round_trip(void **state)
 {
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h = sample_header(), d;
 
 	(void)state;
 	chunk_header_encode(&h, buf);
 	assert_memory_equal(buf, CHUNK_MAGIC, 8);
-	assert_int_equal(chunk_header_decode(buf, &d, NULL), 0);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, NULL), 0);
 	assert_int_equal(d.version, CHUNK_FORMAT_VERSION);
 	assert_memory_equal(d.volume_uuid, h.volume_uuid, 16);
 	assert_memory_equal(d.file_id, h.file_id, 16);
@@ -69,57 +69,58 @@ static void test_header_round_trip(void **state)
 
 static void test_header_every_byte_flip_detected(void **state)
 {
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h = sample_header(), d;
 
 	(void)state;
-	chunk_header_encode(&h, buf);
-	for (unsigned i = 0; i < CHUNK_HEADER_SIZE; i++) {
+	size_t len = chunk_header_encode(&h, buf);
+	assert_int_equal(len, CHUNK_HEADER_SIZE_V2);
+	for (unsigned i = 0; i < len; i++) {
 		const char *why = NULL;
 		buf[i] ^= 0x01;
-		assert_int_not_equal(chunk_header_decode(buf, &d, &why), 0);
+		assert_int_not_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), 0);
 		assert_non_null(why);
 		buf[i] ^= 0x01;
 	}
-	assert_int_equal(chunk_header_decode(buf, &d, NULL), 0);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, NULL), 0);
 }
 
 /* A header with a good checksum but a bad field must still be refused. */
 static void reseal(uint8_t *buf)
 {
-	SHA256(buf, CHUNK_HEADER_SIZE - 32, buf + CHUNK_HEADER_SIZE - 32);
+	SHA256(buf, CHUNK_HEADER_SIZE_V2 - 32, buf + CHUNK_HEADER_SIZE_V2 - 32);
 }
 
 static void test_header_bad_fields(void **state)
 {
-	uint8_t buf[CHUNK_HEADER_SIZE];
+	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h = sample_header(), d;
 	const char *why;
 
 	(void)state;
 	chunk_header_encode(&h, buf);
-	buf[8] = 2; /* version */
+	buf[8] = 3; /* version */
 	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, &d, &why), -EPROTO);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EPROTO);
 	assert_non_null(strstr(why, "version"));
 
 	chunk_header_encode(&h, buf);
 	buf[48] = 7; /* position >= k+m */
 	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, &d, &why), -EINVAL);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 
 	chunk_header_encode(&h, buf);
 	buf[66] = 99; /* checksum algorithm */
 	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, &d, &why), -EINVAL);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 
 	chunk_header_encode(&h, buf);
 	buf[56] = 77; /* code kind */
 	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, &d, &why), -EINVAL);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 
 	memset(buf, 0, sizeof(buf));
-	assert_int_equal(chunk_header_decode(buf, &d, &why), -EINVAL);
+	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 }
 
 static void test_record_round_trip(void **state)

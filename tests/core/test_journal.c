@@ -135,8 +135,7 @@ static char *journal_of(const char *member, const char *name)
 	char hex[33];
 
 	assert_non_null(d);
-	assert_true(len >= CHUNK_HEADER_SIZE);
-	assert_int_equal(chunk_header_decode(d, &h, NULL), 0);
+	assert_int_equal(chunk_header_decode(d, len, &h, NULL), 0);
 	g_free(d);
 	journal_file_name(h.file_id, hex);
 	return g_strdup_printf("%s/%s", JOURNAL_DIR, hex);
@@ -342,15 +341,25 @@ static int crash_teardown(void **state)
 	return 0;
 }
 
-/* Strip bytes of stripe s in a chunk (the layout of docs/FORMAT.md 4). */
+/* Where stripe s sits in a chunk of a new volume (docs/FORMAT.md 4). */
+static layout chunk_geometry(void)
+{
+	layout l;
+	layout_init(&l, K, M, STRIP, 0);
+	layout_set_version(&l, CHUNK_FORMAT_VERSION, 1);
+	return l;
+}
+
 static size_t strip_off(uint64_t s)
 {
-	return CHUNK_HEADER_SIZE + 4096 + s * STRIP;
+	layout l = chunk_geometry();
+	return layout_strip_offset(&l, s);
 }
 
 static size_t record_off(uint64_t s)
 {
-	return CHUNK_HEADER_SIZE + s * CHUNK_RECORD_SIZE;
+	layout l = chunk_geometry();
+	return layout_record_offset(&l, s);
 }
 
 /* The file /f with content a (len bytes) in the "old" snapshot, and in
@@ -681,7 +690,7 @@ static void test_truncate_cut_short(void **state)
 			size_t nl, ol;
 			uint8_t *nc = read_path(cx->new.path[i], "f", &nl);
 			uint8_t *oc = read_path(cx->st.path[i], "f", &ol);
-			memcpy(oc, nc, CHUNK_HEADER_SIZE);
+			memcpy(oc, nc, CHUNK_HEADER_SIZE_V2);
 			if (variant == 0) {
 				memcpy(oc + record_off(1), nc + record_off(1), CHUNK_RECORD_SIZE);
 				memcpy(oc + strip_off(1), nc + strip_off(1), STRIP);

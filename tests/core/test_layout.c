@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "layout.h"
 
 static void test_stripe_math(void **state)
@@ -68,13 +70,13 @@ static void test_rotation_from_identity_spreads(void **state)
 		assert_true(seen[r] > 50);
 }
 
-static void test_chunk_offsets(void **state)
+static void test_chunk_offsets_v1(void **state)
 {
 	(void)state;
 	const uint64_t sizes[] = { 4096, 65536, 1u << 20, 4104 };
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 		layout l;
-		uint64_t end = CHUNK_HEADER_SIZE;
+		uint64_t end = CHUNK_HEADER_SIZE_V1;
 		layout_init(&l, 3, 2, sizes[si], 1);
 		for (uint64_t s = 0; s < 3 * CHUNK_GROUP_STRIPES + 5; s++) {
 			uint64_t r = layout_record_offset(&l, s), st = layout_strip_offset(&l, s);
@@ -82,17 +84,110 @@ static void test_chunk_offsets(void **state)
 				/* A record block opens every group, right after the
 				 * previous group's last strip. */
 				assert_int_equal(r, end);
+				assert_int_equal(layout_group_start(&l, s), s);
 				end = r + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE;
 			} else {
 				assert_int_equal(r, layout_record_offset(&l, s - 1) + CHUNK_RECORD_SIZE);
 			}
+			assert_int_equal(layout_group_end(&l, s),
+			                 s - s % CHUNK_GROUP_STRIPES + CHUNK_GROUP_STRIPES);
 			assert_int_equal(st, end);
 			if (sizes[si] % 4096 == 0)
 				assert_int_equal(st % 4096, 0);
 			end = st + sizes[si];
 			assert_int_equal(layout_chunk_length(&l, s + 1), end);
+			assert_int_equal(layout_strip_len(&l, s, 1), sizes[si]);
 		}
-		assert_int_equal(layout_chunk_length(&l, 0), CHUNK_HEADER_SIZE);
+		assert_int_equal(layout_chunk_length(&l, 0), CHUNK_HEADER_SIZE_V1);
+	}
+}
+
+/* Version 2: header, stripe 0's record and strip in one run of bytes,
+ * then 4 KiB-aligned groups; nothing overlaps and every stripe of a group
+ * follows the previous one. */
+static void test_chunk_offsets_v2(void **state)
+{
+	(void)state;
+	const uint64_t sizes[] = { 64, 4096, 65536, 4160 };
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		layout l;
+		uint64_t S = sizes[si];
+		layout_init(&l, 3, 2, S, 1);
+		layout_set_version(&l, 2, 1);
+		assert_int_equal(layout_header_size(&l), CHUNK_HEADER_SIZE_V2);
+		assert_int_equal(layout_record_offset(&l, 0), CHUNK_HEADER_SIZE_V2);
+		assert_int_equal(layout_strip_offset(&l, 0), CHUNK_HEADER_SIZE_V2 + CHUNK_RECORD_SIZE);
+		assert_int_equal(layout_group_end(&l, 0), 1);
+		uint64_t end = layout_strip_offset(&l, 0) + S;
+		for (uint64_t s = 1; s < 3 * CHUNK_GROUP_STRIPES + 5; s++) {
+			uint64_t r = layout_record_offset(&l, s), st = layout_strip_offset(&l, s);
+			if ((s - 1) % CHUNK_GROUP_STRIPES == 0) {
+				assert_true(r >= end);
+				assert_int_equal(r % 4096, 0);
+				assert_int_equal(layout_group_start(&l, s), s);
+				end = r + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE;
+			}
+			assert_int_equal(layout_group_end(&l, s), layout_group_start(&l, s) + CHUNK_GROUP_STRIPES);
+			assert_int_equal(st, end);
+			end = st + S;
+			assert_int_equal(layout_chunk_length(&l, s + 1), end);
+		}
+	}
+}
+
+/* The last stripe's strips shrink to what its bytes need. */
+static void test_strip_len(void **state)
+{
+	(void)state;
+	layout l;
+	layout_init(&l, 4, 2, 65536, 0);
+	layout_set_version(&l, 2, 1);
+	uint64_t sd = 4 * 65536;
+	assert_int_equal(layout_strip_len(&l, 0, 0), 64);
+	assert_int_equal(layout_strip_len(&l, 0, 1), 64);
+	assert_int_equal(layout_strip_len(&l, 0, 256), 64);
+	assert_int_equal(layout_strip_len(&l, 0, 257), 128);
+	assert_int_equal(layout_strip_len(&l, 0, sd - 1), 65536);
+	assert_int_equal(layout_strip_len(&l, 0, sd), 65536);
+	assert_int_equal(layout_strip_len(&l, 0, sd + 1), 65536);
+	assert_int_equal(layout_strip_len(&l, 1, sd + 1), 64);
+	assert_int_equal(layout_strip_len(&l, 2, sd + 1), 64); /* past the end */
+	/* A bit-matrix code's block alignment is kept. */
+	layout_set_version(&l, 2, 8 * 1024);
+	assert_int_equal(layout_strip_len(&l, 0, 1), 8192);
+	assert_int_equal(layout_strip_len(&l, 0, 4 * 8192 + 1), 16384);
+}
+
+/* Packing a short stripe and unpacking it give the stripe back, zeros
+ * past its bytes, for every length a stripe can have. */
+static void test_pack_round_trip(void **state)
+{
+	(void)state;
+	enum { K = 3, S = 256 };
+	layout l;
+	uint8_t in[K][S], packed[K][S], out[K][S];
+	const uint8_t *ip[K], *pp[K];
+	uint8_t *pw[K], *op[K];
+
+	layout_init(&l, K, 1, S, 0);
+	layout_set_version(&l, 2, 1);
+	for (int j = 0; j < K; j++) {
+		ip[j] = in[j];
+		pp[j] = pw[j] = packed[j];
+		op[j] = out[j];
+	}
+	for (uint64_t size = 1; size < (uint64_t)K * S; size += 7) {
+		uint64_t len = layout_strip_len(&l, 0, size);
+		memset(in, 0, sizeof(in));
+		for (uint64_t b = 0; b < size; b++)
+			in[b / S][b % S] = (uint8_t)(b * 31 + 7);
+		memset(packed, 0xee, sizeof(packed));
+		memset(out, 0xdd, sizeof(out));
+		layout_pack_short(&l, len, ip, pw);
+		for (uint64_t b = 0; b < size; b++)
+			assert_int_equal(packed[b / len][b % len], in[b / S][b % S]);
+		layout_unpack_short(&l, len, pp, (1u << K) - 1, op);
+		assert_memory_equal(out, in, sizeof(in));
 	}
 }
 
@@ -102,7 +197,10 @@ int main(void)
 		cmocka_unit_test(test_stripe_math),
 		cmocka_unit_test(test_rotation_is_a_permutation),
 		cmocka_unit_test(test_rotation_from_identity_spreads),
-		cmocka_unit_test(test_chunk_offsets),
+		cmocka_unit_test(test_chunk_offsets_v1),
+		cmocka_unit_test(test_chunk_offsets_v2),
+		cmocka_unit_test(test_strip_len),
+		cmocka_unit_test(test_pack_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include "reader_rules.h"
 
 #define STRIP 8192 /* two pages */
+#define FILE_SIZE (UINT64_C(1) << 40) /* records of whole stripes */
 
 /* ---- strips as judged, for the vote and the hole rule ---- */
 
@@ -86,7 +87,7 @@ static int setup(void **state)
 		fx->h.volume_uuid[i] = (uint8_t)(0x30 + i);
 		fx->h.file_id[i] = (uint8_t)(0x70 + 5 * i);
 	}
-	layout_init(&fx->lay, 2, 1, STRIP, 0);
+	chunk_layout(&fx->h, 1, &fx->lay);
 	fx->fd = mkstemp(path);
 	unlink(path);
 	if (!fx->sum || fx->fd < 0)
@@ -110,7 +111,7 @@ static void make_record(const fixture *fx, const chunk_header *h, uint64_t s, ui
                         const uint8_t *data, uint8_t rec[CHUNK_RECORD_SIZE])
 {
 	chunk_record r = { .stripe = s, .generation = gen, .position = h->position,
-	                   .flags = CHUNK_RECORD_WRITTEN, .size = 4321 };
+	                   .flags = CHUNK_RECORD_WRITTEN, .size = FILE_SIZE };
 
 	assert_int_equal(chunk_strip_sum(fx->sum, h, &r, data, STRIP), 0);
 	chunk_record_encode(&r, rec);
@@ -120,9 +121,11 @@ static strip_judgment judge(const fixture *fx, uint64_t s, const uint8_t *rec,
                             const uint8_t *data)
 {
 	strip_judgment j;
+	uint8_t copy[STRIP]; /* the judge zeroes what lies past a short strip */
 
+	memcpy(copy, data, STRIP);
 	memset(&j, 0x5a, sizeof(j)); /* every field is the judge's to set */
-	rules_judge_strip(fx->sum, &fx->h, &fx->lay, s, rec, data, fx->fd, &j);
+	rules_judge_strip(fx->sum, &fx->h, &fx->lay, s, rec, copy, fx->fd, &j);
 	return j;
 }
 
@@ -136,7 +139,8 @@ static void test_judge_good_and_hole(void **state)
 	strip_judgment j = judge(fx, 5, rec, data);
 	assert_int_equal(j.v, STRIP_GOOD);
 	assert_int_equal(j.gen, 42);
-	assert_int_equal(j.size, 4321);
+	assert_int_equal(j.size, FILE_SIZE);
+	assert_int_equal(j.len, STRIP);
 	assert_false(j.blank);
 	assert_false(j.zpage);
 
@@ -572,9 +576,34 @@ static void test_reservation_over_many_commits(void **state)
 	assert_true(hdr > gen);
 }
 
+/* Version 2: the record of the stripe at the file's end covers only the
+ * bytes its strips need; what lies past them is no part of the strip. */
+static void test_judge_short_strip(void **state)
+{
+	fixture *fx = *state;
+	uint8_t data[STRIP], rec[CHUNK_RECORD_SIZE];
+	uint64_t s = 3, size = 3 * 2 * STRIP + 300; /* k = 2: 150 bytes a strip */
+	chunk_record r = { .stripe = s, .generation = 7, .position = fx->h.position,
+	                   .flags = CHUNK_RECORD_WRITTEN, .size = size };
+
+	assert_int_equal(fx->lay.version, 2);
+	memset(data, 0x11, sizeof(data));
+	assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &r, data, 192), 0);
+	chunk_record_encode(&r, rec);
+	strip_judgment j = judge(fx, s, rec, data);
+	assert_int_equal(j.v, STRIP_GOOD);
+	assert_int_equal(j.len, 192);
+	/* Bytes past the length change nothing; one inside does. */
+	data[192] ^= 0xff;
+	assert_int_equal(judge(fx, s, rec, data).v, STRIP_GOOD);
+	data[191] ^= 0xff;
+	assert_int_equal(judge(fx, s, rec, data).v, STRIP_BAD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_judge_short_strip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_judge_good_and_hole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_judge_misplaced_and_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_judge_lost_page_against_zeros_written, setup,

@@ -238,7 +238,7 @@ static void test_broken_superblocks(void **state)
 	size_t len;
 	char *good = g_strdup_printf("%s/.ecfs/superblock", mb->path[0]);
 	char *text = (char *)slurp(good, &len);
-	char *p = strstr(text, "format=1");
+	char *p = strstr(text, "format=2");
 	p[7] = '9';
 	g_file_set_contents(sb, text, (gssize)len, NULL);
 	expect_refused(mb->path, 6, 0, 0, -EPROTO, "version 9");

@@ -57,10 +57,32 @@ import unittest
 
 SKIP = 77
 NOBODY = 65534
-# Size of the chunk header in a member's chunk file (docs/FORMAT.md: the
-# 4 KiB header); corruption is injected past it so that it hits strip data
-# or strip records, which the daemon must detect by checksum.
-CHUNK_HEADER_SIZE = 4096
+# Size of the chunk header in a member's chunk file of a new volume
+# (docs/FORMAT.md 4.1: 192 bytes in version 2, 4096 in version 1);
+# corruption is injected past it so that it hits strip data or strip
+# records, which the daemon must detect by checksum.
+CHUNK_HEADER_SIZE = 192
+CHUNK_RECORD_SIZE = 64
+
+
+def chunk_offsets(path, stripe):
+    """(record offset, strip offset) of a stripe in the chunk file at path,
+    of either format version (docs/FORMAT.md section 4)."""
+    with open(path, "rb") as f:
+        head = f.read(96)
+    version = int.from_bytes(head[8:12], "little")
+    strip = int.from_bytes(head[80:88], "little")
+    groups = 64
+    group = groups * CHUNK_RECORD_SIZE + groups * strip
+    if version == 1:
+        base, g, i = 4096, stripe // groups, stripe % groups
+    elif stripe == 0:
+        return CHUNK_HEADER_SIZE, CHUNK_HEADER_SIZE + CHUNK_RECORD_SIZE
+    else:
+        base = -(-(CHUNK_HEADER_SIZE + CHUNK_RECORD_SIZE + strip) // 4096) * 4096
+        g, i = (stripe - 1) // groups, (stripe - 1) % groups
+    rec = base + g * group + i * CHUNK_RECORD_SIZE
+    return rec, base + g * group + groups * CHUNK_RECORD_SIZE + i * strip
 
 ECFS = None            # path of the ecfs binary, set by main()
 # Runs a program as root but without the capabilities that let root ignore

@@ -104,6 +104,12 @@ class V1Test(H.MountedCase):
         with open(os.path.join(mnt, "one"), "ab") as f:  # seen through its hard link
             f.write(b"z")
         self.assert_clean_unmount(self.v)
+        # A volume keeps its version: the new file's chunks are of version 1.
+        for i in range(len(self.v.members)):
+            with open(self.v.chunk_path(i, "dir/new"), "rb") as f:
+                head = f.read(16)
+            self.assertEqual(int.from_bytes(head[8:12], "little"), 1, f"member {i}")
+            self.assertEqual(int.from_bytes(head[12:16], "little"), 4096, f"member {i}")
         self.fsck_clean()
         mnt = self.mount(self.v)
         self.assert_exact(os.path.join(mnt, "dir", "new"), new, "written on v1:")

@@ -242,10 +242,9 @@ class SelfHealingReadTest(HealCase):
         data = self.populate(mnt)
         rel = "dir/sub/b"
         rot = int(h.layout(os.path.join(mnt, rel))["rotation"])
-        # Position 0 (a data strip), stripe 3: past the header and the
-        # first record group's records.
+        # Position 0 (a data strip), stripe 3.
         member = rot % (K + M)
-        off = 4096 + 64 * 64 + 3 * STRIP + 100
+        off = h.chunk_offsets(v.chunk_path(member, rel), 3)[1] + 100
         with open(v.chunk_path(member, rel), "r+b") as f:
             f.seek(off)
             old = f.read(16)
@@ -270,9 +269,10 @@ class SelfHealingReadTest(HealCase):
         data = self.populate(mnt)
         rel = "mid"
         rot = int(h.layout(os.path.join(mnt, rel))["rotation"])
-        off = 4096 + 64 * 64 + 50
         for pos in range(M + 1):
-            with open(v.chunk_path((rot + pos) % (K + M), rel), "r+b") as f:
+            path = v.chunk_path((rot + pos) % (K + M), rel)
+            off = h.chunk_offsets(path, 0)[1] + 50  # stripe 0's strip
+            with open(path, "r+b") as f:
                 f.seek(off)
                 f.write(b"\xAA" * 32)
         snapshot = {}

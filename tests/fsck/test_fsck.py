@@ -216,7 +216,7 @@ class RebuildTest(FsckCase):
         src = next(i for i in range(K + M)
                    if i != 2 and chunk_position(v, i, "mid") < 2)
         with open(v.chunk_path(src, "mid"), "r+b") as f:
-            f.seek(4096 + 4096 + 10)  # header, record block, then strip 0
+            f.seek(h.chunk_offsets(v.chunk_path(src, "mid"), 0)[1] + 10)  # in strip 0
             f.write(b"\xde\xad\xbe\xef")
         rc, rep = self.fsck_json(v, "--rebuild")
         self.assertEqual(rc, 1, json.dumps(rep, indent=1))
@@ -240,7 +240,7 @@ class RebuildTest(FsckCase):
         v, data = self.build()
         v.lose(1, "chunkdel", files=["one"])
         with open(v.chunk_path(4, "dir/sub/c"), "r+b") as f:
-            f.seek(4096 + 4096 + 10)  # header, record block, then strip 0
+            f.seek(h.chunk_offsets(v.chunk_path(4, "dir/sub/c"), 0)[1] + 10)  # in strip 0
             f.write(b"\xde\xad\xbe\xef")
         rc, rep = self.fsck_json(v, "--rebuild")
         self.assertEqual(rc, 1, json.dumps(rep, indent=1))
@@ -310,7 +310,7 @@ class ManyFilesTest(FsckCase):
                 how = rng.choice(["chunkdel", "flip", "header"])
                 if how == "header":
                     with open(v.chunk_path(mb, rel), "r+b") as f:
-                        f.seek(rng.randrange(0, 4096))
+                        f.seek(rng.randrange(0, h.CHUNK_HEADER_SIZE - 8))
                         f.write(os.urandom(8))
                 else:
                     v.lose(mb, how, files=[rel], seed=damaged)
@@ -411,16 +411,17 @@ class DamageTest(FsckCase):
                 hdr = f.read(64)
             if int.from_bytes(hdr[48:52], "little") == K:
                 break
+        roff, soff = h.chunk_offsets(v.chunk_path(i, "dir/a"), 0)
         with open(v.chunk_path(i, "dir/a"), "r+b") as f:
-            f.seek(4096)
+            f.seek(roff)
             rec = bytearray(f.read(64))
-            f.seek(8192)
-            strip = bytearray(f.read(4096))
+            f.seek(soff)
+            strip = bytearray(f.read(4096))  # dir/a fills its first stripe
             strip[10] ^= 0x55
             rec[32:64] = hashlib.sha256(hdr[16:48] + rec[:32] + strip).digest()
-            f.seek(8192)
+            f.seek(soff)
             f.write(strip)
-            f.seek(4096)
+            f.seek(roff)
             f.write(rec)
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 0, "the checksum should not see it\n" + r.stdout)
@@ -437,13 +438,13 @@ class DamageTest(FsckCase):
 
     def test_header_generation_too_low(self):
         """Headers whose generation no longer reserves the records' (sum
-        recomputed: SHA-256 of bytes 0..4063) are raised above them."""
+        recomputed: SHA-256 of the bytes before it) are raised above them."""
         v, data = self.build()
         for i in range(len(v.members)):
             with open(v.chunk_path(i, "mid"), "r+b") as f:
-                hdr = bytearray(f.read(4096))
+                hdr = bytearray(f.read(h.CHUNK_HEADER_SIZE))
                 hdr[96:104] = (1).to_bytes(8, "little")
-                hdr[4064:4096] = hashlib.sha256(hdr[:4064]).digest()
+                hdr[-32:] = hashlib.sha256(hdr[:-32]).digest()
                 f.seek(0)
                 f.write(hdr)
         rep = self.cycle(v, {"generation"})
@@ -467,11 +468,10 @@ class DamageTest(FsckCase):
 class BeyondTest(FsckCase):
     def test_more_than_m(self):
         v, data = self.build()
-        # Stripe 0 of dir/sub/b damaged on three members: its strip 0 sits
-        # after the header and the record block.
+        # Stripe 0 of dir/sub/b damaged on three members.
         for i in (0, 1, 2):
             with open(v.chunk_path(i, "dir/sub/b"), "r+b") as f:
-                f.seek(4096 + 4096 + 100)
+                f.seek(h.chunk_offsets(v.chunk_path(i, "dir/sub/b"), 0)[1] + 100)
                 f.write(b"\xde\xad\xbe\xef")
         # "mid" lost on three members.
         v.lose(3, "chunkdel", files=["mid"])
@@ -543,7 +543,7 @@ class InputTest(FsckCase):
         self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
         self.assertIn("another volume", r.stderr)
         with open(self.superblock(v, 0), "wb") as f:
-            f.write(own.replace(b"format=1", b"format=99"))
+            f.write(own.replace(b"format=2", b"format=99"))
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
         self.assertIn("99", r.stderr)

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: MIT
+"""The version-2 layout (docs/FORMAT.md section 4): a file's last stripe
+is stored short, as many bytes per strip as its bytes need rounded up to
+64, right after a 192-byte header and its record, so a small file takes
+one block on each member.  Data must stay byte-exact for every size
+around the alignment, the strip and the stripe, for files that grow and
+shrink across them, with up to m members lost before, during and after.
+
+usage: test_layout.py ECFS_BINARY [unittest args]"""
+
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ecfs_harness as H  # noqa: E402
+
+K, M = 4, 2
+STRIP = 4096
+STRIPE = K * STRIP
+ALIGN = 64
+HEADER, RECORD = 192, 64
+OPTS = f"k={K},m={M},strip={STRIP}"
+SIZES = sorted({0, 1, ALIGN - 1, ALIGN, ALIGN + 1, K * ALIGN - 1, K * ALIGN, K * ALIGN + 1,
+                STRIP - 1, STRIP, STRIP + 1, STRIPE - 1, STRIPE, STRIPE + 1,
+                STRIPE + K * ALIGN + 1, 2 * STRIPE - 1, 3 * STRIPE + 5})
+
+
+def short_len(size):
+    """Bytes per strip of a file's last stripe (layout_strip_len)."""
+    rest = size - (size - 1) // STRIPE * STRIPE if size else 0
+    per = -(-rest // K)
+    return max(ALIGN, -(-per // ALIGN) * ALIGN) if rest < STRIPE else STRIP
+
+
+class LayoutTest(H.MountedCase):
+    def setUp(self):
+        self.v = self.volume(K + M)
+        self.mnt = self.mount(self.v, OPTS)
+
+    def p(self, name):
+        return os.path.join(self.mnt, name)
+
+    def remount(self):
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+
+    def test_sizes_exact_and_small(self):
+        data = {f"s{size}": H.pattern(size, seed=size) for size in SIZES}
+        for name, want in data.items():
+            H.write_file(self.p(name), want)
+        self.remount()
+        for name, want in data.items():
+            self.assert_exact(self.p(name), want, "healthy")
+        # A one-stripe file is one run of bytes on every member: header,
+        # record, and strips as long as its bytes need.
+        for name, want in data.items():
+            if len(want) > STRIPE:
+                continue
+            expect = HEADER if not want else HEADER + RECORD + short_len(len(want))
+            for i in range(K + M):
+                got = os.path.getsize(self.v.chunk_path(i, name))
+                self.assertEqual(got, expect, f"{name} on member {i}")
+        for lost, i in enumerate((1, 4)):
+            self.v.lose(i, "rmdir")
+            self.remount()
+            for name, want in data.items():
+                self.assert_exact(self.p(name), want, f"{lost + 1} members lost")
+        self.assert_clean_unmount(self.v)
+
+    def test_grow_and_shrink_across_stripes(self):
+        """Appends and truncates walk one file across every boundary; a
+        member is lost before, one during, and the file checked after a
+        remount each time."""
+        rng = random.Random(14)
+        model = bytearray()
+        name = self.p("g")
+        H.write_file(name, b"")
+        self.v.lose(0, "rmdir")
+        steps = [1, ALIGN - 2, 2, K * ALIGN, STRIP, STRIPE - 3 * STRIP, STRIPE, 7]
+        for n, grow in enumerate(steps):
+            chunk = bytes(rng.randrange(256) for _ in range(grow))
+            with open(name, "ab") as f:
+                f.write(chunk)
+            model += chunk
+            self.assert_exact(name, bytes(model), f"grown by {grow}")
+            if n == 4:
+                self.v.lose(3, "rmdir")
+        for size in (3 * STRIPE, 2 * STRIPE + 1, STRIPE + ALIGN, STRIPE - 1, 300, 1, 0, 5000):
+            with open(name, "r+b") as f:
+                f.truncate(size)
+            model = model[:size] + bytes(max(0, size - len(model)))
+            self.assert_exact(name, bytes(model), f"truncated to {size}")
+            with open(name, "r+b") as f:  # and overwritten in the middle
+                f.seek(size // 2)
+                f.write(b"\xa5" * 3)
+            end = size // 2 + 3
+            model = model[:size // 2] + b"\xa5" * 3 + model[end:]
+            self.assert_exact(name, bytes(model), f"overwritten at {size // 2}")
+        self.remount()
+        self.assert_exact(name, bytes(model), "after a remount, two members lost")
+        self.assert_clean_unmount(self.v)
+
+
+if __name__ == "__main__":
+    H.main()
