@@ -72,6 +72,8 @@ int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const ch
 	 * this build does not know is refused by name, never guessed at. */
 	uint32_t version = get32(in + 8);
 	if (version < 1 || version > CHUNK_FORMAT_VERSION) {
+		memset(h, 0, sizeof(*h));
+		h->version = version; /* for the message */
 		*why = "unsupported chunk format version";
 		return -EPROTO;
 	}

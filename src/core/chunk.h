@@ -50,7 +50,7 @@ typedef struct chunk_record {
 size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX]);
 /* Decodes a header from the first got bytes of a chunk.  Returns 0, or a
  * negative errno (-EINVAL short, bad magic/size/checksum/fields, -EPROTO
- * unknown version) and a static reason in *why. */
+ * unknown version, then in h->version) and a static reason in *why. */
 int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const char **why);
 /* The layout a chunk header describes, for a code of that block alignment. */
 void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l);

@@ -138,10 +138,16 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	}
 	pc->empty = got == 0;
 	pc->state = CHUNK_CORRUPT;
-	if (chunk_header_decode(buf, (size_t)got, &pc->h, NULL) == 0 &&
-	    memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
+	const char *why;
+	rc = chunk_header_decode(buf, (size_t)got, &pc->h, &why);
+	if (rc == 0 && memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
 		pc->valid = true;
 		pc->state = CHUNK_OK;
+	} else if (rc == -EPROTO) {
+		/* Never guessed at: an erasure, named. */
+		ecfs_log(LOG_ERR, "%s: the chunk on member %d (%s) is refused: %s %u (this "
+		         "build reads 1 to %u)", path, mb, volume_member_path(v, mb), why,
+		         (unsigned)pc->h.version, CHUNK_FORMAT_VERSION);
 	}
 	return 0;
 }

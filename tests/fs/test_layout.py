@@ -6,10 +6,12 @@ one block on each member.  Data must stay byte-exact for every size
 around the alignment, the strip and the stripe, for files that grow and
 shrink across them, with up to m members lost before, during and after.
 
-usage: test_layout.py ECFS_BINARY [unittest args]"""
+usage: test_layout.py ECFS ECFS_FSCK [unittest args]"""
 
+import errno
 import os
 import random
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,6 +23,7 @@ STRIP = 4096
 STRIPE = K * STRIP
 ALIGN = 64
 HEADER, RECORD = 192, 64
+FSCK = None
 OPTS = f"k={K},m={M},strip={STRIP}"
 SIZES = sorted({0, 1, ALIGN - 1, ALIGN, ALIGN + 1, K * ALIGN - 1, K * ALIGN, K * ALIGN + 1,
                 STRIP - 1, STRIP, STRIP + 1, STRIPE - 1, STRIPE, STRIPE + 1,
@@ -102,6 +105,66 @@ class LayoutTest(H.MountedCase):
         self.assert_exact(name, bytes(model), "after a remount, two members lost")
         self.assert_clean_unmount(self.v)
 
+    def test_unknown_version_refused(self):
+        """A chunk of a version this build does not know is an erasure,
+        named in the log with the file and the member; never guessed at."""
+        want = H.pattern(10000, seed=3)
+        H.write_file(self.p("u"), want)
+        self.assert_clean_unmount(self.v)
+        def refuse(i):
+            with open(self.v.chunk_path(i, "u"), "r+b") as f:
+                f.seek(8)
+                f.write((3).to_bytes(4, "little"))
+        refuse(2)
+        self.mnt = self.mount(self.v)
+        self.assert_exact(self.p("u"), want, "one chunk of version 3")
+        self.assertIn(f"/u: the chunk on member 2 ({self.v.members[2]}) is refused: "
+                      "unsupported chunk format version 3", self.v.log())
+        self.assert_clean_unmount(self.v)
+        for i in range(K + M):
+            refuse(i)
+        self.mnt = self.mount(self.v)
+        got, err = H.read_all(self.p("u"))
+        self.assertEqual((got, err), (b"", errno.EIO), "no chunk of a known version")
+        self.assert_clean_unmount(self.v)
+
+    def fsck(self, *args):
+        return subprocess.run([FSCK, "--no-progress", *args, ":".join(self.v.members)],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_fsck_repairs_small_files(self):
+        """A small file's chunk deleted on one member and its strip bytes
+        flipped on another: ecfs-fsck finds both and rebuilds them."""
+        data = {f"f{size}": H.pattern(size, seed=size) for size in (1, 100, 5000, STRIPE - 7)}
+        for name, want in data.items():
+            H.write_file(self.p(name), want)
+        self.assert_clean_unmount(self.v)
+        for name, want in data.items():
+            os.unlink(self.v.chunk_path(0, name))
+            with open(self.v.chunk_path(3, name), "r+b") as f:
+                f.seek(HEADER + RECORD + short_len(len(want)) - 1)  # the strip's last byte
+                b = f.read(1)
+                f.seek(-1, os.SEEK_CUR)
+                f.write(bytes([b[0] ^ 0xFF]))
+        r = self.fsck("-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        for name in data:
+            self.assertIn(f"/{name}", r.stdout + r.stderr)
+        r = self.fsck("-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.fsck("-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for hidden in ((0, 3), (1, 2)):
+            for i in hidden:
+                self.v.hide(i)
+            self.mnt = self.mount(self.v)
+            for name, want in data.items():
+                self.assert_exact(self.p(name), want, f"members {hidden} away")
+            self.assert_clean_unmount(self.v)
+            for i in hidden:
+                self.v.unhide(i)
+
 
 if __name__ == "__main__":
-    H.main()
+    FSCK = H.take_fsck_argument()
+    sys.exit(H.main())
