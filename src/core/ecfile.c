@@ -1445,6 +1445,11 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	return 0;
 }
 
+uint64_t ecfile_stat_epoch(volume *v)
+{
+	return size_cache_epoch(volume_sizes(v));
+}
+
 static const char *state_name(enum chunk_state s)
 {
 	switch (s) {

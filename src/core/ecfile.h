@@ -52,6 +52,11 @@ int ecfile_fsync(ecfile *f, int datasync);
  * st_blocks the space the file's data holds (not its parity). */
 int ecfile_fstat(ecfile *f, struct stat *st);
 int ecfile_stat(volume *v, const char *path, struct stat *st);
+/* A count that moves whenever a size ecfile_stat answers may change (a
+ * header written, an open file's size changed in memory): read before
+ * ecfile_stat, what it answered holds while the count stands and no
+ * member was changed or read meanwhile (attr_cache.h). */
+uint64_t ecfile_stat_epoch(volume *v);
 /* Truncate by path (the kernel's truncate without an open file). */
 int ecfile_truncate_path(volume *v, const char *path, off_t size);
 

@@ -61,6 +61,11 @@ uint64_t mop_changes(volume *v)
 	return __atomic_load_n(&((mop_state *)(void *)v)->changes, __ATOMIC_ACQUIRE);
 }
 
+uint64_t mop_reads(volume *v)
+{
+	return __atomic_load_n(&((mop_state *)(void *)v)->reads, __ATOMIC_ACQUIRE);
+}
+
 void mop_changed(volume *v)
 {
 	if (v)
@@ -171,6 +176,8 @@ static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int
 
 	mio_io_begin();
 	r = bounce ? gated_preadv(v, idx, fd, &biov, 1, off) : gated_preadv(v, idx, fd, iov, cnt, off);
+	if (v)
+		__atomic_add_fetch(&((mop_state *)(void *)v)->reads, 1, __ATOMIC_ACQ_REL);
 	mio_io_end();
 	for (ssize_t done = 0; bounce && done < r; iov++) {
 		size_t part = (size_t)(r - done) < iov->iov_len ? (size_t)(r - done) : iov->iov_len;

@@ -34,12 +34,16 @@ struct fault_rules;
 typedef struct mop_state {
 	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
 	uint64_t changes;           /* mop_changes (atomic) */
+	uint64_t reads;             /* mop_reads (atomic) */
 } mop_state;
 
 /* A count that every mutating wrapper below raises once its call has
  * returned (made, failed or faked), so that what was read of the members
- * while it stood still is still true (dir_cache.h).  v must not be NULL. */
+ * while it stood still is still true (attr_cache.h).  v must not be NULL. */
 uint64_t mop_changes(volume *v);
+/* The same for the reads (mop_pread, mop_preadv), which may move the
+ * atime of what they read. */
+uint64_t mop_reads(volume *v);
 /* Raises it for a change made otherwise: a listing moves its directory's
  * atime. */
 void mop_changed(volume *v);

@@ -527,7 +527,7 @@ static bool mount_volume(struct daemon_state *d)
 		return false;
 	}
 	d->state.chown_new = geteuid() == 0;
-	d->state.dirs = dir_cache_new();
+	d->state.attrs = attr_cache_new();
 	if (!d->vopts.read_only) {
 		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);
@@ -583,7 +583,7 @@ static void release(struct daemon_state *d)
 		fuse_destroy(d->fuse);
 	if (d->state.vol)
 		volume_close(d->state.vol);
-	dir_cache_free(d->state.dirs);
+	attr_cache_free(d->state.attrs);
 	free(d->opts.mountpoint);
 	free_cli(&d->cli);
 	g_ptr_array_free(d->members, TRUE);

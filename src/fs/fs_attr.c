@@ -49,11 +49,12 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
 	if (volume_path_reserved(path))
 		return -ENOENT;
-	/* The kernel asks for every directory of a path at each walk: those
-	 * answers come from dir_cache.h while nothing changed. */
+	/* The kernel asks for every directory of a path at each walk, and
+	 * for a file right after its lookup: those answers come from
+	 * attr_cache.h while nothing changed. */
 	volume *v = fs_volume();
-	uint64_t changes = mop_changes(v);
-	if (volume_usable(v) && dir_cache_get(fs_dirs(), path, changes, st))
+	attr_stamp stamp = { mop_changes(v), mop_reads(v), ecfile_stat_epoch(v) };
+	if (volume_usable(v) && attr_cache_get(fs_attrs(), path, &stamp, st))
 		return 0;
 	char buf[FS_ORPHAN_PATH_MAX];
 	/* ecfile_stat answers for every type: the lstat of the first healthy
@@ -62,7 +63,7 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	int rc = strcmp(path, "/") == 0 ? root_getattr(st)
 	                                : ecfile_stat(v, fs_path(path, buf), st);
 	if (rc == 0 && volume_usable(v))
-		dir_cache_put(fs_dirs(), path, changes, st);
+		attr_cache_put(fs_attrs(), path, &stamp, st);
 	return rc;
 }
 

@@ -36,9 +36,9 @@ volume *fs_volume(void)
 	return fs_state()->vol;
 }
 
-dir_cache *fs_dirs(void)
+attr_cache *fs_attrs(void)
 {
-	return fs_state()->dirs;
+	return fs_state()->attrs;
 }
 
 /* The mirror fns run on member workers: a stat lands in a local first

@@ -19,14 +19,14 @@
 
 #include <stdbool.h>
 
-#include "dir_cache.h"
+#include "attr_cache.h"
 #include "volume.h"
 
 /* The state shared by every operation (fuse private_data). */
 struct ecfs_fs {
 	volume *vol;
 	bool chown_new; /* running as root: hand new objects to the caller */
-	dir_cache *dirs; /* directories' attributes, for getattr */
+	attr_cache *attrs; /* what getattr answered, for the next one */
 };
 
 /* The operations table the daemon mounts with. */
@@ -34,7 +34,7 @@ const struct fuse_operations *ecfs_fs_operations(void);
 
 /* ---- helpers shared by the families (fs_ops.c) ---- */
 volume *fs_volume(void);
-dir_cache *fs_dirs(void);
+attr_cache *fs_attrs(void);
 /* The owner a new object at path gets: the caller, and the parent's group
  * if the parent directory is setgid (as a local filesystem does).  Returns
  * 0 or a negative errno (the parent's lookup failed). */
