@@ -1396,7 +1396,8 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	 * out costs more on few cores (scripts/bench-namespace.py). */
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		struct stat_probe p = { .v = v, .mb = mb, .path = path };
-		if (!volume_member_ok(v, mb))
+		/* a member being rebuilt may hold a name removed meanwhile */
+		if (!volume_member_answers(v, mb))
 			continue;
 		int r = volume_on_member(v, mb, stat_probe_run, &p);
 		if (r < 0 && (p.from_dir || r == -ETIMEDOUT)) {
