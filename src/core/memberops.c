@@ -18,6 +18,14 @@
 #include "memberio.h"
 #include "record.h"
 
+/* Counts a write or namespace change made on a member (mop_state.made:
+ * what a member failed meanwhile missed, volume_missed.c). */
+static inline void count_made(volume *v, bool made)
+{
+	if (v && made)
+		__atomic_add_fetch(&((mop_state *)(void *)v)->made, 1, __ATOMIC_RELAXED);
+}
+
 /* Consults the fault rules (test builds): an operation hit with an errno
  * returns it negated, a write or sync hit with errno 0 returns `done`
  * (success) without being made.  v is NULL while a volume is being
@@ -207,8 +215,11 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	IO_SCOPE();
 	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
-	if (!RECORDING || !changes)
-		return (int)neg_errno(openat(dirfd, name, flags, mode));
+	if (!RECORDING || !changes) {
+		int fd = (int)neg_errno(openat(dirfd, name, flags, mode));
+		count_made(v, changes && fd >= 0);
+		return fd;
+	}
 	/* Under the record's lock nothing else of ours creates it meanwhile. */
 	bool locked = begin();
 	bool existed = !(flags & O_CREAT) ||
@@ -223,6 +234,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, fd >= 0 && (!existed || (flags & O_TRUNC)));
 	return fd;
 }
 
@@ -240,6 +252,7 @@ static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, in
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -268,6 +281,7 @@ int mop_ftruncate(volume *v, int idx, int fd, off_t len)
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -287,6 +301,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -317,6 +332,7 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 	if (RECORDING && rc == 0)
 		rec_at("mkdir", idx, dirfd, name, ST_MODE);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -335,6 +351,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -352,6 +369,7 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -370,6 +388,7 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -383,6 +402,7 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 	if (RECORDING && rc == 0)
 		rec_at(flags & AT_REMOVEDIR ? "rmdir" : "unlink", idx, dirfd, name, -1);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -402,6 +422,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -415,6 +436,7 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 	if (RECORDING && rc == 0)
 		rec_at("chmod", idx, dirfd, name, ST_MODE);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -429,6 +451,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 	if (RECORDING && rc == 0)
 		rec_at("chown", idx, dirfd, name, ST_OWNER);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -442,6 +465,7 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 	if (RECORDING && rc == 0)
 		rec_fd("chown", idx, fd, ST_OWNER);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -456,6 +480,7 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
 	if (RECORDING && rc == 0)
 		rec_at("utimens", idx, dirfd, name, ST_TIMES);
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -477,6 +502,7 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 
@@ -496,6 +522,7 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 		record_done(l);
 	}
 	record_end(locked);
+	count_made(v, rc >= 0);
 	return rc;
 }
 

@@ -35,6 +35,8 @@ typedef struct mop_state {
 	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */
 	uint64_t changes;           /* mop_changes (atomic) */
 	uint64_t reads;             /* mop_reads (atomic) */
+	uint64_t made;              /* changes that succeeded (atomic): what a member
+	                             * failed meanwhile missed (volume_missed.c) */
 } mop_state;
 
 /* A count that every mutating wrapper below raises once its call has

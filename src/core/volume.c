@@ -85,6 +85,7 @@ struct volume {
 	space *room;           /* the members' free space and reserves */
 	size_cache *sizes;     /* closed files' sizes, for stat */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
+	uint64_t changes_at_open; /* mops.made once the locks were written */
 	uint64_t decoded;      /* atomics */
 	uint64_t strip_failures;
 	uint64_t strips_healed;
@@ -730,6 +731,9 @@ static int lock_members(volume *v, bool read_only, char **message)
 		for (int i = 0; i < v->n; i++)
 			if (!v->mem[i].failed && (rc = take_lock(v, i, message)) < 0)
 				return rc;
+	int by[64];
+	uint64_t stale = volume_missed_stale(v, by);
+	v->changes_at_open = v->mops.made; /* the locks are no change to miss */
 	for (int i = 0; i < v->n; i++) {
 		struct stat st;
 		if (!v->mem[i].failed &&
@@ -737,6 +741,11 @@ static int lock_members(volume *v, bool read_only, char **message)
 			v->mem[i].healing = true;
 			ecfs_log(LOG_WARNING, "member %d (%s): its online rebuild was cut short; it "
 			         "answers no lookup until the rebuild is done", i, v->mem[i].path);
+		} else if (stale >> i & 1) {
+			v->mem[i].healing = true;
+			ecfs_log(LOG_WARNING, "member %d (%s) is back with an older copy (member %d "
+			         "saw it fail): it answers no lookup until the online heal has "
+			         "rebuilt it", i, v->mem[i].path, by[i]);
 		}
 	}
 	return 0;
@@ -895,6 +904,7 @@ memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
+int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
 
 bool volume_member_ok(const volume *v, int idx)
 {
@@ -1327,6 +1337,16 @@ uint64_t volume_healing_mask(volume *v)
 			mask |= 1ull << i;
 	pthread_mutex_unlock(&v->lock);
 	return mask;
+}
+
+uint64_t volume_missed_changes(volume *v)
+{
+	/* Since the open, not since the failure: a change the member missed
+	 * may have been made on the others before its own call failed (or
+	 * hung until the timeout). */
+	if (__atomic_load_n(&v->mops.made, __ATOMIC_RELAXED) == v->changes_at_open)
+		return 0;
+	return volume_failed_mask(v);
 }
 
 bool volume_member_answers(volume *v, int idx)

@@ -25,6 +25,8 @@ space *volume_space(volume *v);
 size_cache *volume_sizes(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
+/* Directory fd of member idx's .ecfs (owned by the volume). */
+int volume_meta_fd(const volume *v, int idx);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
@@ -51,6 +53,21 @@ int volume_member_revive(volume *v, int idx);
 uint64_t volume_healing_mask(volume *v);
 /* The heal of member idx is complete. */
 void volume_member_healed(volume *v, int idx);
+/* Members that missed changes (volume_missed.c).  At open: the members in
+ * service that another member in service records as failed since their
+ * own last heal (by[i]: that other member).  Direct calls. */
+uint64_t volume_missed_stale(volume *v, int *by);
+/* The failed members that may have missed a change: all of them once
+ * some member was written in this mount (besides the locks of the open),
+ * none before. */
+uint64_t volume_missed_changes(volume *v);
+/* Records on every other member in service that member idx failed at
+ * seq (microseconds): the number of members written, or -EIO if none. */
+int volume_missed_record(volume *v, int idx, uint64_t seq);
+/* Member idx is healed: the records of its failing are removed from the
+ * members in service, and idx is stamped healed at seq or above every
+ * record removed.  Returns the stamp. */
+uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
 /* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
 void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
 /* Counts strips rewritten by self-healing reads. */

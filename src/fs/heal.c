@@ -11,7 +11,10 @@
  * (ecfile_heal_begin/end): its users wait while its chunks are rebuilt,
  * and an open file takes the rebuilt chunks back.  A second, quick pass
  * catches what changed in the namespace meanwhile; then the members are
- * healed.  Problems found go to the log (what fsck would print).
+ * healed.  Problems found go to the log (what fsck would print).  The
+ * thread also records on the others each failed member that missed a
+ * change (volume_missed.c), so that a later mount it comes back to with
+ * its old copy marks it healing and this rebuild runs.
  */
 #include "heal.h"
 
@@ -52,6 +55,9 @@ struct heal {
 	int64_t paced_since_us;
 	uint64_t paced_bytes;
 	bool file_locked;  /* a file's users wait for the run in progress */
+	/* the heal thread's (heal_stop's once it has ended) */
+	uint64_t recorded; /* failed members recorded on the others */
+	uint64_t seq;      /* the last time stamp given (us) */
 };
 
 /* ---- what fsck_tree and repair_file report, in the daemon ---- */
@@ -244,6 +250,27 @@ static int run_pass(heal *h, uint64_t members, bool quick, bool *repaired)
 	return ok ? 0 : rc < 0 ? rc : -EIO;
 }
 
+/* ---- what the members remember of failures (volume_missed.c) ---- */
+
+/* A time stamp above the last one given. */
+static uint64_t next_seq(heal *h)
+{
+	h->seq = MAX((uint64_t)g_get_real_time(), h->seq + 1);
+	return h->seq;
+}
+
+/* Records on the others each failed member that may have missed a
+ * change, so a later mount knows it is stale should it come back with its
+ * old copy. */
+static void record_failed(heal *h)
+{
+	uint64_t failed = volume_missed_changes(h->v) & ~h->recorded;
+
+	for (int i = 0; i < volume_n(h->v); i++)
+		if (failed >> i & 1 && volume_missed_record(h->v, i, next_seq(h)) > 0)
+			h->recorded |= 1ull << i;
+}
+
 static bool stopping(heal *h)
 {
 	pthread_mutex_lock(&h->lock);
@@ -264,16 +291,17 @@ static int rebuild(heal *h, uint64_t members)
 		rc = run_pass(h, members, true, &repaired);
 	if (rc == 0 && repaired)
 		rc = -EAGAIN; /* still changing: again later */
+	for (int i = 0; rc == 0 && i < volume_n(h->v); i++)
+		if (members >> i & 1) {
+			volume_member_healed(h->v, i);
+			h->seq = volume_missed_healed(h->v, i, next_seq(h));
+			h->recorded &= ~(1ull << i);
+			ecfs_log(LOG_WARNING, "heal: member %d (%s) is rebuilt and fully in service",
+			         i, volume_member_path(h->v, i));
+		}
 	pthread_mutex_lock(&h->lock);
-	if (rc == 0) {
-		for (int i = 0; i < volume_n(h->v); i++)
-			if (members >> i & 1) {
-				volume_member_healed(h->v, i);
-				h->completed++;
-				ecfs_log(LOG_WARNING, "heal: member %d (%s) is rebuilt and fully in service",
-				         i, volume_member_path(h->v, i));
-			}
-	}
+	if (rc == 0)
+		h->completed += (uint64_t)__builtin_popcountll(members);
 	h->members = 0;
 	pthread_mutex_unlock(&h->lock);
 	return rc;
@@ -297,6 +325,7 @@ static void *heal_main(void *arg)
 		/* A member whose directory was removed is noticed even if no
 		 * I/O touches it. */
 		volume_check_roots(v);
+		record_failed(h);
 		for (int i = 0; i < volume_n(v); i++)
 			if (!volume_member_ok(v, i))
 				volume_member_revive(v, i);
@@ -343,6 +372,7 @@ void heal_stop(heal *h)
 	pthread_cond_broadcast(&h->wake);
 	pthread_mutex_unlock(&h->lock);
 	pthread_join(h->thread, NULL);
+	record_failed(h); /* those failed within the last second */
 	volume_set_health_hook(h->v, NULL, NULL);
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);

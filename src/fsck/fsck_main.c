@@ -671,6 +671,12 @@ static int check_volume(fsck *f, bool mounted)
 	int rc = fsck_tree(f);
 	fsck_progress(f, true);
 	clear_progress(output_of(f));
+	/* Every member whole again: none missed anything any more. */
+	if (f->o.repair && rc == 0 && !f->repairable && !f->unrepairable && !f->failed &&
+	    volume_failed_count(f->v) == 0)
+		for (int i = 0; i < f->n; i++)
+			if (volume_healing_mask(f->v) >> i & 1)
+				volume_missed_healed(f->v, i, (uint64_t)g_get_real_time());
 
 	int status = FSCK_EXIT_CLEAN;
 	if (f->repaired)

@@ -19,9 +19,8 @@ six sshd hosts, each in a network namespace of its own on a veth link
                         failed at once, not after the timeout, and named;
                         also when no I/O touches it (test_sshfs_died_idle).
   test_host_back_stale  a host cut mid-write comes back with its old copy:
-                        its chunks are stale and never read as current.
-                        That the heal then rebuilds them is an expected
-                        failure today (test_host_back_stale_healed).
+                        its chunks are stale and never read as current,
+                        and the heal rebuilds them (test_host_back_stale_healed).
 
 usage: test_remote.py ECFS_BINARY [unittest args]"""
 
@@ -31,7 +30,6 @@ import signal
 import sys
 import threading
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -224,24 +222,28 @@ class RemoteTest(H.MountedCase):
         self.check(mnt, files, "host 5 back, stale:")
         self.assert_clean_unmount(v)
 
-    @unittest.expectedFailure
     def test_host_back_stale_healed(self):
-        """Issue 17 (bad input): the heal rebuilds the stale chunks of a
-        host that came back, after which it serves with two other hosts
-        gone.  Today the online heal does not (heals_completed stays 0,
-        and with hosts 0 and 1 gone the files are EIO, never wrong; ecfs-fsck
-        -y repairs them): an expected failure until it does, when this test
-        reports it."""
+        """The mount marks the host that came back healing (the others
+        recorded it as failed): it answers no lookup, and the heal rebuilds
+        its stale chunks, after which it serves with two other hosts gone.
+        The heal's records go with it."""
         v, mnt, files = self.stale_host()
+        self.assertIn(f"member 5 ({v.members[5]}) is back with an older copy", v.output())
         self.check(mnt, files, "host 5 back, stale:")
-        self.wait_healed(mnt, timeout=10)
+        self.wait_healed(mnt, timeout=30)
+        self.check(mnt, files, "host 5 healed:")
         self.assert_clean_unmount(v)
+        for i in range(N):
+            missed = os.path.join(v.members[i], ".ecfs", "missed")
+            left = [e for e in os.listdir(missed) if e.startswith("5.")] \
+                if os.path.isdir(missed) else []
+            self.assertEqual(left, [], f"member {i} still records member 5 as failed")
         v.hide(0)
         v.hide(1)
         self.mount(v)
+        self.assertNotIn("is back with an older copy", v.output())
         self.check(mnt, files, "hosts 0 and 1 gone, 5 healed:")
         self.assert_clean_unmount(v)
-
 
 if __name__ == "__main__":
     sys.exit(H.main(needs_remote=True))
