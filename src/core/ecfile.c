@@ -74,7 +74,23 @@ typedef struct probe_chunk {
 	enum chunk_state state;
 	bool valid, empty, created;
 	chunk_header h;
+	uint8_t *head; /* the bytes read at offset 0, when they hold all of stripe 0 */
+	size_t head_len;
 } probe_chunk;
+
+/* A small file's chunk is all in the bytes its header was read with:
+ * they serve its first read too (stripe_ctx.head). */
+static void keep_head(probe_chunk *pc, const uint8_t *buf, size_t got)
+{
+	layout lay;
+
+	chunk_layout(&pc->h, 1, &lay);
+	if (lay.version < 2 || layout_stripe_count(&lay, pc->h.size) != 1 ||
+	    got < layout_strip_offset(&lay, 0) + layout_strip_len(&lay, 0, pc->h.size))
+		return;
+	pc->head = g_memdup2(buf, got);
+	pc->head_len = got;
+}
 
 static int open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
                       uid_t uid, gid_t gid, probe_chunk *pc)
@@ -143,6 +159,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	if (rc == 0 && memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
 		pc->valid = true;
 		pc->state = CHUNK_OK;
+		keep_head(pc, buf, (size_t)got);
 	} else if (rc == -EPROTO) {
 		/* Never guessed at: an erasure, named. */
 		ecfs_log(LOG_ERR, "%s: the chunk on member %d (%s) is refused: %s %u (this "
@@ -290,9 +307,12 @@ static bool name_exists(volume *v, const char *path)
 
 static void close_chunks(probe_chunk *pc, int n)
 {
-	for (int mb = 0; mb < n; mb++)
+	for (int mb = 0; mb < n; mb++) {
 		if (pc[mb].fd >= 0)
 			close(pc[mb].fd);
+		g_free(pc[mb].head);
+		pc[mb].head = NULL;
+	}
 }
 
 /* The header the file opens with: the newest valid one among its chunks,
@@ -397,6 +417,8 @@ static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, co
 		f->c.fd[mb] = pc[mb].fd;
 		f->c.state[mb] = pc[mb].state;
 		pc[mb].fd = -1;
+		stripe_keep_head(&f->c, mb, pc[mb].head, pc[mb].head_len);
+		pc[mb].head = NULL;
 	}
 	f->size = h->size;
 	f->gen = h->generation;

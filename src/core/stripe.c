@@ -50,8 +50,23 @@ static uint8_t *pack_buffer(stripe_ctx *c, uint8_t **buf)
 	return *buf;
 }
 
+void stripe_keep_head(stripe_ctx *c, int member, uint8_t *head, size_t len)
+{
+	g_free(c->head[member]);
+	c->head[member] = head;
+	c->head_len[member] = head ? len : 0;
+}
+
+/* Before anything is written: what was read at open may no longer be so. */
+static void forget_heads(stripe_ctx *c)
+{
+	for (int mb = 0; mb < c->lay.n; mb++)
+		stripe_keep_head(c, mb, NULL, 0);
+}
+
 void stripe_ctx_free_buffers(stripe_ctx *c)
 {
+	forget_heads(c);
 	journal_close(c->v, &c->jf);
 	free(c->scratch);
 	free(c->parity);
@@ -180,6 +195,7 @@ int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const u
 
 	if (cnt < 1 || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
+	forget_heads(c);
 	h.position = pos;
 	uint64_t last_len = strip;
 	for (int i = 0; i < cnt; i++) {
@@ -261,6 +277,7 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 		return -EINVAL;
 	if (stripe_usable_count(c) < k)
 		return -EIO;
+	forget_heads(c);
 	for (int i = 0; i < cnt; i++) {
 		uint8_t *par[STRIPE_MAX_N];
 		for (int j = 0; j < m; j++)
@@ -358,8 +375,28 @@ typedef struct fetch_task {
 	uint64_t s0;
 	uint8_t *dest[STRIPE_FETCH_RUN];
 	strip_judgment st[STRIPE_FETCH_RUN];
+	bool from_head; /* stripe 0 may come from stripe_ctx.head */
 	int err;
 } fetch_task;
+
+/* Stripe 0 of the task from what open read of the member's chunk, as
+ * the two reads of fetch_member would return it; false if it has none. */
+static bool head_read(stripe_ctx *c, const fetch_task *t, uint8_t *rec, ssize_t *got,
+                      ssize_t *rgot)
+{
+	const uint8_t *head = c->head[t->member];
+	size_t len = c->head_len[t->member];
+	uint64_t roff = layout_record_offset(&c->lay, 0), soff = layout_strip_offset(&c->lay, 0);
+
+	if (!head || t->s0 != 0 || t->cnt != 1 || len < soff)
+		return false;
+	size_t have = len - soff < c->lay.strip_size ? len - soff : c->lay.strip_size;
+	memcpy(rec, head + roff, CHUNK_RECORD_SIZE);
+	memcpy(t->dest[0], head + soff, have);
+	*rgot = CHUNK_RECORD_SIZE;
+	*got = (ssize_t)have;
+	return true;
+}
 
 /* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
  * strips (consecutive in the chunk within a group), one pread for their
@@ -376,11 +413,17 @@ static void fetch_member(void *arg)
 
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
-	ssize_t got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
-	                       (off_t)layout_strip_offset(&c->lay, t->s0), false);
-	ssize_t rgot = got < 0 ? got
-	               : mop_transfer(c->v, t->member, fd, &riov, 1,
-	                          (off_t)layout_record_offset(&c->lay, t->s0), false);
+	ssize_t got, rgot;
+	bool from_head = t->from_head && head_read(c, t, recs, &got, &rgot);
+	if (from_head)
+		fd = -1; /* nothing of the member is looked at */
+	else {
+		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
+		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
+		rgot = got < 0 ? got
+		       : mop_transfer(c->v, t->member, fd, &riov, 1,
+		                      (off_t)layout_record_offset(&c->lay, t->s0), false);
+	}
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
 			t->st[i].v = STRIP_ERR;
@@ -406,7 +449,8 @@ static void fetch_member(void *arg)
  * j) on their members in parallel; dest[j][i] receives strip j of stripe
  * s0+i. */
 static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
-                            uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks)
+                            uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
+                            bool from_head)
 {
 	mio_batch batch;
 
@@ -420,13 +464,17 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		t->cnt = cnt;
 		t->s0 = s0;
 		t->err = 0;
+		t->from_head = from_head && s0 == 0 && cnt == 1 && c->head[mb];
 		for (int i = 0; i < cnt; i++) {
 			t->dest[i] = dest[pos][i];
 			t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
 		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
-		memberio_submit(volume_memberio(c->v), mb, &batch, fetch_member, t);
+		if (t->from_head)
+			fetch_member(t); /* a copy: no need to hand it to the member */
+		else
+			memberio_submit(volume_memberio(c->v), mb, &batch, fetch_member, t);
 	}
 	uint64_t lost = mio_batch_wait(&batch);
 	for (int pos = 0; lost && pos < c->lay.n; pos++) {
@@ -581,7 +629,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 				dest[j][i] = run_parity(c, j - k, i);
 	}
 	tasks = g_new(fetch_task, n);
-	fetch_positions(c, s0, cnt, mask, dest, tasks);
+	fetch_positions(c, s0, cnt, mask, dest, tasks, false);
 	/* Stripes that did not read cleanly: decoded from what the run read,
 	 * or fetched again the careful way, one by one. */
 	for (int i = 0; i < cnt && rc == 0; i++) {
@@ -708,7 +756,7 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	 * reads as one), so it sends us to the slow path that asks everyone. */
 	uint64_t slow = slow_positions(c), all = (1ull << n) - 1;
 	if (!(want & slow)) {
-		fetch_positions(c, s, 1, want, dest, tasks);
+		fetch_positions(c, s, 1, want, dest, tasks, true);
 		if (run_stripe_ok(tasks, k, want, 0)) {
 			*len = tasks[__builtin_ctzll(want)].st[0].len;
 			goto out;
@@ -716,9 +764,9 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	}
 	/* Slow path: every position (but a slow member's, if the vote stands
 	 * without it), a vote on the generation, decode. */
-	fetch_positions(c, s, 1, all & ~slow, dest, tasks);
+	fetch_positions(c, s, 1, all & ~slow, dest, tasks, false);
 	if (slow && !vote_settled(tasks, n, k, 0, slow))
-		fetch_positions(c, s, 1, all, dest, tasks);
+		fetch_positions(c, s, 1, all, dest, tasks, false);
 	rc = vote_and_decode(c, s, want, tasks, dest, len);
 out:
 	g_free(tasks);
@@ -778,7 +826,7 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRI
 
 	for (int j = 0; j < n; j++)
 		dest[j][0] = bufs + (size_t)j * c->lay.strip_size;
-	fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks);
+	fetch_positions(c, s, 1, (1ull << n) - 1, dest, tasks, false);
 	for (int j = 0; j < n; j++) {
 		p[j] = tasks[j].st[0];
 		got += rules_strip_read(&p[j]);
@@ -940,6 +988,7 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 {
 	uint64_t len = layout_chunk_length(&c->lay, from);
 	bool in_group = from != layout_group_start(&c->lay, from);
+	forget_heads(c);
 	uint64_t left = layout_group_end(&c->lay, from) - from;
 	uint8_t zeros[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
 	int ok = 0;

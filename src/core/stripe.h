@@ -51,6 +51,12 @@ typedef struct stripe_ctx {
 	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
 	uint8_t *pack_in;   /* k strips: a short stripe fetched, unpacked (layout.h) */
 	uint8_t *pack_out;  /* k strips: a short stripe packed for a commit */
+	/* Per member, the first bytes of the chunk as read at open when they
+	 * hold all of stripe 0 (a small version-2 file): the first read of
+	 * stripe 0 takes them instead of asking the member.  Any write
+	 * through this context drops them all. */
+	uint8_t *head[STRIPE_MAX_N];
+	size_t head_len[STRIPE_MAX_N];
 	/* The write-hole journal (journal.h).  Stripes from written_end on
 	 * hold no committed content: a commit there goes straight in place
 	 * (a first write); below it a commit is an overwrite and journaled. */
@@ -63,6 +69,10 @@ typedef struct stripe_ctx {
 int stripe_ctx_buffers(stripe_ctx *c);
 /* Frees them and closes the journal descriptors. */
 void stripe_ctx_free_buffers(stripe_ctx *c);
+
+/* Hands the context the bytes read from offset 0 of member's chunk (a
+ * g_malloc'd buffer it now owns; NULL: none). */
+void stripe_keep_head(stripe_ctx *c, int member, uint8_t *head, size_t len);
 
 /* Removes the file's journals on the usable members (once the in-place
  * strips they protect are durable) and closes their descriptors. */

@@ -128,6 +128,28 @@ class LayoutTest(H.MountedCase):
         self.assertEqual((got, err), (b"", errno.EIO), "no chunk of a known version")
         self.assert_clean_unmount(self.v)
 
+    def test_small_file_bad_strip_read_around(self):
+        """A small file's first read comes from the bytes its open read; a
+        bad strip there is read around from the members and rewritten,
+        and the next open reads the good one."""
+        want = H.pattern(3000, seed=8)
+        H.write_file(self.p("b"), want)
+        self.assert_clean_unmount(self.v)
+        for i in (1, 4):
+            with open(self.v.chunk_path(i, "b"), "r+b") as f:
+                f.seek(HEADER + RECORD + 5)
+                b = f.read(1)
+                f.seek(-1, os.SEEK_CUR)
+                f.write(bytes([b[0] ^ 0x5A]))
+        self.mnt = self.mount(self.v)
+        self.assert_exact(self.p("b"), want, "two bad strips")
+        self.assertGreaterEqual(int(H.health(self.mnt)["strips_healed"]), 1)
+        self.remount()
+        self.assert_exact(self.p("b"), want, "after the self-healing read")
+        self.assert_clean_unmount(self.v)
+        r = self.fsck("-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def fsck(self, *args):
         return subprocess.run([FSCK, "--no-progress", *args, ":".join(self.v.members)],
                               capture_output=True, text=True, timeout=120)
