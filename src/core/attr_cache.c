@@ -17,6 +17,7 @@ typedef struct attr_entry {
 struct attr_cache {
 	pthread_mutex_t lock;
 	GHashTable *paths; /* path -> attr_entry */
+	uint64_t listings; /* atomic */
 };
 
 static int64_t now_ms(void)
@@ -45,14 +46,25 @@ void attr_cache_free(attr_cache *ac)
 	g_free(ac);
 }
 
-/* A directory's attributes move with the members' changes only; a
- * file's also with reads (atime) and sizes held in memory. */
+uint64_t attr_cache_listings(attr_cache *ac)
+{
+	return __atomic_load_n(&ac->listings, __ATOMIC_ACQUIRE);
+}
+
+void attr_cache_listed(attr_cache *ac)
+{
+	__atomic_add_fetch(&ac->listings, 1, __ATOMIC_ACQ_REL);
+}
+
+/* A directory's attributes move with the members' changes and listings
+ * (atime); a file's with changes, reads (atime) and sizes in memory. */
 static bool stands(const attr_entry *e, const attr_stamp *now)
 {
 	if (e->stamp.changes != now->changes)
 		return false;
-	return S_ISDIR(e->st.st_mode) ||
-	       (e->stamp.reads == now->reads && e->stamp.sizes == now->sizes);
+	if (S_ISDIR(e->st.st_mode))
+		return e->stamp.listings == now->listings;
+	return e->stamp.reads == now->reads && e->stamp.sizes == now->sizes;
 }
 
 bool attr_cache_get(attr_cache *ac, const char *path, const attr_stamp *now, struct stat *st)

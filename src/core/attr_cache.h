@@ -9,11 +9,12 @@
  *
  * An entry holds what ecfile_stat answered with the stamp read before it
  * asked: the count of the changes made through the member wrappers
- * (mop_changes, memberops.h) and, for a regular file, the count of member
+ * (mop_changes, memberops.h); for a directory, the count of listings (a
+ * listing may move its atime); for a regular file, the count of member
  * reads (mop_reads: a read may move an atime) and the count of its sizes
  * (ecfile_stat_epoch: an open file's size changes in memory).  It holds
- * while the stamp stands, so any change the daemon makes to any member (a
- * new name, a chmod, a write, a listing) drops every entry, and for
+ * while those stand, so any change the daemon makes to any member (a new
+ * name, a chmod, a write) drops every entry, and for
  * ATTR_CACHE_TTL_MS at most, which bounds how long a change behind the
  * daemon's back (or a member that broke meanwhile) goes unseen.  Hard
  * links cannot make an entry stale: whatever changes a file through one
@@ -31,9 +32,10 @@ typedef struct attr_cache attr_cache;
 
 /* What the answers depend on (see above), read before asking. */
 typedef struct attr_stamp {
-	uint64_t changes; /* mop_changes */
-	uint64_t reads;   /* mop_reads */
-	uint64_t sizes;   /* ecfile_stat_epoch */
+	uint64_t changes;  /* mop_changes */
+	uint64_t listings; /* attr_cache_listings */
+	uint64_t reads;    /* mop_reads */
+	uint64_t sizes;    /* ecfile_stat_epoch */
 } attr_stamp;
 
 /* Entries kept at most; past it the cache starts again empty. */
@@ -43,6 +45,11 @@ typedef struct attr_stamp {
 
 attr_cache *attr_cache_new(void);
 void attr_cache_free(attr_cache *ac);
+
+/* The count of directory listings: raised after each (attr_cache_listed),
+ * read into the stamp. */
+uint64_t attr_cache_listings(attr_cache *ac);
+void attr_cache_listed(attr_cache *ac);
 
 /* True, with *st, if path's attributes are remembered from a stamp that
  * still stands (`now`), less than the TTL ago. */

@@ -1473,6 +1473,18 @@ uint64_t ecfile_stat_epoch(volume *v)
 	return size_cache_epoch(volume_sizes(v));
 }
 
+bool ecfile_stat_from(volume *v, int mb, struct stat *st)
+{
+	uint64_t size;
+
+	if (!S_ISREG(st->st_mode))
+		return true;
+	if (!size_cache_get(volume_sizes(v), mb, st, &size))
+		return false;
+	fill_size(st, size);
+	return true;
+}
+
 static const char *state_name(enum chunk_state s)
 {
 	switch (s) {

@@ -57,6 +57,12 @@ int ecfile_stat(volume *v, const char *path, struct stat *st);
  * ecfile_stat, what it answered holds while the count stands and no
  * member was changed or read meanwhile (attr_cache.h). */
 uint64_t ecfile_stat_epoch(volume *v);
+/* What ecfile_stat answers for a name whose lstat on member mb, the first
+ * in service that has it, is *st, when that takes no other member call:
+ * true, with a regular file's logical size filled in when it is
+ * remembered (size_cache.h), or *st as is for anything else; false for a
+ * regular file whose size would take its headers. */
+bool ecfile_stat_from(volume *v, int mb, struct stat *st);
 /* Truncate by path (the kernel's truncate without an open file). */
 int ecfile_truncate_path(volume *v, const char *path, off_t size);
 

@@ -74,17 +74,12 @@ uint64_t mop_reads(volume *v)
 	return __atomic_load_n(&((mop_state *)(void *)v)->reads, __ATOMIC_ACQUIRE);
 }
 
-void mop_changed(volume *v)
-{
-	if (v)
-		__atomic_add_fetch(&((mop_state *)(void *)v)->changes, 1, __ATOMIC_ACQ_REL);
-}
-
 /* In every mutating wrapper, after IO_SCOPE: the change count goes up at
  * return, once the call is over whatever it did. */
 static void change_scope_end(volume **v)
 {
-	mop_changed(*v);
+	if (*v)
+		__atomic_add_fetch(&((mop_state *)(void *)*v)->changes, 1, __ATOMIC_ACQ_REL);
 }
 #define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end))) = v
 

@@ -46,9 +46,6 @@ uint64_t mop_changes(volume *v);
 /* The same for the reads (mop_pread, mop_preadv), which may move the
  * atime of what they read. */
 uint64_t mop_reads(volume *v);
-/* Raises it for a change made otherwise: a listing moves its directory's
- * atime. */
-void mop_changed(volume *v);
 
 /* Reads (faults only; never recorded). */
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);

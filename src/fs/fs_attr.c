@@ -53,7 +53,7 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	 * for a file right after its lookup: those answers come from
 	 * attr_cache.h while nothing changed. */
 	volume *v = fs_volume();
-	attr_stamp stamp = { mop_changes(v), mop_reads(v), ecfile_stat_epoch(v) };
+	attr_stamp stamp = fs_stamp();
 	if (volume_usable(v) && attr_cache_get(fs_attrs(), path, &stamp, st))
 		return 0;
 	char buf[FS_ORPHAN_PATH_MAX];

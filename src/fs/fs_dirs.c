@@ -4,7 +4,8 @@
  * are mirrored); a listing is the union of the healthy members' entries, as
  * getattr finds a name on any member that has it, so a name one member has
  * lost (a deleted chunk file) is still listed.  The volume's own metadata
- * folder (/.ecfs) is never listed.
+ * folder (/.ecfs) is never listed.  Asked for attributes too (readdirplus),
+ * a listing gives those it has at no extra member call (attr_cache.h).
  */
 #include "fs_ops.h"
 
@@ -19,6 +20,7 @@
 
 #include <glib.h>
 
+#include "ecfile.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
@@ -28,6 +30,8 @@
 struct dir_entry {
 	char *name;
 	unsigned char type; /* DT_* */
+	bool plus;          /* st is what getattr answers for it */
+	struct stat st;
 };
 
 /* An open directory: the path it was opened with and, from the first
@@ -37,6 +41,7 @@ struct dir_handle {
 	char *path;       /* as opened, if libfuse has lost it */
 	bool is_root;     /* hide the metadata folder */
 	GArray *entries;  /* struct dir_entry; NULL until listed */
+	attr_stamp stamp; /* read before the listing */
 };
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
@@ -146,7 +151,28 @@ static bool hidden_entry(bool is_root, const char *name)
 struct listing {
 	struct dir_handle *h;
 	GHashTable *seen; /* names already in h->entries */
+	bool plus;        /* the kernel asked for attributes (readdirplus) */
+	bool listed;      /* a member has listed the directory whole */
 };
+
+/* The entry's attributes as getattr answers them (e->plus), taken with
+ * the listing from the first member that lists the directory and answers
+ * namespace queries (not one being rebuilt), which is the member
+ * ecfile_stat asks first for its names.  Not for . and ..: the member
+ * root's .. lies outside the volume. */
+static void entry_attrs(struct listing *l, int member, DIR *d, struct dir_entry *e)
+{
+	struct stat st;
+
+	if (!l->plus || l->listed || !volume_member_answers(fs_volume(), member) ||
+	    !strcmp(e->name, ".") || !strcmp(e->name, ".."))
+		return;
+	if (MIO_CALL(fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
+	    !ecfile_stat_from(fs_volume(), member, &st))
+		return;
+	e->st = st;
+	e->plus = true;
+}
 
 /* Adds the member's entries that are not listed yet.  Runs on the
  * member's worker (volume_on_member) while the caller waits; entries are
@@ -164,6 +190,7 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 		return -err;
 	}
 	int rc = 0;
+	guint first = l->h->entries->len;
 	for (;;) {
 		errno = 0;
 		struct dirent *de = MIO_CALL(readdir(d));
@@ -174,41 +201,88 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 		if (hidden_entry(l->h->is_root, de->d_name) ||
 		    g_hash_table_contains(l->seen, de->d_name))
 			continue;
-		struct dir_entry e = { g_strdup(de->d_name), de->d_type };
+		struct dir_entry e = { .name = g_strdup(de->d_name), .type = de->d_type };
+		entry_attrs(l, member, d, &e);
 		g_array_append_val(l->h->entries, e);
 		g_hash_table_add(l->seen, e.name);
 	}
 	MIO_CALL(closedir(d));
+	/* A listing cut short: the next member's answers count */
+	for (guint i = first; rc < 0 && i < l->h->entries->len; i++)
+		g_array_index(l->h->entries, struct dir_entry, i).plus = false;
+	l->listed |= rc == 0 && volume_member_answers(fs_volume(), member);
 	return rc;
 }
 
+/* The attributes the listing took go to attr_cache.h for the getattr that
+ * follows (ls -l): a file's under the stamp read before the listing; a
+ * directory's too, if nothing but this listing moved it (after). */
+static void remember_attrs(struct dir_handle *h, const char *path, const attr_stamp *after)
+{
+	attr_stamp own = h->stamp;
+	own.listings++;
+	bool dirs = !memcmp(&own, after, sizeof(own));
+
+	for (guint i = 0; i < h->entries->len; i++) {
+		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
+		if (!e->plus || (S_ISDIR(e->st.st_mode) && !dirs))
+			continue;
+		char *child = g_strconcat(strcmp(path, "/") ? path : "", "/", e->name, NULL);
+		attr_cache_put(fs_attrs(), child, S_ISDIR(e->st.st_mode) ? after : &h->stamp, &e->st);
+		g_free(child);
+	}
+}
+
 /* Lists the directory: the union over the healthy members, so a name one
- * member lost (a deleted chunk) is still shown, as getattr still finds it. */
-static int make_listing(struct dir_handle *h, const char *path)
+ * member lost (a deleted chunk) is still shown, as getattr still finds it.
+ * plus: with each name's attributes where they come at no extra member
+ * call. */
+static int make_listing(struct dir_handle *h, const char *path, bool plus)
 {
 	free_entries(h);
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal) };
+	h->stamp = fs_stamp();
+	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal), plus, false };
 	int rc = mirror_apply(fs_volume(), path, list_member, &l, "readdir");
-	mop_changed(fs_volume()); /* the listing may have moved the directory's atime */
+	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	g_hash_table_destroy(l.seen);
+	if (rc == 0 && plus && volume_usable(fs_volume())) {
+		attr_stamp after = fs_stamp();
+		remember_attrs(h, path, &after);
+	}
 	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
+}
+
+/* True while what the listing took of its names' attributes still holds
+ * (as in attr_cache.h, without the listings, which move only the listed
+ * directory's atime). */
+static bool attrs_stand(const struct dir_handle *h)
+{
+	attr_stamp now = fs_stamp();
+	return now.changes == h->stamp.changes && now.reads == h->stamp.reads &&
+	       now.sizes == h->stamp.sizes;
 }
 
 int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct dir_handle *h = dir_of(fi);
+	bool plus = flags & FUSE_READDIR_PLUS;
 	if (off == 0 || !h->entries) {
 		/* First call, or rewinddir: a fresh listing. */
-		int rc = make_listing(h, path ? path : h->path);
+		int rc = make_listing(h, path ? path : h->path, plus);
 		if (rc < 0)
 			return rc;
 	}
+	/* readdirplus: the names come with what a lookup of each would
+	 * answer, so the kernel need not look them up one by one. */
+	plus = plus && attrs_stand(h);
 	for (guint i = (guint)off; i < h->entries->len; i++) {
 		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
 		struct stat st = { .st_mode = (mode_t)DTTOIF(e->type) };
-		if (filler(buf, e->name, &st, (off_t)i + 1, 0))
+		bool with = plus && e->plus;
+		if (filler(buf, e->name, with ? &e->st : &st, (off_t)i + 1,
+		           with ? FUSE_FILL_DIR_PLUS : 0))
 			break; /* the reply is full: the kernel asks again from i */
 	}
 	return 0;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ecfile.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -39,6 +40,13 @@ volume *fs_volume(void)
 attr_cache *fs_attrs(void)
 {
 	return fs_state()->attrs;
+}
+
+attr_stamp fs_stamp(void)
+{
+	volume *v = fs_volume();
+	return (attr_stamp){ mop_changes(v), attr_cache_listings(fs_attrs()), mop_reads(v),
+	                     ecfile_stat_epoch(v) };
 }
 
 /* The mirror fns run on member workers: a stat lands in a local first

@@ -34,7 +34,10 @@ const struct fuse_operations *ecfs_fs_operations(void);
 
 /* ---- helpers shared by the families (fs_ops.c) ---- */
 volume *fs_volume(void);
+/* What getattr answered, for the next getattr (attr_cache.h), and the
+ * stamp to read before asking the members. */
 attr_cache *fs_attrs(void);
+attr_stamp fs_stamp(void);
 /* The owner a new object at path gets: the caller, and the parent's group
  * if the parent directory is setgid (as a local filesystem does).  Returns
  * 0 or a negative errno (the parent's lookup failed). */

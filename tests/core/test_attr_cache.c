@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The attributes getattr answered (src/core/attr_cache.c): an entry holds
- * while the stamp it was made at stands (for a directory only its change
- * count), for ATTR_CACHE_TTL_MS at most, and only directories and regular
+ * while the stamp it was made at stands (a directory's changes and
+ * listings, a file's changes, reads and sizes), for ATTR_CACHE_TTL_MS at most, and only directories and regular
  * files are kept. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,7 +30,7 @@ static void test_held_while_nothing_changes(void **state)
 {
 	attr_cache *ac = attr_cache_new();
 	struct stat a = object(10, S_IFDIR), got;
-	attr_stamp s = { 5, 1, 1 }, later = { 6, 1, 1 };
+	attr_stamp s = { 5, 0, 1, 1 }, later = { 6, 0, 1, 1 };
 
 	(void)state;
 	assert_false(attr_cache_get(ac, "/a", &s, &got));
@@ -50,7 +50,7 @@ static void test_made_across_a_change(void **state)
 {
 	attr_cache *ac = attr_cache_new();
 	struct stat a = object(10, S_IFDIR), got;
-	attr_stamp asked = { 5, 1, 1 }, now = { 6, 1, 1 };
+	attr_stamp asked = { 5, 0, 1, 1 }, now = { 6, 0, 1, 1 };
 
 	(void)state;
 	/* asked when the count was 5, a change meanwhile: 6 now */
@@ -59,11 +59,12 @@ static void test_made_across_a_change(void **state)
 	attr_cache_free(ac);
 }
 
-static void test_files_also_follow_reads_and_sizes(void **state)
+static void test_what_each_kind_follows(void **state)
 {
 	attr_cache *ac = attr_cache_new();
 	struct stat d = object(10, S_IFDIR), f = object(11, S_IFREG), got;
-	attr_stamp s = { 5, 7, 9 }, read = { 5, 8, 9 }, sized = { 5, 7, 10 };
+	attr_stamp s = { 5, 3, 7, 9 }, read = { 5, 3, 8, 9 }, sized = { 5, 3, 7, 10 },
+	           listed = { 5, 4, 7, 9 };
 
 	(void)state;
 	attr_cache_put(ac, "/d", &s, &d);
@@ -76,6 +77,9 @@ static void test_files_also_follow_reads_and_sizes(void **state)
 	assert_false(attr_cache_get(ac, "/f", &sized, &got));
 	assert_true(attr_cache_get(ac, "/d", &read, &got));
 	assert_true(attr_cache_get(ac, "/d", &sized, &got));
+	/* a listing (a directory's atime): the other way round */
+	assert_false(attr_cache_get(ac, "/d", &listed, &got));
+	assert_true(attr_cache_get(ac, "/f", &listed, &got));
 	attr_cache_free(ac);
 }
 
@@ -83,7 +87,7 @@ static void test_only_directories_and_files(void **state)
 {
 	attr_cache *ac = attr_cache_new();
 	struct stat l = object(12, S_IFLNK), c = object(13, S_IFCHR), got;
-	attr_stamp s = { 1, 1, 1 };
+	attr_stamp s = { 1, 1, 1, 1 };
 
 	(void)state;
 	attr_cache_put(ac, "/l", &s, &l);
@@ -97,7 +101,7 @@ static void test_expires(void **state)
 {
 	attr_cache *ac = attr_cache_new();
 	struct stat a = object(10, S_IFDIR), got;
-	attr_stamp s = { 1, 1, 1 };
+	attr_stamp s = { 1, 1, 1, 1 };
 
 	(void)state;
 	attr_cache_put(ac, "/a", &s, &a);
@@ -112,7 +116,7 @@ static void test_bounded(void **state)
 	attr_cache *ac = attr_cache_new();
 	char path[32];
 	struct stat got;
-	attr_stamp s = { 1, 1, 1 };
+	attr_stamp s = { 1, 1, 1, 1 };
 
 	(void)state;
 	for (int i = 0; i <= ATTR_CACHE_MAX; i++) {
@@ -132,7 +136,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_held_while_nothing_changes),
 		cmocka_unit_test(test_made_across_a_change),
-		cmocka_unit_test(test_files_also_follow_reads_and_sizes),
+		cmocka_unit_test(test_what_each_kind_follows),
 		cmocka_unit_test(test_only_directories_and_files),
 		cmocka_unit_test(test_expires),
 		cmocka_unit_test(test_bounded),

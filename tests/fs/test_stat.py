@@ -146,6 +146,52 @@ class StatTest(H.MountedCase):
         os.unlink(self.p("g"))
         self.assert_dir("f", "the other name removed", nlink=1)
         self.assert_clean_unmount(self.v)
+    def listed_sizes(self, d):
+        """Sizes and modes by stat after a fresh listing of d (readdirplus:
+        the listing hands out the attributes, fs_dirs.c)."""
+        H.drop_caches()
+        return {name: (os.stat(os.path.join(d, name), follow_symlinks=False).st_size,
+                       os.stat(os.path.join(d, name), follow_symlinks=False).st_mode & 0o7777)
+                for name in sorted(os.listdir(d))}
+
+    def test_listing_then_stat(self):
+        """Listings take the attributes getattr would answer: right after
+        a remount (sizes not known yet), once known, and after changes."""
+        d = self.p("d")
+        os.mkdir(d)
+        H.write_file(os.path.join(d, "a"), b"a" * 100000)
+        H.write_file(os.path.join(d, "b"), b"b" * 7)
+        os.mkdir(os.path.join(d, "sub"), 0o700)
+        os.symlink("a", os.path.join(d, "l"))
+        os.link(os.path.join(d, "a"), os.path.join(d, "c"))
+        want = {"a": (100000, 0o644), "b": (7, 0o644), "c": (100000, 0o644),
+                "l": (1, 0o777), "sub": (None, 0o700)}
+
+        def check(what):
+            got = self.listed_sizes(d)
+            self.assertEqual(sorted(got), sorted(want), what)
+            for name, (size, mode) in want.items():
+                if size is not None:
+                    self.assertEqual(got[name][0], size, f"{what}: {name}")
+                self.assertEqual(got[name][1], mode, f"{what}: {name}")
+
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+        check("remounted")
+        check("sizes known")
+        os.truncate(os.path.join(d, "b"), 3)
+        os.chmod(os.path.join(d, "sub"), 0o750)
+        want.update(b=(3, 0o644), sub=(None, 0o750))
+        check("changed")
+        os.listdir(d)
+        with open(os.path.join(d, "c"), "ab") as f:  # the other name of a
+            f.write(b"z" * 11)
+            f.flush()
+            self.assertEqual(os.stat(os.path.join(d, "a")).st_size, 100011)
+        want.update(a=(100011, 0o644), c=(100011, 0o644))
+        check("appended through the other name")
+        self.assert_clean_unmount(self.v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())
