@@ -503,13 +503,16 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The positions whose members are known slow now, or 0. */
+/* The positions whose members are known slow now, or 0 (always 0 under
+ * -o slow_readaround=off). */
 static uint64_t slow_positions(stripe_ctx *c)
 {
 	memberio *mio = volume_memberio(c->v);
 	uint64_t lat[STRIPE_MAX_N], sorted[STRIPE_MAX_N], slow = 0, highest = 0;
 	int n = c->lay.n, usable = 0;
 
+	if (volume_defaults(c->v)->no_read_around)
+		return 0;
 	for (int pos = 0; pos < n; pos++) {
 		int mb = layout_member_of(&c->lay, pos);
 		lat[pos] = 0;

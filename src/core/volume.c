@@ -284,6 +284,7 @@ static int set_defaults(volume *v, const superblock *sb, const volume_options *o
 	v->checksum_name = g_strdup(o->checksum ? o->checksum : checksum_alg_name(sb->checksum));
 	d->checksum = v->checksum_name;
 	d->read_only = o->read_only;
+	d->no_read_around = o->no_read_around;
 	return check_defaults(v, d, o->strip_size != 0, message);
 }
 

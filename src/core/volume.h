@@ -37,6 +37,7 @@ typedef struct volume_options {
 	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
 	bool read_only;        /* do not take the write lock or create anything */
 	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
+	bool no_read_around;   /* read a slow member like the others (stripe.c) */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of

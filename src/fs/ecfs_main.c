@@ -51,6 +51,7 @@ struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
+	char *slow_readaround;
 	bool read_only;
 	int noheal;      /* set by fuse_opt, which stores an int */
 	bool help, version;
@@ -70,6 +71,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("checksum=%s", checksum),
 	CLI_OPT("heal_rate=%s", heal_rate),
 	CLI_OPT("timeout=%s", timeout),
+	CLI_OPT("slow_readaround=%s", slow_readaround),
 	{ "noheal", offsetof(struct cli, noheal), 1 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -130,6 +132,9 @@ static void usage(const char *prog)
 	       "                           until ecfs-fsck -y rebuilds them\n"
 	       "    -o timeout=SECONDS     a member whose I/O call has not returned after\n"
 	       "                           this long is failed (default %g, 0 = never)\n"
+	       "    -o slow_readaround=on|off\n"
+	       "                           on (default): reads go around a member much\n"
+	       "                           slower than the others, decoding from the rest\n"
 	       "    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
@@ -303,6 +308,10 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 			            c->timeout);
 		o->timeout_ms = (unsigned)(secs * 1000 + 0.5);
 	}
+	if (c->slow_readaround && strcmp(c->slow_readaround, "on") &&
+	    strcmp(c->slow_readaround, "off"))
+		return fail("slow_readaround=%s: give on or off", c->slow_readaround);
+	o->no_read_around = c->slow_readaround && !strcmp(c->slow_readaround, "off");
 	return check_code_options(o);
 }
 
@@ -440,6 +449,7 @@ static void free_cli(struct cli *c)
 	free(c->checksum);
 	free(c->heal_rate);
 	free(c->timeout);
+	free(c->slow_readaround);
 }
 
 /* What the daemon holds from the command line to the exit. */

@@ -427,8 +427,9 @@ class HungMemberTest(FaultCase):
             self.check_given_up(v, mnt, j)
         self.assert_clean_unmount(v)
 
-    def slow_member_reads(self, rules):
-        """Files written healthy, read back after a remount with `rules`:
+    def slow_member_reads(self, rules, opts=""):
+        """Files written healthy, read back after a remount with `rules`
+        (and the mount options `opts`):
         (health, latencies by member).  Twelve files: member 2 holds only
         parity of each with odds 1/2 (the rotation comes from the random
         file id), so of all twelve once in 4096 runs."""
@@ -438,7 +439,7 @@ class HungMemberTest(FaultCase):
         for name, data in files.items():
             H.write_file(os.path.join(mnt, name), data, fsync=True)
         self.assert_clean_unmount(v)
-        mnt = self.mount_faulty(v, rules) if rules else self.mount(v)
+        mnt = self.mount_faulty(v, rules, opts) if rules else self.mount(v, opts)
         H.drop_caches()
         for name, data in files.items():
             self.assert_exact(os.path.join(mnt, name), data, f"read with {rules!r}:")
@@ -450,7 +451,7 @@ class HungMemberTest(FaultCase):
         """A member whose reads take 30 ms stands out in the health
         report's latencies, is read around (its strips decoded from the
         others) and is not failed for it; with every member fast nothing
-        is decoded."""
+        is decoded, nor under -o slow_readaround=off."""
         h, lat = self.slow_member_reads("member=2,op=read,delay=30")
         others = max(lat[j] for j in range(N) if j != 2)
         self.assertGreater(lat[2], 5000, f"latencies {lat}")
@@ -463,6 +464,9 @@ class HungMemberTest(FaultCase):
         self.assertGreater(int(h["strips_decoded"]), 0, f"member 2 was waited for: {h}")
         h, lat = self.slow_member_reads("")
         self.assertEqual(int(h["strips_decoded"]), 0, f"all fast, yet decoded: {h} {lat}")
+        h, lat = self.slow_member_reads("member=2,op=read,delay=30", "slow_readaround=off")
+        self.assertGreater(lat[2], 5000, f"latencies {lat}")
+        self.assertEqual(int(h["strips_decoded"]), 0, f"read around when told not to: {h}")
 
     def test_injected_hang_in_reads(self):
         """Every read on m members hangs from the mount on: a file

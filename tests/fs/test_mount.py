@@ -130,6 +130,10 @@ class MountTest(H.MountedCase):
              "no_such_option"),
             ("timeout not a number", "k=2,m=1,timeout=soon", 3, "timeout"),
             ("negative timeout", "k=2,m=1,timeout=-1", 3, "timeout"),
+            ("slow_readaround neither on nor off",
+             "k=2,m=1,slow_readaround=maybe", 3, "slow_readaround"),
+            ("slow_readaround empty", "k=2,m=1,slow_readaround=", 3,
+             "slow_readaround"),
         ]
         for name, opts, n, word in cases:
             with self.subTest(case=name, options=opts):
@@ -164,6 +168,20 @@ class MountTest(H.MountedCase):
         with self.subTest(case="nonexistent member"):
             refused(lambda v: v.members[:2] + [v.members[2] + "-nowhere"],
                     lambda v: v.mnt, lambda v: v.members[2] + "-nowhere")
+
+    def test_slow_readaround_on_and_off(self):
+        """-o slow_readaround=on and =off both mount, and a file written
+        under one reads back under the other."""
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1,slow_readaround=off")
+        data = H.pattern(300000, 7)
+        H.write_file(os.path.join(mnt, "f"), data, fsync=True)
+        self.assert_clean_unmount(v)
+        for value in ("on", "off"):
+            mnt = self.mount(v, f"slow_readaround={value}")
+            H.drop_caches()
+            self.assert_exact(os.path.join(mnt, "f"), data, f"slow_readaround={value}:")
+            self.assert_clean_unmount(v)
 
     def test_background_mode(self):
         """Without -f the daemon detaches and the mount stays usable."""
