@@ -229,6 +229,8 @@ def summarize(results):
         lat = sorted(x for r in runs for x in r["lat"])
         s[case] = {"write": statistics.median(r["write"] for r in runs),
                    "read": statistics.median(r["read"] for r in runs),
+                   "range": {k: (min(r[k] for r in runs), max(r[k] for r in runs))
+                             for k in ("write", "read")},
                    "p50": pct(lat, 50), "p99": pct(lat, 99),
                    "p99.9": pct(lat, 99.9), "lat": lat,
                    "decoded": runs[0]["decoded"] if runs[0]["decoded"] is None
@@ -246,12 +248,15 @@ def print_table(s, rate):
           + (")" if os.environ.get("BENCH_SLOW_RATE")
              else f", 1/{SLOW:g} of what one sshfs mount read in run 1)"))
     print()
-    print("| case | write MB/s | read MB/s | pread p50 ms | p99 ms | p99.9 ms | strips decoded |")
+    print("| case | write MB/s (range) | read MB/s (range) | pread p50 ms | p99 ms | p99.9 ms | strips decoded |")
     print("|---|---|---|---|---|---|---|")
     for case in CASES:
         c = s[case]
         dec = "-" if c["decoded"] is None else f"{c['decoded']:.0f}"
-        print(f"| {LABEL[case]} | {c['write']:.1f} | {c['read']:.1f} | "
+        rng = {k: "" if RUNS == 1 else " ({:.3g}-{:.3g})".format(*c["range"][k])
+               for k in ("write", "read")}
+        print(f"| {LABEL[case]} | {c['write']:.1f}{rng['write']} | "
+              f"{c['read']:.1f}{rng['read']} | "
               f"{c['p50']:.2f} | {c['p99']:.2f} | {c['p99.9']:.2f} | {dec} |")
     print()
 
