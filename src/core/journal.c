@@ -13,6 +13,7 @@
  */
 #include "journal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -177,11 +178,40 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 	return fd;
 }
 
+/* True if member mb's journal folder holds no journal (or is not there). */
+static bool member_has_no_journal(volume *v, int mb)
+{
+	int fd = mop_openat(v, mb, volume_root_fd(v, mb), JOURNAL_DIR,
+	                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd == -ENOENT;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	bool none = true;
+	for (struct dirent *e; none && (e = readdir(d));)
+		none = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return none;
+}
+
+void journal_census(volume *v)
+{
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (volume_member_ok(v, mb) && !member_has_no_journal(v, mb))
+			return;
+	volume_set_journals_none(v, true);
+}
+
 int journal_write_member(volume *v, journal_files *jf, int mb, const journal_header *h,
                          const uint8_t *const *strips)
 {
 	uint8_t hdr[JOURNAL_HEADER_SIZE];
 	struct iovec iov[1 + JOURNAL_MAX_STRIPES];
+
+	volume_set_journals_none(v, false); /* before the file can exist */
 	int fd = journal_fd(v, jf, mb, h->file_id);
 
 	if (fd < 0)

@@ -58,6 +58,11 @@ void journal_file_name(const uint8_t id[16], char out[33]);
  * member root. */
 void journal_path(const uint8_t id[16], char out[JOURNAL_PATH_SIZE]);
 
+/* At mount: notes in the volume that no member in service holds a
+ * journal, so opening a file need not look for one (until a journal is
+ * written or a member comes back into service). */
+void journal_census(volume *v);
+
 /* The journals of one open file that are open for writing, by member. */
 typedef struct journal_files {
 	uint64_t open; /* bit i: fd[i] is member i's open journal */

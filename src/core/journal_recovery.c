@@ -34,6 +34,8 @@ static bool read_journals(stripe_ctx *c, jmember *jm)
 	char name[JOURNAL_PATH_SIZE];
 	bool any = false;
 
+	if (volume_journals_none(c->v))
+		return false;
 	journal_path(c->hdr.file_id, name);
 	for (int mb = 0; mb < c->lay.n; mb++) {
 		uint8_t buf[JOURNAL_HEADER_SIZE];

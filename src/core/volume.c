@@ -75,6 +75,7 @@ struct volume {
 	volume_options defaults;
 	char *checksum_name;
 	bool read_only;
+	bool journals_none;    /* journal_census: no member holds a journal */
 	pthread_mutex_t lock;           /* member health */
 	pthread_mutex_t cache_lock;     /* codes and checksums */
 	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
@@ -1419,8 +1420,19 @@ static bool revive_unmounted(volume *v, int idx, const probe *p)
 	return j >= 0;
 }
 
+bool volume_journals_none(volume *v)
+{
+	return __atomic_load_n(&v->journals_none, __ATOMIC_ACQUIRE);
+}
+
+void volume_set_journals_none(volume *v, bool none)
+{
+	__atomic_store_n(&v->journals_none, none, __ATOMIC_RELEASE);
+}
+
 int volume_member_revive(volume *v, int idx)
 {
+	volume_set_journals_none(v, false); /* it may bring journals back */
 	member *mb = &v->mem[idx];
 	probe p = { .path = mb->path };
 	struct stat st;

@@ -48,6 +48,10 @@ void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
  * again, marked healing.  Returns 1 if revived, 0 if not (yet), or a
  * negative errno. */
 int volume_member_revive(volume *v, int idx);
+/* True once journal_census found no journal on any member and none was
+ * written since: opening a file need not look for its journals. */
+bool volume_journals_none(volume *v);
+void volume_set_journals_none(volume *v, bool none);
 /* Members in service that are being rebuilt (their namespace and chunks
  * may be incomplete): they take writes but answer no namespace query. */
 uint64_t volume_healing_mask(volume *v);

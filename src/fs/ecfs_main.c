@@ -36,6 +36,7 @@
 #include "log.h"
 #include "heal.h"
 #include "intent.h"
+#include "journal.h"
 #include "volume.h"
 
 /* MB/s of the online heal unless -o heal_rate says otherwise: about a
@@ -542,6 +543,7 @@ static bool mount_volume(struct daemon_state *d)
 		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);
 	}
+	journal_census(d->state.vol);
 
 	if (fuse_mount(d->fuse, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */
