@@ -838,6 +838,25 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRI
 	return got >= c->lay.k ? 0 : -EIO;
 }
 
+/* What open read of member mb's chunk was all of it (a short read). */
+static bool head_is_chunk(const stripe_ctx *c, int mb)
+{
+	return c->head[mb] && c->head_len[mb] < CHUNK_HEADER_MAX;
+}
+
+/* A pread of member mb's chunk from what open read, when head_is_chunk. */
+static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, uint64_t off)
+{
+	size_t have = c->head_len[mb];
+
+	if (off >= have)
+		return 0;
+	if (len > have - off)
+		len = have - off;
+	memcpy(buf, c->head[mb] + off, len);
+	return (ssize_t)len;
+}
+
 int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 {
 	uint64_t count = layout_stripe_count(&c->lay, size);
@@ -849,7 +868,11 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		struct stat st;
 		if (!stripe_member_usable(c, mb))
 			continue;
-		if (fstat(c->fd[mb], &st) < 0)
+		/* A small file's whole chunk was read at open: no member call. */
+		bool whole = head_is_chunk(c, mb);
+		if (whole)
+			st.st_size = (off_t)c->head_len[mb];
+		else if (fstat(c->fd[mb], &st) < 0)
 			return -errno;
 		if ((uint64_t)st.st_size > len) {
 			*dirty = true;
@@ -862,8 +885,9 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		uint64_t g0 = layout_group_start(&c->lay, last);
 		uint64_t gn = layout_group_end(&c->lay, last) - g0;
 		struct iovec iov = { recs, gn * CHUNK_RECORD_SIZE };
-		ssize_t r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1,
-		                      (off_t)layout_record_offset(&c->lay, g0), false);
+		uint64_t roff = layout_record_offset(&c->lay, g0);
+		ssize_t r = whole ? head_pread(c, mb, recs, iov.iov_len, roff)
+		            : mop_transfer(c->v, mb, c->fd[mb], &iov, 1, (off_t)roff, false);
 		if (r < 0)
 			continue; /* an erasure; the reads will judge it */
 		memset(recs + r, 0, iov.iov_len - (size_t)r);
