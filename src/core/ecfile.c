@@ -74,19 +74,15 @@ typedef struct probe_chunk {
 	enum chunk_state state;
 	bool valid, empty, created;
 	chunk_header h;
-	uint8_t *head; /* the bytes read at offset 0, when they hold all of stripe 0 */
+	uint8_t *head; /* the whole chunk, when the header read got all of it */
 	size_t head_len;
 } probe_chunk;
 
-/* A small file's chunk is all in the bytes its header was read with:
- * they serve its first read too (stripe_ctx.head). */
+/* A short read of the header is the whole chunk (a small file of format
+ * version 2): the open file keeps it for its first read (stripe_ctx.head). */
 static void keep_head(probe_chunk *pc, const uint8_t *buf, size_t got)
 {
-	layout lay;
-
-	chunk_layout(&pc->h, 1, &lay);
-	if (lay.version < 2 || layout_stripe_count(&lay, pc->h.size) != 1 ||
-	    got < layout_strip_offset(&lay, 0) + layout_strip_len(&lay, 0, pc->h.size))
+	if (got >= CHUNK_HEADER_MAX)
 		return;
 	pc->head = g_memdup2(buf, got);
 	pc->head_len = got;
@@ -395,8 +391,8 @@ static int check_chunks(volume *v, const char *path, probe_chunk *pc, int n, chu
 /* The open file of header h, taking over the chunk descriptors in pc;
  * NULL (and the descriptors closed) if its code or checksum is not
  * available. */
-static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, const layout *lay,
-                          probe_chunk *pc, bool fresh)
+static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, probe_chunk *pc,
+                          bool fresh)
 {
 	ecfile *f = g_new0(ecfile, 1);
 
@@ -422,7 +418,7 @@ static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, co
 	}
 	f->size = h->size;
 	f->gen = h->generation;
-	f->disk_end = layout_stripe_count(lay, h->size);
+	f->disk_end = layout_stripe_count(&f->c.lay, h->size);
 	/* Past the size nothing is committed, once recover_locked() has cut
 	 * what an interrupted truncate or extending write left there. */
 	f->c.written_end = f->disk_end;
@@ -541,7 +537,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		*out = f;
 		return open_again(f, pc, n, flags);
 	}
-	f = ecfile_new(v, path, &h, &lay, pc, fresh);
+	f = ecfile_new(v, path, &h, pc, fresh);
 	if (f)
 		volume_files_insert(v, f->id, f);
 	volume_files_unlock(v);

@@ -335,7 +335,6 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 {
 	int k = c->lay.k;
 	const uint8_t *stored[STRIPE_BATCH * STRIPE_MAX_N];
-	bool packed = false;
 
 	if (cnt < 1 || cnt > STRIPE_BATCH)
 		return -EINVAL;
@@ -344,16 +343,15 @@ int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 	memcpy(stored, data, sizeof(*data) * (size_t)cnt * (size_t)k);
 	for (int i = 0; i < cnt; i++) {
 		uint64_t s = s0 + (uint64_t)i, len = layout_strip_len(&c->lay, s, size);
-		uint8_t *pb = len < c->lay.strip_size && !packed ? pack_buffer(c, &c->pack_out) : NULL;
 		if (len >= c->lay.strip_size || s * layout_stripe_data(&c->lay) >= size)
 			continue;
+		uint8_t *pb = pack_buffer(c, &c->pack_out);
 		if (!pb)
 			return -ENOMEM;
 		uint8_t *out[STRIPE_MAX_N];
 		for (int j = 0; j < k; j++)
 			stored[(size_t)i * k + j] = out[j] = pb + (size_t)j * c->lay.strip_size;
 		layout_pack_short(&c->lay, len, data + (size_t)i * k, out);
-		packed = true;
 	}
 	/* Stripes at or past written_end never held committed content: a
 	 * first write cut short leaves new strips beside unwritten ones, which
@@ -379,23 +377,17 @@ typedef struct fetch_task {
 	int err;
 } fetch_task;
 
-/* Stripe 0 of the task from what open read of the member's chunk, as
- * the two reads of fetch_member would return it; false if it has none. */
-static bool head_read(stripe_ctx *c, const fetch_task *t, uint8_t *rec, ssize_t *got,
-                      ssize_t *rgot)
+/* A pread of member mb's chunk from what open read of it (all of it). */
+static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, uint64_t off)
 {
-	const uint8_t *head = c->head[t->member];
-	size_t len = c->head_len[t->member];
-	uint64_t roff = layout_record_offset(&c->lay, 0), soff = layout_strip_offset(&c->lay, 0);
+	size_t have = c->head_len[mb];
 
-	if (!head || t->s0 != 0 || t->cnt != 1 || len < soff)
-		return false;
-	size_t have = len - soff < c->lay.strip_size ? len - soff : c->lay.strip_size;
-	memcpy(rec, head + roff, CHUNK_RECORD_SIZE);
-	memcpy(t->dest[0], head + soff, have);
-	*rgot = CHUNK_RECORD_SIZE;
-	*got = (ssize_t)have;
-	return true;
+	if (off >= have)
+		return 0;
+	if (len > have - off)
+		len = have - off;
+	memcpy(buf, c->head[mb] + off, len);
+	return (ssize_t)len;
 }
 
 /* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
@@ -414,10 +406,12 @@ static void fetch_member(void *arg)
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
 	ssize_t got, rgot;
-	bool from_head = t->from_head && head_read(c, t, recs, &got, &rgot);
-	if (from_head)
+	if (t->from_head) {
+		got = head_pread(c, t->member, t->dest[0], strip, layout_strip_offset(&c->lay, 0));
+		rgot = head_pread(c, t->member, recs, CHUNK_RECORD_SIZE,
+		                  layout_record_offset(&c->lay, 0));
 		fd = -1; /* nothing of the member is looked at */
-	else {
+	} else {
 		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
 		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
 		rgot = got < 0 ? got
@@ -838,25 +832,6 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRI
 	return got >= c->lay.k ? 0 : -EIO;
 }
 
-/* What open read of member mb's chunk was all of it (a short read). */
-static bool head_is_chunk(const stripe_ctx *c, int mb)
-{
-	return c->head[mb] && c->head_len[mb] < CHUNK_HEADER_MAX;
-}
-
-/* A pread of member mb's chunk from what open read, when head_is_chunk. */
-static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, uint64_t off)
-{
-	size_t have = c->head_len[mb];
-
-	if (off >= have)
-		return 0;
-	if (len > have - off)
-		len = have - off;
-	memcpy(buf, c->head[mb] + off, len);
-	return (ssize_t)len;
-}
-
 int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 {
 	uint64_t count = layout_stripe_count(&c->lay, size);
@@ -869,7 +844,7 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		if (!stripe_member_usable(c, mb))
 			continue;
 		/* A small file's whole chunk was read at open: no member call. */
-		bool whole = head_is_chunk(c, mb);
+		bool whole = c->head[mb] != NULL;
 		if (whole)
 			st.st_size = (off_t)c->head_len[mb];
 		else if (fstat(c->fd[mb], &st) < 0)

@@ -51,10 +51,10 @@ typedef struct stripe_ctx {
 	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
 	uint8_t *pack_in;   /* k strips: a short stripe fetched, unpacked (layout.h) */
 	uint8_t *pack_out;  /* k strips: a short stripe packed for a commit */
-	/* Per member, the first bytes of the chunk as read at open when they
-	 * hold all of stripe 0 (a small version-2 file): the first read of
-	 * stripe 0 takes them instead of asking the member.  Any write
-	 * through this context drops them all. */
+	/* Per member, the whole chunk when the header read at open got all
+	 * of it (a small version-2 file): the first read of stripe 0 and the
+	 * end scan take it instead of asking the member.  Any write through
+	 * this context drops them all. */
 	uint8_t *head[STRIPE_MAX_N];
 	size_t head_len[STRIPE_MAX_N];
 	/* The write-hole journal (journal.h).  Stripes from written_end on
