@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * AVX-512 (F + BW) and GFNI GF(2^8) region kernels.
+ * AVX-512 (F + BW) GF(2^8) region kernels.
  *
  * The AVX-512 dot kernel is the AVX2 design at 512 bits: split 4-bit
  * tables broadcast from memory to all four lanes (a load, not a shuffle) and
- * vpshufb, up to eight outputs per group.  The GFNI kernel replaces the two
- * table lookups by one GF2P8AFFINEQB with the coefficient's 8x8 bit matrix.
- * Tails use masked loads and stores, so no byte outside a block is touched.
+ * vpshufb, up to eight outputs per group.  The GFNI kernel, which replaces
+ * the two table lookups by one GF2P8AFFINEQB, is in gf8_gfni.c.  Tails use
+ * masked loads and stores, so no byte outside a block is touched.
  *
  * This CPU family may be absent on the build machine, so the tests compile
- * the file a second time with EC_SIMD_EMULATE defined and a plain C model of
- * exactly the intrinsics used here injected by the build (tests/lib); the
- * functions then get an _emul suffix and run against the scalar kernel.
+ * this file and gf8_gfni.c a second time with EC_SIMD_EMULATE defined and a
+ * plain C model of exactly the intrinsics used here injected by the build
+ * (tests/lib); the functions then get an _emul suffix and run against the
+ * scalar kernel.
  */
 #if defined(__x86_64__) || defined(__i386__) || defined(EC_SIMD_EMULATE)
 #include "gf8_kernels.h"
@@ -19,12 +20,10 @@
 #ifdef EC_SIMD_EMULATE
 #define KERNEL(name) name##_emul
 #define TARGET_512
-#define TARGET_GFNI
 #else
 #include <immintrin.h>
 #define KERNEL(name) name
 #define TARGET_512 __attribute__((target("avx512f,avx512bw")))
-#define TARGET_GFNI __attribute__((target("avx512f,avx512bw,gfni")))
 #endif
 
 #define GROUP512 8
@@ -81,32 +80,6 @@ dot_group512(size_t pos, size_t end, int k, const int n, const gf8_row *rows,
 	}
 }
 
-TARGET_GFNI __attribute__((always_inline)) static inline void
-dot_group_gfni(size_t pos, size_t end, int k, const int n, const gf8_row *rows,
-               const uint8_t *const *in, uint8_t *const *out, int accumulate)
-{
-	for (; pos < end; pos += 64) {
-		__mmask64 km = tail_mask(end - pos);
-		__m512i acc[GROUP512];
-
-		_Pragma("GCC unroll 8")
-		for (int r = 0; r < n; r++)
-			acc[r] = _mm512_setzero_si512();
-		for (int i = 0; i < k; i++) {
-			__m512i d = _mm512_maskz_loadu_epi8(km, in[i] + pos);
-
-			_Pragma("GCC unroll 8")
-			for (int r = 0; r < n; r++) {
-				__m512i a = _mm512_set1_epi64((long long)rows[r].aff[i]);
-
-				acc[r] = _mm512_xor_si512(acc[r],
-					_mm512_gf2p8affine_epi64_epi8(d, a, 0));
-			}
-		}
-		store_group(n, acc, out, pos, km, accumulate);
-	}
-}
-
 /* Calls GROUP(pos, end, k, n, ...) with n a constant, for groups of up to
  * GROUP512 outputs, so every accumulator array is kept in registers. */
 #define DISPATCH_GROUPS(GROUP)                                                 \
@@ -134,14 +107,6 @@ TARGET_512 void KERNEL(gf8_dot_avx512)(size_t off, size_t len, int k, int nout,
                                        uint8_t *const *out, int accumulate)
 {
 	DISPATCH_GROUPS(dot_group512);
-}
-
-TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
-                                      const gf8_row *rows,
-                                      const uint8_t *const *in,
-                                      uint8_t *const *out, int accumulate)
-{
-	DISPATCH_GROUPS(dot_group_gfni);
 }
 
 TARGET_512 void KERNEL(gf8_pq_avx512)(size_t off, size_t len, int k,

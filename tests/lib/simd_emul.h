@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A plain C model of the AVX-512 intrinsics used by the AVX-512 kernels of
- * lib/ (lib/gf8/gf8_avx512.c: AVX-512 and GFNI, lib/xor/xor_kernel_avx512.c:
- * XOR), so that they can be compiled and checked against the scalar kernels
- * on a CPU without those instructions.  meson.build injects it (-include)
+ * lib/ (lib/gf8/gf8_avx512.c: AVX-512, lib/gf8/gf8_gfni.c: GFNI,
+ * lib/xor/xor_kernel_avx512.c: XOR), so that they can be compiled and
+ * checked against the scalar kernels on a CPU without those instructions.  meson.build injects it (-include)
  * into the second, EC_SIMD_EMULATE build of those files.  Each function
  * follows the operation pseudocode of the Intel SDM / Intrinsics Guide;
  * masked loads and stores touch only the bytes whose mask bit is set (as the
@@ -161,6 +161,25 @@ static inline __m512i _mm512_maskz_mov_epi8(__mmask64 k, __m512i a)
 		if (!((k >> i) & 1))
 			a.b[i] = 0;
 	return a;
+}
+
+/* VPTERNLOGQ: each result bit is bit (a << 2 | b << 1 | c) of imm. */
+static inline __m512i _mm512_ternarylogic_epi64(__m512i a, __m512i b, __m512i c, int imm)
+{
+	__m512i r;
+
+	for (int i = 0; i < 64; i++) {
+		uint8_t o = 0;
+
+		for (int j = 0; j < 8; j++) {
+			int idx = ((a.b[i] >> j) & 1) << 2 | ((b.b[i] >> j) & 1) << 1 |
+			          ((c.b[i] >> j) & 1);
+
+			o |= (uint8_t)(((imm >> idx) & 1) << j);
+		}
+		r.b[i] = o;
+	}
+	return r;
 }
 
 static inline uint8_t emul_parity8(uint8_t x)

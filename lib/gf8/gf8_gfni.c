@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GFNI GF(2^8) dot kernel (AVX-512 + GF2P8AFFINEQB).
+ *
+ * One GF2P8AFFINEQB multiplies 64 bytes by a coefficient (its 8x8 bit
+ * matrix, gf8_affine_matrix), so the loop is bound by that instruction's
+ * throughput: one per cycle on the CPUs measured, one per (input, output,
+ * 64 bytes).  Everything else is kept off its way:
+ *   - the main loop uses whole unmasked vectors; only the last partial step
+ *     uses masked loads and stores;
+ *   - two inputs are taken at a time and their two products folded into an
+ *     output's accumulator by one VPTERNLOGQ (a three-way XOR), so there is
+ *     one XOR-class instruction per two products rather than one per
+ *     product, and these compete less for the pipes the affine runs on;
+ *   - each coefficient matrix is broadcast straight from memory (a load,
+ *     no shuffle);
+ *   - all outputs of a group (up to GFNI_GROUP) stay in registers, over one
+ *     walk of the inputs, and with few outputs a step covers 128 bytes so
+ *     the per-input work (pointer load, loop) is shared by more products.
+ * Compiled a second time by the tests with EC_SIMD_EMULATE (see
+ * gf8_avx512.c), as gf8_dot_gfni_emul.
+ */
+#if defined(__x86_64__) || defined(__i386__) || defined(EC_SIMD_EMULATE)
+#include "gf8_kernels.h"
+
+#ifdef EC_SIMD_EMULATE
+#define KERNEL(name) name##_emul
+#define TARGET_GFNI
+#else
+#include <immintrin.h>
+#define KERNEL(name) name
+#define TARGET_GFNI __attribute__((target("avx512f,avx512bw,gfni")))
+#endif
+#define INLINE_GFNI TARGET_GFNI __attribute__((always_inline)) static inline
+
+#define GFNI_GROUP 6
+#define XOR3 0x96 /* VPTERNLOGQ truth table of a ^ b ^ c */
+
+static inline __mmask64 tail_mask(size_t rem)
+{
+	return rem >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << rem) - 1);
+}
+
+/* 64 bytes of input i at pos: whole, or the low bytes of the mask. */
+INLINE_GFNI __m512i load_in(const uint8_t *p, const int masked, __mmask64 km)
+{
+	return masked ? _mm512_maskz_loadu_epi8(km, p) : _mm512_loadu_si512((const void *)p);
+}
+
+/* The product of 64 bytes with the coefficient whose matrix is at m. */
+INLINE_GFNI __m512i mul(__m512i d, const uint64_t *m)
+{
+	return _mm512_gf2p8affine_epi64_epi8(d, _mm512_set1_epi64((long long)*m), 0);
+}
+
+/*
+ * One step: n outputs (a constant after inlining) of W vectors of 64 bytes
+ * at pos, over all k inputs.  masked: one vector, of the bytes of km.
+ */
+INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
+                      const uint64_t *const *aff, const uint8_t *const *in,
+                      uint8_t *const *out, int accumulate, const int masked,
+                      __mmask64 km)
+{
+	__m512i acc[GFNI_GROUP][2];
+	int i;
+
+	if (k & 1) {
+		__m512i d[2];
+
+		_Pragma("GCC unroll 2")
+		for (int w = 0; w < W; w++)
+			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++)
+			_Pragma("GCC unroll 2")
+			for (int w = 0; w < W; w++)
+				acc[r][w] = mul(d[w], aff[r]);
+		i = 1;
+	} else {
+		__m512i d[2], e[2];
+
+		_Pragma("GCC unroll 2")
+		for (int w = 0; w < W; w++) {
+			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
+			e[w] = load_in(in[1] + pos + 64 * w, masked, km);
+		}
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++)
+			_Pragma("GCC unroll 2")
+			for (int w = 0; w < W; w++)
+				acc[r][w] = _mm512_xor_si512(mul(d[w], aff[r]),
+				                             mul(e[w], aff[r] + 1));
+		i = 2;
+	}
+	for (; i < k; i += 2) {
+		__m512i d[2], e[2];
+
+		_Pragma("GCC unroll 2")
+		for (int w = 0; w < W; w++) {
+			d[w] = load_in(in[i] + pos + 64 * w, masked, km);
+			e[w] = load_in(in[i + 1] + pos + 64 * w, masked, km);
+		}
+		_Pragma("GCC unroll 8")
+		for (int r = 0; r < n; r++)
+			_Pragma("GCC unroll 2")
+			for (int w = 0; w < W; w++)
+				acc[r][w] = _mm512_ternarylogic_epi64(acc[r][w],
+					mul(d[w], aff[r] + i), mul(e[w], aff[r] + i + 1), XOR3);
+	}
+	_Pragma("GCC unroll 8")
+	for (int r = 0; r < n; r++) {
+		_Pragma("GCC unroll 2")
+		for (int w = 0; w < W; w++) {
+			uint8_t *o = out[r] + pos + 64 * w;
+
+			if (masked) {
+				if (accumulate)
+					acc[r][w] = _mm512_xor_si512(acc[r][w],
+						_mm512_maskz_loadu_epi8(km, o));
+				_mm512_mask_storeu_epi8(o, km, acc[r][w]);
+			} else {
+				if (accumulate)
+					acc[r][w] = _mm512_xor_si512(acc[r][w],
+						_mm512_loadu_si512((const void *)o));
+				_mm512_storeu_si512((void *)o, acc[r][w]);
+			}
+		}
+	}
+}
+
+/* A group of n outputs over [pos, end): W-vector steps, then 64-byte
+ * steps, then one masked step. */
+INLINE_GFNI void group(size_t pos, size_t end, int k, const int n, const int W,
+                       const gf8_row *rows, const uint8_t *const *in,
+                       uint8_t *const *out, int accumulate)
+{
+	const uint64_t *aff[GFNI_GROUP];
+
+	_Pragma("GCC unroll 8")
+	for (int r = 0; r < n; r++)
+		aff[r] = rows[r].aff;
+	if (W > 1)
+		for (; pos + 64 * W <= end; pos += 64 * W)
+			step(pos, k, n, W, aff, in, out, accumulate, 0, 0);
+	for (; pos + 64 <= end; pos += 64)
+		step(pos, k, n, 1, aff, in, out, accumulate, 0, 0);
+	if (pos < end)
+		step(pos, k, n, 1, aff, in, out, accumulate, 1, tail_mask(end - pos));
+}
+
+TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
+                                      const gf8_row *rows,
+                                      const uint8_t *const *in,
+                                      uint8_t *const *out, int accumulate)
+{
+	size_t end = off + len;
+
+	for (int g = 0; g < nout;) {
+		int n = nout - g < GFNI_GROUP ? nout - g : GFNI_GROUP;
+		const gf8_row *rg = rows + g;
+		uint8_t *const *og = out + g;
+
+		switch (n) {
+		case 1: group(off, end, k, 1, 2, rg, in, og, accumulate); break;
+		case 2: group(off, end, k, 2, 2, rg, in, og, accumulate); break;
+		case 3: group(off, end, k, 3, 2, rg, in, og, accumulate); break;
+		case 4: group(off, end, k, 4, 2, rg, in, og, accumulate); break;
+		case 5: group(off, end, k, 5, 1, rg, in, og, accumulate); break;
+		default: group(off, end, k, 6, 1, rg, in, og, accumulate); break;
+		}
+		g += n;
+	}
+	_mm256_zeroupper();
+}
+#endif
