@@ -67,7 +67,7 @@ static const char *op_name(intent_op op)
 	}
 }
 
-static void intent_free(intent *it)
+static void intent_release(intent *it)
 {
 	if (!it)
 		return;
@@ -368,14 +368,19 @@ static void begin_member(void *arg)
 		volume_member_error(j->t->v, j->idx, -rc, "writing an intent");
 }
 
+void intent_end_member(volume *v, const intent *it, int idx, int rc)
+{
+	/* A refused operation changed nothing (mirror.h): no sync. */
+	if (rc >= 0)
+		sync_parents(v, idx, it);
+	if (volume_member_ok(v, idx))
+		remove_copy(v, idx, it->slot);
+}
+
 static void end_member(void *arg)
 {
 	const struct member_job *j = arg;
-	/* A refused operation changed nothing (mirror.h): no sync. */
-	if (j->t->op_rc >= 0)
-		sync_parents(j->t->v, j->idx, j->t->it);
-	if (volume_member_ok(j->t->v, j->idx))
-		remove_copy(j->t->v, j->idx, j->t->it->slot);
+	intent_end_member(j->t->v, j->t->it, j->idx, j->t->op_rc);
 }
 
 static void on_members(volume *v, const struct member_task *t, void (*fn)(void *))
@@ -462,7 +467,7 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 	g_free(t.buf);
 	if (!volume_usable(v)) {
 		give_slot(it->slot); /* the next mount replays what was written */
-		intent_free(it);
+		intent_release(it);
 		return -EIO;
 	}
 	*out = it;
@@ -478,8 +483,15 @@ void intent_end(volume *v, intent *it, int rc)
 		struct member_task t = { .v = v, .it = it, .op_rc = rc };
 		on_members(v, &t, end_member);
 	}
-	give_slot(it->slot);
 	intent_free(it);
+}
+
+void intent_free(intent *it)
+{
+	if (!it)
+		return;
+	give_slot(it->slot);
+	intent_release(it);
 }
 
 /* ---- finding and replaying ---- */
@@ -561,7 +573,7 @@ static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 			intent *it = found->pdata[i];
 			intent *have = g_hash_table_lookup(by_id_table, &it->id);
 			if (have) {
-				intent_free(it);
+				intent_release(it);
 				it = have;
 			} else {
 				g_hash_table_insert(by_id_table, &it->id, it);
@@ -693,7 +705,7 @@ static int scan_or_replay(volume *v, bool replay, intent_report_fn report, void 
 		if (dirty >> idx & 1 && volume_member_ok(v, idx))
 			clear_log(v, idx);
 	for (guint i = 0; i < all->len; i++)
-		intent_free(all->pdata[i]);
+		intent_release(all->pdata[i]);
 	g_ptr_array_free(all, TRUE);
 	return volume_usable(v) ? count : -EIO;
 }

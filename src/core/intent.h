@@ -2,14 +2,16 @@
 /*
  * Intents: the redo log of the mirrored namespace operations whose partial
  * state would hurt (rename, link, unlink, rmdir, mkdir).  mirror.c applies an
- * operation to one member after another, so a crash in the middle leaves
- * the members disagreeing; for these four operations that can leave a
+ * operation to the members one after another or, with a member timeout,
+ * to the first and then to the others at once, so a crash in the middle
+ * leaves the members disagreeing; for these operations that can leave a
  * regular file with fewer than k chunks under one name (a rename over an
  * existing file done on half the members: both the old and the new file
  * lose their quorum).  So the operation is first written down, durably, on
  * every usable member (a slot of .ecfs/intent/log, docs/FORMAT.md section 8), then
  * applied, then made durable (the affected parent directories are fsynced
- * on each member), and only then is the record removed.  A mount (and
+ * on each member), and only then is the record removed (on each member
+ * once its own part is durable: intent_end_member).  A mount (and
  * ecfs-fsck -y) that finds a record finishes the operation on every
  * member before anything else looks at the namespace: each name ends in
  * its new state.
@@ -64,6 +66,15 @@ int intent_begin(volume *v, const intent_args *a, intent **out);
  * operation was refused) and removes the record; frees it.  While the
  * volume is unusable the record stays for the next mount to replay. */
 void intent_end(volume *v, intent *it, int rc);
+/* intent_end in parts, for a caller that ends the intent on each member
+ * right after the operation there (mirror.c, on the member's I/O
+ * worker): intent_end_member makes the operation durable on member idx
+ * and removes its copy, as intent_end does on every member (so no member
+ * loses its copy before its own part of the operation is durable); then
+ * intent_free gives the intent back once every member's part is over.
+ * Only while the volume is usable: otherwise intent_end. */
+void intent_end_member(volume *v, const intent *it, int idx, int rc);
+void intent_free(intent *it);
 
 /* One pending intent (for ecfs-fsck): the operation's name ("rename",
  * ...), its paths (to NULL if none) and how many members hold a valid

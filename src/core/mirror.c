@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "memberio.h"
+#include "volume_internal.h"
 
 /* True if rc (a result from member idx) means the member is now failed and
  * its answer must be ignored.  volume_member_error() tells answers (ENOENT,
@@ -63,6 +64,46 @@ static int run_member(struct member_run *r, int idx)
 	return volume_on_member(r->v, idx, member_run, r);
 }
 
+/* Takes member idx's answer rc into the decision (*decided, *answer).
+ * Returns true once the answer is a refusal: the other members are left
+ * untouched. */
+static bool take_answer(struct member_run *r, int idx, int rc, bool *decided, int *answer,
+                        const char *what)
+{
+	if (!*decided) {
+		/* ENOENT: maybe only this member lacks the object (a lost chunk):
+		 * the first member that has it decides. */
+		*answer = rc;
+		*decided = rc != -ENOENT;
+		return *decided && rc < 0;
+	}
+	if ((rc < 0) != (*answer < 0))
+		ecfs_log(LOG_WARNING, "%s %s: member %d (%s) diverges: %s", what, r->path, idx,
+		         volume_member_path(r->v, idx), rc < 0 ? strerror(-rc) : "succeeded");
+	return false;
+}
+
+/* Runs the operation on one member after the other until one decides;
+ * returns the members that ran (ENOENT, then the decision). */
+static uint64_t find_primary(struct member_run *r, bool *decided, int *answer,
+                             const char *what)
+{
+	volume *v = r->v;
+	uint64_t ran = 0;
+
+	for (int idx = 0; !*decided && idx < volume_n(v); idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		int rc = run_member(r, idx);
+		if (member_broke(v, idx, rc, what))
+			continue;
+		ran |= 1ull << idx;
+		if (take_answer(r, idx, rc, decided, answer, what))
+			break;
+	}
+	return ran;
+}
+
 static int apply_all(struct member_run *r, const char *what)
 {
 	volume *v = r->v;
@@ -70,34 +111,101 @@ static int apply_all(struct member_run *r, const char *what)
 		return -EIO;
 	bool decided = false;
 	int answer = -EIO;
-	/* One member after the other: on few cores, waking them all at once
-	 * costs more than it saves (scripts/bench-namespace.py). */
+	/* One member after the other: without a member timeout the calls run
+	 * inline, which is faster than any hand-off; mirror_apply_logged
+	 * sends them out together with one. */
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
 		int rc = run_member(r, idx);
 		if (member_broke(v, idx, rc, what))
 			continue;
-		if (!decided) {
-			if (rc == -ENOENT) {
-				/* Maybe only this member lacks the object (a lost
-				 * chunk): the first member that has it decides. */
-				answer = rc;
-				continue;
-			}
-			decided = true;
-			answer = rc;
-			if (rc < 0)
-				break; /* refused: leave the other members untouched */
-		} else if ((rc < 0) != (answer < 0)) {
-			ecfs_log(LOG_WARNING, "%s %s: member %d (%s) diverges: %s",
-			         what, r->path, idx, volume_member_path(v, idx),
-			         rc < 0 ? strerror(-rc) : "succeeded");
-		}
+		if (take_answer(r, idx, rc, &decided, &answer, what))
+			break; /* refused: leave the other members untouched */
 	}
 	if (!volume_usable(v))
 		return -EIO;
 	return answer;
+}
+
+/* ---- logged operations, the members in parallel ---- */
+
+/* One member's share of the parallel round: the operation (unless it ran
+ * while the primary was sought), then the end of the intent there. */
+struct par_job {
+	struct member_run r; /* r.idx is this member */
+	const intent *it;
+	const char *what;
+	bool run;            /* the operation is still to run here */
+	int answer;          /* the primary's */
+	int rc;
+	bool broke;
+};
+
+static void par_job_run(void *p)
+{
+	struct par_job *j = p;
+	volume *v = j->r.v;
+
+	if (j->run) {
+		j->rc = member_run(&j->r);
+		j->broke = member_broke(v, j->r.idx, j->rc, j->what);
+	}
+	if (!j->broke && volume_member_ok(v, j->r.idx))
+		intent_end_member(v, j->it, j->r.idx, j->answer);
+}
+
+/* After the primary decided with a success: the operation on every other
+ * member and the end of the intent on all, one task per member on its
+ * I/O worker, waited for once.  A member that does not answer within the
+ * timeout is given up (memberio.h) and keeps its copy of the intent. */
+static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answer,
+                       const char *what)
+{
+	volume *v = r->v;
+	struct par_job jobs[64];
+	mio_batch b;
+
+	mio_batch_init(&b);
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		jobs[idx] = (struct par_job){ .r = *r, .it = it, .what = what,
+		                              .run = !(ran >> idx & 1), .answer = answer };
+		jobs[idx].r.idx = idx;
+		if (volume_member_ok(v, idx))
+			memberio_submit(volume_memberio(v), idx, &b, par_job_run, &jobs[idx]);
+	}
+	uint64_t lost = mio_batch_wait(&b);
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		bool decided = true;
+		const struct par_job *j = &jobs[idx];
+		if (j->run && !(lost >> idx & 1) && !j->broke && volume_member_ok(v, idx))
+			take_answer(r, idx, j->rc, &decided, &answer, what);
+	}
+}
+
+/* With a member timeout every member call is handed to its member's I/O
+ * worker; one hand-off after the other costs a round trip per member.  So
+ * the primary is asked first (a refusal leaves the others untouched), and
+ * the other members' calls go out together, each followed on its worker
+ * by the end of the intent there: one wait for all.  Without a timeout,
+ * or on a worker already, the calls run inline one after the other,
+ * which is faster still (docs/PERFORMANCE.md section 7). */
+static int apply_logged_parallel(struct member_run *r, intent *it, const char *what)
+{
+	volume *v = r->v;
+	bool decided = false;
+	int answer = -EIO;
+	uint64_t ran = find_primary(r, &decided, &answer, what);
+
+	if (!decided || answer < 0 || !volume_usable(v)) {
+		answer = volume_usable(v) ? answer : -EIO;
+		intent_end(v, it, answer);
+		return answer;
+	}
+	apply_rest(r, it, ran, answer, what);
+	/* Unusable now: the copies left on the members replay it. */
+	intent_free(it);
+	return volume_usable(v) ? answer : -EIO;
 }
 
 int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg, const char *what)
@@ -120,6 +228,11 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 	int rc = intent_begin(v, a, &it);
 	if (rc < 0)
 		return rc;
+	if (memberio_timeout(volume_memberio(v)) && !memberio_on_worker()) {
+		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
+		                        .arg = arg };
+		return apply_logged_parallel(&r, it, what);
+	}
 	rc = a->to ? mirror_apply2(v, a->from, a->to, fn2, arg, what)
 	           : mirror_apply(v, a->from, fn, arg, what);
 	intent_end(v, it, rc);

@@ -7,7 +7,11 @@
  * answering otherwise does not change the answer; broken members (errors,
  * injected faults, a vanished directory) are failed and skipped, and with
  * more than m of them the answer is EIO; queries ask one member, never
- * one being rebuilt; logged operations leave no intent behind.
+ * one being rebuilt; logged operations leave no intent behind.  With a
+ * member timeout, logged operations ask the primary first and the other
+ * members together: the same rules, a refusal still touches no other
+ * member, and a member that hangs costs the timeout and keeps its copy
+ * of the intent for the next mount to replay.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <cmocka.h>
 #include <glib.h>
@@ -80,14 +86,15 @@ typedef struct calls {
 	int rc[N];     /* scripted: each member's answer */
 } calls;
 
+/* Atomic: the logged operations run on several members at once. */
 static void note(calls *c, int member)
 {
 	if (!c)
 		return;
-	c->ran |= 1ull << member;
-	if (c->count < N)
-		c->order[c->count] = member;
-	c->count++;
+	__atomic_fetch_or(&c->ran, 1ull << member, __ATOMIC_RELAXED);
+	int at = __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
+	if (at < N)
+		c->order[at] = member;
 }
 
 static int scripted(int member, int dirfd, const char *leaf, void *arg)
@@ -129,9 +136,34 @@ static int size_fn(int member, int dirfd, const char *leaf, void *arg)
 	return rc < 0 ? rc : (int)st.st_size;
 }
 
+static int scripted2(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	(void)d1;
+	(void)l1;
+	(void)d2;
+	(void)l2;
+	note(arg, member);
+	return ((calls *)arg)->rc[member];
+}
+
 static int rename_fn(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
 {
 	int rc = mirror_errno(renameat(d1, l1, d2, l2));
+	note(arg, member);
+	return rc;
+}
+
+static int rename_noreplace_fn(int member, int d1, const char *l1, int d2, const char *l2,
+                               void *arg)
+{
+	int rc = mirror_errno(renameat2(d1, l1, d2, l2, RENAME_NOREPLACE));
+	note(arg, member);
+	return rc;
+}
+
+static int rmdir_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	int rc = mirror_errno(unlinkat(dirfd, leaf, AT_REMOVEDIR));
 	note(arg, member);
 	return rc;
 }
@@ -467,9 +499,210 @@ static void test_logged_operations(void **state)
 	assert_no_intent(fx);
 }
 
+/* ---- logged operations with a member timeout: the members in parallel ---- */
+
+static const volume_options opts_timeout = { .k = K, .m = M, .timeout_ms = 10000 };
+
+/* apply_rules through mirror_apply_logged, on a volume with a timeout:
+ * a rename (two paths) and an unlink (one) with scripted answers.  The
+ * same answers, members run and members failed, except that with more
+ * than m members failed by the primary's search nothing more is run; and
+ * no intent is left behind while the volume is usable. */
+static void test_parallel_rules(void **state)
+{
+	fixture *fx = *state;
+
+	for (size_t i = 0; i < sizeof(apply_rules) / sizeof(apply_rules[0]); i++) {
+		for (int two = 0; two < 2; two++) {
+			const rule_case *r = &apply_rules[i];
+			bool unusable = __builtin_popcountll(r->failed) > M;
+			uint64_t want_ran = unusable ? 0x0f : r->ran;
+			intent_args a = { two ? INTENT_RENAME : INTENT_UNLINK, .from = "/x",
+			                  .to = two ? "/y" : NULL };
+			calls c = { 0 };
+			memcpy(c.rc, r->rc, sizeof(c.rc));
+			int answer = mirror_apply_logged(fx->v, &a, scripted, scripted2, &c, "test");
+			if (answer != r->answer || c.ran != want_ran || failed_members(fx) != r->failed)
+				fail_msg("case %zu (%s): answer %d, ran %#llx, failed %#llx; expected "
+				         "%d, %#llx, %#llx", i, two ? "rename" : "unlink", answer,
+				         (unsigned long long)c.ran,
+				         (unsigned long long)failed_members(fx), r->answer,
+				         (unsigned long long)want_ran, (unsigned long long)r->failed);
+			/* the primary ran first, alone */
+			if (c.count > 0 && r->rc[0] != -ENOENT && !(r->failed & 1))
+				assert_int_equal(c.order[0], 0);
+			if (!unusable)
+				for (int mb = 0; mb < N; mb++)
+					if (volume_member_ok(fx->v, mb))
+						assert_int_equal(intent_log_slots(fx->mb.path[mb], false), 0);
+			test_volume_reopen(fx);
+		}
+	}
+}
+
+/* A refusal by the member that decides touches no other member: mkdir of
+ * a name that member 0 alone has, a rename that must not replace a name
+ * member 0 alone has, an rmdir of a directory that member 0 lacks and
+ * member 1 holds with an entry in it. */
+static void test_parallel_refusal_touches_no_other_member(void **state)
+{
+	fixture *fx = *state;
+	intent_args mk = { INTENT_MKDIR, .from = "/d", .mode = 0755, .uid = (uid_t)-1,
+	                   .gid = (gid_t)-1 };
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b", .flags = RENAME_NOREPLACE };
+	intent_args rm = { INTENT_RMDIR, .from = "/e" };
+	calls c = { .v = fx->v };
+
+	char *d = member_path(&fx->mb, 0, "/d");
+	assert_int_equal(mkdir(d, 0755), 0);
+	g_free(d);
+	assert_int_equal(mirror_apply_logged(fx->v, &mk, mop_mkdir_fn, NULL, &c, "mkdir"), -EEXIST);
+	assert_int_equal(c.ran, 0x01);
+	assert_present(fx, "/d", 0x01);
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	put_member_file(&fx->mb, 0, "/b", "B");
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, rename_noreplace_fn, &c, "rename"),
+	                 -EEXIST);
+	assert_int_equal(c.ran, 0x01);
+	assert_present(fx, "/a", ALL);
+	assert_present(fx, "/b", 0x01);
+
+	for (int mb = 1; mb < N; mb++) {
+		char *e = member_path(&fx->mb, mb, "/e");
+		assert_int_equal(mkdir(e, 0755), 0);
+		g_free(e);
+	}
+	put_member_file(&fx->mb, 1, "/e/x", "X");
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply_logged(fx->v, &rm, rmdir_fn, NULL, &c, "rmdir"), -ENOTEMPTY);
+	assert_int_equal(c.ran, 0x03);
+	assert_present(fx, "/e", ALL & ~0x01ull);
+	assert_int_equal(failed_members(fx), 0);
+	assert_no_intent(fx);
+	/* Agreeing again, every member takes them. */
+	char *x = member_path(&fx->mb, 1, "/e/x"), *b = member_path(&fx->mb, 0, "/b");
+	assert_int_equal(unlink(x), 0);
+	assert_int_equal(unlink(b), 0);
+	g_free(x);
+	g_free(b);
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply_logged(fx->v, &rm, rmdir_fn, NULL, &c, "rmdir"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/e", 0);
+	c = (calls){ 0 };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, rename_noreplace_fn, &c, "rename"), 0);
+	assert_int_equal(c.ran, ALL);
+	assert_present(fx, "/a", 0);
+	assert_present(fx, "/b", ALL);
+	assert_no_intent(fx);
+	assert_int_equal(failed_members(fx), 0);
+}
+
+#ifdef ECFS_FAULT_INJECTION
+/* Closes the descriptors a member given up kept open (volume_member_close
+ * leaves them: closing could wait on the member), so that this process
+ * can open the volume again: the lock of .ecfs/lock among them.  The
+ * daemon's next mount is another process. */
+static void close_left_open(const char *member_root)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	size_t len = strlen(member_root);
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char link[64], target[4096];
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		if (!strncmp(target, member_root, len) && (target[len] == '/' || !target[len]) &&
+		    atoi(e->d_name) != dirfd(d))
+			close(atoi(e->d_name));
+	}
+	closedir(d);
+}
+
+static int mop_rename_fn(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	int rc = mop_renameat2(((calls *)arg)->v, member, d1, l1, d2, l2, 0);
+	note(arg, member);
+	return rc;
+}
+
+/* Member `hung` hangs in every namespace call from its third on (the
+ * first two prepare its intent log in the replay) while /a is renamed to /b with a 300 ms
+ * timeout: the rename succeeds on the others within the timeout and a
+ * few seconds of slack, the member is failed and keeps its copy of the
+ * intent; reopened without the fault, the replay finishes the rename
+ * there and leaves no record. */
+static void hang_in_rename(fixture *fx, int hung)
+{
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b" };
+	char *spec = g_strdup_printf("member=%d,op=meta,after=2,hang", hung);
+	uint64_t others = ALL & ~(1ull << hung);
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	fx->o.timeout_ms = 300;
+	open_with_faults(fx, spec);
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0);
+	assert_int_equal(failed_members(fx), 0);
+	calls c = { .v = fx->v };
+	gint64 t0 = g_get_monotonic_time();
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, mop_rename_fn, &c, "rename"), 0);
+	gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+	if (took_ms > 300 + 5000)
+		fail_msg("the rename took %lld ms with a 300 ms timeout", (long long)took_ms);
+	assert_int_equal(failed_members(fx), 1ull << hung);
+	assert_present(fx, "/b", others);
+	assert_present(fx, "/a", 1ull << hung);
+	for (int mb = 0; mb < N; mb++)
+		assert_int_equal(intent_log_slots(fx->mb.path[mb], false) != 0, mb == hung);
+	fx->o.timeout_ms = opts_timeout.timeout_ms;
+	volume_close(fx->v);
+	close_left_open(fx->mb.path[hung]);
+	char *msg = NULL;
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &fx->o, &fx->v, &msg), 0);
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 1);
+	assert_present(fx, "/b", ALL);
+	assert_present(fx, "/a", 0);
+	assert_int_equal(failed_members(fx), 0);
+	assert_no_intent(fx);
+	for (int mb = 0; mb < N; mb++) {
+		char *b = member_path(&fx->mb, mb, "/b");
+		assert_int_equal(unlink(b), 0);
+		g_free(b);
+	}
+	g_free(spec);
+}
+#endif
+
+/* A member that hangs during a parallel rename: one after the primary
+ * (its call goes out with the others) and the primary itself (the next
+ * member decides). */
+static void test_parallel_rename_with_a_hung_member(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	hang_in_rename(*state, 3);
+	hang_in_rename(*state, 0);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 #define T(fn) \
 	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
 	                                         (void *)&opts)
+
+#define TT(fn) \
+	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
+	                                         (void *)&opts_timeout)
 
 int main(void)
 {
@@ -486,6 +719,9 @@ int main(void)
 		T(test_healing_member),
 		T(test_rename_and_link),
 		T(test_logged_operations),
+		TT(test_parallel_rules),
+		TT(test_parallel_refusal_touches_no_other_member),
+		TT(test_parallel_rename_with_a_hung_member),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

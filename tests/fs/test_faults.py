@@ -17,7 +17,8 @@ A member that stops answering: an injected hang (a member call that
 never returns) during writes and during reads, and a member that is a
 FUSE mount (mergerfs) whose daemon is stopped with SIGSTOP: with
 -o timeout=T the member is failed after T seconds and the I/O goes on
-without it; nothing waits much longer than T.
+without it; nothing waits much longer than T.  A hang in a rename leaves
+the hung member's copy of the intent, which the next mount replays.
 
 usage: test_faults.py ECFS_BINARY [unittest args: InjectedTest,
                                    InjectedFullTest, FullVolumeTest,
@@ -48,6 +49,13 @@ def try_write(path, data):
     except OSError as e:
         return e.errno
     return 0
+
+
+def intent_records(v, j):
+    """The records in member j's intent log (docs/FORMAT.md section 8)."""
+    with open(os.path.join(v.members[j], ".ecfs", "intent", "log"), "rb") as f:
+        log = f.read()
+    return sum(log[i:i + 8] == b"ECFSINT1" for i in range(0, len(log), 16384))
 
 
 class FaultCase(H.MountedCase):
@@ -474,6 +482,37 @@ class HungMemberTest(FaultCase):
         for bad in ([0, 3], [1, 2]):
             with self.subTest(members=bad):
                 self.hang_in_reads(bad)
+
+    def test_injected_hang_in_rename(self):
+        """Every namespace call on member 2 hangs once the mount is up
+        while a file is renamed: the rename returns within the timeout
+        (the members other than the first go out together, and member 2
+        is given up), member 2 keeps its copy of the intent, and the next
+        mount replays it there: the file reads back under its new name
+        only, on every member, and no intent is left."""
+        v, path, data = self.stored_file(25)
+        # the mount's own three pass (the intent log made ready, the orphan
+        # folder): if the mount makes more, member 2 is failed before the rename
+        mnt = self.mount_faulty(v, "member=2,op=meta,after=3,hang", f"timeout={TIMEOUT}")
+        self.assert_state(mnt, 2, "up")
+        moved = os.path.join(mnt, "g")
+        self.timed("the rename", lambda: os.rename(path, moved))
+        self.assertFalse(os.path.exists(path))
+        self.check_given_up(v, mnt, 2)
+        self.assert_clean_unmount(v)
+        self.assertTrue(os.path.exists(os.path.join(v.members[2], "f")))
+        self.assertEqual(intent_records(v, 2), 1)
+        for j in range(N):
+            if j != 2:
+                self.assertEqual(intent_records(v, j), 0, f"member {j}")
+        mnt = self.mount(v)
+        self.assert_exact(moved, data, "renamed while member 2 hung:")
+        self.assertFalse(os.path.exists(path))
+        self.assert_clean_unmount(v)
+        for j in range(N):
+            self.assertTrue(os.path.exists(os.path.join(v.members[j], "g")), f"member {j}")
+            self.assertFalse(os.path.exists(os.path.join(v.members[j], "f")), f"member {j}")
+            self.assertEqual(intent_records(v, j), 0, f"member {j}")
 
     def test_stopped_fuse_member(self):
         """Member 2 is a mergerfs mount; its daemon is stopped (SIGSTOP)
