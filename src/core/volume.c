@@ -1153,6 +1153,21 @@ static int walk_beneath(int root, const char *dir)
 	return fd;
 }
 
+/* -ENAMETOOLONG if a component of path is longer than a name may be, as
+ * a local filesystem answers before it looks anything up: the answer of
+ * every member alike, never taken for a member's loss of the name. */
+static int check_names(const char *path)
+{
+	for (const char *c = path; *c;) {
+		size_t len = strcspn(c, "/");
+		if (len > NAME_MAX)
+			return -ENAMETOOLONG;
+		c += len;
+		c += strspn(c, "/");
+	}
+	return 0;
+}
+
 int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 {
 	const char *slash;
@@ -1161,6 +1176,9 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 
 	if (!volume_member_ok(v, idx))
 		return -EIO;
+	int rc = check_names(path);
+	if (rc < 0)
+		return rc;
 	while (*path == '/')
 		path++;
 	slash = strrchr(path, '/');

@@ -93,7 +93,10 @@ bool volume_member_error(volume *v, int idx, int err, const char *what);
 /* Opens the directory that holds `path` on member idx, resolved beneath the
  * member's namespace root with no symlink followed, and sets *leaf to the
  * last component of path (a pointer into path; "." for "/").  Returns an
- * O_DIRECTORY fd the caller closes, or a negative errno. */
+ * O_DIRECTORY fd the caller closes, or a negative errno: -ENAMETOOLONG,
+ * before any member is asked, when a component of path is longer than
+ * NAME_MAX (every operation on a path comes here, so this is the one
+ * place that answers it). */
 int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf);
 
 /* Names reserved at a member root, never part of the volume: the metadata
