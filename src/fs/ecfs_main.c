@@ -609,7 +609,8 @@ int main(int argc, char *argv[])
 	                          .heal_rate = DEFAULT_HEAL_RATE, .verdict_fd = -1 };
 
 	/* Objects are created on members with exactly the mode asked for: the
-	 * kernel has already applied the caller's umask. */
+	 * caller's umask is already applied (by the kernel, or with ACLs by
+	 * xattrs_create_mode), or a default ACL on the member replaces it. */
 	umask(0);
 
 	int status = parse_command_line(&d, argv[0]);

@@ -25,6 +25,7 @@
 #include "memberops.h"
 #include "mirror.h"
 #include "space.h"
+#include "xattrs.h"
 
 /* One name of a listing. */
 struct dir_entry {
@@ -80,7 +81,8 @@ int fs_mkdir(const char *path, mode_t mode)
 		return -EPERM;
 	/* A directory made in a setgid directory inherits S_ISGID from the
 	 * member filesystem itself, since member directories carry the mode. */
-	struct new_dir nd = { .mode = mode & 07777 };
+	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
+	                                                 fuse_get_context()->umask) };
 	int rc = fs_new_owner(path, &nd.uid, &nd.gid);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "ecfile.h"
+#include "xattrs.h"
 
 static ecfile *file_of(const struct fuse_file_info *fi)
 {
@@ -39,8 +40,7 @@ static void write_only_direct(struct fuse_file_info *fi)
 		fi->direct_io = 1;
 }
 
-/* True if the caller of the current request is in group gid. */
-static bool caller_in_group(gid_t gid)
+bool fs_caller_in_group(gid_t gid)
 {
 	gid_t groups[256];
 
@@ -70,7 +70,7 @@ static int remove_privs(const char *path, const struct fuse_file_info *fi)
 	if (rc < 0)
 		return rc;
 	mode_t kill = st.st_mode & S_ISUID;
-	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !caller_in_group(st.st_gid)))
+	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !fs_caller_in_group(st.st_gid)))
 		kill |= S_ISGID;
 	if (!S_ISREG(st.st_mode) || !kill)
 		return 0;
@@ -87,7 +87,8 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (rc < 0)
 		return rc;
 	ecfile *f;
-	rc = ecfile_create(fs_volume(), path, fi->flags, mode & 07777, uid, gid, &f);
+	mode = xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_get_context()->umask);
+	rc = ecfile_create(fs_volume(), path, fi->flags, mode, uid, gid, &f);
 	if (rc < 0)
 		return rc;
 	fi->fh = (uintptr_t)f;

@@ -22,6 +22,7 @@
 #include "memberops.h"
 #include "mirror.h"
 #include "space.h"
+#include "xattrs.h"
 
 static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
@@ -154,6 +155,8 @@ int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
+	mode = (mode & S_IFMT) |
+	       xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_get_context()->umask);
 	struct new_node nn = { .mode = mode, .rdev = rdev };
 	int rc = fs_new_owner(path, &nn.uid, &nn.gid);
 	if (rc < 0)

@@ -19,6 +19,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "xattrs.h"
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
 
@@ -178,12 +179,18 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 
 	conn->max_write = ECFS_MAX_REQUEST;
 	conn->max_readahead = ECFS_MAX_REQUEST;
-	/* The kernel applies the umask (we keep no default ACLs), clears
-	 * setuid/setgid on write and chown (the daemon writes as root, which
-	 * would not), and caches writes through: every write reaches an
-	 * ecfile at once, so reads through the page cache stay coherent. */
+	/* The kernel clears setuid/setgid on write and chown (the daemon
+	 * writes as root, which would not), and caches writes through: every
+	 * write reaches an ecfile at once, so reads through the page cache
+	 * stay coherent. */
 	conn->want &= ~(unsigned)(FUSE_CAP_DONT_MASK | FUSE_CAP_HANDLE_KILLPRIV |
 	                          FUSE_CAP_WRITEBACK_CACHE);
+	/* POSIX ACLs, enforced by the kernel, when every member keeps them
+	 * (xattrs.h).  The umask is then the daemon's to apply, as a default
+	 * ACL replaces it (xattrs_create_mode); otherwise the kernel applies
+	 * it before the daemon sees the mode. */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && xattrs_acl_supported(fs_state()->vol))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	mounted = fs_state();
 	return mounted;
 }

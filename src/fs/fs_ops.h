@@ -66,6 +66,8 @@ void fs_orphans_prepare(volume *v);
 int fs_member_lstat(const char *path, struct stat *st);
 
 /* ---- fs_files.c ---- */
+/* True if the caller of the current request is in group gid. */
+bool fs_caller_in_group(gid_t gid);
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
 int fs_open(const char *path, struct fuse_file_info *fi);
 int fs_read(const char *path, char *buf, size_t size, off_t off,

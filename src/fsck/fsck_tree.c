@@ -14,9 +14,9 @@
  *     from the members that still hold them (the leftovers of an unlink
  *     while those members were away);
  *   - type, then each attribute (permission bits, owner and group, the
- *     symlink target, the device number, the set of xattrs): the value
- *     held by the most members wins, a tie goes to the member whose copy
- *     has the newest ctime (the last change made).
+ *     symlink target, the device number, the POSIX ACLs, the set of other
+ *     xattrs): the value held by the most members wins, a tie goes to the
+ *     member whose copy has the newest ctime (the last change made).
  * Regular files are handed to repair_file() for their chunks and strips.
  *
  * Before the walk, fsck_pending() deals with what a crash leaves in the
@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "chunk.h"
@@ -46,76 +45,61 @@
 #include "repair.h"
 #include "stripe.h"
 #include "volume_internal.h"
+#include "xattrs.h"
 
 typedef struct view {
 	bool present;
 	int err;           /* lstat error other than ENOENT */
 	struct stat st;
 	char *target;      /* symlink target */
-	GPtrArray *xnames; /* char*, sorted */
-	GPtrArray *xvals;  /* GBytes*, same order */
-	GString *xblob;    /* canonical form of the xattrs, for comparing */
+	xattrs_stored xs;  /* every xattr of the member object */
+	GString *xblob;    /* canonical form of the xattrs but the ACLs, for comparing */
+	GString *ablob;    /* the same of the POSIX ACLs */
 } view;
 
 static void view_clear(view *w)
 {
 	g_free(w->target);
-	if (w->xnames)
-		g_ptr_array_unref(w->xnames);
-	if (w->xvals)
-		g_ptr_array_unref(w->xvals);
+	xattrs_stored_clear(&w->xs);
 	if (w->xblob)
 		g_string_free(w->xblob, TRUE);
+	if (w->ablob)
+		g_string_free(w->ablob, TRUE);
 	memset(w, 0, sizeof(*w));
 }
 
-static int cmp_names(gconstpointer a, gconstpointer b)
+static bool not_acl(const char *name)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return !xattrs_is_acl(name);
 }
 
-/* The xattrs of (dfd, name), through an O_PATH fd: the same way the daemon
- * reaches them (fs_xattr.c), so nothing is resolved through a symlink. */
+/* The canonical form of the xattrs `which` selects, for comparing; NULL
+ * if some could not be read (no vote on them). */
+static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *name))
+{
+	if (!xs->complete)
+		return NULL;
+	GString *b = g_string_new(NULL);
+	for (guint i = 0; i < xs->names->len; i++) {
+		const char *xn = xs->names->pdata[i];
+		if (!which(xn))
+			continue;
+		gsize vl;
+		const char *val = g_bytes_get_data(xs->values->pdata[i], &vl);
+		g_string_append_printf(b, "%s=%zu:", xn, (size_t)vl);
+		g_string_append_len(b, val ? val : "", (gssize)vl);
+		g_string_append_c(b, '\n');
+	}
+	return b;
+}
+
+/* The xattrs of (dfd, name), as the daemon reaches them (xattrs.h), so
+ * nothing is resolved through a symlink. */
 static void read_xattrs(int dfd, const char *name, view *w)
 {
-	char proc[40], *list = NULL;
-	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-
-	w->xnames = g_ptr_array_new_with_free_func(g_free);
-	w->xvals = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-	w->xblob = g_string_new(NULL);
-	if (fd < 0)
-		return;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	ssize_t len = listxattr(proc, NULL, 0);
-	if (len > 0) {
-		list = g_malloc((size_t)len);
-		len = listxattr(proc, list, (size_t)len);
-	}
-	bool unknown = len < 0 && errno != ENOTSUP;
-	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(list + i) + 1)
-		g_ptr_array_add(w->xnames, g_strdup(list + i));
-	g_ptr_array_sort(w->xnames, cmp_names);
-	for (guint i = 0; i < w->xnames->len; i++) {
-		const char *xn = w->xnames->pdata[i];
-		ssize_t vl = getxattr(proc, xn, NULL, 0);
-		char *val = vl > 0 ? g_malloc((size_t)vl) : NULL;
-		if (vl > 0)
-			vl = getxattr(proc, xn, val, (size_t)vl);
-		if (vl < 0 && errno != ENODATA)
-			unknown = true; /* a value we may not read: no vote */
-		vl = vl < 0 ? 0 : vl;
-		g_ptr_array_add(w->xvals, g_bytes_new_take(val, (size_t)vl));
-		g_string_append_printf(w->xblob, "%s=%zd:", xn, vl);
-		g_string_append_len(w->xblob, val ? val : "", vl);
-		g_string_append_c(w->xblob, '\n');
-	}
-	if (unknown) {
-		g_string_free(w->xblob, TRUE);
-		w->xblob = NULL;
-	}
-	g_free(list);
-	close(fd);
+	xattrs_member_read(dfd, name, &w->xs);
+	w->xblob = xattr_blob(&w->xs, not_acl);
+	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
 }
 
 static void read_view(int dfd, const char *name, view *w)
@@ -161,11 +145,19 @@ static bool same_rdev(const view *a, const view *b)
 {
 	return a->st.st_rdev == b->st.st_rdev;
 }
+static bool same_blob(const GString *a, const GString *b)
+{
+	if (!a || !b)
+		return true; /* unknown: not a disagreement */
+	return a->len == b->len && !memcmp(a->str, b->str, a->len);
+}
 static bool same_xattrs(const view *a, const view *b)
 {
-	if (!a->xblob || !b->xblob)
-		return true; /* unknown: not a disagreement */
-	return a->xblob->len == b->xblob->len && !memcmp(a->xblob->str, b->xblob->str, a->xblob->len);
+	return same_blob(a->xblob, b->xblob);
+}
+static bool same_acl(const view *a, const view *b)
+{
+	return same_blob(a->ablob, b->ablob);
 }
 
 static bool newer(const struct stat *a, const struct stat *b)
@@ -201,33 +193,6 @@ static int vote(const view *w, int n, uint64_t voters, same_fn same)
 }
 
 /* ---- repairs on one member ---- */
-
-static int set_xattrs(volume *v, int mb, int dfd, const char *name, const view *want,
-                      const view *have)
-{
-	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (guint i = 0; have->xnames && i < have->xnames->len; i++) {
-		const char *xn = have->xnames->pdata[i];
-		bool keep = false;
-		for (guint j = 0; j < want->xnames->len && !keep; j++)
-			keep = !strcmp(xn, want->xnames->pdata[j]);
-		int r = keep ? 0 : mop_fremovexattr(v, mb, fd, xn);
-		if (r < 0 && r != -ENODATA)
-			rc = r;
-	}
-	for (guint j = 0; j < want->xnames->len; j++) {
-		gsize vl;
-		const void *val = g_bytes_get_data(want->xvals->pdata[j], &vl);
-		int r = mop_fsetxattr(v, mb, fd, want->xnames->pdata[j], val, vl, 0);
-		if (r < 0)
-			rc = r;
-	}
-	close(fd);
-	return rc;
-}
 
 static int remove_entry(volume *v, int mb, int dfd, const char *name, const view *w)
 {
@@ -357,7 +322,16 @@ static int fix_owner(entry_ctx *e, int mb, int win)
 }
 static int fix_xattrs(entry_ctx *e, int mb, int win)
 {
-	return set_xattrs(e->f->v, mb, e->dfd[mb], e->name, &e->w[win], &e->w[mb]);
+	return xattrs_member_write(e->f->v, mb, e->dfd[mb], e->name, &e->w[win].xs,
+	                           &e->w[mb].xs, not_acl);
+}
+/* Setting an access ACL sets the permission bits from it on the member
+ * (its filesystem keeps them in step): the winner's are consistent with
+ * its ACL, and the mode was settled first. */
+static int fix_acl(entry_ctx *e, int mb, int win)
+{
+	return xattrs_member_write(e->f->v, mb, e->dfd[mb], e->name, &e->w[win].xs,
+	                           &e->w[mb].xs, xattrs_is_acl);
 }
 static int fix_recreate(entry_ctx *e, int mb, int win)
 {
@@ -391,6 +365,7 @@ static void settle_metadata(entry_ctx *e)
 	settle(e, vote(e->w, f->n, voters, same_owner), same_owner, "owner", fix_owner);
 	if (type != S_IFLNK) {
 		settle(e, vote(e->w, f->n, voters, same_perm), same_perm, "mode", fix_perm);
+		settle(e, vote(e->w, f->n, voters, same_acl), same_acl, "ACL", fix_acl);
 		settle(e, vote(e->w, f->n, voters, same_xattrs), same_xattrs, "xattrs", fix_xattrs);
 	}
 	/* New copies take the times of the newest existing one. */

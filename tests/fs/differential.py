@@ -18,6 +18,7 @@ import os
 import random
 import shutil
 import stat
+import subprocess
 
 from ecfs_harness import fallocate, renameat2, RENAME_NOREPLACE, NOBODY
 
@@ -49,14 +50,32 @@ def _norm_stat(st, times=False):
     return d
 
 
+KEPT_XATTRS = ("user.", "system.posix_acl_", "security.", "trusted.")
+
+
+def _kept_name(name):
+    """The xattr names a filesystem passes through and ecfs keeps (never
+    its own user.ecfs.*)."""
+    return name.startswith(KEPT_XATTRS) and not name.startswith("user.ecfs.")
+
+
 def _user_xattrs(path, follow=False):
-    """user.* xattrs of path, without ecfs's own virtual ones."""
+    """The kept xattrs of path (user.*, ACLs, security.*, trusted.*),
+    without ecfs's own virtual ones."""
     out = {}
     for name in sorted(os.listxattr(path, follow_symlinks=follow)):
-        if name.startswith("user.") and not name.startswith("user.ecfs."):
+        if _kept_name(name):
             out[name] = _norm_bytes(os.getxattr(path, name,
                                                 follow_symlinks=follow))
     return out
+
+
+def _tool(root, cmd):
+    """Runs a command-line tool in root (paths relative to it, so both
+    roots print the same); its status, output and errors."""
+    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    return (r.returncode, r.stdout, r.stderr.replace(root, "ROOT"))
 
 
 class Recorder:
@@ -264,6 +283,39 @@ class Recorder:
     def removexattr(self, path, name):
         return self.rec(f"removexattr {path!r} {name}",
                         lambda: os.removexattr(self.p(path), name))
+
+    def xattr_names(self, path):
+        """Every name listxattr gives but ecfs's own (ACLs, security.*,
+        trusted.* included)."""
+        return self.rec(f"xattr_names {path!r}", lambda: sorted(
+            n for n in os.listxattr(self.p(path), follow_symlinks=False)
+            if not n.startswith("user.ecfs.")))
+
+    # -- ACLs (the acl package's tools) --------------------------------------
+    def setfacl(self, args, path):
+        return self.rec(f"setfacl {' '.join(args)} {path!r}",
+                        lambda: _tool(self.root, ["setfacl", *args, path]))
+
+    def getfacl(self, path):
+        return self.rec(f"getfacl {path!r}",
+                        lambda: _tool(self.root, ["getfacl", "-n", path]))
+
+    def create_masked(self, path, mode, umask, kind="file"):
+        """open(O_CREAT), mkdir or mkfifo of path with mode under umask;
+        then the object's mode."""
+        def fn():
+            old = os.umask(umask)
+            try:
+                if kind == "dir":
+                    os.mkdir(self.p(path), mode)
+                elif kind == "fifo":
+                    os.mkfifo(self.p(path), mode)
+                else:
+                    os.close(os.open(self.p(path), CREAT | O.O_EXCL, mode))
+            finally:
+                os.umask(old)
+            return oct(os.lstat(self.p(path)).st_mode)
+        return self.rec(f"create {kind} {path!r} {mode:#o} umask={umask:#o}", fn)
 
     def custom(self, what, fn):
         """A composite step; fn(root) returns a comparable value."""
@@ -782,8 +834,107 @@ def sc_deep(o):
     o.custom("deep path of ~4080 bytes", _deep_path_ops)
 
 
+def sc_name_too_long(o):
+    """A name of 255 bytes works; one of 256 (as the last component or
+    inside the path) is ENAMETOOLONG in every call, never ENOENT."""
+    o.mkdir("nl")
+    o.create_file("nl/f", b"short name")
+    o.mkdir("nl/d")
+    ok = "nl/" + "m" * 255
+    o.create_file(ok, b"longest name")
+    o.stat(ok)
+    o.rename(ok, ok[:-1] + "n")
+    o.link(ok[:-1] + "n", ok)
+    o.unlink(ok[:-1] + "n")
+    o.listdir("nl")
+    for bad in ("nl/" + "l" * 256, "nl/" + "l" * 256 + "/below",
+                "nl/d/" + "\xe9" * 200):       # 400 bytes in UTF-8
+        o.stat(bad)
+        o.lstat(bad)
+        o.chmod(bad, 0o600)
+        o.chown(bad, 1, 1)
+        o.chown(bad, 1, 1, follow=False)        # lchown
+        o.link("nl/f", bad)
+        o.link(bad, "nl/g")
+        o.rename("nl/f", bad)
+        o.rename(bad, "nl/g")
+        o.rmdir(bad)
+        o.truncate(bad, 0)
+        o.unlink(bad)
+        o.open("x", bad, O.O_RDONLY)
+        o.open("x", bad, CREAT)
+        o.mkdir(bad)
+        o.symlink("nl/f", bad)
+        o.readlink(bad)
+        o.mkfifo(bad)
+        o.mknod(bad, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        o.utime(bad, ns=(1, 1))
+        o.access(bad, os.R_OK)
+        o.listdir(bad)
+        o.setxattr(bad, "user.a", b"v")
+        o.getxattr(bad, "user.a")
+        o.listxattr(bad)
+        o.removexattr(bad, "user.a")
+    o.listdir("nl")
+
+
+def sc_acls(o):
+    """POSIX ACLs with setfacl/getfacl: access ACLs and the mode kept in
+    step, chmod and the mask, an ACL equal to the mode not stored, default
+    ACLs inherited by what is made in the directory with the umask left
+    out, removal; trusted.* and security.* attributes."""
+    o.mkdir("acl")
+    o.mkdir("acl/d")
+    o.setfacl(["-m", "u:1234:rwx,g:4321:rx"], "acl/d")
+    o.getfacl("acl/d")
+    o.stat("acl/d")
+    o.create_file("acl/f", b"acl")
+    o.setfacl(["-m", "u:1234:rw,m::r"], "acl/f")
+    o.getfacl("acl/f")
+    o.stat("acl/f")
+    o.xattr_names("acl/f")
+    o.chmod("acl/f", 0o600)                     # the mask follows
+    o.getfacl("acl/f")
+    o.chmod("acl/f", 0o674)
+    o.getfacl("acl/f")
+    o.setfacl(["--set", "u::rw,g::r,o::r"], "acl/f")   # equal to a mode
+    o.xattr_names("acl/f")
+    o.stat("acl/f")
+    o.setfacl(["-m", "u:5:r"], "acl/nonexistent")
+    o.setxattr("acl/f", "system.posix_acl_access", b"\x02\x00\x00\x00junk")
+    o.setfacl(["-d", "-m", "u:1234:rwx,g::rx,o::-"], "acl/d")
+    o.getfacl("acl/d")
+    for umask in (0o022, 0o077):
+        o.create_masked(f"acl/d/f{umask:o}", 0o666, umask)
+        o.getfacl(f"acl/d/f{umask:o}")
+        o.create_masked(f"acl/d/sub{umask:o}", 0o777, umask, "dir")
+        o.getfacl(f"acl/d/sub{umask:o}")
+        o.create_masked(f"acl/d/fifo{umask:o}", 0o666, umask, "fifo")
+        o.getfacl(f"acl/d/fifo{umask:o}")
+    o.create_masked("acl/d/sub22/deeper", 0o700, 0o022, "dir")
+    o.getfacl("acl/d/sub22/deeper")
+    o.create_masked("acl/plain", 0o666, 0o027)
+    o.create_masked("acl/plaindir", 0o777, 0o027, "dir")
+    o.getfacl("acl/plain")
+    o.setfacl(["-k"], "acl/d")
+    o.create_masked("acl/d/after", 0o666, 0o022)
+    o.getfacl("acl/d/after")
+    o.setfacl(["-b"], "acl/d")
+    o.getfacl("acl/d")
+    o.stat("acl/d")
+    o.symlink("f", "acl/sl")
+    o.getfacl("acl/sl")
+    o.setxattr("acl/f", "security.ecfs_test", b"sec")
+    o.setxattr("acl/f", "trusted.t", b"trusted")
+    o.getxattr("acl/f", "trusted.t")
+    o.xattr_names("acl/f")
+    o.removexattr("acl/f", "trusted.t")
+    o.setxattr("acl/f", "unknown.ns", b"x")
+    o.getxattr("acl/f", "unknown.ns")
+
+
 ROOT_SCENARIOS = [sc_file_io, sc_dirs, sc_links, sc_attrs, sc_xattrs,
-                  sc_space, sc_mmap, sc_deep]
+                  sc_space, sc_mmap, sc_deep, sc_name_too_long, sc_acls]
 
 
 # setuid/setgid files a write by uid 65534 meets: setgid without group
@@ -878,6 +1029,67 @@ def perm_as_nobody(o):
         o.pwrite("w", b"x", 1)
         o.close("w")
         o.stat("perm/pub/" + name)
+
+
+def acl_setup(o):
+    """As root: objects whose ACLs grant or deny uid/gid 65534 what their
+    mode alone would not."""
+    o.mkdir("aclp")
+    o.create_file("aclp/named", b"named user", 0o640)
+    o.setfacl(["-m", f"u:{NOBODY}:rw"], "aclp/named")
+    o.setxattr("aclp/named", "trusted.t", b"root only")
+    o.create_file("aclp/denied", b"denied", 0o644)
+    o.setfacl(["-m", f"u:{NOBODY}:-"], "aclp/denied")
+    o.create_file("aclp/grp", b"group", 0o600)
+    o.setfacl(["-m", f"g:{NOBODY}:r"], "aclp/grp")
+    o.create_file("aclp/masked", b"masked", 0o640)
+    o.setfacl(["-m", f"u:{NOBODY}:rw,m::r"], "aclp/masked")
+    o.mkdir("aclp/drop")
+    o.setfacl(["-m", f"u:{NOBODY}:rwx"], "aclp/drop")
+    o.mkdir("aclp/inherit")
+    o.setfacl(["-m", f"u:{NOBODY}:rwx,d:u:{NOBODY}:rwx,d:u:1234:r"], "aclp/inherit")
+    o.mkdir("aclp/home")
+    o.chown("aclp/home", NOBODY, NOBODY)
+    o.mkdir("aclp/sg")
+    o.chown("aclp/sg", 0, 4242)
+    o.chmod("aclp/sg", 0o2777)
+
+
+def acl_as_nobody(o):
+    """As uid/gid 65534: the kernel enforces the ACLs of acl_setup, and
+    an owner's own ACLs."""
+    o.read_file("aclp/named")
+    o.open("w", "aclp/named", RW)
+    o.pwrite("w", b"N", 0)
+    o.close("w")
+    o.open("r", "aclp/denied", O.O_RDONLY)              # EACCES
+    o.read_file("aclp/grp")
+    o.open("r", "aclp/grp", RW)                         # EACCES
+    o.open("r", "aclp/masked", RW)                      # EACCES (mask)
+    o.read_file("aclp/masked")
+    o.create_file("aclp/drop/mine", b"mine")
+    o.stat("aclp/drop/mine")
+    o.unlink("aclp/drop/mine")
+    o.create_masked("aclp/inherit/f", 0o666, 0o022)
+    o.getfacl("aclp/inherit/f")
+    o.create_masked("aclp/inherit/d", 0o777, 0o022, "dir")
+    o.getfacl("aclp/inherit/d")
+    o.setfacl(["-m", "u:1234:r"], "aclp/named")         # EPERM: not the owner
+    o.getfacl("aclp/named")
+    o.xattr_names("aclp/named")                         # no trusted.*
+    o.getxattr("aclp/named", "trusted.t")               # EPERM
+    o.create_masked("aclp/home/f", 0o644, 0o022)
+    o.setfacl(["-m", "u:1234:rw,g:4242:r"], "aclp/home/f")
+    o.getfacl("aclp/home/f")
+    o.stat("aclp/home/f")
+    o.chmod("aclp/home/f", 0o640)
+    o.getfacl("aclp/home/f")
+    o.setfacl(["-b"], "aclp/home/f")
+    o.getfacl("aclp/home/f")
+    o.create_masked("aclp/sg/sub", 0o777, 0o022, "dir")  # gid 4242, setgid
+    o.stat("aclp/sg/sub")
+    o.setfacl(["-m", "u:1234:rx"], "aclp/sg/sub")
+    o.stat("aclp/sg/sub")                               # setgid cleared
 
 
 def run_scenario(root, fn):

@@ -43,18 +43,27 @@ class HarnessTest(unittest.TestCase):
         self.assertIsNone(D.snapshot_diff(D.snapshot(self.a),
                                           D.snapshot(self.b)))
 
-    def test_nobody_scenario_agrees_and_is_unprivileged(self):
+    def nobody_outcomes(self, setup, scenario):
+        """setup as root, scenario as uid 65534, on both plain roots, which
+        must agree; the outcomes."""
         logs = []
         for root in (self.a, self.b):
-            D.run_scenario(root, D.perm_setup)
-            logs.append(run_as(NOBODY, NOBODY, D.run_scenario, root,
-                               D.perm_as_nobody))
+            D.run_scenario(root, setup)
+            logs.append(run_as(NOBODY, NOBODY, D.run_scenario, root, scenario))
         self.assertIsNone(D.transcript_diff(logs[0], logs[1]))
-        outcomes = [out for _, out in logs[0]]
-        self.assertIn(("err", "EACCES"), outcomes)
-        self.assertIn(("err", "EPERM"), outcomes)
         self.assertIsNone(D.snapshot_diff(D.snapshot(self.a),
                                           D.snapshot(self.b)))
+        return [out for _, out in logs[0]]
+
+    def test_nobody_scenario_agrees_and_is_unprivileged(self):
+        outcomes = self.nobody_outcomes(D.perm_setup, D.perm_as_nobody)
+        self.assertIn(("err", "EACCES"), outcomes)
+        self.assertIn(("err", "EPERM"), outcomes)
+
+    def test_acl_scenario_agrees_and_is_unprivileged(self):
+        outcomes = self.nobody_outcomes(D.acl_setup, D.acl_as_nobody)
+        self.assertIn(("err", "EACCES"), outcomes)
+        self.assertIn(("ok", 1), outcomes)      # wrote through a named-user ACL
 
     def test_planted_differences_are_reported(self):
         def write(o, data):

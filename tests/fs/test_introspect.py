@@ -6,6 +6,7 @@ space can hold.
 
 usage: test_introspect.py ECFS_BINARY [unittest args]"""
 
+import errno
 import os
 import random
 import sys
@@ -129,15 +130,35 @@ class IntrospectTest(H.MountedCase):
         self.assertGreater(int(hl["strips_decoded"]), 0, hl)
         self.assert_clean_unmount(v)
 
-    def test_layout_is_read_only(self):
+    def test_ecfs_names_are_not_listed_and_cannot_be_changed(self):
+        """user.ecfs.layout and user.ecfs.health are read by name only:
+        listxattr leaves them out (so rsync -X and cp -a neither copy nor
+        remove them), and setting or removing a user.ecfs. name is accepted
+        and changes nothing (a copy of a file carrying one must not fail)."""
         v = self.volume(3)
         mnt = self.mount(v, "k=2,m=1")
         path = os.path.join(mnt, "f")
         H.write_file(path, b"x")
+        os.setxattr(path, "user.mine", b"1")
+        self.assertEqual(os.listxattr(path), ["user.mine"])
+        self.assertEqual(os.listxattr(mnt), [])
         before = H.getxattr_text(path, "user.ecfs.layout")
-        with self.assertRaises(OSError):
-            os.setxattr(path, "user.ecfs.layout", b"code=none\n")
+        self.assertIn("code=", before)
+        self.assertIn("state=", H.getxattr_text(mnt, "user.ecfs.health"))
+        os.setxattr(path, "user.ecfs.layout", b"code=none\n")
+        os.setxattr(path, "user.ecfs.other", b"v")
+        os.removexattr(path, "user.ecfs.layout")
+        os.removexattr(mnt, "user.ecfs.health")
         self.assertEqual(H.getxattr_text(path, "user.ecfs.layout"), before)
+        self.assertIn("state=", H.getxattr_text(mnt, "user.ecfs.health"))
+        with self.assertRaises(OSError) as cm:
+            os.getxattr(path, "user.ecfs.other")
+        self.assertEqual(cm.exception.errno, errno.ENODATA)
+        self.assertEqual(os.listxattr(path), ["user.mine"])
+        for idx in range(3):
+            names = os.listxattr(v.chunk_path(idx, "f"))
+            self.assertEqual([n for n in names if n.startswith("user.ecfs.")], [],
+                             f"member {idx} stores an ecfs name")
         self.assert_clean_unmount(v)
 
     def test_statfs(self):

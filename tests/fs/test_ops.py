@@ -4,7 +4,7 @@ each scenario of differential.py runs on an ecfs mount and on a plain
 directory beside its members, and the outcomes (values, errno) and the
 resulting trees must be the same.  As root with the full list, then as
 uid/gid 65534 with the permission checks (-o allow_other,
-default_permissions), on k/m in {2+1, 4+2, 6+3} with two codes each.
+default_permissions) and the POSIX ACLs, on k/m in {2+1, 4+2, 6+3} with two codes each.
 
 usage: test_ops.py ECFS_BINARY [unittest args]"""
 
@@ -22,6 +22,25 @@ CONFIGS = [(2, 1, "rs-vandermonde"), (4, 2, "rs-cauchy"),
 
 
 class DifferentialTest(H.MountedCase):
+    def run_as_nobody(self, roots, setup, scenario, top, wrote, why):
+        """setup as root, then scenario as uid/gid 65534, on both roots:
+        the transcripts and the trees below top must agree, and one of
+        the unprivileged writes must have returned `wrote`."""
+        logs = []
+        for r in roots:
+            D.run_scenario(r, setup)
+            logs.append(H.run_as(H.NOBODY, H.NOBODY, D.run_scenario, r,
+                                 scenario))
+        diff = D.transcript_diff(*logs)
+        if diff:
+            self.fail(f"{scenario.__name__} as uid 65534: {diff}")
+        writes = [out for what, out in logs[0] if what.startswith("pwrite")]
+        self.assertIn(wrote, writes, f"{why} {logs[0][:4]}")
+        diff = D.snapshot_diff(D.snapshot(os.path.join(roots[0], top)),
+                               D.snapshot(os.path.join(roots[1], top)))
+        if diff:
+            self.fail(f"trees differ after {scenario.__name__}:\n{diff}")
+
     def run_config(self, k, m, code):
         v = self.volume(k + m)
         self.mount(v, f"k={k},m={m},code={code}")
@@ -43,24 +62,16 @@ class DifferentialTest(H.MountedCase):
                 self.fail("trees differ:\n" + diff)
 
         with self.subTest(user="nobody"):
-            logs = []
-            for r in roots:
-                D.run_scenario(r, D.perm_setup)
-                logs.append(H.run_as(H.NOBODY, H.NOBODY, D.run_scenario, r,
-                                     D.perm_as_nobody))
-            diff = D.transcript_diff(*logs)
-            if diff:
-                self.fail("as uid 65534: " + diff)
             # both sides refusing everything would agree too: make sure the
             # unprivileged user got in at all
-            wrote = [out for what, out in logs[0] if what.startswith("pwrite")]
-            self.assertIn(("ok", 70000), wrote, "uid 65534 could not write in "
-                          "its own directory: is every directory above the "
-                          f"test tree searchable by others? {logs[0][:3]}")
-            diff = D.snapshot_diff(D.snapshot(roots[0] + "/perm"),
-                                   D.snapshot(roots[1] + "/perm"))
-            if diff:
-                self.fail("trees differ after the uid 65534 scenario:\n" + diff)
+            self.run_as_nobody(roots, D.perm_setup, D.perm_as_nobody, "perm",
+                               ("ok", 70000), "uid 65534 could not write in "
+                               "its own directory: is every directory above "
+                               "the test tree searchable by others?")
+        with self.subTest(user="nobody", check="ACLs"):
+            self.run_as_nobody(roots, D.acl_setup, D.acl_as_nobody, "aclp",
+                               ("ok", 1), "uid 65534 could not write through "
+                               "the ACL that lets it")
 
         with self.subTest(check="volume root hides .ecfs"):
             self.assertEqual(sorted(os.listdir(v.mnt)), ["work"])
