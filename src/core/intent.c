@@ -353,6 +353,7 @@ struct member_task {
 	uint8_t *buf;  /* begin: the record */
 	size_t len;
 	int op_rc;     /* end: the operation's result */
+	intent_first *first; /* begin: what to run after one member's copy */
 };
 
 struct member_job {
@@ -363,9 +364,12 @@ struct member_job {
 static void begin_member(void *arg)
 {
 	const struct member_job *j = arg;
+	intent_first *first = j->t->first;
 	int rc = write_copy(j->t->v, j->idx, j->t->it, j->t->buf, j->t->len);
 	if (rc < 0)
 		volume_member_error(j->t->v, j->idx, -rc, "writing an intent");
+	else if (first && first->idx == j->idx)
+		first->rc = first->fn(first->arg);
 }
 
 void intent_end_member(volume *v, const intent *it, int idx, int rc)
@@ -438,7 +442,14 @@ static void give_slot(int slot)
 
 int intent_begin(volume *v, const intent_args *a, intent **out)
 {
+	return intent_begin_first(v, a, out, NULL);
+}
+
+int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first)
+{
 	*out = NULL;
+	if (first)
+		first->rc = INTENT_NOT_RUN;
 	if (!volume_usable(v))
 		return -EIO;
 	intent *it = g_new0(intent, 1);
@@ -461,7 +472,7 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 		if (a->op == INTENT_RENAME && (a->flags & RENAME_EXCHANGE))
 			it->to_id[idx] = ident_of(v, idx, a->to, NULL);
 	}
-	struct member_task t = { .v = v, .it = it };
+	struct member_task t = { .v = v, .it = it, .first = first };
 	t.buf = encode(it, &t.len);
 	on_members(v, &t, begin_member);
 	g_free(t.buf);

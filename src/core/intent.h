@@ -27,6 +27,7 @@
 #ifndef ECFS_INTENT_H
 #define ECFS_INTENT_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -61,6 +62,22 @@ typedef struct intent_args {
  * when more than m members are failed.  A member that fails to take the
  * record is failed (volume_member_error). */
 int intent_begin(volume *v, const intent_args *a, intent **out);
+/* intent_begin, and on member first->idx, right after its own copy is
+ * durable and before the others' may be, first->fn(first->arg) on that
+ * member's I/O worker: the operation on the member that decides
+ * (mirror.c), which saves it a round of its own.  That member's part may
+ * then be done before the other members hold the record: it holds it
+ * durably itself, which is what a replay needs (docs/FORMAT.md section
+ * 8).  first->rc gets fn's result, or INTENT_NOT_RUN if the member failed
+ * first (its copy not written, or no answer within the timeout). */
+typedef struct intent_first {
+	int idx;
+	int (*fn)(void *arg);
+	void *arg;
+	int rc;
+} intent_first;
+#define INTENT_NOT_RUN INT_MIN
+int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first);
 /* Ends an intent after its operation returned rc: makes the operation
  * durable (fsync of the parent directories on each member, unless the
  * operation was refused) and removes the record; frees it.  While the

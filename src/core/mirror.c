@@ -83,15 +83,16 @@ static bool take_answer(struct member_run *r, int idx, int rc, bool *decided, in
 	return false;
 }
 
-/* Runs the operation on one member after the other until one decides;
- * returns the members that ran (ENOENT, then the decision). */
-static uint64_t find_primary(struct member_run *r, bool *decided, int *answer,
+/* Runs the operation on one member after the other from member `from`
+ * until one decides; returns the members that ran (ENOENT, then the
+ * decision). */
+static uint64_t find_primary(struct member_run *r, int from, bool *decided, int *answer,
                              const char *what)
 {
 	volume *v = r->v;
 	uint64_t ran = 0;
 
-	for (int idx = 0; !*decided && idx < volume_n(v); idx++) {
+	for (int idx = from; !*decided && idx < volume_n(v); idx++) {
 		if (!volume_member_ok(v, idx))
 			continue;
 		int rc = run_member(r, idx);
@@ -185,18 +186,36 @@ static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answe
 
 /* With a member timeout every member call is handed to its member's I/O
  * worker; one hand-off after the other costs a round trip per member.  So
- * the primary is asked first (a refusal leaves the others untouched), and
- * the other members' calls go out together, each followed on its worker
- * by the end of the intent there: one wait for all.  Without a timeout,
- * or on a worker already, the calls run inline one after the other,
- * which is faster still (docs/PERFORMANCE.md section 7). */
-static int apply_logged_parallel(struct member_run *r, intent *it, const char *what)
+ * the first member in service makes the call on its worker right after
+ * writing its copy of the intent (intent_begin_first), and decides unless
+ * it lacks the object (then the next ones are asked, one by one); a
+ * refusal leaves the others untouched.  Then the other members' calls go
+ * out together, each followed on its worker by the end of the intent
+ * there: two waits in all.  Without a timeout, or on a worker already,
+ * the calls run inline one after the other, which is faster still
+ * (docs/PERFORMANCE.md section 7). */
+static int apply_logged_parallel(struct member_run *r, const intent_args *a, const char *what)
 {
 	volume *v = r->v;
+	int first = 0;
+	while (first < volume_n(v) && !volume_member_ok(v, first))
+		first++;
+	struct member_run fr = *r;
+	fr.idx = first;
+	intent_first f = { .idx = first, .fn = member_run, .arg = &fr };
+	intent *it;
+	int rc = intent_begin_first(v, a, &it, &f);
+	if (rc < 0)
+		return rc;
+
 	bool decided = false;
 	int answer = -EIO;
-	uint64_t ran = find_primary(r, &decided, &answer, what);
-
+	uint64_t ran = 0;
+	if (f.rc != INTENT_NOT_RUN && !member_broke(v, first, f.rc, what)) {
+		ran = 1ull << first;
+		take_answer(r, first, f.rc, &decided, &answer, what);
+	}
+	ran |= find_primary(r, first + 1, &decided, &answer, what);
 	if (!decided || answer < 0 || !volume_usable(v)) {
 		answer = volume_usable(v) ? answer : -EIO;
 		intent_end(v, it, answer);
@@ -224,15 +243,15 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
                         void *arg, const char *what)
 {
+	if (memberio_timeout(volume_memberio(v)) && !memberio_on_worker()) {
+		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
+		                        .arg = arg };
+		return apply_logged_parallel(&r, a, what);
+	}
 	intent *it;
 	int rc = intent_begin(v, a, &it);
 	if (rc < 0)
 		return rc;
-	if (memberio_timeout(volume_memberio(v)) && !memberio_on_worker()) {
-		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
-		                        .arg = arg };
-		return apply_logged_parallel(&r, it, what);
-	}
 	rc = a->to ? mirror_apply2(v, a->from, a->to, fn2, arg, what)
 	           : mirror_apply(v, a->from, fn, arg, what);
 	intent_end(v, it, rc);

@@ -40,10 +40,11 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
 /* mirror_apply (fn) or, for rename and link, mirror_apply2 (fn2) of the
  * operation a describes, under an intent (intent.h): for the operations
  * whose partial state after a crash would hurt.  fn or fn2 gets arg.
- * With a member timeout the primary is asked first, then the other
- * members all at once, each on its I/O worker, where each also ends the
- * intent (intent_end_member): so fn and fn2 may run on several members
- * at the same time and must not change anything in arg. */
+ * With a member timeout the primary is asked first, as it writes its
+ * copy of the intent (intent_begin_first), then the other members all at
+ * once, each on its I/O worker, where each also ends the intent
+ * (intent_end_member): so fn and fn2 may run on several members at the
+ * same time and must not change anything in arg. */
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
                         void *arg, const char *what);
 /* Runs a read-only fn on the first healthy member that answers other than

@@ -614,7 +614,7 @@ static void close_left_open(const char *member_root)
 
 	assert_non_null(d);
 	while ((e = readdir(d))) {
-		char link[64], target[4096];
+		char link[300], target[4096];
 		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
 		if (n < 0)

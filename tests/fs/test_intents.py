@@ -270,6 +270,21 @@ class RecordTest(IntentCase):
         crash(v, "rename", "/a", "/b", done=[], recorded=[4, 5])
         self.check_after_crash(v, {"b": A})
 
+    def test_first_member_ahead_of_the_records(self):
+        # With a member timeout the first member applies the operation as
+        # soon as its own copy is synced: the crash came before the others
+        # had theirs.  Its copy is enough: the operation is done now.
+        v = self.build({"a": A, "b": B})
+        crash(v, "rename", "/a", "/b", done=[0], recorded=[0, 3])
+        self.check_after_crash(v, {"b": A})
+
+    def test_record_cleared_where_done(self):
+        # Each member clears its copy once its own part is durable: the
+        # crash came when members 0-2 had, and 3-5 had not started.
+        v = self.build({"a": A, "b": B, "c": C})
+        crash(v, "rename", "/a", "/b", done=[0, 1, 2], recorded=[3, 4, 5])
+        self.check_after_crash(v, {"b": A, "c": C})
+
     def test_torn_record(self):
         v = self.build({"a": A, "b": B})
         t = int(time.time() * 1e6)
