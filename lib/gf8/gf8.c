@@ -124,12 +124,12 @@ void gf8_pq_scalar(size_t off, size_t len, int k, const uint8_t *const *d,
 }
 
 static const gf8_kernel kernels[EC_SIMD_COUNT] = {
-	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar },
+	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4 },
 #if defined(__x86_64__) || defined(__i386__)
-	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3 },
-	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2 },
-	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512 },
-	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512 },
+	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3, 4 },
+	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2, 4 },
+	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512, 8 },
+	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512, 8 },
 #endif
 };
 
@@ -145,20 +145,18 @@ const gf8_kernel *gf8_kernel_current(void)
 
 /* Bytes of L1 we let one slice of inputs plus one output group occupy. */
 #define GF8_SLICE_BUDGET (24 * 1024)
-/* Outputs that every kernel can keep in registers at once. */
-#define GF8_GROUP 4
 
 void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
              const uint8_t *const *in, uint8_t *const *out, int accumulate)
 {
 	const gf8_kernel *kern = gf8_kernel_current();
 
-	if (nout <= GF8_GROUP) {
+	if (nout <= kern->group) {
 		/* One group: a single pass, nothing to re-read. */
 		kern->dot(0, len, k, nout, rows, in, out, accumulate);
 		return;
 	}
-	size_t slice = GF8_SLICE_BUDGET / (size_t)(k + GF8_GROUP);
+	size_t slice = GF8_SLICE_BUDGET / (size_t)(k + kern->group);
 
 	slice = slice < 256 ? 256 : slice & ~(size_t)63;
 	for (size_t off = 0; off < len; off += slice) {

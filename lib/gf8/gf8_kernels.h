@@ -47,6 +47,9 @@ typedef struct gf8_kernel {
 	const char *name;
 	gf8_dot_fn *dot;
 	gf8_pq_fn *pq;
+	/* Outputs dot computes in one walk of the inputs: gf8_dot cuts a
+	 * region into L1-sized slices only for more outputs than that. */
+	int group;
 } gf8_kernel;
 
 /* Fills the nibble table (64 bytes) and affine matrix of coefficient c. */
