@@ -79,9 +79,14 @@ static int detect_best(void)
 }
 #endif
 
+/* current_level before detection: ec_simd_level() then detects first. */
+#define LEVEL_UNSET (-2)
+
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int best_level;
-static int current_level; /* -1: EC_SIMD named something we cannot run */
+/* -1: EC_SIMD named something we cannot run.  Read on every coding call,
+ * so the usual read is one atomic load, not pthread_once. */
+static int current_level = LEVEL_UNSET;
 
 int ec_simd_from_name(const char *name)
 {
@@ -99,14 +104,16 @@ const char *const *ec_simd_names(void)
 static void detect(void)
 {
 	const char *env = getenv("EC_SIMD");
+	int level;
 
 	best_level = detect_best();
-	current_level = best_level;
+	level = best_level;
 	if (env && *env) {
 		int l = ec_simd_from_name(env);
 
-		current_level = (l >= 0 && l <= best_level) ? l : -1;
+		level = (l >= 0 && l <= best_level) ? l : -1;
 	}
+	__atomic_store_n(&current_level, level, __ATOMIC_RELEASE);
 }
 
 int ec_cpu_supports(ec_simd level)
@@ -119,6 +126,10 @@ int ec_cpu_supports(ec_simd level)
 
 int ec_simd_level(void)
 {
+	int level = __atomic_load_n(&current_level, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(level != LEVEL_UNSET, 1))
+		return level;
 	pthread_once(&detect_once, detect);
 	return __atomic_load_n(&current_level, __ATOMIC_ACQUIRE);
 }

@@ -122,6 +122,7 @@ int ec_create(const ec_params *params, ec_code **out)
 		free(code);
 		return rc;
 	}
+	code->align = fam->block_align(code);
 	*out = code;
 	return 0;
 }
@@ -141,14 +142,17 @@ const ec_params *ec_get_params(const ec_code *code)
 
 size_t ec_block_align(const ec_code *code)
 {
-	return code ? code->family->block_align(code) : 0;
+	return code ? code->align : 0;
 }
 
 static int check_len(const ec_code *code, size_t len)
 {
-	size_t align = code->family->block_align(code);
+	size_t align = code->align;
 
-	if (len == 0 || align == 0 || len % align != 0)
+	if (len == 0 || align == 0)
+		return EC_ELENGTH;
+	/* Every GF(2^w) code aligns to a power of two: no division. */
+	if ((align & (align - 1)) == 0 ? (len & (align - 1)) != 0 : len % align != 0)
 		return EC_ELENGTH;
 	return 0;
 }
@@ -184,7 +188,52 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-#define STACK_ERASED 256
+/* The checks of ec_decode for a stripe of at most 64 blocks, with a bit
+ * per block: each erasure in range and listed once, every other block
+ * present; then the erasures, sorted, into sorted.  0 or EC_E*. */
+static int check_erased64(uint8_t *const *blocks, const int *erased,
+                          int n_erased, int n, int *sorted)
+{
+	uint64_t set = 0;
+
+	for (int i = 0; i < n_erased; i++) {
+		uint64_t bit = (uint64_t)1 << (erased[i] & 63);
+
+		if (erased[i] < 0 || erased[i] >= n || (set & bit))
+			return EC_EERASURE;
+		set |= bit;
+	}
+	for (int b = 0; b < n; b++)
+		if (!blocks[b] && !((set >> b) & 1))
+			return EC_ENULL;
+	for (int i = 0; set; i++, set &= set - 1)
+		sorted[i] = __builtin_ctzll(set);
+	return 0;
+}
+
+/* The same for any stripe: sorts a copy (sorted holds n_erased ints). */
+static int check_erased(uint8_t *const *blocks, const int *erased,
+                        int n_erased, int n, int *sorted)
+{
+	for (int i = 0; i < n_erased; i++)
+		if (erased[i] < 0 || erased[i] >= n)
+			return EC_EERASURE;
+	memcpy(sorted, erased, (size_t)n_erased * sizeof(*sorted));
+	qsort(sorted, (size_t)n_erased, sizeof(*sorted), cmp_int);
+	for (int i = 1; i < n_erased; i++)
+		if (sorted[i] == sorted[i - 1])
+			return EC_EERASURE;
+	/* Every surviving block is read: it must be there. */
+	for (int b = 0, e = 0; b < n; b++) {
+		if (e < n_erased && sorted[e] == b)
+			e++;
+		else if (!blocks[b])
+			return EC_ENULL;
+	}
+	return 0;
+}
+
+#define STACK_ERASED 64
 
 int ec_decode(const ec_code *code, uint8_t *const *blocks, const int *erased,
               int n_erased, size_t len)
@@ -207,39 +256,12 @@ int ec_decode(const ec_code *code, uint8_t *const *blocks, const int *erased,
 		return EC_ENULL;
 	if ((rc = check_len(code, len)))
 		return rc;
-	for (int i = 0; i < n_erased; i++)
-		if (erased[i] < 0 || erased[i] >= n)
-			return EC_EERASURE;
-	if (n_erased > STACK_ERASED) {
-		sorted = malloc((size_t)n_erased * sizeof(*sorted));
-		if (!sorted)
-			return EC_ENOMEM;
-	}
-	if (n_erased > 0)
-		memcpy(sorted, erased, (size_t)n_erased * sizeof(*sorted));
-	/* Insertion sort for the usual handful, qsort beyond. */
-	if (n_erased <= 16) {
-		for (int i = 1; i < n_erased; i++) {
-			int v = sorted[i], j = i;
-
-			for (; j > 0 && sorted[j - 1] > v; j--)
-				sorted[j] = sorted[j - 1];
-			sorted[j] = v;
-		}
-	} else {
-		qsort(sorted, (size_t)n_erased, sizeof(*sorted), cmp_int);
-	}
-	rc = 0;
-	for (int i = 1; i < n_erased && rc == 0; i++)
-		if (sorted[i] == sorted[i - 1])
-			rc = EC_EERASURE;
-	/* Every surviving block is read: it must be there. */
-	for (int b = 0, e = 0; b < n && rc == 0; b++) {
-		if (e < n_erased && sorted[e] == b)
-			e++;
-		else if (!blocks[b])
-			rc = EC_ENULL;
-	}
+	if (n <= 64)
+		rc = check_erased64(blocks, erased, n_erased, n, sorted);
+	else if (n_erased > STACK_ERASED && !(sorted = malloc((size_t)n_erased * sizeof(*sorted))))
+		return EC_ENOMEM;
+	else
+		rc = check_erased(blocks, erased, n_erased, n, sorted);
 	if (rc == 0 && n_erased > 0)
 		rc = code->family->decode(code, blocks, sorted, n_erased, len);
 	if (sorted != stack)

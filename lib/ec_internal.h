@@ -41,7 +41,8 @@ typedef struct ec_family {
 struct ec_code {
 	ec_params params;
 	const ec_family *family;
-	void *priv; /* family state: generator, schedules, decode cache */
+	size_t align; /* family->block_align, kept: every call checks it */
+	void *priv;   /* family state: generator, schedules, decode cache */
 };
 
 /* registry.c: the family for a kind, or for a name, or NULL. */

@@ -19,7 +19,8 @@
  *    scalar kernel's byte for byte;
  *  - parity against an independent reference (coefficients times data with
  *    a bitwise multiply), and rs-cauchy's coefficients against 1/((k+i)^j);
- *  - ec_update against re-encoding; concurrent decoders sharing one code.
+ *  - ec_update against re-encoding; concurrent decoders sharing one code;
+ *    the patterns a thread keeps, across destroyed and live codes.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -483,6 +484,43 @@ static void test_concurrent_decode(void **state)
 	ec_destroy(code);
 }
 
+/* Each thread keeps the patterns it decoded with last: a code created
+ * where a destroyed one was (same kind of stripe, other coefficients) must
+ * not get the old one's tables, and cycling through more patterns and codes
+ * than a thread keeps must stay right. */
+static void test_thread_patterns(void **state)
+{
+	(void)state;
+	static const int pats[3][2] = { { 0, 1 }, { 4, 2 }, { 7, 3 } };
+	ec_kind kinds[2] = { EC_RS_CAUCHY, EC_RS_VANDERMONDE };
+	blockset b[3];
+	ec_code *codes[3];
+
+	for (int round = 0; round < 4; round++) {
+		ec_code *code = make_code(kinds[round & 1], 6, 2, 8);
+
+		blockset_init(&b[0], 8, 1000);
+		fill_and_encode(code, &b[0]);
+		decode_check(code, &b[0], pats[0], 2, ~0u);
+		decode_check(code, &b[0], pats[1], 2, ~0u);
+		blockset_free(&b[0]);
+		ec_destroy(code);
+	}
+	for (int c = 0; c < 3; c++) {
+		codes[c] = make_code(kinds[c & 1], 6, 2, 8);
+		blockset_init(&b[c], 8, 333 + (size_t)c);
+		fill_and_encode(codes[c], &b[c]);
+	}
+	for (int it = 0; it < 20; it++)
+		for (int c = 0; c < 3; c++)
+			decode_check(codes[c], &b[c], pats[(it + c) % 3], 1 + (it & 1),
+			             it % 3 ? ~0u : 1u);
+	for (int c = 0; c < 3; c++) {
+		blockset_free(&b[c]);
+		ec_destroy(codes[c]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_raid6_pq),
 		cmocka_unit_test(test_rs_wide),
 		cmocka_unit_test(test_concurrent_decode),
+		cmocka_unit_test(test_thread_patterns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
