@@ -5,16 +5,18 @@
  * Multiplication by a constant uses the split 4-bit tables and vpshufb.  The
  * tables are stored pre-broadcast to both 128-bit lanes (gf8_kernels.h), so
  * each (input, output) pair costs two plain loads and, per 32 bytes, two
- * vpshufb: no lane shuffles (ISA-L's AVX2 kernels spend two vperm2i128 per
- * pair on that).  Each pass walks all k inputs and keeps a group of outputs
- * in registers: up to three outputs 64 bytes (two ymm each) per step, so a
- * table is loaded once per 64 bytes, or exactly four outputs 32 bytes per
- * step (see dot_group4x32).  m = 4 is thus one pass over the data, m = 6
- * two passes over an L1-sized slice (gf8_dot).
+ * vpshufb: no lane shuffles (ISA-L 2.30's AVX2 kernels spent two vperm2i128
+ * per pair on that; 2.32.1 broadcasts from memory, as a load).  Each pass
+ * walks all k inputs and keeps a group of outputs in registers: up to three
+ * outputs 64 bytes (two ymm each) per step, so a table is loaded once per
+ * 64 bytes, or exactly four outputs 32 bytes per step (see dot_group4x32).
+ * m = 4 is thus one pass over the data, m = 6 two passes over an L1-sized
+ * slice (gf8_dot); measured, these beat 2+2, 3+1, 4+2 and 2+2+2 passes.
  *
- * Measured here the loop is bound by instruction throughput (two vpshufb,
- * two vpxor and the table loads per 32 bytes per pair), about 1.3-1.5x
- * ISA-L's rate, not by the shuffle port alone.
+ * The loop is bound by its loads as much as by the shuffles: on the AMD
+ * Zen 4 measured (AVX2 forced), keeping each table in a register for both
+ * of its uses (IN_REG) made m <= 3 10-15% faster, 1.1-1.2x ISA-L 2.32.1's
+ * AVX2 kernel; m = 4 and 6 run at 0.92-1.0x of it.
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include "gf8_kernels.h"
@@ -24,19 +26,37 @@
 #define AVX2 __attribute__((target("avx2")))
 #define INLINE_AVX2 __attribute__((target("avx2"), always_inline)) static inline
 
+/* Keeps v in a register.  vpshufb takes only its index from memory, so a
+ * table must be loaded into a register; left to itself the compiler loads
+ * it again for its second use, and with two outputs the loads (two of
+ * data and eight of tables per input and 64 bytes, against the six
+ * needed) then bound the loop, not the shuffles. */
+#define IN_REG(v) __asm__("" : "+x"(v))
+
 /* The product of 64 input bytes (split into nibbles l0/h0, l1/h1) with
  * the coefficient whose broadcast tables are at t. */
 #define MUL64(t, r0, r1)                                                      \
 	do {                                                                   \
 		__m256i tl_ = _mm256_load_si256((const __m256i *)(t));         \
 		__m256i th_ = _mm256_load_si256((const __m256i *)(t) + 1);     \
+		IN_REG(tl_);                                                   \
+		IN_REG(th_);                                                   \
 		r0 = _mm256_xor_si256(_mm256_shuffle_epi8(tl_, l0),            \
 		                      _mm256_shuffle_epi8(th_, h0));           \
 		r1 = _mm256_xor_si256(_mm256_shuffle_epi8(tl_, l1),            \
 		                      _mm256_shuffle_epi8(th_, h1));           \
 	} while (0)
 
-/* One group of n (1..4, a compile-time constant after inlining) outputs. */
+/* Splits the 64 bytes at s into low (l0, l1) and high (h0, h1) nibbles. */
+#define SPLIT64(s)                                                             \
+	__m256i d0 = _mm256_loadu_si256((const __m256i *)(s));                 \
+	__m256i d1 = _mm256_loadu_si256((const __m256i *)(s) + 1);             \
+	__m256i l0 = _mm256_and_si256(d0, mask);                               \
+	__m256i l1 = _mm256_and_si256(d1, mask);                               \
+	__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);         \
+	__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(d1, 4), mask)
+
+/* One group of n (1..3, a compile-time constant after inlining) outputs. */
 INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
                            const gf8_row *rows, const uint8_t *const *in,
                            uint8_t *const *out, int accumulate)
@@ -50,26 +70,15 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
 	for (; pos + 64 <= end; pos += 64) {
 		__m256i a0[4], a1[4];
 
-		/* The first input initialises the accumulators (zeroing them
-		 * first costs nothing: a zero idiom never reaches a pipe). */
-		_Pragma("GCC unroll 8")
-		for (int r = 0; r < n; r++)
-			a0[r] = a1[r] = _mm256_setzero_si256();
-		for (int i = 0; i < k; i++) {
-			const uint8_t *s = in[i] + pos;
-			__m256i d0 = _mm256_loadu_si256((const __m256i *)s);
-			__m256i d1 = _mm256_loadu_si256((const __m256i *)(s + 32));
-			__m256i l0 = _mm256_and_si256(d0, mask);
-			__m256i l1 = _mm256_and_si256(d1, mask);
-			__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);
-			__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(d1, 4), mask);
-
-			if (i == 0) {
-				_Pragma("GCC unroll 8")
-				for (int r = 0; r < n; r++)
-					MUL64(tab[r], a0[r], a1[r]);
-				continue;
-			}
+		{
+			/* The first input sets the accumulators. */
+			SPLIT64(in[0] + pos);
+			_Pragma("GCC unroll 8")
+			for (int r = 0; r < n; r++)
+				MUL64(tab[r], a0[r], a1[r]);
+		}
+		for (int i = 1; i < k; i++) {
+			SPLIT64(in[i] + pos);
 			_Pragma("GCC unroll 8")
 			for (int r = 0; r < n; r++) {
 				__m256i p0, p1;
