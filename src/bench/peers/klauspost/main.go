@@ -116,8 +116,17 @@ type cell struct {
 	lost        [][]byte // the erased data shards as encoded
 }
 
+// avx2Only turns off the library's AVX-512 and GFNI kernels (-simd avx2),
+// so that a CPU with them can stand in for one with AVX2 alone.
+var avx2Only bool
+
 func newCell(k, m, strip int, seed int64) (*cell, error) {
-	enc, err := reedsolomon.New(k, m, reedsolomon.WithMaxGoroutines(1))
+	opts := []reedsolomon.Option{reedsolomon.WithMaxGoroutines(1)}
+	if avx2Only {
+		opts = append(opts, reedsolomon.WithAVX512(false), reedsolomon.WithGFNI(false),
+			reedsolomon.WithAVXGFNI(false))
+	}
+	enc, err := reedsolomon.New(k, m, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +178,8 @@ func (c *cell) check() error {
 // this CPU (its own rule, options.go of v1.14.2), best first.
 func kernel() string {
 	switch {
+	case avx2Only && cpuid.CPU.Supports(cpuid.AVX2):
+		return "avx2"
 	case cpuid.CPU.Supports(cpuid.AVX512F, cpuid.GFNI, cpuid.AVX512DQ):
 		return "avx512+gfni"
 	case cpuid.CPU.Supports(cpuid.AVX, cpuid.GFNI):
@@ -260,7 +271,16 @@ func main() {
 	rounds := flag.Int("rounds", 5, "slices per job, the best reported")
 	strips := flag.String("strip", "4K,64K,1M", "strip sizes, K/M suffixes")
 	version := flag.Bool("version", false, "print the library version and kernel")
+	simd := flag.String("simd", "", "'avx2': leave the AVX-512 and GFNI kernels out")
 	flag.Parse()
+	switch *simd {
+	case "":
+	case "avx2":
+		avx2Only = true
+	default:
+		fmt.Fprintln(os.Stderr, "ecfs-peer-klauspost: -simd takes only avx2")
+		os.Exit(2)
+	}
 	if *version {
 		fmt.Printf("klauspost/reedsolomon %s, kernel %s, %s\n", libVersion(), kernel(), runtime.Version())
 		return
