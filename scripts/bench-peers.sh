@@ -9,6 +9,11 @@
 #                                            (or a bare repository, or the
 #                                            tree of v2.32.1); or ISAL_SRC=...
 #   BENCH_RUNS=3 scripts/bench-peers.sh ...  runs per coder (default 2)
+#   BENCH_SIMD=avx2 scripts/bench-peers.sh ... every coder on AVX2 alone (libec
+#                                            EC_SIMD=avx2, ISA-L's AVX2 kernel
+#                                            called directly, klauspost -simd
+#                                            avx2): a CPU with AVX-512 and GFNI
+#                                            standing in for one without
 #
 # What it does, each step skipped when its result is already there:
 #   1. builds ISA-L v2.32.1 (autotools and nasm; installed with apt-get when
@@ -33,6 +38,11 @@ build=${PEERS_BUILD_DIR:-build-peers}
 case $build in /*) ;; *) build=$root/$build ;; esac
 gobin=${PEERS_GO_BIN:-/tmp/ecfs-peer-klauspost}
 runs=${BENCH_RUNS:-2}
+simd=${BENCH_SIMD:-}
+case $simd in
+"" | avx2) ;;
+*) printf 'bench-peers: BENCH_SIMD takes only avx2\n' >&2; exit 2 ;;
+esac
 
 die() { printf 'bench-peers: %s\n' "$*" >&2; exit 1; }
 say() { printf 'bench-peers: %s\n' "$*" >&2; }
@@ -118,7 +128,9 @@ has() { case " $flags " in *" $1 "*) echo yes ;; *) echo no ;; esac; }
 # ISA-L's dispatcher picks its kernel at the first call; a breakpoint on
 # the AVX-512 GFNI one tells whether this CPU gets it.
 isal_gfni="not checked (no gdb)"
-if command -v gdb >/dev/null; then
+if [ -n "$simd" ]; then
+	isal_gfni="ec_encode_data_avx2, called directly"
+elif command -v gdb >/dev/null; then
 	if gdb -batch -nx -ex 'set breakpoint pending on' -ex 'break ec_encode_data_avx512_gfni' \
 		-ex run -ex 'info symbol $pc' --args "$bench" -k 6 -m 2 --strip 4K --encode \
 		--peers isal --no-baselines --seconds 0.01 --rounds 1 2>/dev/null |
@@ -135,14 +147,21 @@ trap 'exit 130' INT TERM
 echo "CPU: $cpu_model; AVX2 $(has avx2), AVX-512 (F/BW/VL) $(has avx512f)/$(has avx512bw)/$(has avx512vl), GFNI $(has gfni), $(nproc) CPUs"
 echo "libec: $("$bench" --version | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
 echo "ISA-L: $(PKG_CONFIG_PATH=$pc pkg-config --modversion libisal) from $lib; ec_encode_data kernel: $isal_gfni"
-echo "klauspost: $("$gobin" -version)"
+echo "klauspost: $("$gobin" ${simd:+-simd "$simd"} -version)"
+[ -z "$simd" ] || echo "every coder on AVX2 alone (BENCH_SIMD=avx2)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$runs"); do
 	say "run $r of $runs: ecfs-bench --grid"
-	"$bench" --grid --csv --peers isal --no-baselines >"$work/ecfs.$r.csv" ||
-		die "ecfs-bench failed"
+	if [ -n "$simd" ]; then
+		EC_SIMD=avx2 ECFS_BENCH_ISAL_KERNEL=avx2 "$bench" --grid --csv --peers isal \
+			--no-baselines >"$work/ecfs.$r.csv" || die "ecfs-bench failed"
+	else
+		"$bench" --grid --csv --peers isal --no-baselines >"$work/ecfs.$r.csv" ||
+			die "ecfs-bench failed"
+	fi
 	say "run $r of $runs: klauspost"
-	"$gobin" >"$work/klauspost.$r.csv" || die "the klauspost harness failed"
+	"$gobin" ${simd:+-simd "$simd"} >"$work/klauspost.$r.csv" ||
+		die "the klauspost harness failed"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

@@ -7,9 +7,16 @@
  * that produce the erased blocks into tables once, then each timed call is
  * one ec_encode_data over the survivors.  That matches libec, which caches
  * its decoding matrix per pattern, so neither side pays setup per call.
+ *
+ * ECFS_BENCH_ISAL_KERNEL=avx2 calls ISA-L's AVX2 kernel (and its plain
+ * table builder) directly instead of its dispatcher, so that a CPU with
+ * AVX-512 and GFNI can stand in for one with AVX2 alone, beside libec's
+ * EC_SIMD=avx2.  The two are looked up at run time: not every release
+ * exports them.
  */
 #include "bench_coders.h"
 
+#include <dlfcn.h>
 #include <isa-l/erasure_code.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,12 +33,45 @@ typedef struct isal_coder {
 	unsigned char **dec_dst;   /* n_erased outputs: cell->rebuilt */
 } isal_coder;
 
+typedef void isal_tables_fn(int k, int rows, unsigned char *a, unsigned char *tables);
+typedef void isal_code_fn(int len, int k, int rows, unsigned char *tables,
+                          unsigned char **data, unsigned char **coding);
+
+/* ISA-L's dispatcher, or the kernel ECFS_BENCH_ISAL_KERNEL names. */
+static isal_tables_fn *isal_init_tables = ec_init_tables;
+static isal_code_fn *isal_encode_data = ec_encode_data;
+
+static int pick_kernel(char *err, size_t errlen)
+{
+	const char *want = getenv("ECFS_BENCH_ISAL_KERNEL");
+	void *tables, *code;
+
+	if (!want || !*want)
+		return 0;
+	if (strcmp(want, "avx2") != 0) {
+		snprintf(err, errlen, "ECFS_BENCH_ISAL_KERNEL=%s: only avx2 is known", want);
+		return -1;
+	}
+	tables = dlsym(RTLD_DEFAULT, "ec_init_tables_base");
+	code = dlsym(RTLD_DEFAULT, "ec_encode_data_avx2");
+	if (!tables || !code || !__builtin_cpu_supports("avx2")) {
+		snprintf(err, errlen, "ECFS_BENCH_ISAL_KERNEL=avx2: %s",
+		         tables && code ? "this CPU has no AVX2"
+		                        : "this ISA-L exports no ec_init_tables_base or "
+		                          "ec_encode_data_avx2");
+		return -1;
+	}
+	isal_init_tables = (isal_tables_fn *)tables;
+	isal_encode_data = (isal_code_fn *)code;
+	return 0;
+}
+
 static void isal_encode(void *self)
 {
 	isal_coder *c = self;
 	bench_cell *cell = c->base.cell;
 
-	ec_encode_data((int)cell->len, c->k, c->m, c->enc_tables, cell->data, c->base.parity);
+	isal_encode_data((int)cell->len, c->k, c->m, c->enc_tables, cell->data, c->base.parity);
 }
 
 static void isal_decode(void *self)
@@ -39,8 +79,8 @@ static void isal_decode(void *self)
 	isal_coder *c = self;
 	bench_cell *cell = c->base.cell;
 
-	ec_encode_data((int)cell->len, c->k, cell->n_erased, c->dec_tables, c->dec_src,
-	               c->dec_dst);
+	isal_encode_data((int)cell->len, c->k, cell->n_erased, c->dec_tables, c->dec_src,
+	                 c->dec_dst);
 }
 
 static void isal_destroy(bench_coder *base)
@@ -142,7 +182,7 @@ static int build_decoder(isal_coder *c, char *err, size_t errlen)
 			row[col] = s;
 		}
 	}
-	ec_init_tables(k, n_erased, rows, c->dec_tables);
+	isal_init_tables(k, n_erased, rows, c->dec_tables);
 	for (int e = 0; e < n_erased; e++)
 		c->dec_dst[e] = cell->rebuilt[e];
 	rc = 0;
@@ -164,6 +204,8 @@ int bench_isal_new(bench_cell *cell, bench_coder **out, char *err, size_t errlen
 		snprintf(err, errlen, "ISA-L: block or stripe too large");
 		return 1;
 	}
+	if (pick_kernel(err, errlen) < 0)
+		return -1;
 	isal_coder *c = calloc(1, sizeof(*c));
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
@@ -196,7 +238,7 @@ int bench_isal_new(bench_cell *cell, bench_coder **out, char *err, size_t errlen
 		isal_destroy(&c->base);
 		return -1;
 	}
-	ec_init_tables(k, m, c->gen + k * k, c->enc_tables);
+	isal_init_tables(k, m, c->gen + k * k, c->enc_tables);
 	if (build_decoder(c, err, errlen) < 0) {
 		isal_destroy(&c->base);
 		return -1;

@@ -71,7 +71,8 @@ static void print_usage(FILE *out)
 	        "Codes:");
 	for (size_t i = 0; i < sizeof(all_kinds) / sizeof(all_kinds[0]); i++)
 		fprintf(out, " %s", ec_kind_name(all_kinds[i]));
-	fprintf(out, "\nEnvironment: EC_SIMD forces libec's kernel (scalar, ssse3, avx2, avx512, gfni).\n"
+	fprintf(out, "\nEnvironment: EC_SIMD forces libec's kernel (scalar, ssse3, avx2, avx512, gfni);\n"
+	             "ECFS_BENCH_ISAL_KERNEL=avx2 calls ISA-L's AVX2 kernel directly.\n"
 	             "See ecfs-bench(1).\n");
 }
 
