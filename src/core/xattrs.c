@@ -26,6 +26,7 @@
 #include "memberops.h"
 #include "mirror.h"
 #include "space.h"
+#include "volume_internal.h"
 
 static bool has_prefix(const char *s, const char *prefix)
 {
@@ -41,12 +42,91 @@ bool xattrs_name_kept(const char *name)
 {
 	if (has_prefix(name, "user."))
 		return !has_prefix(name, XATTRS_ECFS_PREFIX);
-	/* The kernel asks for security.capability before every write: it
-	 * is not kept yet, and that answer never touches a member. */
-	if (strcmp(name, "security.capability") == 0)
-		return false;
 	return xattrs_is_acl(name) || has_prefix(name, "security.") ||
 	       has_prefix(name, "trusted.");
+}
+
+/* ---- file capabilities ----
+ *
+ * The kernel asks for security.capability before every write (to remove
+ * it), and a member read there would double the cost of small writes.
+ * So the first capability set on a volume leaves the empty file
+ * .ecfs/capabilities on every member, synced before the attribute is
+ * set; while no member holds it, the answer is "none" without a member
+ * read.  Once a mount finds it, it puts it back on members that lack it
+ * (replaced and rebuilt since). */
+
+enum { CAPS_UNKNOWN, CAPS_NONE, CAPS_SET };
+
+struct caps_run {
+	volume *v;
+	int mb;
+	bool make;
+};
+
+static int caps_member(void *arg)
+{
+	const struct caps_run *r = arg;
+	int meta = volume_meta_fd(r->v, r->mb);
+	if (!r->make) {
+		struct stat st;
+		return MIO_CALL(fstatat(meta, XATTRS_CAPS_MARKER, &st, AT_SYMLINK_NOFOLLOW)) < 0
+		       ? -errno : 0;
+	}
+	int fd = mop_openat(r->v, r->mb, meta, XATTRS_CAPS_MARKER,
+	                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fd;
+	MIO_CALL(close(fd));
+	return mop_fsync(r->v, r->mb, meta, false);
+}
+
+/* The marker on every member in service (make), or whether one holds it:
+ * 0, -ENOENT, or the first error of a member that stays in service. */
+static int caps_marker(volume *v, bool make)
+{
+	int err = 0;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (!volume_member_ok(v, mb))
+			continue;
+		struct caps_run r = { v, mb, make };
+		int rc = volume_on_member(v, mb, caps_member, &r);
+		if (rc == 0 && !make)
+			return 0;
+		if (rc < 0 && (make || rc != -ENOENT) &&
+		    !volume_member_error(v, mb, -rc, "file capabilities marker") && !err)
+			err = rc;
+	}
+	if (!volume_usable(v))
+		return -EIO;
+	return err ? err : make ? 0 : -ENOENT;
+}
+
+/* False only if no capability was ever set on the volume. */
+static bool caps_set(volume *v)
+{
+	int *state = volume_caps_state(v);
+	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	if (s != CAPS_UNKNOWN)
+		return s == CAPS_SET;
+	int rc = caps_marker(v, false);
+	if (rc == 0)
+		caps_marker(v, true);
+	if (rc == 0 || rc == -ENOENT)
+		__atomic_store_n(state, rc == 0 ? CAPS_SET : CAPS_NONE, __ATOMIC_RELEASE);
+	return rc != -ENOENT; /* unsure: ask the members */
+}
+
+/* Before a capability is set: the marker, durably, on every member. */
+static int caps_mark(volume *v)
+{
+	int *state = volume_caps_state(v);
+	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == CAPS_SET)
+		return 0;
+	int rc = caps_marker(v, true);
+	if (rc == 0)
+		__atomic_store_n(state, CAPS_SET, __ATOMIC_RELEASE);
+	return rc;
 }
 
 /* The object (dirfd, leaf) as a path the *xattr() calls take. */
@@ -110,6 +190,8 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -EPERM : -EOPNOTSUPP;
 	int rc = volume_claim_space(v, SPACE_ENTRY_COST + size);
+	if (rc == 0 && strcmp(name, XATTRS_CAPABILITY) == 0)
+		rc = caps_mark(v);
 	if (rc < 0)
 		return rc;
 	struct set_args x = { v, name, value, size, flags };
@@ -165,8 +247,9 @@ static int get_member(int member, int dirfd, const char *leaf, void *arg)
 int xattrs_get(volume *v, const char *path, const char *name, void *value, size_t size)
 {
 	if (!xattrs_name_kept(name))
-		return has_prefix(name, XATTRS_ECFS_PREFIX) || has_prefix(name, "security.")
-		       ? -ENODATA : -EOPNOTSUPP;
+		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -ENODATA : -EOPNOTSUPP;
+	if (strcmp(name, XATTRS_CAPABILITY) == 0 && !caps_set(v))
+		return -ENODATA;
 	struct get_args x = { name, value, size };
 	int rc = mirror_query(v, path, get_member, &x, "getxattr");
 	/* A member that keeps no xattrs holds no ACL: an error here would

@@ -14,7 +14,9 @@
  *     keeps the mode and the ACL in step (chmod changes the mask, setting
  *     an access ACL the mode) and applies a directory's default ACL to
  *     what is created in it;
- *   - security.* (whatever the member supports) but security.capability;
+ *   - security.* (security.capability, and whatever the member supports;
+ *     a capability is read from a member only on volumes where one was
+ *     ever set, XATTRS_CAPS_MARKER, as the kernel asks before each write);
  *   - trusted.*, listed to privileged callers only (as local filesystems
  *     list them).
  * Other names get EOPNOTSUPP, as on a local filesystem; so does every
@@ -41,6 +43,9 @@
 #define XATTRS_ECFS_PREFIX "user.ecfs."
 #define XATTRS_ACL_ACCESS "system.posix_acl_access"
 #define XATTRS_ACL_DEFAULT "system.posix_acl_default"
+#define XATTRS_CAPABILITY "security.capability"
+/* In each member's .ecfs: file capabilities were set on this volume. */
+#define XATTRS_CAPS_MARKER "capabilities"
 
 /* True for the names of the POSIX ACLs. */
 bool xattrs_is_acl(const char *name);

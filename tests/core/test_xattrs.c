@@ -6,7 +6,8 @@
  * which names are kept (user.ecfs.* never, trusted.* listed to the
  * privileged only, unknown namespaces refused); POSIX ACLs stored as the
  * members' own, with the mode kept in step and a directory's default ACL
- * deciding whether the umask applies; a name longer than NAME_MAX is
+ * deciding whether the umask applies; file capabilities, read from a
+ * member only on volumes where one was set; a name longer than NAME_MAX is
  * ENAMETOOLONG before a member is asked; and the member-side reading and
  * writing ecfs-fsck repairs with.
  */
@@ -145,10 +146,6 @@ static void test_which_names_are_kept(void **state)
 	assert_true(xattrs_name_kept("user.x") && xattrs_name_kept(XATTRS_ACL_ACCESS) &&
 	            xattrs_name_kept("security.x") && xattrs_name_kept("trusted.x"));
 	assert_false(xattrs_name_kept("user.ecfs.health") || xattrs_name_kept("system.x"));
-	/* asked before every write: answered without a member */
-	assert_false(xattrs_name_kept("security.capability"));
-	assert_int_equal(xattrs_get(fx->v, "/d", "security.capability", NULL, 0), -ENODATA);
-	assert_int_equal(xattrs_set(fx->v, "/d", "security.capability", "x", 1, 0), -EOPNOTSUPP);
 }
 
 /* A member that lost the object does not answer for it: the next does. */
@@ -191,6 +188,57 @@ static void test_name_too_long(void **state)
 		assert_int_equal(volume_parent_fd(fx->v, mb, path, &leaf), -ENAMETOOLONG);
 		assert_true(volume_member_ok(fx->v, mb));
 	}
+}
+
+/* ---- file capabilities ---- */
+
+static bool marker_on(fixture *fx, int mb)
+{
+	char *p = g_strdup_printf("%s/.ecfs/" XATTRS_CAPS_MARKER, fx->mb.path[mb]);
+	struct stat st;
+	bool on = lstat(p, &st) == 0;
+	g_free(p);
+	return on;
+}
+
+/* security.capability is asked for before every write: read from a
+ * member only once one was set on the volume (the marker). */
+static void test_capabilities(void **state)
+{
+	fixture *fx = *state;
+	/* version 2, effective, CAP_NET_BIND_SERVICE permitted */
+	const uint8_t cap[20] = { 0x01, 0, 0, 0x02, 0, 0x04 };
+	uint8_t got[32];
+
+	if (geteuid() != 0)
+		fail_msg("this test sets file capabilities: run it as root");
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/f", "");
+	char *p0 = member_path(&fx->mb, 0, "/f");
+	assert_int_equal(lsetxattr(p0, XATTRS_CAPABILITY, cap, sizeof(cap), 0), 0);
+	/* set behind ecfs's back, on a volume without the marker: not seen */
+	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)), -ENODATA);
+	assert_int_equal(lremovexattr(p0, XATTRS_CAPABILITY), 0);
+	assert_int_equal(xattrs_set(fx->v, "/f", XATTRS_CAPABILITY, cap, sizeof(cap), 0), 0);
+	for (int mb = 0; mb < N; mb++)
+		assert_true(marker_on(fx, mb));
+	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)),
+	                 (int)sizeof(cap));
+	assert_memory_equal(got, cap, sizeof(cap));
+	/* a member that lost the marker (rebuilt) gets it back at a mount */
+	char *m0 = g_strdup_printf("%s/.ecfs/" XATTRS_CAPS_MARKER, fx->mb.path[0]);
+	assert_int_equal(unlink(m0), 0);
+	test_volume_reopen(fx);
+	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)),
+	                 (int)sizeof(cap));
+	assert_true(marker_on(fx, 0));
+	assert_int_equal(xattrs_remove(fx->v, "/f", XATTRS_CAPABILITY), 0);
+	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)), -ENODATA);
+	ssize_t len;
+	g_free(member_xattr(fx, 1, "/f", XATTRS_CAPABILITY, &len));
+	assert_int_equal(len, -1);
+	g_free(m0);
+	g_free(p0);
 }
 
 /* ---- POSIX ACLs ---- */
@@ -315,6 +363,7 @@ int main(void)
 		T(test_which_names_are_kept),
 		T(test_read_from_a_member_that_has_it),
 		T(test_name_too_long),
+		T(test_capabilities),
 		T(test_acls),
 		T(test_member_read_and_write),
 	};

@@ -878,11 +878,17 @@ def sc_name_too_long(o):
     o.listdir("nl")
 
 
+# security.capability, version 2: effective, CAP_NET_BIND_SERVICE permitted
+CAPABILITY = (bytes.fromhex("01000002") + (1 << 10).to_bytes(4, "little")
+              + bytes(12))
+
+
 def sc_acls(o):
     """POSIX ACLs with setfacl/getfacl: access ACLs and the mode kept in
     step, chmod and the mask, an ACL equal to the mode not stored, default
     ACLs inherited by what is made in the directory with the umask left
-    out, removal; trusted.* and security.* attributes."""
+    out, removal; file capabilities and their removal by a write;
+    trusted.* and security.* attributes."""
     o.mkdir("acl")
     o.mkdir("acl/d")
     o.setfacl(["-m", "u:1234:rwx,g:4321:rx"], "acl/d")
@@ -924,6 +930,19 @@ def sc_acls(o):
     o.stat("acl/d")
     o.symlink("f", "acl/sl")
     o.getfacl("acl/sl")
+    # file capabilities: kept, and removed by a write, as the kernel does
+    for flags in (RW, O.O_WRONLY):
+        o.create_file("acl/cap", b"#!/bin/true\n", 0o755)
+        o.setxattr("acl/cap", "security.capability", CAPABILITY)
+        o.getxattr("acl/cap", "security.capability")
+        o.xattr_names("acl/cap")
+        o.open("c", "acl/cap", flags)
+        o.pwrite("c", b"#", 0)
+        o.close("c")
+        o.getxattr("acl/cap", "security.capability")
+        o.unlink("acl/cap")
+    o.create_file("acl/cap2", b"kept", 0o755)
+    o.setxattr("acl/cap2", "security.capability", CAPABILITY)
     o.setxattr("acl/f", "security.ecfs_test", b"sec")
     o.setxattr("acl/f", "trusted.t", b"trusted")
     o.getxattr("acl/f", "trusted.t")
