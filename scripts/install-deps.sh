@@ -8,7 +8,7 @@ PACKAGES="
   build-essential pkg-config meson ninja-build
   libfuse3-dev fuse3
   libglib2.0-dev libssl-dev libcmocka-dev
-  attr acl e2fsprogs util-linux mount
+  attr acl rsync e2fsprogs util-linux mount
   iproute2 openssh-client openssh-server sshfs
   libisal-dev libjerasure-dev libgf-complete-dev
   python3 mergerfs snapraid time

@@ -465,6 +465,42 @@ class DamageTest(FsckCase):
         self.assertTrue(os.listdir(os.path.join(v.members[0], ".ecfs", "lost+found")))
 
 
+class AclTest(FsckCase):
+    def test_acl_differs_on_one_member(self):
+        """An ACL that one member holds differently (changed, removed,
+        added) is reported as such and restored from the majority, with
+        the mode that goes with it."""
+        v, data = self.build()
+        mnt = self.mount(v)
+        acls = {"mid": ["-m", "u:1234:rw,g:4321:r"],
+                "dir": ["-m", "u:1234:rwx,d:u:1234:rx"],
+                "dir/sub/c": ["-m", "u:65534:r"]}
+        for rel, args in acls.items():
+            subprocess.run(["setfacl", *args, os.path.join(mnt, rel)], check=True)
+        self.assert_clean_unmount(v)
+
+        def member_acl(i, rel):
+            r = subprocess.run(["getfacl", "-n", "-p", v.chunk_path(i, rel)],
+                               capture_output=True, text=True, check=True)
+            lines = r.stdout.splitlines()[1:]        # the file name apart
+            return lines, os.lstat(v.chunk_path(i, rel)).st_mode
+        want = {rel: member_acl(0, rel) for rel in list(acls) + ["odd"]}
+        subprocess.run(["setfacl", "-m", "u:1234:rwx,m::rwx",
+                        v.chunk_path(2, "mid")], check=True)        # changed
+        subprocess.run(["setfacl", "-b", v.chunk_path(3, "dir")], check=True)  # removed
+        subprocess.run(["setfacl", "-k", v.chunk_path(1, "dir")], check=True)  # default gone
+        subprocess.run(["setfacl", "-m", "u:7:r", v.chunk_path(4, "odd")], check=True)  # added
+        rep = self.cycle(v, {"metadata"})
+        acl_problems = {(p["path"], p["member"]) for p in rep["problems"]
+                        if "ACL differs" in p["detail"]}
+        self.assertEqual(acl_problems, {("/mid", 2), ("/dir", 3), ("/dir", 1),
+                                        ("/odd", 4)}, json.dumps(rep["problems"], indent=1))
+        for rel, acl in want.items():
+            for i in range(len(v.members)):
+                self.assertEqual(member_acl(i, rel), acl, f"{rel} on member {i}")
+        self.read_back(v, data, subsets=2)
+
+
 class BeyondTest(FsckCase):
     def test_more_than_m(self):
         v, data = self.build()
