@@ -10,7 +10,7 @@ PACKAGES="
   libglib2.0-dev libssl-dev libcmocka-dev
   attr acl rsync e2fsprogs util-linux mount
   iproute2 openssh-client openssh-server sshfs
-  libisal-dev libjerasure-dev libgf-complete-dev
+  libisal-dev libjerasure-dev libgf-complete-dev liburing-dev
   python3 mergerfs snapraid time
   gnuplot-nox
 "
