@@ -93,7 +93,7 @@ struct volume {
 	GArray *old_fds;       /* revived members' old root fds (int), closed at the end */
 	char *(*health_hook)(void *); /* extra health lines (the online heal) */
 	void *health_arg;
-	int caps;              /* xattrs.c: whether file capabilities were set (atomic) */
+	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
 };
 
 _Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
@@ -906,7 +906,7 @@ const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
 memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }
-int *volume_caps_state(volume *v) { return &v->caps; }
+int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
 

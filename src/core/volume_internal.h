@@ -23,9 +23,9 @@ memberio *volume_memberio(volume *v);
 space *volume_space(volume *v);
 /* Closed files' sizes, for stat (size_cache.h). */
 size_cache *volume_sizes(volume *v);
-/* What xattrs.c knows of file capabilities on the volume: an int it reads
- * and writes atomically, 0 at open. */
-int *volume_caps_state(volume *v);
+/* What xattrs.c knows of its markers on the volume: two ints it reads and
+ * writes atomically, 0 at open. */
+int *volume_xattr_marks(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Directory fd of member idx's .ecfs (owned by the volume). */

@@ -46,35 +46,38 @@ bool xattrs_name_kept(const char *name)
 	       has_prefix(name, "trusted.");
 }
 
-/* ---- file capabilities ----
+/* ---- markers ----
  *
  * The kernel asks for security.capability before every write (to remove
- * it), and a member read there would double the cost of small writes.
- * So the first capability set on a volume leaves the empty file
- * .ecfs/capabilities on every member, synced before the attribute is
- * set; while no member holds it, the answer is "none" without a member
- * read.  Once a mount finds it, it puts it back on members that lack it
- * (replaced and rebuilt since). */
+ * it), and with ACLs on for an object's access ACL at most permission
+ * checks: a member read there doubles the cost of a 4 KiB write or a
+ * stat.  Most volumes hold neither.  So the first capability (or ACL) set
+ * on a volume leaves an empty file in .ecfs on every member, synced
+ * before the attribute is set; while no member holds it, the answer is
+ * "none" without a member read.  A mount that finds a marker puts it back
+ * on members that lack it (replaced and rebuilt since). */
 
-enum { CAPS_UNKNOWN, CAPS_NONE, CAPS_SET };
+enum { MARK_UNKNOWN, MARK_NONE, MARK_SET };
+enum { MARK_CAPS, MARK_ACLS };
+static const char *const marker_file[] = { XATTRS_CAPS_MARKER, XATTRS_ACLS_MARKER };
 
-struct caps_run {
+struct mark_run {
 	volume *v;
-	int mb;
+	int mb, which;
 	bool make;
 };
 
-static int caps_member(void *arg)
+static int mark_member(void *arg)
 {
-	const struct caps_run *r = arg;
+	const struct mark_run *r = arg;
 	int meta = volume_meta_fd(r->v, r->mb);
+	const char *file = marker_file[r->which];
 	if (!r->make) {
 		struct stat st;
-		return MIO_CALL(fstatat(meta, XATTRS_CAPS_MARKER, &st, AT_SYMLINK_NOFOLLOW)) < 0
-		       ? -errno : 0;
+		return MIO_CALL(fstatat(meta, file, &st, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
 	}
-	int fd = mop_openat(r->v, r->mb, meta, XATTRS_CAPS_MARKER,
-	                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = mop_openat(r->v, r->mb, meta, file, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	                    0600);
 	if (fd < 0)
 		return fd;
 	MIO_CALL(close(fd));
@@ -83,18 +86,18 @@ static int caps_member(void *arg)
 
 /* The marker on every member in service (make), or whether one holds it:
  * 0, -ENOENT, or the first error of a member that stays in service. */
-static int caps_marker(volume *v, bool make)
+static int marker(volume *v, int which, bool make)
 {
 	int err = 0;
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		if (!volume_member_ok(v, mb))
 			continue;
-		struct caps_run r = { v, mb, make };
-		int rc = volume_on_member(v, mb, caps_member, &r);
+		struct mark_run r = { v, mb, which, make };
+		int rc = volume_on_member(v, mb, mark_member, &r);
 		if (rc == 0 && !make)
 			return 0;
 		if (rc < 0 && (make || rc != -ENOENT) &&
-		    !volume_member_error(v, mb, -rc, "file capabilities marker") && !err)
+		    !volume_member_error(v, mb, -rc, "xattrs marker") && !err)
 			err = rc;
 	}
 	if (!volume_usable(v))
@@ -102,31 +105,40 @@ static int caps_marker(volume *v, bool make)
 	return err ? err : make ? 0 : -ENOENT;
 }
 
-/* False only if no capability was ever set on the volume. */
-static bool caps_set(volume *v)
+/* False only if no attribute of the kind was ever set on the volume. */
+static bool marked(volume *v, int which)
 {
-	int *state = volume_caps_state(v);
+	int *state = volume_xattr_marks(v) + which;
 	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-	if (s != CAPS_UNKNOWN)
-		return s == CAPS_SET;
-	int rc = caps_marker(v, false);
+	if (s != MARK_UNKNOWN)
+		return s == MARK_SET;
+	int rc = marker(v, which, false);
 	if (rc == 0)
-		caps_marker(v, true);
+		marker(v, which, true);
 	if (rc == 0 || rc == -ENOENT)
-		__atomic_store_n(state, rc == 0 ? CAPS_SET : CAPS_NONE, __ATOMIC_RELEASE);
+		__atomic_store_n(state, rc == 0 ? MARK_SET : MARK_NONE, __ATOMIC_RELEASE);
 	return rc != -ENOENT; /* unsure: ask the members */
 }
 
-/* Before a capability is set: the marker, durably, on every member. */
-static int caps_mark(volume *v)
+/* Before an attribute of the kind is set: the marker, durably, on every
+ * member. */
+static int mark(volume *v, int which)
 {
-	int *state = volume_caps_state(v);
-	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == CAPS_SET)
+	int *state = volume_xattr_marks(v) + which;
+	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == MARK_SET)
 		return 0;
-	int rc = caps_marker(v, true);
+	int rc = marker(v, which, true);
 	if (rc == 0)
-		__atomic_store_n(state, CAPS_SET, __ATOMIC_RELEASE);
+		__atomic_store_n(state, MARK_SET, __ATOMIC_RELEASE);
 	return rc;
+}
+
+/* The marker that name's attributes need, or -1. */
+static int marker_of(const char *name)
+{
+	return strcmp(name, XATTRS_CAPABILITY) == 0 ? MARK_CAPS
+	       : xattrs_is_acl(name)                ? MARK_ACLS
+	                                            : -1;
 }
 
 /* The object (dirfd, leaf) as a path the *xattr() calls take. */
@@ -190,8 +202,8 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -EPERM : -EOPNOTSUPP;
 	int rc = volume_claim_space(v, SPACE_ENTRY_COST + size);
-	if (rc == 0 && strcmp(name, XATTRS_CAPABILITY) == 0)
-		rc = caps_mark(v);
+	if (rc == 0 && marker_of(name) >= 0)
+		rc = mark(v, marker_of(name));
 	if (rc < 0)
 		return rc;
 	struct set_args x = { v, name, value, size, flags };
@@ -248,7 +260,7 @@ int xattrs_get(volume *v, const char *path, const char *name, void *value, size_
 {
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -ENODATA : -EOPNOTSUPP;
-	if (strcmp(name, XATTRS_CAPABILITY) == 0 && !caps_set(v))
+	if (marker_of(name) >= 0 && !marked(v, marker_of(name)))
 		return -ENODATA;
 	struct get_args x = { name, value, size };
 	int rc = mirror_query(v, path, get_member, &x, "getxattr");

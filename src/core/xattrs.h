@@ -14,11 +14,12 @@
  *     keeps the mode and the ACL in step (chmod changes the mask, setting
  *     an access ACL the mode) and applies a directory's default ACL to
  *     what is created in it;
- *   - security.* (security.capability, and whatever the member supports;
- *     a capability is read from a member only on volumes where one was
- *     ever set, XATTRS_CAPS_MARKER, as the kernel asks before each write);
+ *   - security.* (security.capability, and whatever the member supports);
  *   - trusted.*, listed to privileged callers only (as local filesystems
  *     list them).
+ * A capability or an ACL, which the kernel asks for before each write and
+ * at permission checks, is read from a member only on volumes where one
+ * was ever set (XATTRS_CAPS_MARKER, XATTRS_ACLS_MARKER).
  * Other names get EOPNOTSUPP, as on a local filesystem; so does every
  * name on a member whose filesystem keeps no xattrs (sshfs), except that
  * reading an ACL there finds none (ENODATA): the kernel asks for ACLs at
@@ -46,6 +47,8 @@
 #define XATTRS_CAPABILITY "security.capability"
 /* In each member's .ecfs: file capabilities were set on this volume. */
 #define XATTRS_CAPS_MARKER "capabilities"
+/* In each member's .ecfs: POSIX ACLs were set on this volume. */
+#define XATTRS_ACLS_MARKER "acls"
 
 /* True for the names of the POSIX ACLs. */
 bool xattrs_is_acl(const char *name);

@@ -192,9 +192,9 @@ static void test_name_too_long(void **state)
 
 /* ---- file capabilities ---- */
 
-static bool marker_on(fixture *fx, int mb)
+static bool marker_on(fixture *fx, int mb, const char *file)
 {
-	char *p = g_strdup_printf("%s/.ecfs/" XATTRS_CAPS_MARKER, fx->mb.path[mb]);
+	char *p = g_strdup_printf("%s/.ecfs/%s", fx->mb.path[mb], file);
 	struct stat st;
 	bool on = lstat(p, &st) == 0;
 	g_free(p);
@@ -221,7 +221,7 @@ static void test_capabilities(void **state)
 	assert_int_equal(lremovexattr(p0, XATTRS_CAPABILITY), 0);
 	assert_int_equal(xattrs_set(fx->v, "/f", XATTRS_CAPABILITY, cap, sizeof(cap), 0), 0);
 	for (int mb = 0; mb < N; mb++)
-		assert_true(marker_on(fx, mb));
+		assert_true(marker_on(fx, mb, XATTRS_CAPS_MARKER));
 	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)),
 	                 (int)sizeof(cap));
 	assert_memory_equal(got, cap, sizeof(cap));
@@ -231,7 +231,7 @@ static void test_capabilities(void **state)
 	test_volume_reopen(fx);
 	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)),
 	                 (int)sizeof(cap));
-	assert_true(marker_on(fx, 0));
+	assert_true(marker_on(fx, 0, XATTRS_CAPS_MARKER));
 	assert_int_equal(xattrs_remove(fx->v, "/f", XATTRS_CAPABILITY), 0);
 	assert_int_equal(xattrs_get(fx->v, "/f", XATTRS_CAPABILITY, got, sizeof(got)), -ENODATA);
 	ssize_t len;
@@ -260,6 +260,14 @@ static size_t acl_value(uint8_t *out, const struct acl_entry *e, int n)
 	return 4 + sizeof(*e) * (size_t)n;
 }
 
+/* setfacl(1) with args on path, which must succeed. */
+static void setfacl(const char *args, const char *path)
+{
+	char *cmd = g_strdup_printf("setfacl %s '%s'", args, path);
+	assert_int_equal(system(cmd), 0);
+	g_free(cmd);
+}
+
 static void test_acls(void **state)
 {
 	fixture *fx = *state;
@@ -269,14 +277,24 @@ static void test_acls(void **state)
 		fail_msg("the members' filesystem (%s) keeps no POSIX ACLs", fx->mb.root);
 	mkdir_all(fx, "/d");
 	mkdir_all(fx, "/plain");
+	/* set behind ecfs's back, on a volume without the marker: not seen */
+	char *d0 = member_path(&fx->mb, 0, "/d");
+	setfacl("-d -m u:7:r", d0);
+	assert_int_equal(xattrs_get(fx->v, "/d", XATTRS_ACL_DEFAULT, NULL, 0), -ENODATA);
+	assert_int_equal(xattrs_create_mode(fx->v, "/d/f", 0666, 022), 0644);
+	setfacl("-k", d0);
+	g_free(d0);
 	const struct acl_entry e[] = { { USER_OBJ, 7, NO_ID }, { USER, 6, 1234 },
 	                               { GROUP_OBJ, 5, NO_ID }, { MASK, 7, NO_ID },
 	                               { OTHER, 0, NO_ID } };
 	size_t len = acl_value(acl, e, 5);
 	/* An access ACL sets the permission bits on every member. */
+	assert_false(marker_on(fx, 0, XATTRS_ACLS_MARKER));
 	assert_int_equal(xattrs_set(fx->v, "/d", XATTRS_ACL_ACCESS, acl, len, 0), 0);
-	for (int mb = 0; mb < N; mb++)
+	for (int mb = 0; mb < N; mb++) {
 		assert_int_equal(member_mode(fx, mb, "/d"), 0770);
+		assert_true(marker_on(fx, mb, XATTRS_ACLS_MARKER));
+	}
 	assert_int_equal(xattrs_get(fx->v, "/d", XATTRS_ACL_ACCESS, got, sizeof(got)), (int)len);
 	assert_memory_equal(got, acl, len);
 	assert_int_equal(xattrs_get(fx->v, "/plain", XATTRS_ACL_ACCESS, got, sizeof(got)),
