@@ -440,9 +440,15 @@ typedef struct thread_pattern {
 	rs_pattern *p;
 } thread_pattern;
 
-static __thread thread_pattern thread_patterns[THREAD_PATTERNS];
-static __thread unsigned thread_next;
-static __thread int thread_state; /* 0 unset, 1 in use, -1 unavailable */
+/* libec is a static library (no shared object of this project links it):
+ * its thread-locals are the executable's, so the cheapest model, a fixed
+ * offset with no call, is valid, and the PIC objects do not call
+ * __tls_get_addr on every decode. */
+#define THREAD_LOCAL __thread __attribute__((tls_model("initial-exec")))
+
+static THREAD_LOCAL thread_pattern thread_patterns[THREAD_PATTERNS];
+static THREAD_LOCAL unsigned thread_next;
+static THREAD_LOCAL int thread_state; /* 0 unset, 1 in use, -1 unavailable */
 static pthread_key_t thread_key;
 static int thread_key_ok;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
@@ -499,9 +505,11 @@ static int thread_keep(uint64_t id, rs_pattern *p)
 
 /* A decode that found no pattern of its own: the shared cache's, or a new
  * one, built and published.  Its reference goes to the thread if it can
- * keep it. */
-static int decode_shared(rs_code *rs, uint8_t *const *blocks, const int *erased,
-                         int n_erased, size_t len)
+ * keep it.  Not inlined, so that the usual decode does not pay for its
+ * stack frame. */
+__attribute__((noinline)) static int
+decode_shared(rs_code *rs, uint8_t *const *blocks, const int *erased,
+              int n_erased, size_t len)
 {
 	uint64_t h = pattern_hash(erased, n_erased);
 	size_t slot = (size_t)(h % rs->nslots);
