@@ -21,12 +21,17 @@ six sshd hosts, each in a network namespace of its own on a veth link
   test_host_back_stale  a host cut mid-write comes back with its old copy:
                         its chunks are stale and never read as current,
                         and the heal rebuilds them (test_host_back_stale_healed).
+  test_no_xattrs        sshfs keeps no xattrs: setting one, or an ACL,
+                        fails with EOPNOTSUPP, nothing is listed, ACLs read
+                        as the mode, the umask and the permission checks
+                        work as without ACLs, ecfs's own attributes still read.
 
 usage: test_remote.py ECFS_BINARY [unittest args]"""
 
 import errno
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -92,6 +97,43 @@ class RemoteTest(H.MountedCase):
             self.assertIn("d", os.listdir(host.served), f"{host.served}: no chunks")
         self.mount(v)
         self.check(mnt, files, "after a remount:")
+        self.assert_clean_unmount(v)
+
+    def test_no_xattrs(self):
+        v, mnt = self.remote()
+        f = os.path.join(mnt, "f")
+        self.write(mnt, "f", 1000, 1)
+        for call in (lambda: os.setxattr(f, "user.a", b"1"),
+                     lambda: os.setxattr(f, "security.x", b"1"),
+                     lambda: os.getxattr(f, "user.a")):
+            with self.assertRaises(OSError) as cm:
+                call()
+            self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+        self.assertEqual(os.listxattr(f), [])
+        r = subprocess.run(["setfacl", "-m", "u:1234:r", f], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Operation not supported", r.stderr)
+        r = subprocess.run(["getfacl", "-n", "-p", f], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout.splitlines()[3:6]),
+                         (0, ["user::rw-", "group::r--", "other::r--"]), r.stdout)
+        self.assertIn("code=", H.getxattr_text(f, "user.ecfs.layout"))
+        closed = os.path.join(mnt, "closed")
+        os.mkdir(closed, 0o750)
+        os.chmod(closed, 0o750)
+
+        def as_nobody():
+            old = os.umask(0o027)
+            os.close(os.open(os.path.join(mnt, "mine"), os.O_CREAT | os.O_WRONLY, 0o666))
+            os.umask(old)
+            try:
+                os.listdir(closed)
+                denied = False
+            except PermissionError:
+                denied = True
+            return (oct(os.stat(os.path.join(mnt, "mine")).st_mode), os.stat(f).st_size,
+                    denied)
+        os.chmod(mnt, 0o777)
+        self.assertEqual(H.run_as(H.NOBODY, H.NOBODY, as_nobody), ("0o100640", 1000, True))
         self.assert_clean_unmount(v)
 
     def test_slow_host(self):
