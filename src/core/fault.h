@@ -5,7 +5,8 @@
  *
  *   ECFS_FAULT="rule[;rule...]", a rule being comma-separated key=value:
  *     member=J      only member J (default: every member)
- *     op=KIND       read (pread, preadv, opens of existing files), write
+ *     op=KIND       read (pread, preadv, opens of existing files, the
+ *                   statx of an intent's identities), write
  *                   (pwrite, pwritev, ftruncate, fallocate), sync (fsync,
  *                   fdatasync), meta (namespace and metadata changes,
  *                   opens with O_CREAT or O_TRUNC), any (the default)

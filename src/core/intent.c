@@ -260,8 +260,8 @@ static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
 	int d = volume_parent_fd(v, idx, path, &leaf);
 	if (d < 0)
 		return id;
-	if (MIO_CALL(statx(d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME,
-	                  &stx)) == 0) {
+	if (mop_statx(v, idx, d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME,
+	              &stx) == 0) {
 		id.ino = stx.stx_ino;
 		if (stx.stx_mask & STATX_BTIME)
 			id.btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
@@ -354,6 +354,7 @@ struct member_task {
 	size_t len;
 	int op_rc;     /* end: the operation's result */
 	intent_first *first; /* begin: what to run after one member's copy */
+	intent *it_mut;      /* begin: it, whose identities are being taken */
 };
 
 struct member_job {
@@ -398,6 +399,33 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 			memberio_submit(volume_memberio(v), idx, &b, fn, &jobs[idx]);
 	}
 	mio_batch_wait(&b);
+}
+
+/* The identities the record holds, of member idx's objects. */
+static void ident_member(void *arg)
+{
+	const struct member_job *j = arg;
+	intent *it = j->t->it_mut;
+	it->from_id[j->idx] = ident_of(j->t->v, j->idx, it->from, NULL);
+	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE))
+		it->to_id[j->idx] = ident_of(j->t->v, j->idx, it->to, NULL);
+}
+
+/* With a member timeout on the members' I/O workers, all at once, so
+ * that a member that hangs is given up (and failed) rather than waited
+ * for; without one inline, one member after the other (memberio.h). */
+static void identify(volume *v, struct member_task *t)
+{
+	t->it_mut = (intent *)t->it;
+	if (memberio_timeout(volume_memberio(v)) && !memberio_on_worker()) {
+		on_members(v, t, ident_member);
+		return;
+	}
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		struct member_job j = { t, idx };
+		if (volume_member_ok(v, idx))
+			ident_member(&j);
+	}
 }
 
 /* Ids grow with the time of day, so that records left by several mounts
@@ -463,16 +491,9 @@ int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_fir
 	it->to = g_strdup(a->to);
 	it->id = next_id();
 	it->slot = take_slot();
-	for (int idx = 0; idx < it->n; idx++) {
-		if (!volume_member_ok(v, idx))
-			continue;
-		if (a->op == INTENT_MKDIR)
-			continue; /* nothing there yet to identify */
-		it->from_id[idx] = ident_of(v, idx, a->from, NULL);
-		if (a->op == INTENT_RENAME && (a->flags & RENAME_EXCHANGE))
-			it->to_id[idx] = ident_of(v, idx, a->to, NULL);
-	}
 	struct member_task t = { .v = v, .it = it, .first = first };
+	if (a->op != INTENT_MKDIR) /* mkdir: nothing there yet to identify */
+		identify(v, &t);
 	t.buf = encode(it, &t.len);
 	on_members(v, &t, begin_member);
 	g_free(t.buf);

@@ -201,6 +201,14 @@ ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
 	return read_iov(v, idx, fd, iov, cnt, off);
 }
 
+int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,
+              struct statx *stx)
+{
+	IO_SCOPE();
+	FAULT_GATE(FAULT_READ, -EIO);
+	return (int)neg_errno(statx(dirfd, name, flags, mask, stx));
+}
+
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode)
 {
 	bool changes = flags & (O_CREAT | O_TRUNC);

@@ -50,6 +50,11 @@ uint64_t mop_reads(volume *v);
 /* Reads (faults only; never recorded). */
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
 ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off);
+/* statx beneath dirfd, the result in *stx (the caller's own: on a worker
+ * the call may be given up, memberio.h); a read for the faults, not
+ * counted in mop_reads (it moves no atime). */
+int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,
+              struct statx *stx);
 
 /* Opens: recorded when flags include O_CREAT (and the file was created). */
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode);

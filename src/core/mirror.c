@@ -191,7 +191,8 @@ static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answe
  * it lacks the object (then the next ones are asked, one by one); a
  * refusal leaves the others untouched.  Then the other members' calls go
  * out together, each followed on its worker by the end of the intent
- * there: two waits in all.  Without a timeout, or on a worker already,
+ * there: two waits in all, after the one for the identities the intent
+ * records (intent.c).  Without a timeout, or on a worker already,
  * the calls run inline one after the other, which is faster still
  * (docs/PERFORMANCE.md section 7). */
 static int apply_logged_parallel(struct member_run *r, const intent_args *a, const char *what)

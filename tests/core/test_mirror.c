@@ -634,16 +634,13 @@ static int mop_rename_fn(int member, int d1, const char *l1, int d2, const char 
 	return rc;
 }
 
-/* Member `hung` hangs in every namespace call from its third on (the
- * first two prepare its intent log in the replay) while /a is renamed to /b with a 300 ms
- * timeout: the rename succeeds on the others within the timeout and a
- * few seconds of slack, the member is failed and keeps its copy of the
- * intent; reopened without the fault, the replay finishes the rename
- * there and leaves no record. */
-static void hang_in_rename(fixture *fx, int hung)
+/* Renames /a (on every member) to /b with the faults of spec and a 300
+ * ms timeout, member hung hanging: the rename succeeds on the others
+ * within the timeout and a few seconds of slack, and only member hung is
+ * failed, left as it was.  Returns the members the operation ran on. */
+static uint64_t rename_with_a_hang(fixture *fx, const char *spec, int hung)
 {
 	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b" };
-	char *spec = g_strdup_printf("member=%d,op=meta,after=2,hang", hung);
 	uint64_t others = ALL & ~(1ull << hung);
 
 	for (int mb = 0; mb < N; mb++)
@@ -661,13 +658,32 @@ static void hang_in_rename(fixture *fx, int hung)
 	assert_int_equal(failed_members(fx), 1ull << hung);
 	assert_present(fx, "/b", others);
 	assert_present(fx, "/a", 1ull << hung);
-	for (int mb = 0; mb < N; mb++)
-		assert_int_equal(intent_log_slots(fx->mb.path[mb], false) != 0, mb == hung);
+	return c.ran;
+}
+
+/* Opens the volume again, without faults, after member hung was given up. */
+static void reopen_after_a_hang(fixture *fx, int hung)
+{
+	char *msg = NULL;
+
 	fx->o.timeout_ms = opts_timeout.timeout_ms;
 	volume_close(fx->v);
 	close_left_open(fx->mb.path[hung]);
-	char *msg = NULL;
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &fx->o, &fx->v, &msg), 0);
+}
+
+/* Member `hung` hangs in every namespace call from its third on (the
+ * first two prepare its intent log in the replay) while /a is renamed to
+ * /b: the member keeps its copy of the intent; reopened without the
+ * fault, the replay finishes the rename there and leaves no record. */
+static void hang_in_rename(fixture *fx, int hung)
+{
+	char *spec = g_strdup_printf("member=%d,op=meta,after=2,hang", hung);
+
+	rename_with_a_hang(fx, spec, hung);
+	for (int mb = 0; mb < N; mb++)
+		assert_int_equal(intent_log_slots(fx->mb.path[mb], false) != 0, mb == hung);
+	reopen_after_a_hang(fx, hung);
 	assert_int_equal(intent_replay(fx->v, NULL, NULL), 1);
 	assert_present(fx, "/b", ALL);
 	assert_present(fx, "/a", 0);
@@ -680,16 +696,29 @@ static void hang_in_rename(fixture *fx, int hung)
 	}
 	g_free(spec);
 }
+
+/* Member 4 hangs in the first read after the open's (the replay reads
+ * its log: an open and 64 slots): the statx that takes the identity of
+ * /a there for the intent.  The rename still takes only the timeout, and
+ * member 4, failed before its copy was written, is left as it was. */
+static void hang_in_identity(fixture *fx)
+{
+	uint64_t ran = rename_with_a_hang(fx, "member=4,op=read,after=65,hang", 4);
+	assert_int_equal(ran, ALL & ~(1ull << 4));
+	assert_no_intent(fx);
+	reopen_after_a_hang(fx, 4);
+}
 #endif
 
 /* A member that hangs during a parallel rename: one after the primary
- * (its call goes out with the others) and the primary itself (the next
- * member decides). */
+ * (its call goes out with the others), the primary itself (the next
+ * member decides), and one while the intent takes the identities. */
 static void test_parallel_rename_with_a_hung_member(void **state)
 {
 #ifdef ECFS_FAULT_INJECTION
 	hang_in_rename(*state, 3);
 	hang_in_rename(*state, 0);
+	hang_in_identity(*state);
 #else
 	(void)state;
 	skip();

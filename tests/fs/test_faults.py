@@ -514,11 +514,9 @@ class HungMemberTest(FaultCase):
             self.assertFalse(os.path.exists(os.path.join(v.members[j], "f")), f"member {j}")
             self.assertEqual(intent_records(v, j), 0, f"member {j}")
 
-    def test_stopped_fuse_member(self):
-        """Member 2 is a mergerfs mount; its daemon is stopped (SIGSTOP)
-        between two writes of files already open.  The writes, fsync and
-        reads go on after the timeout, so do the namespace operations,
-        and the volume unmounts while the member is still stopped."""
+    def fuse_member(self):
+        """A volume whose member 2 is a mergerfs mount: (volume, the pid
+        of that mergerfs)."""
         if not shutil.which("mergerfs"):
             self.skipTest("mergerfs is not installed")
         v = self.volume(N)
@@ -532,6 +530,42 @@ class HungMemberTest(FaultCase):
                                  capture_output=True, text=True,
                                  check=True).stdout.split()[0])
         self.addCleanup(os.kill, pid, signal.SIGCONT)
+        return v, pid
+
+    def test_stopped_fuse_member_in_a_rename(self):
+        """Member 2 is a mergerfs mount whose daemon is stopped just before
+        a directory is renamed: the rename returns within the timeout,
+        member 2 is failed, and the file inside reads back under the new
+        name, also after a remount with member 2 back."""
+        v, pid = self.fuse_member()
+        mnt = self.mount(v, f"k={K},m={M},timeout={TIMEOUT}")
+        data = H.pattern(SIZE // 4, 26)
+        os.mkdir(os.path.join(mnt, "d"))
+        H.write_file(os.path.join(mnt, "d", "f"), data, fsync=True)
+        time.sleep(1.5)  # past mergerfs's attribute cache: a statx goes to it
+        os.kill(pid, signal.SIGSTOP)
+        self.timed("the rename", lambda: os.rename(os.path.join(mnt, "d"),
+                                                   os.path.join(mnt, "e")))
+        self.check_given_up(v, mnt, 2)
+        self.assert_exact(os.path.join(mnt, "e", "f"), data, "renamed with member 2 stopped:")
+        self.assertFalse(os.path.exists(os.path.join(mnt, "d")))
+        self.timed("unmounting", lambda: subprocess.run(["fusermount3", "-u", v.mnt],
+                                                        check=True))
+        os.kill(pid, signal.SIGCONT)
+        rc = v.proc.wait(timeout=30)
+        v.proc = None
+        self.assertEqual(rc, 0, v.log())
+        mnt = self.mount(v)
+        self.assert_exact(os.path.join(mnt, "e", "f"), data, "remounted:")
+        self.assertFalse(os.path.exists(os.path.join(mnt, "d")))
+        self.assert_clean_unmount(v)
+
+    def test_stopped_fuse_member(self):
+        """Member 2 is a mergerfs mount; its daemon is stopped (SIGSTOP)
+        between two writes of files already open.  The writes, fsync and
+        reads go on after the timeout, so do the namespace operations,
+        and the volume unmounts while the member is still stopped."""
+        v, pid = self.fuse_member()
         mnt = self.mount(v, f"k={K},m={M},timeout={TIMEOUT}")
         old = H.pattern(SIZE, 23)
         H.write_file(os.path.join(mnt, "old"), old, fsync=True)
