@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """ecfs-bench-calls (src/bench/calls/member_calls.c): every way of making
-the calls runs and is reported, and where io_uring_setup is refused (here
+the calls runs and is reported, so do the logged operations on a volume, and where io_uring_setup is refused (here
 by a seccomp filter, as a container runtime or the kernel.io_uring_disabled
 sysctl would) the io_uring ways are left out with the reason and the
 others still run.  The numbers are not judged: performance is not a test.
@@ -40,9 +40,9 @@ def refuse_io_uring():
 
 
 class BenchCallsTest(unittest.TestCase):
-    def run_bench(self, **kw):
+    def run_bench(self, *args, **kw):
         with tempfile.TemporaryDirectory() as d:
-            p = subprocess.run([BENCH, "-i", "50", "-r", "1", d], capture_output=True,
+            p = subprocess.run([BENCH, *args, "-i", "50", "-r", "1", d], capture_output=True,
                                text=True, timeout=60, **kw)
             self.assertEqual(os.listdir(d), [], "members left behind")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
@@ -50,7 +50,15 @@ class BenchCallsTest(unittest.TestCase):
 
     def ways(self, out):
         return [line.strip().rsplit(None, 2)[0] for line in out.splitlines()
-                if line.endswith(" us")]
+                if line.endswith(" us") and not line.lstrip().startswith("timeout")]
+
+    def test_logged_operations(self):
+        """-v: the five logged operations on a volume, timeout on and off."""
+        out = self.run_bench("-v")
+        rows = [line.split() for line in out.splitlines() if line.lstrip().startswith("timeout")]
+        self.assertEqual([r[1] for r in rows], ["on", "off"], out)
+        for r in rows:
+            self.assertEqual(r[2::2][:5], ["rename", "link", "unlink", "mkdir", "rmdir"], out)
 
     def test_every_way(self):
         out = self.run_bench()

@@ -19,7 +19,13 @@
  *   io_uring, 1 + rest
  *   io_uring, no timeout
  *
- * usage: ecfs-bench-calls [-n MEMBERS] [-i ITERATIONS] [-r ROUNDS] [DIR]
+ * With -v, then the logged namespace operations themselves (rename,
+ * link, unlink, mkdir, rmdir through mirror_apply_logged: the intent, the
+ * calls, the end of the intent) on a volume of n members with m = 2, with
+ * the default member timeout and without one (-o timeout=0): the storage
+ * core's part of an operation, without FUSE.
+ *
+ * usage: ecfs-bench-calls [-v] [-n MEMBERS] [-i ITERATIONS] [-r ROUNDS] [DIR]
  * (defaults 6, 10000, 3, /dev/shm).  Prints microseconds per operation
  * (one call on every member) for each way, each round.  Without liburing
  * at build time, or where io_uring_setup is refused (seccomp, the
@@ -35,7 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "memberio.h"
+#include "memberops.h"
+#include "mirror.h"
 
 #ifdef HAVE_LIBURING
 #include <liburing.h>
@@ -229,11 +238,109 @@ static void run_round(memberio *mio, int iters)
 #endif
 }
 
+/* ---- the logged operations on a volume (-v) ---- */
+
+static volume *vol;
+
+static int op_rename(int mb, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	(void)arg;
+	return mop_renameat2(vol, mb, d1, l1, d2, l2, 0);
+}
+
+static int op_link(int mb, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	(void)arg;
+	return mop_linkat(vol, mb, d1, l1, d2, l2, 0);
+}
+
+static int op_unlink(int mb, int d, const char *l, void *arg)
+{
+	return mop_unlinkat(vol, mb, d, l, arg ? AT_REMOVEDIR : 0);
+}
+
+static int op_mkdir(int mb, int d, const char *l, void *arg)
+{
+	(void)arg;
+	return mop_mkdirat(vol, mb, d, l, 0755);
+}
+
+/* iters of one operation on names f<j>/d<j>; microseconds each. */
+static double time_logged(intent_op op, int iters)
+{
+	static const char *pat[][2] = {
+		[INTENT_RENAME] = { "/f%d.0", "/f%d.1" }, [INTENT_LINK] = { "/f%d.1", "/l%d" },
+		[INTENT_UNLINK] = { "/l%d", NULL }, [INTENT_MKDIR] = { "/d%d", NULL },
+		[INTENT_RMDIR] = { "/d%d", NULL },
+	};
+	double t = now();
+	for (int j = 0; j < iters; j++) {
+		char a[64], b[64];
+		snprintf(a, sizeof(a), pat[op][0], j);
+		if (pat[op][1])
+			snprintf(b, sizeof(b), pat[op][1], j);
+		intent_args x = { op, .from = a, .to = pat[op][1] ? b : NULL, .mode = 0755,
+		                  .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		int rc = mirror_apply_logged(vol, &x, op == INTENT_MKDIR ? op_mkdir : op_unlink,
+		                             op == INTENT_LINK ? op_link : op_rename,
+		                             op == INTENT_RMDIR ? &vol : NULL, "bench");
+		if (rc < 0) {
+			errno = -rc;
+			die("mirror_apply_logged");
+		}
+	}
+	return (now() - t) / iters * 1e6;
+}
+
+/* One volume on fresh members under base, with timeout_ms; a file f<j>.0
+ * put on every member for each operation, then each operation timed. */
+static void bench_logged(const char *base, int iters, unsigned timeout_ms)
+{
+	char dir[4096], *paths[MAX_MEMBERS], *msg = NULL;
+	make_members(base, dir);
+	for (int i = 0; i < n_members; i++) {
+		paths[i] = malloc(4200);
+		snprintf(paths[i], 4200, "%s/m%d", dir, i);
+		unlinkat(dirfd_of[i], "a", 0);
+	}
+	volume_options o = { .k = n_members - 2, .m = 2, .timeout_ms = timeout_ms };
+	if (volume_open((const char *const *)paths, n_members, &o, &vol, &msg) < 0) {
+		fprintf(stderr, "ecfs-bench-calls: %s\n", msg ? msg : "volume_open failed");
+		exit(1);
+	}
+	for (int i = 0; i < n_members; i++)
+		for (int j = 0; j < iters; j++) {
+			char name[32];
+			snprintf(name, sizeof(name), "f%d.0", j);
+			int fd = openat(dirfd_of[i], name, O_CREAT | O_WRONLY, 0600);
+			if (fd < 0)
+				die("creating a file");
+			close(fd);
+		}
+	static const intent_op order[] = { INTENT_RENAME, INTENT_LINK, INTENT_UNLINK, INTENT_MKDIR,
+	                                   INTENT_RMDIR };
+	static const char *names[] = { "rename", "link", "unlink", "mkdir", "rmdir" };
+	printf("  timeout %-4s", timeout_ms ? "on" : "off");
+	for (int i = 0; i < 5; i++) /* in this order: each uses what the last made */
+		printf("  %s %6.1f", names[i], time_logged(order[i], iters));
+	printf(" us\n");
+	volume_close(vol);
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "ecfs-bench-calls: could not remove %s\n", dir);
+	for (int i = 0; i < n_members; i++)
+		free(paths[i]);
+}
+
 int main(int argc, char **argv)
 {
 	int iters = 10000, rounds = 3, opt;
-	while ((opt = getopt(argc, argv, "n:i:r:")) != -1) {
-		if (opt == 'n')
+	bool logged = false;
+	while ((opt = getopt(argc, argv, "vn:i:r:")) != -1) {
+		if (opt == 'v')
+			logged = true;
+		else if (opt == 'n')
 			n_members = atoi(optarg);
 		else if (opt == 'i')
 			iters = atoi(optarg);
@@ -242,12 +349,14 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
-	if (n_members < 1 || n_members > MAX_MEMBERS || iters < 10 || rounds < 1) {
-		fprintf(stderr, "usage: ecfs-bench-calls [-n 1..64] [-i >=10] [-r >=1] [DIR]\n");
+	if (n_members < 3 || n_members > MAX_MEMBERS || iters < 10 || rounds < 1) {
+		fprintf(stderr, "usage: ecfs-bench-calls [-v] [-n 3..64] [-i >=10] [-r >=1] [DIR]\n");
 		return 2;
 	}
+	const char *base = optind < argc ? argv[optind] : "/dev/shm";
 	char dir[4096];
-	make_members(optind < argc ? argv[optind] : "/dev/shm", dir);
+	ecfs_log_init("ecfs-bench-calls", false, false);
+	make_members(base, dir);
 	memberio *mio = memberio_new(n_members, 10000, NULL, NULL); /* the default timeout */
 	if (!mio)
 		die("memberio_new");
@@ -271,5 +380,11 @@ int main(int argc, char **argv)
 #endif
 	memberio_free(mio);
 	remove_members(dir);
+	for (int r = 0; logged && r < rounds; r++) {
+		printf("logged operations on a volume, round %d (microseconds per operation):\n",
+		       r + 1);
+		bench_logged(base, iters / 10, VOLUME_DEFAULT_TIMEOUT_MS);
+		bench_logged(base, iters / 10, 0);
+	}
 	return 0;
 }
