@@ -1361,6 +1361,7 @@ struct stat_probe {
 	struct stat s;
 	bool cached;     /* s is a chunk whose size the cache knows: size */
 	uint64_t size;
+	uint64_t ident;  /* and its identity (ecfile_ident) */
 	bool have_header;
 	chunk_header h;
 };
@@ -1383,7 +1384,7 @@ static int stat_probe_run(void *arg)
 	int r = MIO_CALL(fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
 	uint64_t size;
 	bool cached = r == 0 && S_ISREG(s.st_mode) &&
-	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size);
+	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size, &p->ident);
 	int fd = r == 0 && S_ISREG(s.st_mode) && !cached
 	         ? mop_openat(p->v, p->mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
 	MIO_CALL(close(pfd));
@@ -1402,7 +1403,27 @@ static int stat_probe_run(void *arg)
 	return p->rc = r;
 }
 
+/* The 64-bit identity of a file id: its two halves folded. */
+static uint64_t ident_of(const uint8_t id[16])
+{
+	uint64_t a, b;
+	memcpy(&a, id, 8);
+	memcpy(&b, id + 8, 8);
+	return a ^ b;
+}
+
+uint64_t ecfile_ident(ecfile *f)
+{
+	return ident_of(f->id);
+}
+
 int ecfile_stat(volume *v, const char *path, struct stat *st)
+{
+	uint64_t ident;
+	return ecfile_stat_ident(v, path, st, &ident);
+}
+
+int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
 {
 	uint64_t best_gen = 0, size = 0, epoch = size_cache_epoch(volume_sizes(v));
 	bool have = false, any = false, open_now = false;
@@ -1430,6 +1451,7 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 		}
 		if (!S_ISREG(p.s.st_mode) || p.cached) {
 			*st = p.s; /* not ours to interpret, or its size known */
+			*ident = p.cached ? p.ident : 0;
 			if (p.cached)
 				fill_size(st, p.size);
 			return 0;
@@ -1443,6 +1465,7 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 			have = true;
 			best_gen = p.h.generation;
 			size = p.h.size;
+			*ident = ident_of(p.h.file_id);
 			/* An open file knows its size best (buffered writes
 			 * included): no need to ask the other members. */
 			volume_files_lock(v);
@@ -1458,8 +1481,10 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	}
 	if (!any)
 		return rc;
+	if (!have)
+		*ident = 0;
 	if (have && !open_now)
-		size_cache_put(volume_sizes(v), first, st, epoch, size); /* *st: first's lstat */
+		size_cache_put(volume_sizes(v), first, st, epoch, size, *ident); /* first's lstat */
 	fill_size(st, have ? size : 0);
 	return 0;
 }
@@ -1469,13 +1494,14 @@ uint64_t ecfile_stat_epoch(volume *v)
 	return size_cache_epoch(volume_sizes(v));
 }
 
-bool ecfile_stat_from(volume *v, int mb, struct stat *st)
+bool ecfile_stat_from(volume *v, int mb, struct stat *st, uint64_t *ident)
 {
 	uint64_t size;
 
+	*ident = 0;
 	if (!S_ISREG(st->st_mode))
 		return true;
-	if (!size_cache_get(volume_sizes(v), mb, st, &size))
+	if (!size_cache_get(volume_sizes(v), mb, st, &size, ident))
 		return false;
 	fill_size(st, size);
 	return true;

@@ -52,6 +52,12 @@ int ecfile_fsync(ecfile *f, int datasync);
  * st_blocks the space the file's data holds (not its parity). */
 int ecfile_fstat(ecfile *f, struct stat *st);
 int ecfile_stat(volume *v, const char *path, struct stat *st);
+/* A regular file's identity: 64 bits of the file id its chunk headers
+ * share, the same through every name, for the whole life of the file
+ * (inode numbers, docs/FORMAT.md).  ecfile_stat_ident is ecfile_stat and
+ * that identity, 0 for anything else or when no header was read. */
+uint64_t ecfile_ident(ecfile *f);
+int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
 /* A count that moves whenever a size ecfile_stat answers may change (a
  * header written, an open file's size changed in memory): read before
  * ecfile_stat, what it answered holds while the count stands and no
@@ -61,8 +67,9 @@ uint64_t ecfile_stat_epoch(volume *v);
  * in service that has it, is *st, when that takes no other member call:
  * true, with a regular file's logical size filled in when it is
  * remembered (size_cache.h), or *st as is for anything else; false for a
- * regular file whose size would take its headers. */
-bool ecfile_stat_from(volume *v, int mb, struct stat *st);
+ * regular file whose size would take its headers.  *ident: the file's
+ * identity as ecfile_stat_ident gives it (0 for anything else). */
+bool ecfile_stat_from(volume *v, int mb, struct stat *st, uint64_t *ident);
 /* Truncate by path (the kernel's truncate without an open file). */
 int ecfile_truncate_path(volume *v, const char *path, off_t size);
 

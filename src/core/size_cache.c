@@ -17,6 +17,7 @@ typedef struct size_entry {
 	uint64_t epoch;
 	int64_t ctime_ns;
 	uint64_t size;
+	uint64_t ident;
 } size_entry;
 
 struct size_cache {
@@ -74,7 +75,8 @@ void size_cache_headers_changed(size_cache *sc)
 	__atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL);
 }
 
-bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size)
+bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size,
+                    uint64_t *ident)
 {
 	chunk_key k = key_of(mb, st);
 	uint64_t now = size_cache_epoch(sc);
@@ -84,6 +86,8 @@ bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *siz
 	const size_entry *e = g_hash_table_lookup(sc->sizes, &k);
 	if (e && e->epoch == now && e->ctime_ns == ctime_ns(st)) {
 		*size = e->size;
+		if (ident)
+			*ident = e->ident;
 		hit = true;
 	}
 	pthread_mutex_unlock(&sc->lock);
@@ -91,13 +95,14 @@ bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *siz
 }
 
 void size_cache_put(size_cache *sc, int mb, const struct stat *st, uint64_t epoch,
-                    uint64_t size)
+                    uint64_t size, uint64_t ident)
 {
 	chunk_key *k = g_new(chunk_key, 1);
 	size_entry *e = g_new(size_entry, 1);
 
 	*k = key_of(mb, st);
-	*e = (size_entry){ .epoch = epoch, .ctime_ns = ctime_ns(st), .size = size };
+	*e = (size_entry){ .epoch = epoch, .ctime_ns = ctime_ns(st), .size = size,
+	                   .ident = ident };
 	pthread_mutex_lock(&sc->lock);
 	if (g_hash_table_size(sc->sizes) >= SIZE_CACHE_MAX)
 		g_hash_table_remove_all(sc->sizes);

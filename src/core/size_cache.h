@@ -34,12 +34,14 @@ uint64_t size_cache_epoch(size_cache *sc);
 /* A chunk header was written (after the write, done or failed). */
 void size_cache_headers_changed(size_cache *sc);
 
-/* True, with *size, if the chunk of member mb whose lstat is st has a
- * size remembered that still holds. */
-bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size);
-/* Remembers size for that chunk, found by reading headers after the
- * epoch was `epoch`. */
+/* True, with *size (and the file's identity, ecfile_ident, in *ident
+ * unless NULL), if the chunk of member mb whose lstat is st has a size
+ * remembered that still holds. */
+bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size,
+                    uint64_t *ident);
+/* Remembers size and identity for that chunk, found by reading headers
+ * after the epoch was `epoch`. */
 void size_cache_put(size_cache *sc, int mb, const struct stat *st, uint64_t epoch,
-                    uint64_t size);
+                    uint64_t size, uint64_t ident);
 
 #endif

@@ -9,9 +9,11 @@
  * fuse_daemonize(): the volume runs worker threads, which a fork after
  * volume_open() would lose, so the process forks first, and the parent
  * waits until the child has opened the volume and mounted, then exits
- * with the child's verdict.  Options are parsed with fuse_opt; ours are
- * removed and the rest go to libfuse (fuse_parse_cmdline for -f/-d/-s and
- * the mountpoint, fuse_new for mount and library options).
+ * with the child's verdict.  Options are parsed with fuse_opt; ours
+ * (with the kernel cache options of libfuse's path API, which the
+ * low-level API leaves to the filesystem) are removed and the rest go to
+ * libfuse (fuse_parse_cmdline for -f/-d/-s and the mountpoint,
+ * fuse_session_new for mount options).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -28,7 +30,6 @@
 #include <glib.h>
 
 #include "fs_ops.h"
-#include <fuse_lowlevel.h>
 
 #include "checksum.h"
 #include "ec.h"
@@ -43,6 +44,10 @@
  * tenth of what a tmpfs member moves, leaving foreground I/O responsive. */
 #define DEFAULT_HEAL_RATE 64
 
+/* Seconds the kernel keeps names and attributes unless told otherwise. */
+#define DEFAULT_ENTRY_TIMEOUT 1.0
+#define DEFAULT_ATTR_TIMEOUT 0.0
+
 #ifndef ECFS_VERSION
 #define ECFS_VERSION "unknown"
 #endif
@@ -53,6 +58,8 @@ struct cli {
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
 	char *slow_readaround;
+	char *attr_timeout, *entry_timeout, *negative_timeout;
+	int kernel_cache, auto_cache, direct_io; /* set by fuse_opt */
 	bool read_only;
 	int noheal;      /* set by fuse_opt, which stores an int */
 	bool help, version;
@@ -73,7 +80,13 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("heal_rate=%s", heal_rate),
 	CLI_OPT("timeout=%s", timeout),
 	CLI_OPT("slow_readaround=%s", slow_readaround),
+	CLI_OPT("attr_timeout=%s", attr_timeout),
+	CLI_OPT("entry_timeout=%s", entry_timeout),
+	CLI_OPT("negative_timeout=%s", negative_timeout),
 	{ "noheal", offsetof(struct cli, noheal), 1 },
+	{ "kernel_cache", offsetof(struct cli, kernel_cache), 1 },
+	{ "auto_cache", offsetof(struct cli, auto_cache), 1 },
+	{ "direct_io", offsetof(struct cli, direct_io), 1 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -136,12 +149,20 @@ static void usage(const char *prog)
 	       "    -o slow_readaround=on|off\n"
 	       "                           on (default): reads go around a member much\n"
 	       "                           slower than the others, decoding from the rest\n"
+	       "    -o entry_timeout=T     seconds the kernel keeps a name (default %g)\n"
+	       "    -o attr_timeout=T      seconds it keeps attributes (default %g)\n"
+	       "    -o negative_timeout=T  seconds it keeps that a name does not exist\n"
+	       "                           (default 0)\n"
+	       "    -o kernel_cache        keep a file's page cache across opens\n"
+	       "    -o auto_cache          keep it while the file's size and mtime stand\n"
+	       "    -o direct_io           every open bypasses the page cache\n"
 	       "    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
 	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
 	       "apply to files created from now on; each file keeps its own.\n\n",
-	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0);
+	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0, DEFAULT_ENTRY_TIMEOUT,
+	       DEFAULT_ATTR_TIMEOUT);
 }
 
 /* Parses a positive size with an optional K, M or G (binary) suffix. */
@@ -420,10 +441,10 @@ static void detach_finish(int verdict_fd, bool debug)
 	close(verdict_fd);
 }
 
-static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *opts)
+static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 {
 	if (opts->singlethread)
-		return fuse_loop(f);
+		return fuse_session_loop(se);
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -1;
@@ -433,7 +454,7 @@ static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *opts)
 		fuse_loop_cfg_set_idle_threads(cfg, opts->max_idle_threads);
 	if (opts->max_threads != UINT_MAX)
 		fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
-	int rc = fuse_loop_mt(f, cfg);
+	int rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc;
 }
@@ -451,6 +472,9 @@ static void free_cli(struct cli *c)
 	free(c->heal_rate);
 	free(c->timeout);
 	free(c->slow_readaround);
+	free(c->attr_timeout);
+	free(c->entry_timeout);
+	free(c->negative_timeout);
 }
 
 /* What the daemon holds from the command line to the exit. */
@@ -462,11 +486,37 @@ struct daemon_state {
 	volume_options vopts;
 	int heal_rate;        /* MB/s, 0 = no limit */
 	struct ecfs_fs state;
-	struct fuse *fuse;
+	struct fuse_session *se;
 	bool mounted;
 	heal *healer;
 	int verdict_fd;       /* the parent waits on it (see detach_start) */
 };
+
+/* Reads one -o *_timeout value (seconds, from 0) into *out, if given. */
+static bool parse_timeout(const char *name, const char *s, double *out)
+{
+	if (!s)
+		return true;
+	char *end;
+	double t = strtod(s, &end);
+	if (end == s || *end || !(t >= 0 && t <= 1e9))
+		return fail("%s=%s: give seconds, from 0", name, s);
+	*out = t;
+	return true;
+}
+
+/* The kernel cache options into the operations' state. */
+static bool cache_options(struct daemon_state *d)
+{
+	struct ecfs_fs *fs = &d->state;
+	fs->timeouts = (struct fs_timeouts){ DEFAULT_ENTRY_TIMEOUT, DEFAULT_ATTR_TIMEOUT, 0 };
+	fs->kernel_cache = d->cli.kernel_cache;
+	fs->auto_cache = d->cli.auto_cache;
+	fs->direct_io = d->cli.direct_io;
+	return parse_timeout("entry_timeout", d->cli.entry_timeout, &fs->timeouts.entry) &&
+	       parse_timeout("attr_timeout", d->cli.attr_timeout, &fs->timeouts.attr) &&
+	       parse_timeout("negative_timeout", d->cli.negative_timeout, &fs->timeouts.negative);
+}
 
 /* main() goes on: no exit status yet. */
 #define GO_ON (-1)
@@ -482,7 +532,7 @@ static int parse_command_line(struct daemon_state *d, const char *prog)
 		usage(prog);
 		printf("FUSE options:\n");
 		fuse_cmdline_help();
-		fuse_lib_help(&d->args);
+		fuse_lowlevel_help();
 		return 0;
 	}
 	if (d->cli.version) {
@@ -498,16 +548,11 @@ static int parse_command_line(struct daemon_state *d, const char *prog)
 	if (d->cli.heal_rate && !parse_int(d->cli.heal_rate, 0, 1000000, &d->heal_rate))
 		return !fail("heal_rate=%s: give MB/s as a whole number (0 = no limit)",
 		             d->cli.heal_rate);
-	if (!build_options(&d->cli, (int)d->members->len, &d->vopts))
+	if (!build_options(&d->cli, (int)d->members->len, &d->vopts) || !cache_options(d))
 		return 1;
 
-	/* Attributes are not cached by default: libfuse gives each name of a
-	 * hard-linked file its own kernel inode, so a cached link count or
-	 * size would go stale through the other names.  Inserted first, so a
-	 * user's -o attr_timeout=T still wins.  The kernel checks permissions
-	 * (the daemon would be root for all). */
-	if (fuse_opt_insert_arg(&d->args, 1, "-oattr_timeout=0") < 0 ||
-	    fuse_opt_add_arg(&d->args, "-odefault_permissions") < 0 ||
+	/* The kernel checks permissions (the daemon would be root for all). */
+	if (fuse_opt_add_arg(&d->args, "-odefault_permissions") < 0 ||
 	    fuse_opt_add_arg(&d->args, "-osubtype=ecfs") < 0 ||
 	    add_escaped_opt(&d->args, "fsname=", d->cli.members) < 0)
 		return !fail("out of memory");
@@ -524,9 +569,11 @@ static bool mount_volume(struct daemon_state *d)
 
 	/* Library and mount options are checked here, before the volume is
 	 * opened (and maybe created). */
-	d->fuse = fuse_new(&d->args, ecfs_fs_operations(), sizeof(struct fuse_operations),
-	                   &d->state);
-	if (!d->fuse)
+	fs_set_state(&d->state);
+	fs_nodes_init();
+	d->se = fuse_session_new(&d->args, ecfs_fs_operations(), sizeof(struct fuse_lowlevel_ops),
+	                         &d->state);
+	if (!d->se)
 		return false; /* libfuse said why */
 
 	char *message = NULL;
@@ -545,10 +592,10 @@ static bool mount_volume(struct daemon_state *d)
 	}
 	journal_census(d->state.vol);
 
-	if (fuse_mount(d->fuse, d->opts.mountpoint) != 0)
+	if (fuse_session_mount(d->se, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */
 	d->mounted = true;
-	if (fuse_set_signal_handlers(fuse_get_session(d->fuse)) != 0)
+	if (fuse_set_signal_handlers(d->se) != 0)
 		return fail("cannot set signal handlers");
 	raise_readahead(d->opts.mountpoint);
 	if (d->verdict_fd >= 0) {
@@ -567,7 +614,7 @@ static bool mount_volume(struct daemon_state *d)
 /* Serves the mount until it ends; returns the exit status. */
 static int serve(struct daemon_state *d)
 {
-	int loop_rc = run_loop(d->fuse, &d->opts);
+	int loop_rc = run_loop(d->se, &d->opts);
 	/* ECONNABORTED: the kernel ended the connection while a worker held
 	 * a request it had taken, which an unmount racing a late request
 	 * does as well as an abort through /sys/fs/fuse/connections; the
@@ -575,7 +622,7 @@ static int serve(struct daemon_state *d)
 	bool aborted = abs(loop_rc) == ECONNABORTED;
 	if (aborted)
 		ecfs_log(LOG_INFO, "the kernel ended the FUSE connection (unmount or abort)");
-	fuse_remove_signal_handlers(fuse_get_session(d->fuse));
+	fuse_remove_signal_handlers(d->se);
 	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
@@ -590,9 +637,10 @@ static void release(struct daemon_state *d)
 {
 	heal_stop(d->healer);
 	if (d->mounted)
-		fuse_unmount(d->fuse);
-	if (d->fuse)
-		fuse_destroy(d->fuse);
+		fuse_session_unmount(d->se);
+	if (d->se)
+		fuse_session_destroy(d->se);
+	fs_nodes_free();
 	if (d->state.vol)
 		volume_close(d->state.vol);
 	attr_cache_free(d->state.attrs);

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "ecfile.h"
 #include "memberops.h"
 #include "mirror.h"
@@ -43,12 +45,8 @@ static int root_getattr(struct stat *st)
 	return rc;
 }
 
-int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+int fs_stat(const char *path, struct stat *st)
 {
-	if (fi)
-		return ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
-	if (volume_path_reserved(path))
-		return -ENOENT;
 	/* The kernel asks for every directory of a path at each walk, and
 	 * for a file right after its lookup: those answers come from
 	 * attr_cache.h while nothing changed. */
@@ -56,15 +54,41 @@ int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	attr_stamp stamp = fs_stamp();
 	if (volume_usable(v) && attr_cache_get(fs_attrs(), path, &stamp, st))
 		return 0;
-	char buf[FS_ORPHAN_PATH_MAX];
 	/* ecfile_stat answers for every type: the lstat of the first healthy
 	 * member that has the name (another may have lost a chunk), with a
 	 * regular file's logical size. */
-	int rc = strcmp(path, "/") == 0 ? root_getattr(st)
-	                                : ecfile_stat(v, fs_path(path, buf), st);
+	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : ecfile_stat(v, path, st);
 	if (rc == 0 && volume_usable(v))
 		attr_cache_put(fs_attrs(), path, &stamp, st);
 	return rc;
+}
+
+/* getattr's answer for node ino: by its open file if fi, else its path. */
+static int node_stat(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
+{
+	int rc;
+
+	if (fi) {
+		rc = ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
+	} else {
+		char *path;
+		rc = fs_nodes_path(ino, &path);
+		if (rc == 0)
+			rc = fs_stat(path, st);
+		g_free(path);
+	}
+	st->st_ino = ino;
+	return rc;
+}
+
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = node_stat(ino, fi, &st);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, fs_timeouts()->attr);
 }
 
 static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
@@ -73,15 +97,8 @@ static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
 	                    AT_SYMLINK_NOFOLLOW);
 }
 
-int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+int fs_chmod_path(const char *path, mode_t mode)
 {
-	/* No path: libfuse lost the file's name (ecfile.h has no fchmod). */
-	if (!path)
-		return -EOPNOTSUPP;
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
 	mode &= 07777;
 	return mirror_apply(fs_volume(), path, chmod_member, &mode, "chmod");
 }
@@ -97,32 +114,13 @@ static int chown_member(int member, int dirfd, const char *leaf, void *arg)
 	return mop_fchownat(fs_volume(), member, dirfd, leaf, o->uid, o->gid, AT_SYMLINK_NOFOLLOW);
 }
 
-int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
-{
-	if (!path)
-		return -EOPNOTSUPP;
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
-	struct owner o = { uid, gid };
-	return mirror_apply(fs_volume(), path, chown_member, &o, "chown");
-}
-
 static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	return mop_utimensat(fs_volume(), member, dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW);
 }
 
-int fs_utimens(const char *path, const struct timespec tv[2],
-               struct fuse_file_info *fi)
+static int set_times(const char *path, const struct timespec tv[2])
 {
-	if (!path)
-		return -EOPNOTSUPP;
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
 	/* One clock reading for UTIME_NOW, so that every member stores the
 	 * same time and any of them can answer getattr. */
 	struct timespec ts[2] = { tv[0], tv[1] };
@@ -145,17 +143,81 @@ int fs_utimens(const char *path, const struct timespec tv[2],
 	return mirror_apply(fs_volume(), path, utimens_member, ts, "utimens");
 }
 
-int fs_statfs(const char *path, struct statvfs *st)
+/* The times setattr asks for (UTIME_OMIT for those it leaves). */
+static void wanted_times(const struct stat *attr, int to_set, struct timespec tv[2])
 {
-	return volume_statfs(fs_volume(), st);
+	tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		tv[0].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME)
+		tv[0] = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		tv[1].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		tv[1] = attr->st_mtim;
 }
 
-int fs_access(const char *path, int mask)
+/* chmod, chown, truncate and utimens, in that order (as libfuse's path
+ * API does them). */
+static int set_attrs(const char *path, const struct stat *attr, int to_set,
+                     struct fuse_file_info *fi)
+{
+	int rc = 0;
+	if (to_set & FUSE_SET_ATTR_MODE)
+		rc = fs_chmod_path(path, attr->st_mode);
+	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		struct owner o = { (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+		                   (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1 };
+		rc = mirror_apply(fs_volume(), path, chown_member, &o, "chown");
+	}
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		rc = fi ? ecfile_truncate((ecfile *)(uintptr_t)fi->fh, attr->st_size)
+		        : ecfile_truncate_path(fs_volume(), path, attr->st_size);
+	if (rc == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+	                          FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {
+		struct timespec tv[2];
+		wanted_times(attr, to_set, tv);
+		rc = set_times(path, tv);
+	}
+	return rc;
+}
+
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                struct fuse_file_info *fi)
+{
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = set_attrs(path, attr, to_set, fi);
+	g_free(path);
+	struct stat st;
+	if (rc == 0)
+		rc = node_stat(ino, fi, &st);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, fs_timeouts()->attr);
+}
+
+void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+	int rc = volume_statfs(fs_volume(), &st);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	/* Reached only without default_permissions, which the daemon always
 	 * sets: the kernel checks permissions, this checks existence. */
-	if (volume_path_reserved(path))
-		return -ENOENT;
+	char *path = NULL;
 	struct stat st;
-	return fs_member_lstat(path, &st);
+	int rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = fs_member_lstat(path, &st);
+	g_free(path);
+	fs_reply_err(req, rc);
 }

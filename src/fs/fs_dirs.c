@@ -27,19 +27,24 @@
 #include "space.h"
 #include "xattrs.h"
 
+/* The inode number of a listed name whose node is not known (libfuse's
+ * path API gives the same). */
+#define FUSE_UNKNOWN_INO 0xffffffffu
+
 /* One name of a listing. */
 struct dir_entry {
 	char *name;
 	unsigned char type; /* DT_* */
 	bool plus;          /* st is what getattr answers for it */
 	struct stat st;
+	uint64_t ident;     /* with st: its identity (ecfile_stat_ident) */
 };
 
 /* An open directory: the path it was opened with and, from the first
  * readdir at offset 0, the listing (the union of the members' entries);
  * offsets handed to the kernel are indices in it. */
 struct dir_handle {
-	char *path;       /* as opened, if libfuse has lost it */
+	char *path;       /* as opened, if the node has lost its name */
 	bool is_root;     /* hide the metadata folder */
 	GArray *entries;  /* struct dir_entry; NULL until listed */
 	attr_stamp stamp; /* read before the listing */
@@ -75,15 +80,15 @@ static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 	return fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
 }
 
-int fs_mkdir(const char *path, mode_t mode)
+static int make_dir(fuse_req_t req, const char *path, mode_t mode)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
 	/* A directory made in a setgid directory inherits S_ISGID from the
 	 * member filesystem itself, since member directories carry the mode. */
 	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
-	                                                 fuse_get_context()->umask) };
-	int rc = fs_new_owner(path, &nd.uid, &nd.gid);
+	                                                 fuse_req_ctx(req)->umask) };
+	int rc = fs_new_owner(req, path, &nd.uid, &nd.gid);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
@@ -92,17 +97,37 @@ int fs_mkdir(const char *path, mode_t mode)
 	return mirror_apply_logged(fs_volume(), &a, mkdir_member, NULL, &nd, "mkdir");
 }
 
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
+	fs_reply_entry(req, parent, name, path, make_dir(req, path, mode));
+	g_free(path);
+}
+
 static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	return mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR);
 }
 
-int fs_rmdir(const char *path)
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	intent_args a = { INTENT_RMDIR, .from = path };
-	return mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc == 0 && volume_path_reserved(path))
+		rc = -ENOENT;
+	if (rc == 0) {
+		intent_args a = { INTENT_RMDIR, .from = path };
+		rc = mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
+	}
+	if (rc == 0)
+		fs_nodes_unlinked(parent, name);
+	g_free(path);
+	fs_reply_err(req, rc);
 }
 
 static int open_dir_at(int dirfd, const char *leaf)
@@ -119,23 +144,25 @@ static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
 	return fd < 0 ? fd : 0;
 }
 
-int fs_opendir(const char *path, struct fuse_file_info *fi)
+void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
 	/* Checks that it is a directory the daemon can read; the listing is
 	 * made by readdir. */
-	int rc = mirror_query(fs_volume(), path, opendir_member, NULL, "opendir");
-	if (rc < 0)
-		return rc;
-	struct dir_handle *h = calloc(1, sizeof *h);
-	if (!h || !(h->path = strdup(path))) {
-		free(h);
-		return -ENOMEM;
+	if (rc == 0)
+		rc = mirror_query(fs_volume(), path, opendir_member, NULL, "opendir");
+	if (rc < 0) {
+		g_free(path);
+		fs_reply_err(req, rc);
+		return;
 	}
-	h->is_root = strcmp(path, "/") == 0;
+	struct dir_handle *h = g_new0(struct dir_handle, 1);
+	h->path = path;
+	h->is_root = ino == FUSE_ROOT_ID;
 	fi->fh = (uintptr_t)h;
-	return 0;
+	if (fuse_reply_open(req, fi) != 0)
+		fs_releasedir(NULL, ino, fi);
 }
 
 /* True for an entry of the root that names the volume's metadata. */
@@ -170,7 +197,7 @@ static void entry_attrs(struct listing *l, int member, DIR *d, struct dir_entry 
 	    !strcmp(e->name, ".") || !strcmp(e->name, ".."))
 		return;
 	if (MIO_CALL(fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-	    !ecfile_stat_from(fs_volume(), member, &st))
+	    !ecfile_stat_from(fs_volume(), member, &st, &e->ident))
 		return;
 	e->st = st;
 	e->plus = true;
@@ -265,38 +292,80 @@ static bool attrs_stand(const struct dir_handle *h)
 	       now.sizes == h->stamp.sizes;
 }
 
-int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-               struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+/* Adds entry i of the listing to the reply in buf (size bytes, used of
+ * them); false if it does not fit.  plus: readdirplus, whose entries with
+ * attributes count as lookups of their names. */
+static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct dir_entry *e, bool plus,
+                      char *buf, size_t size, size_t *used, off_t next)
+{
+	struct fuse_entry_param ep = { .attr.st_mode = (mode_t)DTTOIF(e->type) };
+	ep.attr.st_ino = FUSE_UNKNOWN_INO;
+	if (plus && e->plus)
+		fs_entry_fill(&ep, fs_nodes_ino(ino, e->name, e->ident, &e->st), &e->st);
+	else if ((ep.attr.st_ino = fs_nodes_lookup_name(ino, e->name)) == 0)
+		ep.attr.st_ino = FUSE_UNKNOWN_INO;
+	size_t n = plus ? fuse_add_direntry_plus(req, buf + *used, size - *used, e->name, &ep, next)
+	                : fuse_add_direntry(req, buf + *used, size - *used, e->name, &ep.attr, next);
+	if (n > size - *used)
+		return false;
+	*used += n;
+	if (ep.ino)
+		fs_nodes_add(ino, e->name, ep.ino, ep.attr.st_mode);
+	return true;
+}
+
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                 struct fuse_file_info *fi, bool plus)
 {
 	struct dir_handle *h = dir_of(fi);
-	bool plus = flags & FUSE_READDIR_PLUS;
 	if (off == 0 || !h->entries) {
-		/* First call, or rewinddir: a fresh listing. */
-		int rc = make_listing(h, path ? path : h->path, plus);
-		if (rc < 0)
-			return rc;
+		/* First call, or rewinddir: a fresh listing, by the
+		 * directory's path now, else the one it was opened with. */
+		char *path = NULL;
+		int rc = fs_nodes_path(ino, &path);
+		rc = make_listing(h, rc == 0 ? path : h->path, plus);
+		g_free(path);
+		if (rc < 0) {
+			fs_reply_err(req, rc);
+			return;
+		}
 	}
 	/* readdirplus: the names come with what a lookup of each would
 	 * answer, so the kernel need not look them up one by one. */
-	plus = plus && attrs_stand(h);
+	bool with = plus && attrs_stand(h);
+	char *buf = g_malloc(size);
+	size_t used = 0;
 	for (guint i = (guint)off; i < h->entries->len; i++) {
 		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
-		struct stat st = { .st_mode = (mode_t)DTTOIF(e->type) };
-		bool with = plus && e->plus;
-		if (filler(buf, e->name, with ? &e->st : &st, (off_t)i + 1,
-		           with ? FUSE_FILL_DIR_PLUS : 0))
+		struct dir_entry copy = *e;
+		copy.plus = with && e->plus;
+		if (!add_entry(req, ino, &copy, plus, buf, size, &used, (off_t)i + 1))
 			break; /* the reply is full: the kernel asks again from i */
 	}
-	return 0;
+	fuse_reply_buf(req, buf, used);
+	g_free(buf);
 }
 
-int fs_releasedir(const char *path, struct fuse_file_info *fi)
+void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, false);
+}
+
+void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, true);
+}
+
+void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
 	free_entries(h);
-	free(h->path);
-	free(h);
-	return 0;
+	g_free(h->path);
+	g_free(h);
+	if (req)
+		fuse_reply_err(req, 0);
 }
 
 static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
@@ -310,11 +379,15 @@ static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
-	/* By its current path (libfuse knows it), else the one it was opened
-	 * with; a directory removed meanwhile has nothing left to sync. */
-	int rc = mirror_apply(fs_volume(), path ? path : h->path, fsync_member_dir, &datasync, "fsyncdir");
-	return rc == -ENOENT ? 0 : rc;
+	/* By its current path, else the one it was opened with; a directory
+	 * removed meanwhile has nothing left to sync. */
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	rc = mirror_apply(fs_volume(), rc == 0 ? path : h->path, fsync_member_dir, &datasync,
+	                  "fsyncdir");
+	g_free(path);
+	fs_reply_err(req, rc == -ENOENT ? 0 : rc);
 }

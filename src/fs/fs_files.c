@@ -3,8 +3,8 @@
  * Regular-file operations: create, open, read, write, flush, release,
  * fsync, truncate and fallocate.  The data path belongs to ecfile.h; this
  * layer only maps FUSE requests onto it.  The open-file handle (fi->fh) is
- * the ecfile itself, so fd-based requests do not use the path and keep
- * working after unlink or rename.
+ * the ecfile itself, so requests on an open file do not use its path and
+ * keep working after unlink or rename.
  */
 #include "fs_ops.h"
 
@@ -13,7 +13,10 @@
 #include <linux/falloc.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+
+#include <glib.h>
 
 #include "ecfile.h"
 #include "xattrs.h"
@@ -40,13 +43,14 @@ static void write_only_direct(struct fuse_file_info *fi)
 		fi->direct_io = 1;
 }
 
-bool fs_caller_in_group(gid_t gid)
+/* True if the caller of req is in group gid. */
+bool fs_caller_in_group(fuse_req_t req, gid_t gid)
 {
 	gid_t groups[256];
 
-	if (fuse_get_context()->gid == gid)
+	if (fuse_req_ctx(req)->gid == gid)
 		return true;
-	int n = fuse_getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+	int n = fuse_req_getgroups(req, (int)(sizeof(groups) / sizeof(groups[0])), groups);
 	for (int i = 0; i < n && i < (int)(sizeof(groups) / sizeof(groups[0])); i++)
 		if (groups[i] == gid)
 			return true;
@@ -59,102 +63,171 @@ bool fs_caller_in_group(gid_t gid)
  * The kernel does that before a write through the page cache, but a direct
  * write reaches us with the bits set, so the daemon does it.  The request
  * tells the writer's ids, not its capabilities: anyone but root clears. */
-static int remove_privs(const char *path, const struct fuse_file_info *fi)
+static int remove_privs(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_info *fi)
 {
-	char buf[FS_ORPHAN_PATH_MAX];
 	struct stat st;
 
-	if (!write_only(fi) || fuse_get_context()->uid == 0)
+	if (!write_only(fi) || fuse_req_ctx(req)->uid == 0)
 		return 0;
-	int rc = ecfile_stat(fs_volume(), fs_path(path, buf), &st);
+	int rc = ecfile_fstat(file_of(fi), &st);
 	if (rc < 0)
 		return rc;
 	mode_t kill = st.st_mode & S_ISUID;
-	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !fs_caller_in_group(st.st_gid)))
+	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !fs_caller_in_group(req, st.st_gid)))
 		kill |= S_ISGID;
 	if (!S_ISREG(st.st_mode) || !kill)
 		return 0;
-	return fs_chmod(path, st.st_mode & 07777 & ~kill, NULL);
+	char *path = NULL;
+	rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = fs_chmod_path(path, st.st_mode & 07777 & ~kill);
+	g_free(path);
+	return rc;
 }
 
-int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+/* How an open uses the page cache: write-only opens and -o direct_io
+ * bypass it; -o kernel_cache keeps it, -o auto_cache while the file's
+ * size and modification time are those of the last open. */
+static void cache_mode(fuse_ino_t ino, ecfile *f, struct fuse_file_info *fi)
 {
-	if (volume_path_reserved(path))
-		return -EPERM;
+	const struct ecfs_fs *fs = fs_state();
+
+	write_only_direct(fi);
+	if (fs->direct_io)
+		fi->direct_io = 1;
+	fi->keep_cache = fs->kernel_cache;
+	if (fs->auto_cache && !fs->kernel_cache) {
+		struct stat st;
+		if (ecfile_fstat(f, &st) == 0)
+			fi->keep_cache = fs_nodes_same_version(ino, &st);
+	}
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+               struct fuse_file_info *fi)
+{
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
 	uid_t uid;
 	gid_t gid;
-	int rc = fs_new_owner(path, &uid, &gid);
-	if (rc < 0)
-		return rc;
-	ecfile *f;
-	mode = xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_get_context()->umask);
-	rc = ecfile_create(fs_volume(), path, fi->flags, mode, uid, gid, &f);
-	if (rc < 0)
-		return rc;
+	ecfile *f = NULL;
+	struct stat st;
+	if (volume_path_reserved(path))
+		rc = -EPERM;
+	if (rc == 0)
+		rc = fs_new_owner(req, path, &uid, &gid);
+	if (rc == 0)
+		rc = ecfile_create(fs_volume(), path, fi->flags,
+		                  xattrs_create_mode(fs_volume(), path, mode & 07777,
+		                                     fuse_req_ctx(req)->umask),
+		                  uid, gid, &f);
+	if (rc == 0 && (rc = ecfile_fstat(f, &st)) < 0)
+		ecfile_release(f);
+	g_free(path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
 	fi->fh = (uintptr_t)f;
 	write_only_direct(fi);
-	return 0;
+	if (fs_state()->direct_io)
+		fi->direct_io = 1;
+	struct fuse_entry_param e;
+	fs_entry_fill(&e, fs_nodes_ino(parent, name, ecfile_ident(f), &st), &st);
+	fs_nodes_add(parent, name, e.ino, st.st_mode);
+	fs_nodes_opened(e.ino);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		/* interrupted: the kernel has neither the node nor the open */
+		fs_release(NULL, e.ino, fi);
+		fs_nodes_forget(e.ino, 1);
+	}
 }
 
-int fs_open(const char *path, struct fuse_file_info *fi)
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	ecfile *f;
-	int rc = ecfile_open(fs_volume(), path, fi->flags, &f);
-	if (rc < 0)
-		return rc;
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	ecfile *f = NULL;
+	if (rc == 0)
+		rc = ecfile_open(fs_volume(), path, fi->flags, &f);
+	g_free(path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
 	fi->fh = (uintptr_t)f;
-	write_only_direct(fi);
-	return 0;
+	cache_mode(ino, f, fi);
+	fs_nodes_opened(ino);
+	if (fuse_reply_open(req, fi) != 0)
+		fs_release(NULL, ino, fi);
 }
 
-int fs_read(const char *path, char *buf, size_t size, off_t off,
-            struct fuse_file_info *fi)
+/* The read buffer of each request thread, as large as the largest read. */
+static __thread char *read_buf;
+static __thread size_t read_cap;
+
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	return (int)ecfile_read(file_of(fi), buf, size, off);
+	if (size > read_cap) {
+		char *grown = realloc(read_buf, size);
+		if (!grown) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		read_buf = grown;
+		read_cap = size;
+	}
+	ssize_t n = ecfile_read(file_of(fi), read_buf, size, off);
+	if (n < 0)
+		fs_reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, read_buf, (size_t)n);
 }
 
-int fs_write(const char *path, const char *buf, size_t size, off_t off,
-             struct fuse_file_info *fi)
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+              struct fuse_file_info *fi)
 {
-	int rc = remove_privs(path, fi);
-	if (rc < 0)
-		return rc;
-	return (int)ecfile_write(file_of(fi), buf, size, off);
+	int rc = remove_privs(req, ino, fi);
+	ssize_t n = rc < 0 ? rc : ecfile_write(file_of(fi), buf, size, off);
+	if (n < 0)
+		fs_reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
 }
 
-int fs_flush(const char *path, struct fuse_file_info *fi)
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	return ecfile_flush(file_of(fi));
+	fs_reply_err(req, ecfile_flush(file_of(fi)));
 }
 
-int fs_release(const char *path, struct fuse_file_info *fi)
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	return ecfile_release(file_of(fi));
+	int rc = ecfile_release(file_of(fi));
+	/* The last close of a file unlinked while open removes it. */
+	char *orphan = fs_nodes_closed(ino);
+	if (orphan)
+		fs_remove_orphan(orphan);
+	g_free(orphan);
+	if (req)
+		fs_reply_err(req, rc);
 }
 
-int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	return ecfile_fsync(file_of(fi), datasync);
+	fs_reply_err(req, ecfile_fsync(file_of(fi), datasync));
 }
 
-int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
-{
-	if (fi)
-		return ecfile_truncate(file_of(fi), size);
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	return ecfile_truncate_path(fs_volume(), fs_path(path, buf), size);
-}
-
-int fs_fallocate(const char *path, int mode, off_t off, off_t len,
-                 struct fuse_file_info *fi)
+void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                  struct fuse_file_info *fi)
 {
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
-		return -EOPNOTSUPP;
-	return ecfile_fallocate(file_of(fi), mode, off, len);
+		fs_reply_err(req, -EOPNOTSUPP);
+	else
+		fs_reply_err(req, ecfile_fallocate(file_of(fi), mode, off, len));
 }
 
 int fs_flush_path(const char *path)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Name operations, all mirrored on every healthy member: unlink, rename
+ * Name operations: lookup and forget (fs_nodes.h), and, mirrored on
+ * every healthy member, unlink, rename
  * (with RENAME_NOREPLACE and RENAME_EXCHANGE, passed to the members'
  * renameat2), symlink, readlink, hard links and mknod.  A regular file's
  * names are its chunk files' names, so unlink, rename and link of a file
@@ -17,24 +18,65 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "ecfile.h"
+#include "log.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 #include "space.h"
 #include "xattrs.h"
 
+void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc == 0 && volume_path_reserved(path))
+		rc = -ENOENT;
+	if (rc == -ENOENT && fs_timeouts()->negative > 0) {
+		/* A negative entry the kernel may keep. */
+		struct fuse_entry_param e = { .entry_timeout = fs_timeouts()->negative };
+		fuse_reply_entry(req, &e);
+	} else if (rc < 0) {
+		fs_reply_err(req, rc);
+	} else {
+		struct fuse_entry_param e;
+		rc = fs_entry(parent, name, path, 0, &e);
+		if (rc == -ENOENT && fs_timeouts()->negative > 0) {
+			memset(&e, 0, sizeof e);
+			e.entry_timeout = fs_timeouts()->negative;
+			rc = 0;
+		}
+		if (rc < 0)
+			fs_reply_err(req, rc);
+		else if (fuse_reply_entry(req, &e) != 0 && e.ino)
+			fs_nodes_forget(e.ino, 1);
+	}
+	g_free(path);
+}
+
+void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_nodes_forget(ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs_nodes_forget(forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
 static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	return mop_unlinkat(fs_volume(), member, dirfd, leaf, 0);
 }
 
-int fs_unlink(const char *path)
+static int unlink_path(const char *path)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	intent_args a = { INTENT_UNLINK, .from = fs_path(path, buf) };
+	intent_args a = { INTENT_UNLINK, .from = path };
 	return mirror_apply_logged(fs_volume(), &a, unlink_member, NULL, NULL, "unlink");
 }
 
@@ -44,20 +86,92 @@ static int rename_member(int member, int fd1, const char *leaf1, int fd2,
 	return mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, *(const unsigned *)arg);
 }
 
-int fs_rename(const char *from, const char *to, unsigned int flags)
+static int rename_path(const char *from, const char *to, unsigned flags)
 {
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-		return -EINVAL;
-	if (volume_path_reserved(from))
-		return -ENOENT;
-	if (volume_path_reserved(to))
-		return -EPERM;
-	/* libfuse hides an open file that is unlinked or renamed over by
-	 * renaming it to a hidden name: into the orphan folder. */
-	char buf1[FS_ORPHAN_PATH_MAX], buf2[FS_ORPHAN_PATH_MAX];
-	intent_args a = { INTENT_RENAME, .from = fs_path(from, buf1), .to = fs_path(to, buf2),
-	                  .flags = flags };
+	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
 	return mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &flags, "rename");
+}
+
+/* A file open by its last known name is moved to the orphan folder
+ * rather than removed (fs_nodes.h).  Returns 1 if (parent, name) at path
+ * is now an orphan, 0 if it is not open, or a negative errno. */
+static int keep_orphan(fuse_ino_t parent, const char *name, const char *path)
+{
+	char *orphan = fs_nodes_orphan_for(parent, name);
+	if (!orphan)
+		return 0;
+	int rc = rename_path(path, orphan, 0);
+	if (rc == 0)
+		fs_nodes_orphaned(parent, name, orphan);
+	g_free(orphan);
+	return rc < 0 ? rc : 1;
+}
+
+void fs_remove_orphan(const char *orphan)
+{
+	int rc = unlink_path(orphan);
+	if (rc < 0)
+		ecfs_log(LOG_WARNING, "cannot remove the orphan %s: %s", orphan, strerror(-rc));
+}
+
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc == 0 && volume_path_reserved(path))
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = keep_orphan(parent, name, path);
+	if (rc == 0)
+		rc = unlink_path(path);
+	if (rc >= 0)
+		fs_nodes_unlinked(parent, name);
+	g_free(path);
+	fs_reply_err(req, rc < 0 ? rc : 0);
+}
+
+/* The rename of from to to: an open file renamed over is kept as an
+ * orphan first (and put back if the rename fails). */
+static int rename_over(fuse_ino_t newparent, const char *newname, const char *from,
+                       const char *to, unsigned flags)
+{
+	char *orphan = NULL;
+	if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+		orphan = fs_nodes_orphan_for(newparent, newname);
+	int rc = orphan ? rename_path(to, orphan, 0) : 0;
+	if (rc < 0) {
+		g_free(orphan);
+		return rc;
+	}
+	rc = rename_path(from, to, flags);
+	if (orphan && rc < 0)
+		rename_path(orphan, to, 0);
+	else if (orphan)
+		fs_nodes_orphaned(newparent, newname, orphan);
+	g_free(orphan);
+	return rc;
+}
+
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+               const char *newname, unsigned int flags)
+{
+	char *from = NULL, *to = NULL;
+	int rc = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ? -EINVAL : 0;
+	if (rc == 0)
+		rc = fs_nodes_child(parent, name, &from);
+	if (rc == 0)
+		rc = fs_nodes_child(newparent, newname, &to);
+	if (rc == 0 && volume_path_reserved(from))
+		rc = -ENOENT;
+	if (rc == 0 && volume_path_reserved(to))
+		rc = -EPERM;
+	if (rc == 0)
+		rc = rename_over(newparent, newname, from, to, flags);
+	if (rc == 0)
+		fs_nodes_renamed(parent, name, newparent, newname, flags);
+	g_free(from);
+	g_free(to);
+	fs_reply_err(req, rc);
 }
 
 struct new_link {
@@ -75,17 +189,25 @@ static int symlink_member(int member, int dirfd, const char *leaf, void *arg)
 	return fs_chown_new(member, dirfd, leaf, nl->uid, nl->gid);
 }
 
-int fs_symlink(const char *target, const char *path)
+void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
-	if (volume_path_reserved(path))
-		return -EPERM;
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
 	struct new_link nl = { .target = target };
-	int rc = fs_new_owner(path, &nl.uid, &nl.gid);
+	if (volume_path_reserved(path))
+		rc = -EPERM;
+	if (rc == 0)
+		rc = fs_new_owner(req, path, &nl.uid, &nl.gid);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + strlen(target));
-	if (rc < 0)
-		return rc;
-	return mirror_apply(fs_volume(), path, symlink_member, &nl, "symlink");
+	if (rc == 0)
+		rc = mirror_apply(fs_volume(), path, symlink_member, &nl, "symlink");
+	fs_reply_entry(req, parent, name, path, rc);
+	g_free(path);
 }
 
 struct link_buffer {
@@ -106,14 +228,19 @@ static int readlink_member(int member, int dirfd, const char *leaf, void *arg)
 	return 0;
 }
 
-int fs_readlink(const char *path, char *buf, size_t size)
+void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	if (size == 0)
-		return -EINVAL;
-	struct link_buffer lb = { buf, size };
-	return mirror_query(fs_volume(), path, readlink_member, &lb, "readlink");
+	char target[PATH_MAX + 1];
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	struct link_buffer lb = { target, sizeof target };
+	if (rc == 0)
+		rc = mirror_query(fs_volume(), path, readlink_member, &lb, "readlink");
+	g_free(path);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else
+		fuse_reply_readlink(req, target);
 }
 
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
@@ -122,17 +249,30 @@ static int link_member(int member, int fd1, const char *leaf1, int fd2,
 	return mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
 }
 
-int fs_link(const char *from, const char *to)
+void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	if (volume_path_reserved(from))
-		return -ENOENT;
-	if (volume_path_reserved(to))
-		return -EPERM;
-	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	char *from = NULL, *to = NULL;
+	int rc = fs_nodes_path(ino, &from);
+	if (rc == 0)
+		rc = fs_nodes_child(newparent, newname, &to);
+	if (rc == 0 && volume_path_reserved(to))
+		rc = -EPERM;
+	if (rc == 0)
+		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	if (rc == 0) {
+		intent_args a = { INTENT_LINK, .from = from, .to = to };
+		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, NULL, "link");
+	}
+	/* The new name is a name of the same node. */
+	struct fuse_entry_param e;
+	if (rc == 0)
+		rc = fs_entry(newparent, newname, to, ino, &e);
 	if (rc < 0)
-		return rc;
-	intent_args a = { INTENT_LINK, .from = from, .to = to };
-	return mirror_apply_logged(fs_volume(), &a, NULL, link_member, NULL, "link");
+		fs_reply_err(req, rc);
+	else if (fuse_reply_entry(req, &e) != 0)
+		fs_nodes_forget(e.ino, 1);
+	g_free(from);
+	g_free(to);
 }
 
 struct new_node {
@@ -151,14 +291,14 @@ static int mknod_member(int member, int dirfd, const char *leaf, void *arg)
 	return fs_chown_new(member, dirfd, leaf, nn->uid, nn->gid);
 }
 
-int fs_mknod(const char *path, mode_t mode, dev_t rdev)
+static int make_node(fuse_req_t req, const char *path, mode_t mode, dev_t rdev)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
 	mode = (mode & S_IFMT) |
-	       xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_get_context()->umask);
+	       xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_req_ctx(req)->umask);
 	struct new_node nn = { .mode = mode, .rdev = rdev };
-	int rc = fs_new_owner(path, &nn.uid, &nn.gid);
+	int rc = fs_new_owner(req, path, &nn.uid, &nn.gid);
 	if (rc < 0)
 		return rc;
 	if (S_ISREG(mode)) {
@@ -172,4 +312,16 @@ int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 	if (rc < 0)
 		return rc;
 	return mirror_apply(fs_volume(), path, mknod_member, &nn, "mknod");
+}
+
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	char *path = NULL;
+	int rc = fs_nodes_child(parent, name, &path);
+	if (rc < 0) {
+		fs_reply_err(req, rc);
+		return;
+	}
+	fs_reply_entry(req, parent, name, path, make_node(req, path, mode, rdev));
+	g_free(path);
 }

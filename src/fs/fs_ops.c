@@ -2,7 +2,8 @@
 /*
  * The operations table of the ecfs daemon, filled in one place, the
  * connection setup (init), and the small helpers the operation families
- * share: the volume of the request, and who owns a newly created object.
+ * share: the volume, who owns a newly created object, and the entries
+ * handed to the kernel.
  */
 #include "fs_ops.h"
 
@@ -23,24 +24,33 @@
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
 
-/* The mounted filesystem, for threads with no FUSE context: the member
- * workers run the mirror fns (volume_on_member). */
+/* The mounted filesystem: one per process, set before the session
+ * starts; the member workers (volume_on_member) use it too. */
 static struct ecfs_fs *mounted;
 
-static struct ecfs_fs *fs_state(void)
+void fs_set_state(struct ecfs_fs *fs)
 {
-	struct fuse_context *ctx = fuse_get_context();
-	return ctx && ctx->private_data ? ctx->private_data : mounted;
+	mounted = fs;
+}
+
+const struct ecfs_fs *fs_state(void)
+{
+	return mounted;
 }
 
 volume *fs_volume(void)
 {
-	return fs_state()->vol;
+	return mounted->vol;
+}
+
+const struct fs_timeouts *fs_timeouts(void)
+{
+	return &mounted->timeouts;
 }
 
 attr_cache *fs_attrs(void)
 {
-	return fs_state()->attrs;
+	return mounted->attrs;
 }
 
 attr_stamp fs_stamp(void)
@@ -61,16 +71,16 @@ static int stat_parent(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-int fs_new_owner(const char *path, uid_t *uid, gid_t *gid)
+int fs_new_owner(fuse_req_t req, const char *path, uid_t *uid, gid_t *gid)
 {
-	if (!fs_state()->chown_new) {
+	if (!mounted->chown_new) {
 		/* Not root: objects can only belong to the daemon's user, and
 		 * (uid_t)-1 tells every chown below to leave them as made. */
 		*uid = (uid_t)-1;
 		*gid = (gid_t)-1;
 		return 0;
 	}
-	struct fuse_context *ctx = fuse_get_context();
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat parent;
 	int rc = mirror_query(fs_volume(), path, stat_parent, &parent, "stat parent");
 	if (rc < 0)
@@ -99,31 +109,6 @@ static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
 int fs_member_lstat(const char *path, struct stat *st)
 {
 	return mirror_query(fs_volume(), path, lstat_member, st, "stat");
-}
-
-/* True for the names libfuse hides open files under: the prefix and
- * exactly 16 lowercase hex digits (its node id and a counter). */
-static bool hidden_name(const char *leaf)
-{
-	size_t plen = strlen(FS_HIDDEN_PREFIX);
-	if (strncmp(leaf, FS_HIDDEN_PREFIX, plen) != 0 || strlen(leaf) != plen + 16)
-		return false;
-	for (const char *c = leaf + plen; *c; c++)
-		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
-			return false;
-	return true;
-}
-
-const char *fs_path(const char *path, char *buf)
-{
-	if (!path)
-		return NULL;
-	const char *leaf = strrchr(path, '/');
-	leaf = leaf ? leaf + 1 : path;
-	if (!hidden_name(leaf))
-		return path;
-	snprintf(buf, FS_ORPHAN_PATH_MAX, "%s/%s", FS_ORPHAN_DIR, leaf);
-	return buf;
 }
 
 static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
@@ -163,20 +148,63 @@ void fs_orphans_prepare(volume *v)
 		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));
 }
 
-static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+void fs_reply_err(fuse_req_t req, int rc)
 {
-	/* An unlinked open file is renamed to a hidden name (see fs_path)
-	 * rather than removed: libfuse only gives paths, and a removed file
-	 * would lose fstat and fchmod (read and write would work, through the
-	 * ecfile's fds).  Requests made with a file handle still get their
-	 * path: ftruncate of a setuid file by another user comes with a chmod
-	 * that clears the bit, and ecfile.h has no fchmod to do it by handle. */
-	cfg->hard_remove = 0;
-	cfg->nullpath_ok = 0;
-	/* Member inode numbers change when a member fails: let libfuse
-	 * number the inodes. */
-	cfg->use_ino = 0;
+	fuse_reply_err(req, -rc);
+}
 
+void fs_entry_fill(struct fuse_entry_param *e, fuse_ino_t ino, const struct stat *st)
+{
+	memset(e, 0, sizeof *e);
+	e->ino = ino;
+	e->attr = *st;
+	e->attr.st_ino = ino;
+	e->attr_timeout = mounted->timeouts.attr;
+	e->entry_timeout = mounted->timeouts.entry;
+}
+
+int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t ino,
+             struct fuse_entry_param *e)
+{
+	struct stat st;
+	int rc;
+
+	if (!ino)
+		ino = fs_nodes_lookup_name(parent, name);
+	if (ino) {
+		/* A name the table knows: its node stands (every change of a
+		 * name goes through it), the attributes may come from
+		 * attr_cache.h. */
+		rc = fs_stat(path, &st);
+	} else {
+		uint64_t ident;
+		rc = ecfile_stat_ident(fs_volume(), path, &st, &ident);
+		if (rc == 0)
+			ino = fs_nodes_ino(parent, name, ident, &st);
+	}
+	if (rc < 0)
+		return rc;
+	fs_entry_fill(e, ino, &st);
+	fs_nodes_add(parent, name, ino, st.st_mode);
+	return 0;
+}
+
+void fs_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
+                    int rc)
+{
+	struct fuse_entry_param e;
+
+	if (rc == 0)
+		rc = fs_entry(parent, name, path, 0, &e);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else if (fuse_reply_entry(req, &e) != 0)
+		fs_nodes_forget(e.ino, 1); /* the request was interrupted */
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
 	conn->max_write = ECFS_MAX_REQUEST;
 	conn->max_readahead = ECFS_MAX_REQUEST;
 	/* The kernel clears setuid/setgid on write and chown (the daemon
@@ -191,12 +219,20 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * it before the daemon sees the mode. */
 	if ((conn->capable & FUSE_CAP_POSIX_ACL) && xattrs_acl_supported(fs_state()->vol))
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
-	mounted = fs_state();
-	return mounted;
 }
 
-static const struct fuse_operations operations = {
+static const struct fuse_lowlevel_ops operations = {
 	.init = fs_init,
+	/* names and links */
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.unlink = fs_unlink,
+	.rename = fs_rename,
+	.symlink = fs_symlink,
+	.readlink = fs_readlink,
+	.link = fs_link,
+	.mknod = fs_mknod,
 	/* files */
 	.create = fs_create,
 	.open = fs_open,
@@ -205,29 +241,20 @@ static const struct fuse_operations operations = {
 	.flush = fs_flush,
 	.release = fs_release,
 	.fsync = fs_fsync,
-	.truncate = fs_truncate,
 	.fallocate = fs_fallocate,
 	/* directories */
 	.mkdir = fs_mkdir,
 	.rmdir = fs_rmdir,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
 	.releasedir = fs_releasedir,
 	.fsyncdir = fs_fsyncdir,
 	/* attributes */
 	.getattr = fs_getattr,
-	.chmod = fs_chmod,
-	.chown = fs_chown,
-	.utimens = fs_utimens,
+	.setattr = fs_setattr,
 	.statfs = fs_statfs,
 	.access = fs_access,
-	/* names and links */
-	.unlink = fs_unlink,
-	.rename = fs_rename,
-	.symlink = fs_symlink,
-	.readlink = fs_readlink,
-	.link = fs_link,
-	.mknod = fs_mknod,
 	/* extended attributes */
 	.setxattr = fs_setxattr,
 	.getxattr = fs_getxattr,
@@ -235,7 +262,7 @@ static const struct fuse_operations operations = {
 	.removexattr = fs_removexattr,
 };
 
-const struct fuse_operations *ecfs_fs_operations(void)
+const struct fuse_lowlevel_ops *ecfs_fs_operations(void)
 {
 	return &operations;
 }

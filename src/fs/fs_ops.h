@@ -3,8 +3,10 @@
  * The FUSE operations of the ecfs daemon, grouped by family in fs_files.c
  * (regular-file data), fs_dirs.c, fs_attr.c, fs_links.c and fs_xattr.c, and
  * gathered into one operations table in fs_ops.c.  They use libfuse's
- * high-level path API: every path is relative to the volume root, and every
- * operation returns 0 (or a count) or a negative errno.
+ * low-level API: requests name nodes (fs_nodes.h turns them into paths
+ * relative to the volume root, which the storage core takes), and every
+ * operation answers its request itself.  Internal helpers return 0 (or a
+ * count) or a negative errno.
  *
  * Regular files are ecfiles (the open-file handle is the ecfile pointer in
  * fi->fh); everything else in the namespace is mirrored on every healthy
@@ -14,107 +16,133 @@
 #ifndef ECFS_FS_OPS_H
 #define ECFS_FS_OPS_H
 
-#define FUSE_USE_VERSION 314
-#include <fuse.h>
+#include "fs_nodes.h"
 
 #include <stdbool.h>
 
 #include "attr_cache.h"
 #include "volume.h"
 
-/* The state shared by every operation (fuse private_data). */
+/* How long the kernel may keep what the daemon answers, in seconds. */
+struct fs_timeouts {
+	double entry;    /* a name's node (-o entry_timeout) */
+	double attr;     /* attributes (-o attr_timeout) */
+	double negative; /* that a name does not exist (-o negative_timeout) */
+};
+
+/* The state shared by every operation. */
 struct ecfs_fs {
 	volume *vol;
 	bool chown_new; /* running as root: hand new objects to the caller */
 	attr_cache *attrs; /* what getattr answered, for the next one */
+	struct fs_timeouts timeouts;
+	bool kernel_cache; /* -o kernel_cache: keep the page cache at open */
+	bool auto_cache;   /* -o auto_cache: keep it while size and mtime stand */
+	bool direct_io;    /* -o direct_io: every open bypasses the page cache */
 };
 
-/* The operations table the daemon mounts with. */
-const struct fuse_operations *ecfs_fs_operations(void);
+/* The operations table the daemon mounts with, and the state they use
+ * (set once, before the session starts). */
+const struct fuse_lowlevel_ops *ecfs_fs_operations(void);
+void fs_set_state(struct ecfs_fs *fs);
 
 /* ---- helpers shared by the families (fs_ops.c) ---- */
 volume *fs_volume(void);
+const struct fs_timeouts *fs_timeouts(void);
+const struct ecfs_fs *fs_state(void);
 /* What getattr answered, for the next getattr (attr_cache.h), and the
  * stamp to read before asking the members. */
 attr_cache *fs_attrs(void);
 attr_stamp fs_stamp(void);
-/* The owner a new object at path gets: the caller, and the parent's group
- * if the parent directory is setgid (as a local filesystem does).  Returns
- * 0 or a negative errno (the parent's lookup failed). */
-int fs_new_owner(const char *path, uid_t *uid, gid_t *gid);
+/* The owner a new object at path gets: the caller of req, and the
+ * parent's group if the parent directory is setgid (as a local filesystem
+ * does).  Returns 0 or a negative errno (the parent's lookup failed). */
+int fs_new_owner(fuse_req_t req, const char *path, uid_t *uid, gid_t *gid);
 /* Gives the object just created at (dirfd, leaf) on member to uid:gid when
  * the daemon runs as root; a no-op otherwise. */
 int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid);
-/* Open files that are unlinked or renamed over are not removed while open:
- * libfuse renames them to "<dir>/.fuse_hidden<16 hex digits>" and unlinks
- * that name at the last close (so users cannot have names of that form).  ecfs keeps them in the members' orphan folder instead,
- * outside the namespace (never listed, not in the way of rmdir), where
- * fstat, fchmod, ftruncate... keep working.  fs_path maps a path libfuse
- * gives to where the object is: a hidden name into the orphan folder,
- * anything else to itself.  buf must hold FS_ORPHAN_PATH_MAX bytes.  The
- * volume_path_reserved() check is made on the path before mapping. */
-#define FS_ORPHAN_DIR "/" ECFS_META_DIR "/orphans"
-#define FS_HIDDEN_PREFIX ".fuse_hidden"
-#define FS_ORPHAN_PATH_MAX 64
-const char *fs_path(const char *path, char *buf);
 /* Creates the orphan folder on every healthy member and empties it of
  * what a crash left there.  Run before mounting. */
 void fs_orphans_prepare(volume *v);
 
 /* lstat of path's object on the first healthy member (not the logical
- * size of regular files: see fs_getattr). */
+ * size of regular files: see fs_stat). */
 int fs_member_lstat(const char *path, struct stat *st);
 
+/* Answers req with errno -rc (rc <= 0; 0 is success). */
+void fs_reply_err(fuse_req_t req, int rc);
+/* Looks up (parent, name), just found or made at path, for the kernel:
+ * fills e (node, attributes, timeouts) and counts the lookup
+ * (fs_nodes_add).  ino: the node it must be (a new name of a node),
+ * else 0: the node the name has, or the one of the object's identity. */
+int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t ino,
+             struct fuse_entry_param *e);
+/* Fills e for node ino with attributes st (st_ino set) and the timeouts. */
+void fs_entry_fill(struct fuse_entry_param *e, fuse_ino_t ino, const struct stat *st);
+/* fs_entry, then the reply: the entry, or rc's error. */
+void fs_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
+                    int rc);
+
 /* ---- fs_files.c ---- */
-/* True if the caller of the current request is in group gid. */
-bool fs_caller_in_group(gid_t gid);
-int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
-int fs_open(const char *path, struct fuse_file_info *fi);
-int fs_read(const char *path, char *buf, size_t size, off_t off,
-            struct fuse_file_info *fi);
-int fs_write(const char *path, const char *buf, size_t size, off_t off,
-             struct fuse_file_info *fi);
-int fs_flush(const char *path, struct fuse_file_info *fi);
-int fs_release(const char *path, struct fuse_file_info *fi);
-int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
-int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
-int fs_fallocate(const char *path, int mode, off_t off, off_t len,
-                 struct fuse_file_info *fi);
+/* True if the caller of req is in group gid. */
+bool fs_caller_in_group(fuse_req_t req, gid_t gid);
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+               struct fuse_file_info *fi);
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+              struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                  struct fuse_file_info *fi);
 /* Makes data written through any open of path reach the members, so that
  * times set afterwards are not overwritten by a later flush. */
 int fs_flush_path(const char *path);
 
 /* ---- fs_dirs.c ---- */
-int fs_mkdir(const char *path, mode_t mode);
-int fs_rmdir(const char *path);
-int fs_opendir(const char *path, struct fuse_file_info *fi);
-int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-               struct fuse_file_info *fi, enum fuse_readdir_flags flags);
-int fs_releasedir(const char *path, struct fuse_file_info *fi);
-int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                struct fuse_file_info *fi);
+void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi);
+void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 /* ---- fs_attr.c ---- */
-int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
-int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
-int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
-int fs_utimens(const char *path, const struct timespec tv[2],
-               struct fuse_file_info *fi);
-int fs_statfs(const char *path, struct statvfs *st);
-int fs_access(const char *path, int mask);
+/* The attributes of the object at path, as getattr answers them (st_ino
+ * is the member's: the caller sets the node's). */
+int fs_stat(const char *path, struct stat *st);
+/* chmod of path on every member. */
+int fs_chmod_path(const char *path, mode_t mode);
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                struct fuse_file_info *fi);
+void fs_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_access(fuse_req_t req, fuse_ino_t ino, int mask);
 
 /* ---- fs_links.c ---- */
-int fs_unlink(const char *path);
-int fs_rename(const char *from, const char *to, unsigned int flags);
-int fs_symlink(const char *target, const char *path);
-int fs_readlink(const char *path, char *buf, size_t size);
-int fs_link(const char *from, const char *to);
-int fs_mknod(const char *path, mode_t mode, dev_t rdev);
+void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+               const char *newname, unsigned int flags);
+void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name);
+void fs_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+/* Removes an orphan (fs_nodes_closed), logged like an unlink. */
+void fs_remove_orphan(const char *orphan);
 
 /* ---- fs_xattr.c ---- */
-int fs_setxattr(const char *path, const char *name, const char *value,
-                size_t size, int flags);
-int fs_getxattr(const char *path, const char *name, char *value, size_t size);
-int fs_listxattr(const char *path, char *list, size_t size);
-int fs_removexattr(const char *path, const char *name);
+void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                 size_t size, int flags);
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 #endif

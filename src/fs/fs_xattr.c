@@ -35,40 +35,26 @@ static bool ecfs_name(const char *name)
  * caller is not in, unless the caller is privileged (the kernel asks for
  * it with FUSE_SETXATTR_ACL_KILL_SGID, which libfuse does not pass on; the
  * members, set by root, keep the bit).  Root stands for the privilege. */
-static int acl_kill_sgid(const char *path)
+static int acl_kill_sgid(fuse_req_t req, const char *path)
 {
 	struct stat st;
-	if (fuse_get_context()->uid == 0)
+	if (fuse_req_ctx(req)->uid == 0)
 		return 0;
 	int rc = fs_member_lstat(path, &st);
-	if (rc < 0 || !(st.st_mode & S_ISGID) || fs_caller_in_group(st.st_gid))
+	if (rc < 0 || !(st.st_mode & S_ISGID) || fs_caller_in_group(req, st.st_gid))
 		return rc;
-	return fs_chmod(path, st.st_mode & 07777 & ~S_ISGID, NULL);
+	return fs_chmod_path(path, st.st_mode & 07777 & ~S_ISGID);
 }
 
-int fs_setxattr(const char *path, const char *name, const char *value,
-                size_t size, int flags)
+static int set_value(fuse_req_t req, const char *path, const char *name, const char *value,
+                     size_t size, int flags)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
 	if (ecfs_name(name))
 		return 0;
-	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
 	int rc = xattrs_set(fs_volume(), path, name, value, size, flags);
 	if (rc == 0 && strcmp(name, XATTRS_ACL_ACCESS) == 0)
-		rc = acl_kill_sgid(path);
+		rc = acl_kill_sgid(req, path);
 	return rc;
-}
-
-int fs_removexattr(const char *path, const char *name)
-{
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	if (ecfs_name(name))
-		return 0;
-	char buf[FS_ORPHAN_PATH_MAX];
-	return xattrs_remove(fs_volume(), fs_path(path, buf), name);
 }
 
 /* The value of a virtual attribute, or ENODATA where it does not apply. */
@@ -106,23 +92,68 @@ static int virtual_value(const char *path, const char *name, char *value, size_t
 	return rc;
 }
 
-int fs_getxattr(const char *path, const char *name, char *value, size_t size)
+static int get_value(const char *path, const char *name, char *value, size_t size)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
-	path = fs_path(path, buf);
 	if (ecfs_name(name))
 		return virtual_value(path, name, value, size);
 	return xattrs_get(fs_volume(), path, name, value, size);
 }
 
-int fs_listxattr(const char *path, char *list, size_t size)
+/* ---- the requests: by node ---- */
+
+void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                 size_t size, int flags)
 {
-	if (volume_path_reserved(path))
-		return -ENOENT;
-	char buf[FS_ORPHAN_PATH_MAX];
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = set_value(req, path, name, value, size, flags);
+	g_free(path);
+	fs_reply_err(req, rc);
+}
+
+void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	char *path = NULL;
+	int rc = fs_nodes_path(ino, &path);
+	if (rc == 0 && !ecfs_name(name))
+		rc = xattrs_remove(fs_volume(), path, name);
+	g_free(path);
+	fs_reply_err(req, rc);
+}
+
+/* Answers a get or list request of size bytes with the rc bytes of value
+ * (or, for size 0, their count). */
+static void reply_value(fuse_req_t req, int rc, const char *value, size_t size)
+{
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else
+		fuse_reply_buf(req, value, (size_t)rc);
+}
+
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *path = NULL, *value = size ? g_malloc(size) : NULL;
+	int rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = get_value(path, name, value, size);
+	g_free(path);
+	reply_value(req, rc, value, size);
+	g_free(value);
+}
+
+void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *path = NULL, *list = size ? g_malloc(size) : NULL;
+	int rc = fs_nodes_path(ino, &path);
 	/* trusted.* as local filesystems list it: to the privileged only */
-	bool privileged = fuse_get_context()->uid == 0;
-	return xattrs_list(fs_volume(), fs_path(path, buf), privileged, list, size);
+	bool privileged = fuse_req_ctx(req)->uid == 0;
+	if (rc == 0)
+		rc = xattrs_list(fs_volume(), path, privileged, list, size);
+	g_free(path);
+	reply_value(req, rc, list, size);
+	g_free(list);
 }

@@ -26,16 +26,17 @@ static void test_remembered_until_a_header_is_written(void **state)
 {
 	size_cache *sc = size_cache_new();
 	struct stat a = chunk(10, 100);
-	uint64_t size = 0;
+	uint64_t size = 0, ident = 0;
 
 	(void)state;
-	assert_false(size_cache_get(sc, 0, &a, &size));
-	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 1234);
-	assert_true(size_cache_get(sc, 0, &a, &size));
+	assert_false(size_cache_get(sc, 0, &a, &size, NULL));
+	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 1234, 0x5eed);
+	assert_true(size_cache_get(sc, 0, &a, &size, &ident));
 	assert_int_equal(size, 1234);
-	assert_false(size_cache_get(sc, 1, &a, &size)); /* another member's chunk */
+	assert_int_equal(ident, 0x5eed); /* the file's identity with it */
+	assert_false(size_cache_get(sc, 1, &a, &size, NULL)); /* another member's chunk */
 	size_cache_headers_changed(sc);
-	assert_false(size_cache_get(sc, 0, &a, &size));
+	assert_false(size_cache_get(sc, 0, &a, &size, NULL));
 	size_cache_free(sc);
 }
 
@@ -47,8 +48,8 @@ static void test_made_across_a_header_write(void **state)
 
 	(void)state;
 	size_cache_headers_changed(sc);               /* a write while they were read */
-	size_cache_put(sc, 0, &a, epoch, 1);
-	assert_false(size_cache_get(sc, 0, &a, &size));
+	size_cache_put(sc, 0, &a, epoch, 1, 0);
+	assert_false(size_cache_get(sc, 0, &a, &size, NULL));
 	size_cache_free(sc);
 }
 
@@ -59,10 +60,10 @@ static void test_changed_behind_its_back(void **state)
 	uint64_t size;
 
 	(void)state;
-	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 5);
-	assert_false(size_cache_get(sc, 0, &touched, &size));
+	size_cache_put(sc, 0, &a, size_cache_epoch(sc), 5, 0);
+	assert_false(size_cache_get(sc, 0, &touched, &size, NULL));
 	reused.st_dev = 8; /* the same inode number on another filesystem */
-	assert_false(size_cache_get(sc, 0, &reused, &size));
+	assert_false(size_cache_get(sc, 0, &reused, &size, NULL));
 	size_cache_free(sc);
 }
 
@@ -74,12 +75,12 @@ static void test_bounded(void **state)
 	(void)state;
 	for (int i = 0; i <= SIZE_CACHE_MAX; i++) {
 		struct stat st = chunk((ino_t)i + 1, 1);
-		size_cache_put(sc, 0, &st, epoch, (uint64_t)i);
+		size_cache_put(sc, 0, &st, epoch, (uint64_t)i, 0);
 	}
 	struct stat last = chunk(SIZE_CACHE_MAX + 1, 1), first = chunk(1, 1);
-	assert_true(size_cache_get(sc, 0, &last, &size));
+	assert_true(size_cache_get(sc, 0, &last, &size, NULL));
 	assert_int_equal(size, SIZE_CACHE_MAX);
-	assert_false(size_cache_get(sc, 0, &first, &size)); /* started again */
+	assert_false(size_cache_get(sc, 0, &first, &size, NULL)); /* started again */
 	size_cache_free(sc);
 }
 

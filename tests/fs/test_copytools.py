@@ -76,14 +76,10 @@ class CopyToolsTest(H.MountedCase):
         self.round_trip(CP, "cp", skip_out=("links", "nlink"))
         self.assert_clean_unmount(self.v)
 
-    @unittest.expectedFailure
     def test_hard_links_survive_the_way_out(self):
-        """Expected to fail until every name of a file reports one st_ino
-        (issue 15, item 1: libfuse's path API numbers names, so rsync -H
-        and cp -a out of ecfs make separate files, and a second rsync -H
-        into ecfs, finding the names of a link apart, links a temporary
-        name and renames it over its twin, which rename(2) leaves as it
-        is).  Remove the decorator then: this test passing is the sign."""
+        """Every name of a file reports one st_ino, so rsync -H and cp -a
+        out of ecfs keep hard links, and a second rsync -H into ecfs finds
+        the names of a link together."""
         for cmd, name in ((RSYNC, "rsync"), (CP, "cp")):
             inside = os.path.join(self.mnt, name)
             out = os.path.join(self.v.base, name + "-out")

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node table (fs_nodes.h): nodes by id, and the names they are known
+ * by, under one lock.  A name is (parent node, name); an orphan's parent
+ * is ORPHAN_PARENT, which stands for the orphan folder.
+ */
+#include "fs_nodes.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <glib.h>
+
+/* The parent of orphans' names: no node has id 0. */
+#define ORPHAN_PARENT 0
+/* The deepest path the table builds. */
+#define MAX_DEPTH 4096
+
+typedef struct name_key {
+	fuse_ino_t parent;
+	char *name;
+	struct node *node;
+} name_key;
+
+typedef struct node {
+	fuse_ino_t ino;
+	uint64_t nlookup;
+	int opens;
+	mode_t type;
+	off_t size;              /* at the last open (auto_cache) */
+	struct timespec mtime;
+	GPtrArray *names; /* name_key *, owned by the names table */
+} node;
+
+static struct {
+	GMutex lock;
+	GHashTable *nodes; /* &node->ino -> node */
+	GHashTable *names; /* name_key -> name_key (itself) */
+	unsigned orphans;  /* orphan names given */
+} table;
+
+static guint key_hash(gconstpointer p)
+{
+	const name_key *k = p;
+	return g_str_hash(k->name) ^ (guint)(k->parent * 0x9e3779b97f4a7c15ull >> 32);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	const name_key *x = a, *y = b;
+	return x->parent == y->parent && strcmp(x->name, y->name) == 0;
+}
+
+static void key_free(gpointer p)
+{
+	name_key *k = p;
+	g_free(k->name);
+	g_free(k);
+}
+
+static void node_free(gpointer p)
+{
+	node *n = p;
+	g_ptr_array_free(n->names, TRUE);
+	g_free(n);
+}
+
+static node *node_get(fuse_ino_t ino)
+{
+	return g_hash_table_lookup(table.nodes, &ino);
+}
+
+static node *node_make(fuse_ino_t ino, mode_t type)
+{
+	node *n = node_get(ino);
+	if (n)
+		return n;
+	n = g_new0(node, 1);
+	n->ino = ino;
+	n->type = type;
+	n->size = -1;
+	n->names = g_ptr_array_new();
+	g_hash_table_insert(table.nodes, &n->ino, n);
+	return n;
+}
+
+static name_key *name_get(fuse_ino_t parent, const char *name)
+{
+	name_key k = { parent, (char *)name, NULL };
+	return g_hash_table_lookup(table.names, &k);
+}
+
+/* Drops a name from its node and the table. */
+static void name_drop(name_key *k)
+{
+	g_ptr_array_remove(k->node->names, k);
+	g_hash_table_remove(table.names, k);
+}
+
+static void name_bind(fuse_ino_t parent, const char *name, node *n)
+{
+	name_key *k = name_get(parent, name);
+	if (k && k->node == n)
+		return;
+	if (k)
+		name_drop(k);
+	k = g_new(name_key, 1);
+	*k = (name_key){ parent, g_strdup(name), n };
+	g_hash_table_add(table.names, k);
+	g_ptr_array_add(n->names, k);
+}
+
+/* Frees a node the kernel no longer holds and nobody has open. */
+static void node_maybe_free(node *n)
+{
+	if (n->nlookup || n->opens || n->ino == FUSE_ROOT_ID)
+		return;
+	while (n->names->len)
+		name_drop(n->names->pdata[0]);
+	g_hash_table_remove(table.nodes, &n->ino);
+}
+
+void fs_nodes_init(void)
+{
+	g_mutex_init(&table.lock);
+	table.nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, node_free);
+	table.names = g_hash_table_new_full(key_hash, key_equal, key_free, NULL);
+	node_make(FUSE_ROOT_ID, S_IFDIR)->nlookup = 1;
+}
+
+void fs_nodes_free(void)
+{
+	if (!table.nodes)
+		return;
+	g_hash_table_destroy(table.names);
+	g_hash_table_destroy(table.nodes);
+	table.names = table.nodes = NULL;
+	g_mutex_clear(&table.lock);
+}
+
+/* The path of n (table lock held). */
+static int build_path(node *n, char **path)
+{
+	const char *parts[MAX_DEPTH];
+	int depth = 0;
+	const char *top = "";
+
+	while (n->ino != FUSE_ROOT_ID) {
+		if (!n->names->len)
+			return -ENOENT;
+		if (depth == MAX_DEPTH)
+			return -ELOOP;
+		const name_key *k = n->names->pdata[0];
+		parts[depth++] = k->name;
+		if (k->parent == ORPHAN_PARENT) {
+			top = FS_ORPHAN_DIR;
+			break;
+		}
+		n = node_get(k->parent);
+		if (!n)
+			return -ESTALE;
+	}
+	if (depth == 0) {
+		*path = g_strdup("/");
+		return 0;
+	}
+	GString *s = g_string_new(top);
+	while (depth)
+		g_string_append_printf(s, "/%s", parts[--depth]);
+	*path = g_string_free(s, FALSE);
+	return 0;
+}
+
+int fs_nodes_path(fuse_ino_t ino, char **path)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	int rc = n ? build_path(n, path) : -ESTALE;
+	g_mutex_unlock(&table.lock);
+	return rc;
+}
+
+int fs_nodes_child(fuse_ino_t parent, const char *name, char **path)
+{
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	char *dir;
+	int rc = fs_nodes_path(parent, &dir);
+	if (rc < 0)
+		return rc;
+	*path = g_strconcat(strcmp(dir, "/") ? dir : "", "/", name, NULL);
+	g_free(dir);
+	return 0;
+}
+
+/* A 64-bit mix (splitmix64's finaliser). */
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+fuse_ino_t fs_nodes_ino(fuse_ino_t parent, const char *name, uint64_t ident,
+                        const struct stat *st)
+{
+	if (!ident) {
+		/* No identity: the node the name has, if of the same type;
+		 * else one from the answering member's inode. */
+		fuse_ino_t known = 0;
+		g_mutex_lock(&table.lock);
+		const name_key *k = name_get(parent, name);
+		if (k && k->node->type == (st->st_mode & S_IFMT))
+			known = k->node->ino;
+		g_mutex_unlock(&table.lock);
+		if (known)
+			return known;
+		ident = mix((uint64_t)st->st_ino ^ mix((uint64_t)st->st_dev));
+	}
+	return ident > FUSE_ROOT_ID ? ident : ident + 2;
+}
+
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, mode_t type)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_make(ino, type & S_IFMT);
+	n->type = type & S_IFMT;
+	n->nlookup++;
+	if (node_get(parent))
+		name_bind(parent, name, n);
+	g_mutex_unlock(&table.lock);
+}
+
+void fs_nodes_forget(fuse_ino_t ino, uint64_t count)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	if (n) {
+		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
+		node_maybe_free(n);
+	}
+	g_mutex_unlock(&table.lock);
+}
+
+void fs_nodes_unlinked(fuse_ino_t parent, const char *name)
+{
+	g_mutex_lock(&table.lock);
+	name_key *k = name_get(parent, name);
+	if (k)
+		name_drop(k);
+	g_mutex_unlock(&table.lock);
+}
+
+void fs_nodes_renamed(fuse_ino_t p1, const char *n1, fuse_ino_t p2, const char *n2,
+                      unsigned flags)
+{
+	g_mutex_lock(&table.lock);
+	name_key *k1 = name_get(p1, n1), *k2 = name_get(p2, n2);
+	if (k1 && k1 == k2) {
+		g_mutex_unlock(&table.lock);
+		return;
+	}
+	node *from = k1 ? k1->node : NULL, *to = k2 ? k2->node : NULL;
+	if (k1)
+		name_drop(k1);
+	if (k2)
+		name_drop(k2);
+	if (from)
+		name_bind(p2, n2, from);
+	if (to && (flags & RENAME_EXCHANGE))
+		name_bind(p1, n1, to);
+	g_mutex_unlock(&table.lock);
+}
+
+void fs_nodes_opened(fuse_ino_t ino)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	if (n)
+		n->opens++;
+	g_mutex_unlock(&table.lock);
+}
+
+char *fs_nodes_closed(fuse_ino_t ino)
+{
+	char *orphan = NULL;
+
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	if (n && n->opens > 0 && --n->opens == 0) {
+		for (guint i = 0; i < n->names->len; i++) {
+			name_key *k = n->names->pdata[i];
+			if (k->parent != ORPHAN_PARENT)
+				continue;
+			orphan = g_strconcat(FS_ORPHAN_DIR "/", k->name, NULL);
+			name_drop(k);
+			break;
+		}
+		node_maybe_free(n);
+	}
+	g_mutex_unlock(&table.lock);
+	return orphan;
+}
+
+char *fs_nodes_orphan_for(fuse_ino_t parent, const char *name)
+{
+	char *orphan = NULL;
+
+	g_mutex_lock(&table.lock);
+	const name_key *k = name_get(parent, name);
+	if (k && k->node->opens > 0 && k->node->type != S_IFDIR && k->node->names->len == 1)
+		orphan = g_strdup_printf(FS_ORPHAN_DIR "/" FS_ORPHAN_PREFIX "%08x%08x",
+		                         (unsigned)k->node->ino, ++table.orphans);
+	g_mutex_unlock(&table.lock);
+	return orphan;
+}
+
+void fs_nodes_orphaned(fuse_ino_t parent, const char *name, const char *orphan)
+{
+	g_mutex_lock(&table.lock);
+	name_key *k = name_get(parent, name);
+	if (k) {
+		node *n = k->node;
+		name_drop(k);
+		name_bind(ORPHAN_PARENT, strrchr(orphan, '/') + 1, n);
+	}
+	g_mutex_unlock(&table.lock);
+}
+
+fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name)
+{
+	g_mutex_lock(&table.lock);
+	const name_key *k = name_get(parent, name);
+	fuse_ino_t ino = k ? k->node->ino : 0;
+	g_mutex_unlock(&table.lock);
+	return ino;
+}
+
+bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st)
+{
+	bool same = false;
+
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	if (n) {
+		same = n->size == st->st_size && n->mtime.tv_sec == st->st_mtim.tv_sec &&
+		       n->mtime.tv_nsec == st->st_mtim.tv_nsec;
+		n->size = st->st_size;
+		n->mtime = st->st_mtim;
+	}
+	g_mutex_unlock(&table.lock);
+	return same;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node table of the daemon: the kernel names objects by node ids
+ * (libfuse's low-level API), the storage core by paths.  Each node the
+ * kernel holds is here with the names it is known by (parent node and
+ * name: several for a hard-linked file), the count of lookups the kernel
+ * holds on it (dropped by forget) and the count of its opens.  This is
+ * the one place that turns a node into a path for the core.
+ *
+ * A node's id is its inode number (st_ino), derived from the object's
+ * identity (fs_nodes_ino): the same through every name of a file, across
+ * renames, remounts, member failures and heals (docs/DESIGN.md, "Inode
+ * numbers").  The root is FUSE_ROOT_ID.
+ *
+ * A file unlinked or renamed over while open, by its last name the table
+ * knows, is not removed: it is moved to the members' orphan folder (outside
+ * the namespace: never listed, not in the way of rmdir), where requests by
+ * node (fstat, fchmod, ftruncate...) keep finding it, and removed at its
+ * last close.  Thread-safe.
+ */
+#ifndef ECFS_FS_NODES_H
+#define ECFS_FS_NODES_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "volume.h"
+
+/* The orphan folder, and the names files get in it. */
+#define FS_ORPHAN_DIR "/" ECFS_META_DIR "/orphans"
+#define FS_ORPHAN_PREFIX ".fuse_hidden"
+
+void fs_nodes_init(void);
+void fs_nodes_free(void);
+
+/* The path of node ino (g_free it): 0, or -ESTALE for a node the table
+ * does not know, -ENOENT for one with no name left. */
+int fs_nodes_path(fuse_ino_t ino, char **path);
+/* The path of name in directory parent (g_free it): 0, -ENAMETOOLONG,
+ * or what fs_nodes_path answers for parent. */
+int fs_nodes_child(fuse_ino_t parent, const char *name, char **path);
+
+/* The inode number of the object found at (parent, name) with lstat st
+ * and identity ident (0: none known, see docs/DESIGN.md).  An object
+ * with no identity keeps the node the name already has. */
+fuse_ino_t fs_nodes_ino(fuse_ino_t parent, const char *name, uint64_t ident,
+                        const struct stat *st);
+/* The kernel learnt (parent, name) is node ino, of type (S_IFMT bits)
+ * type (a lookup, a create, a readdirplus entry): the name is the
+ * node's, and its lookup count grows by one. */
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, mode_t type);
+/* The kernel dropped n lookups of node ino. */
+void fs_nodes_forget(fuse_ino_t ino, uint64_t n);
+
+/* (parent, name) is gone (unlink, rmdir). */
+void fs_nodes_unlinked(fuse_ino_t parent, const char *name);
+/* (p1, n1) was renamed to (p2, n2); RENAME_EXCHANGE swaps them. */
+void fs_nodes_renamed(fuse_ino_t p1, const char *n1, fuse_ino_t p2, const char *n2,
+                      unsigned flags);
+
+/* Opens of node ino (files only: directories do not count). */
+void fs_nodes_opened(fuse_ino_t ino);
+/* The close of an open of node ino: the path of the orphan to remove
+ * (g_free it), if that was the last open of an orphan, else NULL. */
+char *fs_nodes_closed(fuse_ino_t ino);
+
+/* Whether removing (parent, name) must keep its object as an orphan (it
+ * is open and the table knows no other name of it): the orphan path to
+ * rename it to (g_free it), else NULL.  After the rename, call
+ * fs_nodes_orphaned with that path. */
+char *fs_nodes_orphan_for(fuse_ino_t parent, const char *name);
+void fs_nodes_orphaned(fuse_ino_t parent, const char *name, const char *orphan);
+
+/* -o auto_cache: true if st's size and modification time are those node
+ * ino had at its last open, which they become. */
+bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st);
+
+/* The node (parent, name) is known as, or 0. */
+fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name);
+
+#endif
