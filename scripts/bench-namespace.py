@@ -7,20 +7,22 @@ same run (issue 15, item 7).
 
 Each ecfs binary (a label names it in the table; "ecfs" by default) mounts
 a volume of six member directories; mergerfs (cache.files=off and
-category.create=mfs, as scripts/bench-smallfiles.sh mounts it, other
+category.create=mfs, as scripts/bench-smallfiles.sh mounts it, its other
 caches at their defaults) mounts six more.  Every member is on DIR
-(default /dev/shm, a tmpfs).  Each run mounts every target in turn on
-fresh members and times, one call after the other: N creates, N stats,
-R*N renames, N links, N unlinks (of the links), N mkdirs, N rmdirs, and
-L listings (os.listdir) of a directory of D entries made for it (not
-timed).  ecfs runs with its default member timeout unless ECFS_OPTS adds
-options.
+(default /dev/shm, a tmpfs).  All targets are mounted at once, and each
+operation goes to them in turns, B calls at a time (the order of the
+targets turning too), so that what else the machine does weighs on all
+of them alike: N creates, N stats, R*N renames, N links, N unlinks (of
+the links), N mkdirs, N rmdirs, then L listings (os.listdir) of a
+directory of D entries made for it (not timed), one listing per turn.
+ecfs runs with its default member timeout unless ECFS_OPTS adds options.
 
-Environment: DIR, N (default 1000), R (rename rounds, default 3), D
-(default 10000), L (default 5), RUNS (default 3), ECFS_OPTS.  Prints each
-run's table, then the medians over the runs of the mean latency of each
-operation (microseconds; a listing in milliseconds) and each ecfs's
-ratio to mergerfs, and the load average before and after.
+Environment: DIR, N (default 1000), R (rename rounds, default 3), B
+(default 50), D (default 10000), L (default 10), RUNS (fresh mounts,
+default 3), ECFS_OPTS.  Prints, per operation and target, the median
+over all turns of all runs of the mean latency of a turn (microseconds;
+a listing in milliseconds) and its quartiles, each ecfs's ratio of
+medians to mergerfs, and the load average before and after.
 """
 import os
 import shutil
@@ -32,6 +34,7 @@ import time
 
 K, M = 4, 2
 OPS = ("create", "stat", "rename", "link", "unlink", "mkdir", "rmdir", "readdir")
+FLAGS = os.O_CREAT | os.O_WRONLY
 
 
 def die(msg):
@@ -65,70 +68,89 @@ def unmount(p, mnt):
         p.wait()
 
 
-def timed(count, fn):
-    """Mean seconds per call of fn(0..count-1)."""
-    t = time.perf_counter()
-    for j in range(count):
-        fn(j)
-    return (time.perf_counter() - t) / count
+def steps(n, rounds):
+    """(operation, number of calls, call j on the tree d)."""
+    return [
+        ("create", n, lambda d, j: os.close(os.open(f"{d}/f{j}.0", FLAGS, 0o644))),
+        ("stat", n, lambda d, j: os.stat(f"{d}/f{j}.0")),
+        ("rename", n * rounds, lambda d, j: os.rename(f"{d}/f{j % n}.{j // n}",
+                                                      f"{d}/f{j % n}.{j // n + 1}")),
+        ("link", n, lambda d, j: os.link(f"{d}/f{j}.{rounds}", f"{d}/l{j}")),
+        ("unlink", n, lambda d, j: os.unlink(f"{d}/l{j}")),
+        ("mkdir", n, lambda d, j: os.mkdir(f"{d}/d{j}")),
+        ("rmdir", n, lambda d, j: os.rmdir(f"{d}/d{j}")),
+    ]
 
 
-def workload(top, n, rounds, entries, listings):
-    """{operation: mean seconds per call} on the mounted tree TOP."""
-    d = os.path.join(top, "d")
-    os.mkdir(d)
-    flags = os.O_CREAT | os.O_WRONLY
-    res = {}
-    res["create"] = timed(n, lambda j: os.close(os.open(f"{d}/f{j}.0", flags, 0o644)))
-    res["stat"] = timed(n, lambda j: os.stat(f"{d}/f{j}.0"))
-    res["rename"] = timed(n * rounds, lambda j: os.rename(f"{d}/f{j % n}.{j // n}",
-                                                          f"{d}/f{j % n}.{j // n + 1}"))
-    res["link"] = timed(n, lambda j: os.link(f"{d}/f{j}.{rounds}", f"{d}/l{j}"))
-    res["unlink"] = timed(n, lambda j: os.unlink(f"{d}/l{j}"))
-    res["mkdir"] = timed(n, lambda j: os.mkdir(f"{d}/d{j}"))
-    res["rmdir"] = timed(n, lambda j: os.rmdir(f"{d}/d{j}"))
-    big = os.path.join(top, "big")
-    os.mkdir(big)
-    for j in range(entries):
-        os.close(os.open(f"{big}/e{j}", flags, 0o644))
-
-    def listing(_):
-        if len(os.listdir(big)) != entries:
-            die(f"{big}: a listing did not give {entries} names")
-    res["readdir"] = timed(listings, listing)
-    return res
+def listing(big, entries):
+    if len(os.listdir(big)) != entries:
+        die(f"{big}: a listing did not give {entries} names")
 
 
-def run_target(base, label, argv, cfg):
-    """Mounts one target over six fresh member directories, runs the
-    workload, unmounts and removes everything."""
-    root = tempfile.mkdtemp(prefix=f"{label}.", dir=base)
-    dirs = [os.path.join(root, f"m{i}") for i in range(K + M)]
-    for m in dirs:
-        os.mkdir(m)
-    mnt = os.path.join(root, "mnt")
-    os.mkdir(mnt)
-    p = mount(argv + [":".join(dirs)], mnt)
-    try:
-        return workload(mnt, *cfg)
-    finally:
-        unmount(p, mnt)
-        shutil.rmtree(root)
+def one_run(trees, cfg, turns):
+    """Every operation on every tree ({label: mount point}), in turns;
+    appends each turn's mean seconds per call to turns[label][op]."""
+    n, rounds, batch, entries, listings = cfg
+    labels = list(trees)
+    k = 0
+    for op, count, fn in steps(n, rounds):
+        for start in range(0, count, batch):
+            k += 1
+            for label in labels[k % len(labels):] + labels[:k % len(labels)]:
+                d = os.path.join(trees[label], "d")
+                t = time.perf_counter()
+                for j in range(start, min(start + batch, count)):
+                    fn(d, j)
+                turns[label][op].append((time.perf_counter() - t) / (min(start + batch, count)
+                                                                      - start))
+    for label in labels:
+        big = os.path.join(trees[label], "big")
+        os.mkdir(big)
+        for j in range(entries):
+            os.close(os.open(f"{big}/e{j}", FLAGS, 0o644))
+    for i in range(listings):
+        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+            t = time.perf_counter()
+            listing(os.path.join(trees[label], "big"), entries)
+            turns[label]["readdir"].append(time.perf_counter() - t)
 
 
-def fmt(op, secs):
-    return f"{secs * 1e3:.2f} ms" if op == "readdir" else f"{secs * 1e6:.0f} us"
+def mount_all(base, targets):
+    """Mounts every target over six fresh member directories; returns
+    ({label: mount point}, [(process, mount point)])."""
+    trees, procs = {}, []
+    for label, argv in targets:
+        root = tempfile.mkdtemp(prefix=f"{label}.", dir=base)
+        dirs = [os.path.join(root, f"m{i}") for i in range(K + M)]
+        for m in dirs:
+            os.mkdir(m)
+        mnt = os.path.join(root, "mnt")
+        os.mkdir(mnt)
+        procs.append((mount(argv + [":".join(dirs)], mnt), mnt))
+        trees[label] = mnt
+        os.mkdir(os.path.join(mnt, "d"))
+    return trees, procs
 
 
-def print_table(results, labels):
-    """RESULTS: {label: {op: seconds}}, mergerfs first."""
+def fmt(op, secs, unit=True):
+    if op == "readdir":
+        return f"{secs * 1e3:.1f}" + (" ms" if unit else "")
+    return f"{secs * 1e6:.0f}" + (" us" if unit else "")
+
+
+def print_table(turns, labels):
+    """The medians (quartiles) of each operation's turns, and ratios."""
     ecfs = [lb for lb in labels if lb != "mergerfs"]
-    head = ["op"] + [lb for lb in labels] + [f"{lb}/mergerfs" for lb in ecfs]
+    head = ["op"] + labels + [f"{lb}/mergerfs" for lb in ecfs]
     print("| " + " | ".join(head) + " |")
     print("|---" * len(head) + "|")
     for op in OPS:
-        cells = [op] + [fmt(op, results[lb][op]) for lb in labels]
-        cells += [f"{results[lb][op] / results['mergerfs'][op]:.2f}x" for lb in ecfs]
+        med = {lb: statistics.median(turns[lb][op]) for lb in labels}
+        cells = [op]
+        for lb in labels:
+            q = statistics.quantiles(turns[lb][op], n=4) if len(turns[lb][op]) > 1 else [med[lb]] * 3
+            cells.append(f"{fmt(op, med[lb])} ({fmt(op, q[0], False)}-{fmt(op, q[2], False)})")
+        cells += [f"{med[lb] / med['mergerfs']:.2f}x" for lb in ecfs]
         print("| " + " | ".join(cells) + " |")
     print(flush=True)
 
@@ -146,27 +168,29 @@ def main():
         if label in (t[0] for t in targets):
             die(f"label {label} given twice")
         targets.append((label, [path, "-f", "-o", f"k={K},m={M}" + (f",{opts}" if opts else "")]))
-    cfg = (env_int("N", 1000), env_int("R", 3), env_int("D", 10000), env_int("L", 5))
+    cfg = (env_int("N", 1000), env_int("R", 3), env_int("B", 50), env_int("D", 10000),
+           env_int("L", 10))
     runs = env_int("RUNS", 3)
     labels = [t[0] for t in targets]
     base = tempfile.mkdtemp(prefix="nsbench-", dir=os.environ.get("DIR", "/dev/shm"))
-    print(f"N={cfg[0]} R={cfg[1]} D={cfg[2]} L={cfg[3]} RUNS={runs} ECFS_OPTS={opts!r}; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n", flush=True)
-    every = {lb: {op: [] for op in OPS} for lb in labels}
+    print(f"N={cfg[0]} R={cfg[1]} B={cfg[2]} D={cfg[3]} L={cfg[4]} RUNS={runs} "
+          f"ECFS_OPTS={opts!r}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+          flush=True)
+    turns = {lb: {op: [] for op in OPS} for lb in labels}
     try:
-        for r in range(runs):
-            results = {}
-            for label, argv in targets:
-                results[label] = run_target(base, label, argv, cfg)
-                for op in OPS:
-                    every[label][op].append(results[label][op])
-            print(f"run {r + 1}:")
-            print_table(results, labels)
+        for _ in range(runs):
+            trees, procs = mount_all(base, targets)
+            try:
+                one_run(trees, cfg, turns)
+            finally:
+                for p, mnt in procs:
+                    unmount(p, mnt)
+                for entry in os.listdir(base):
+                    shutil.rmtree(os.path.join(base, entry))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"medians of {runs} runs:")
-    print_table({lb: {op: statistics.median(every[lb][op]) for op in OPS} for lb in labels},
-                labels)
+    print(f"\nmedian over the turns of {runs} runs (quartiles):")
+    print_table(turns, labels)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
