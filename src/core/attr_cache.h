@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The attributes getattr answered for directories and regular files, for
- * the next getattr of the same path.  Attributes are not cached by the
- * kernel (ecfs mounts with attr_timeout=0), so it asks for those of every
- * directory of a path at each path walk, to check the permissions, and
- * for a file's again right after looking it up: most getattr requests of
- * `ls -lR` or of opening files would each cost a member call.
+ * the next getattr of the same path.  The kernel keeps attributes for
+ * attr_timeout only (1 s by default, 0 if the user says so), then asks for
+ * those of every directory of a path at each path walk, to check the
+ * permissions, and for a file's again right after looking it up: many
+ * getattr requests of `ls -lR` or of opening files would each cost a
+ * member call.
  *
  * An entry holds what ecfile_stat answered with the stamp read before it
  * asked: the count of the changes made through the member wrappers

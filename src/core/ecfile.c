@@ -19,7 +19,10 @@
 #include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -1362,6 +1365,7 @@ struct stat_probe {
 	bool cached;     /* s is a chunk whose size the cache knows: size */
 	uint64_t size;
 	uint64_t ident;  /* and its identity (ecfile_ident) */
+	bool want_ident; /* a directory's identity is asked for too */
 	bool have_header;
 	chunk_header h;
 };
@@ -1387,6 +1391,8 @@ static int stat_probe_run(void *arg)
 	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size, &p->ident);
 	int fd = r == 0 && S_ISREG(s.st_mode) && !cached
 	         ? mop_openat(p->v, p->mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
+	if (r == 0 && p->want_ident && S_ISDIR(s.st_mode))
+		p->ident = ecfile_object_ident(pfd, leaf, s.st_mode);
 	MIO_CALL(close(pfd));
 	ssize_t got = fd >= 0 ? mop_pread(p->v, p->mb, fd, buf, sizeof(buf), 0) : -1;
 	if (fd >= 0)
@@ -1401,6 +1407,32 @@ static int stat_probe_run(void *arg)
 	if (valid)
 		p->h = h;
 	return p->rc = r;
+}
+
+uint64_t ecfile_object_ident(int dirfd, const char *leaf, mode_t mode)
+{
+	char path[PATH_MAX];
+	uint8_t b[8];
+
+	if (!S_ISDIR(mode))
+		return 0;
+	/* lgetxattr beneath the directory's fd: one call, no symlink followed */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, leaf);
+	if (MIO_CALL(lgetxattr(path, ECFILE_IDENT_XATTR, b, sizeof(b))) != (ssize_t)sizeof(b))
+		return 0;
+	uint64_t id = 0;
+	for (int i = 7; i >= 0; i--)
+		id = id << 8 | b[i];
+	return id;
+}
+
+uint64_t ecfile_new_ident(void)
+{
+	uint64_t id = 0;
+	while (id == 0)
+		if (RAND_bytes((unsigned char *)&id, sizeof(id)) != 1)
+			id = (uint64_t)g_get_real_time() ^ (uint64_t)g_random_int() << 32;
+	return id;
 }
 
 /* The 64-bit identity of a file id: its two halves folded. */
@@ -1419,12 +1451,15 @@ uint64_t ecfile_ident(ecfile *f)
 
 int ecfile_stat(volume *v, const char *path, struct stat *st)
 {
-	uint64_t ident;
-	return ecfile_stat_ident(v, path, st, &ident);
+	return ecfile_stat_ident(v, path, st, NULL);
 }
 
 int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
 {
+	uint64_t unasked;
+	bool want_ident = ident != NULL;
+	if (!ident)
+		ident = &unasked;
 	uint64_t best_gen = 0, size = 0, epoch = size_cache_epoch(volume_sizes(v));
 	bool have = false, any = false, open_now = false;
 	int rc = -ENOENT, first = -1;
@@ -1434,7 +1469,7 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 	/* One member after the other, most often only the first: fanning
 	 * out costs more on few cores (scripts/bench-namespace.py). */
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		struct stat_probe p = { .v = v, .mb = mb, .path = path };
+		struct stat_probe p = { .v = v, .mb = mb, .path = path, .want_ident = want_ident };
 		/* a member being rebuilt may hold a name removed meanwhile */
 		if (!volume_member_answers(v, mb))
 			continue;
@@ -1451,7 +1486,7 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 		}
 		if (!S_ISREG(p.s.st_mode) || p.cached) {
 			*st = p.s; /* not ours to interpret, or its size known */
-			*ident = p.cached ? p.ident : 0;
+			*ident = p.ident; /* a directory's, or the cached file's */
 			if (p.cached)
 				fill_size(st, p.size);
 			return 0;

@@ -55,9 +55,20 @@ int ecfile_stat(volume *v, const char *path, struct stat *st);
 /* A regular file's identity: 64 bits of the file id its chunk headers
  * share, the same through every name, for the whole life of the file
  * (inode numbers, docs/FORMAT.md).  ecfile_stat_ident is ecfile_stat and
- * that identity, 0 for anything else or when no header was read. */
+ * the object's identity: a file's, a directory's (below), else 0, or 0
+ * when none could be read. */
 uint64_t ecfile_ident(ecfile *f);
 int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
+/* A directory's identity lives in this xattr of the directory on every
+ * member: 8 bytes, little-endian, random, given at mkdir
+ * (docs/FORMAT.md).  ecfile_object_ident reads it from (dirfd, leaf) of
+ * type mode with a plain call on the calling thread (a member worker):
+ * 0 for anything but a directory, or a directory without one.
+ * ecfile_stat_ident answers it for directories too. */
+#define ECFILE_IDENT_XATTR "user.ecfs.id"
+uint64_t ecfile_object_ident(int dirfd, const char *leaf, mode_t mode);
+/* A new random identity, never 0. */
+uint64_t ecfile_new_ident(void);
 /* A count that moves whenever a size ecfile_stat answers may change (a
  * header written, an open file's size changed in memory): read before
  * ecfile_stat, what it answered holds while the count stands and no

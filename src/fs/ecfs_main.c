@@ -46,7 +46,7 @@
 
 /* Seconds the kernel keeps names and attributes unless told otherwise. */
 #define DEFAULT_ENTRY_TIMEOUT 1.0
-#define DEFAULT_ATTR_TIMEOUT 0.0
+#define DEFAULT_ATTR_TIMEOUT 1.0
 
 #ifndef ECFS_VERSION
 #define ECFS_VERSION "unknown"
@@ -597,6 +597,7 @@ static bool mount_volume(struct daemon_state *d)
 	d->mounted = true;
 	if (fuse_set_signal_handlers(d->se) != 0)
 		return fail("cannot set signal handlers");
+	fs_nodes_notify_start(d->se, fs_members_answering, d->state.vol);
 	raise_readahead(d->opts.mountpoint);
 	if (d->verdict_fd >= 0) {
 		detach_finish(d->verdict_fd, d->opts.debug);
@@ -626,6 +627,7 @@ static int serve(struct daemon_state *d)
 	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
+	fs_nodes_notify_stop();
 	int left_open = ecfile_release_all(d->state.vol);
 	if (left_open)
 		ecfs_log(LOG_INFO, "closed %d open files the kernel did not release", left_open);
@@ -636,6 +638,7 @@ static int serve(struct daemon_state *d)
 static void release(struct daemon_state *d)
 {
 	heal_stop(d->healer);
+	fs_nodes_notify_stop();
 	if (d->mounted)
 		fuse_session_unmount(d->se);
 	if (d->se)

@@ -69,7 +69,7 @@ static int node_stat(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
 	int rc;
 
 	if (fi) {
-		rc = ecfile_fstat((ecfile *)(uintptr_t)fi->fh, st);
+		rc = ecfile_fstat(fs_file_of(fi), st);
 	} else {
 		char *path;
 		rc = fs_nodes_path(ino, &path);
@@ -171,7 +171,7 @@ static int set_attrs(const char *path, const struct stat *attr, int to_set,
 		rc = mirror_apply(fs_volume(), path, chown_member, &o, "chown");
 	}
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		rc = fi ? ecfile_truncate((ecfile *)(uintptr_t)fi->fh, attr->st_size)
+		rc = fi ? ecfile_truncate(fs_file_of(fi), attr->st_size)
 		        : ecfile_truncate_path(fs_volume(), path, attr->st_size);
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 	                          FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {

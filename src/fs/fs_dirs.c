@@ -69,15 +69,32 @@ struct new_dir {
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
+	uint64_t ident; /* its identity (ecfile.h), the same on every member */
 };
+
+/* Stores the directory's identity on the member.  A member that keeps no
+ * xattrs goes without: its inode numbers stand in (fs_nodes_ino). */
+static void store_ident(int member, int dirfd, const char *leaf, uint64_t ident)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(ident >> (8 * i));
+	int fd = MIO_CALL(openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return;
+	mop_fsetxattr(fs_volume(), member, fd, ECFILE_IDENT_XATTR, b, sizeof(b), 0);
+	MIO_CALL(close(fd));
+}
 
 static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_dir *nd = arg;
 	int rc = mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode);
-	if (rc < 0)
-		return rc;
-	return fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
+	if (rc == 0)
+		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
+	if (rc == 0)
+		store_ident(member, dirfd, leaf, nd->ident);
+	return rc;
 }
 
 static int make_dir(fuse_req_t req, const char *path, mode_t mode)
@@ -87,7 +104,8 @@ static int make_dir(fuse_req_t req, const char *path, mode_t mode)
 	/* A directory made in a setgid directory inherits S_ISGID from the
 	 * member filesystem itself, since member directories carry the mode. */
 	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
-	                                                 fuse_req_ctx(req)->umask) };
+	                                                 fuse_req_ctx(req)->umask),
+	                      .ident = ecfile_new_ident() };
 	int rc = fs_new_owner(req, path, &nd.uid, &nd.gid);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
@@ -199,6 +217,8 @@ static void entry_attrs(struct listing *l, int member, DIR *d, struct dir_entry 
 	if (MIO_CALL(fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
 	    !ecfile_stat_from(fs_volume(), member, &st, &e->ident))
 		return;
+	if (S_ISDIR(st.st_mode))
+		e->ident = ecfile_object_ident(dirfd(d), e->name, st.st_mode);
 	e->st = st;
 	e->plus = true;
 }

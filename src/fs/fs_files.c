@@ -2,9 +2,9 @@
 /*
  * Regular-file operations: create, open, read, write, flush, release,
  * fsync, truncate and fallocate.  The data path belongs to ecfile.h; this
- * layer only maps FUSE requests onto it.  The open-file handle (fi->fh) is
- * the ecfile itself, so requests on an open file do not use its path and
- * keep working after unlink or rename.
+ * layer only maps FUSE requests onto it.  The open-file handle (fi->fh)
+ * holds the ecfile itself, so requests on an open file do not use its
+ * path and keep working after unlink or rename.
  */
 #include "fs_ops.h"
 
@@ -21,9 +21,22 @@
 #include "ecfile.h"
 #include "xattrs.h"
 
-static ecfile *file_of(const struct fuse_file_info *fi)
+static struct fs_file *handle_of(const struct fuse_file_info *fi)
 {
-	return (ecfile *)(uintptr_t)fi->fh;
+	return (struct fs_file *)(uintptr_t)fi->fh;
+}
+
+ecfile *fs_file_of(const struct fuse_file_info *fi)
+{
+	return handle_of(fi)->f;
+}
+
+/* Makes fi the handle of an open of f. */
+static void set_handle(struct fuse_file_info *fi, ecfile *f)
+{
+	struct fs_file *h = g_new0(struct fs_file, 1);
+	h->f = f;
+	fi->fh = (uintptr_t)h;
 }
 
 /* A write-only open bypasses the page cache (direct I/O): the cache is
@@ -69,7 +82,7 @@ static int remove_privs(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_i
 
 	if (!write_only(fi) || fuse_req_ctx(req)->uid == 0)
 		return 0;
-	int rc = ecfile_fstat(file_of(fi), &st);
+	int rc = ecfile_fstat(fs_file_of(fi), &st);
 	if (rc < 0)
 		return rc;
 	mode_t kill = st.st_mode & S_ISUID;
@@ -82,6 +95,7 @@ static int remove_privs(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_i
 	if (rc == 0)
 		rc = fs_chmod_path(path, st.st_mode & 07777 & ~kill);
 	g_free(path);
+	fs_nodes_inval(ino); /* the kernel holds the mode with the bits */
 	return rc;
 }
 
@@ -132,7 +146,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fs_reply_err(req, rc);
 		return;
 	}
-	fi->fh = (uintptr_t)f;
+	set_handle(fi, f);
 	write_only_direct(fi);
 	if (fs_state()->direct_io)
 		fi->direct_io = 1;
@@ -159,7 +173,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_err(req, rc);
 		return;
 	}
-	fi->fh = (uintptr_t)f;
+	set_handle(fi, f);
 	cache_mode(ino, f, fi);
 	fs_nodes_opened(ino);
 	if (fuse_reply_open(req, fi) != 0)
@@ -181,7 +195,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		read_buf = grown;
 		read_cap = size;
 	}
-	ssize_t n = ecfile_read(file_of(fi), read_buf, size, off);
+	ssize_t n = ecfile_read(fs_file_of(fi), read_buf, size, off);
 	if (n < 0)
 		fs_reply_err(req, (int)n);
 	else
@@ -192,21 +206,34 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
               struct fuse_file_info *fi)
 {
 	int rc = remove_privs(req, ino, fi);
-	ssize_t n = rc < 0 ? rc : ecfile_write(file_of(fi), buf, size, off);
+	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
+	ssize_t n = rc < 0 ? rc : ecfile_write(fs_file_of(fi), buf, size, off);
 	if (n < 0)
 		fs_reply_err(req, (int)n);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* Data an open wrote reaches the members at its flush or fsync, which
+ * moves the mtime and ctime getattr answers: the kernel must not keep the
+ * times it read before. */
+static void written_out(fuse_ino_t ino, const struct fuse_file_info *fi)
+{
+	if (__atomic_exchange_n(&handle_of(fi)->wrote, false, __ATOMIC_RELAXED))
+		fs_nodes_inval_wait(ino);
+}
+
 void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fs_reply_err(req, ecfile_flush(file_of(fi)));
+	int rc = ecfile_flush(fs_file_of(fi));
+	written_out(ino, fi);
+	fs_reply_err(req, rc);
 }
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int rc = ecfile_release(file_of(fi));
+	int rc = ecfile_release(fs_file_of(fi));
+	g_free(handle_of(fi));
 	/* The last close of a file unlinked while open removes it. */
 	char *orphan = fs_nodes_closed(ino);
 	if (orphan)
@@ -218,7 +245,9 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	fs_reply_err(req, ecfile_fsync(file_of(fi), datasync));
+	int rc = ecfile_fsync(fs_file_of(fi), datasync);
+	written_out(ino, fi);
+	fs_reply_err(req, rc);
 }
 
 void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -227,7 +256,8 @@ void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		fs_reply_err(req, -EOPNOTSUPP);
 	else
-		fs_reply_err(req, ecfile_fallocate(file_of(fi), mode, off, len));
+		fs_reply_err(req, ecfile_fallocate(fs_file_of(fi), mode, off, len));
+	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 }
 
 int fs_flush_path(const char *path)

@@ -356,3 +356,157 @@ bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st)
 	g_mutex_unlock(&table.lock);
 	return same;
 }
+
+/* ---- notifications ---- */
+
+enum inval_kind { INVAL_INODE, INVAL_ENTRY, INVAL_ALL, INVAL_STOP };
+
+/* A caller that waits until its notification is sent. */
+typedef struct waiter {
+	GMutex lock;
+	GCond sent;
+	bool done;
+} waiter;
+
+typedef struct inval {
+	enum inval_kind kind;
+	fuse_ino_t ino;  /* the node, or the parent of the name */
+	char *name;
+	waiter *w;       /* or NULL */
+} inval;
+
+/* How often the thread polls the watch, in microseconds. */
+#define WATCH_US 100000
+
+static struct {
+	struct fuse_session *se;
+	GAsyncQueue *queue; /* inval * */
+	GThread *thread;
+	uint64_t (*watch)(void *);
+	void *arg;
+} notify;
+
+static void send_all(void)
+{
+	g_mutex_lock(&table.lock);
+	GList *ids = g_hash_table_get_keys(table.nodes);
+	GArray *inos = g_array_new(FALSE, FALSE, sizeof(fuse_ino_t));
+	for (GList *l = ids; l; l = l->next)
+		g_array_append_val(inos, *(fuse_ino_t *)l->data);
+	g_list_free(ids);
+	g_mutex_unlock(&table.lock);
+	for (guint i = 0; i < inos->len; i++)
+		fuse_lowlevel_notify_inval_inode(notify.se, g_array_index(inos, fuse_ino_t, i), -1, 0);
+	g_array_free(inos, TRUE);
+}
+
+static void *notify_thread(void *arg)
+{
+	(void)arg;
+	uint64_t seen = notify.watch(notify.arg);
+	for (;;) {
+		inval *iv = g_async_queue_timeout_pop(notify.queue, WATCH_US);
+		uint64_t now = notify.watch(notify.arg);
+		if (now != seen) {
+			seen = now;
+			send_all();
+		}
+		if (!iv)
+			continue;
+		enum inval_kind kind = iv->kind;
+		if (kind == INVAL_INODE)
+			fuse_lowlevel_notify_inval_inode(notify.se, iv->ino, -1, 0);
+		else if (kind == INVAL_ENTRY)
+			fuse_lowlevel_notify_inval_entry(notify.se, iv->ino, iv->name, strlen(iv->name));
+		else if (kind == INVAL_ALL)
+			send_all();
+		if (iv->w) {
+			g_mutex_lock(&iv->w->lock);
+			iv->w->done = true;
+			g_cond_signal(&iv->w->sent);
+			g_mutex_unlock(&iv->w->lock);
+		}
+		g_free(iv->name);
+		g_free(iv);
+		if (kind == INVAL_STOP)
+			return NULL;
+	}
+}
+
+static void enqueue(enum inval_kind kind, fuse_ino_t ino, const char *name, waiter *w)
+{
+	if (!notify.queue)
+		return;
+	inval *iv = g_new(inval, 1);
+	*iv = (inval){ kind, ino, g_strdup(name), w };
+	g_async_queue_push(notify.queue, iv);
+}
+
+void fs_nodes_notify_start(struct fuse_session *se, uint64_t (*watch)(void *), void *arg)
+{
+	notify.se = se;
+	notify.watch = watch;
+	notify.arg = arg;
+	notify.queue = g_async_queue_new();
+	notify.thread = g_thread_new("ecfs-notify", notify_thread, NULL);
+}
+
+void fs_nodes_notify_stop(void)
+{
+	if (!notify.thread)
+		return;
+	enqueue(INVAL_STOP, 0, NULL, NULL);
+	g_thread_join(notify.thread);
+	notify.thread = NULL;
+	g_async_queue_unref(notify.queue);
+	notify.queue = NULL;
+}
+
+void fs_nodes_inval(fuse_ino_t ino)
+{
+	enqueue(INVAL_INODE, ino, NULL, NULL);
+}
+
+void fs_nodes_inval_wait(fuse_ino_t ino)
+{
+	waiter w = { .done = false };
+	if (!notify.queue)
+		return;
+	g_mutex_init(&w.lock);
+	g_cond_init(&w.sent);
+	enqueue(INVAL_INODE, ino, NULL, &w);
+	g_mutex_lock(&w.lock);
+	while (!w.done)
+		g_cond_wait(&w.sent, &w.lock);
+	g_mutex_unlock(&w.lock);
+	g_cond_clear(&w.sent);
+	g_mutex_clear(&w.lock);
+}
+
+void fs_nodes_inval_all(void)
+{
+	enqueue(INVAL_ALL, 0, NULL, NULL);
+}
+
+void fs_nodes_inval_path(const char *path)
+{
+	gchar **parts = g_strsplit(path, "/", -1);
+	fuse_ino_t parent = FUSE_ROOT_ID, ino = FUSE_ROOT_ID;
+	const char *last = NULL;
+
+	g_mutex_lock(&table.lock);
+	for (gchar **p = parts; *p && ino; p++) {
+		if (!**p)
+			continue;
+		parent = ino;
+		last = *p;
+		const name_key *k = name_get(parent, last);
+		ino = k ? k->node->ino : 0;
+	}
+	g_mutex_unlock(&table.lock);
+	if (last && parent)
+		enqueue(INVAL_ENTRY, parent, last, NULL);
+	if (ino)
+		enqueue(INVAL_INODE, ino, NULL, NULL);
+	g_strfreev(parts);
+}

@@ -82,4 +82,25 @@ bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st);
 /* The node (parent, name) is known as, or 0. */
 fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name);
 
+/* ---- what the kernel keeps, when the daemon changes it ----
+ * The kernel keeps names and attributes for the timeouts the daemon
+ * answers with.  Where ecfs itself changes what it may hold (not through a
+ * request the kernel sees answered), these tell it to drop them: a
+ * thread of its own sends the notifications, never one that serves a
+ * request (the kernel may wait on that request for the same inode).
+ * watch, polled a few times a second, returns a signature of what
+ * answers for the volume (the members in service): when it changes, every
+ * node's attributes are dropped. */
+void fs_nodes_notify_start(struct fuse_session *se, uint64_t (*watch)(void *), void *arg);
+void fs_nodes_notify_stop(void);
+/* Node ino's attributes; _wait returns once the kernel is told (for a
+ * request that must not be answered before). */
+void fs_nodes_inval(fuse_ino_t ino);
+void fs_nodes_inval_wait(fuse_ino_t ino);
+/* Every node's attributes. */
+void fs_nodes_inval_all(void);
+/* The name at path (relative to the volume root) and its node's
+ * attributes, as far as the table knows them. */
+void fs_nodes_inval_path(const char *path);
+
 #endif

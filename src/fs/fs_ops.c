@@ -148,6 +148,16 @@ void fs_orphans_prepare(volume *v)
 		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));
 }
 
+uint64_t fs_members_answering(void *arg)
+{
+	volume *v = arg;
+	uint64_t mask = 0;
+	for (int i = 0; i < volume_n(v); i++)
+		if (volume_member_answers(v, i))
+			mask |= 1ull << i;
+	return mask;
+}
+
 void fs_reply_err(fuse_req_t req, int rc)
 {
 	fuse_reply_err(req, -rc);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "attr_cache.h"
+#include "ecfile.h"
 #include "volume.h"
 
 /* How long the kernel may keep what the daemon answers, in seconds. */
@@ -65,6 +66,10 @@ int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid);
  * what a crash left there.  Run before mounting. */
 void fs_orphans_prepare(volume *v);
 
+/* The members that answer for the volume now, as a mask (arg: the
+ * volume), for fs_nodes_notify_start. */
+uint64_t fs_members_answering(void *arg);
+
 /* lstat of path's object on the first healthy member (not the logical
  * size of regular files: see fs_stat). */
 int fs_member_lstat(const char *path, struct stat *st);
@@ -84,6 +89,13 @@ void fs_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const c
                     int rc);
 
 /* ---- fs_files.c ---- */
+/* An open regular file (fi->fh): the ecfile every open of the file
+ * shares, and whether this open wrote since its last flush. */
+struct fs_file {
+	ecfile *f;
+	bool wrote;
+};
+ecfile *fs_file_of(const struct fuse_file_info *fi);
 /* True if the caller of req is in group gid. */
 bool fs_caller_in_group(fuse_req_t req, gid_t gid);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

@@ -109,6 +109,8 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 	if (rc == 0)
 		rc = set_value(req, path, name, value, size, flags);
 	g_free(path);
+	if (strcmp(name, XATTRS_ACL_ACCESS) == 0)
+		fs_nodes_inval(ino); /* the mode may have changed with it */
 	fs_reply_err(req, rc);
 }
 

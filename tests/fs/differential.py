@@ -317,6 +317,16 @@ class Recorder:
             return oct(os.lstat(self.p(path)).st_mode)
         return self.rec(f"create {kind} {path!r} {mode:#o} umask={umask:#o}", fn)
 
+    def same_inode(self, *paths):
+        """Whether every name reports one file: the same st_ino, link
+        count and ctime through each (the numbers themselves differ
+        between the roots, so only the agreement is recorded)."""
+        def check():
+            sts = [os.lstat(self.p(q)) for q in paths]
+            return tuple(len({getattr(st, f) for st in sts}) == 1
+                         for f in ("st_ino", "st_nlink", "st_ctime_ns"))
+        return self.rec(f"same inode {paths!r}", check)
+
     def custom(self, what, fn):
         """A composite step; fn(root) returns a comparable value."""
         return self.rec(what, lambda: fn(self.root))
@@ -603,6 +613,7 @@ def sc_links(o):
     o.link("links/t", "links/h")
     o.stat("links/t")
     o.stat("links/h")
+    o.same_inode("links/t", "links/h")
     o.open("h", "links/h", RW)
     o.pwrite("h", b"through h", 100)
     o.close("h")
@@ -612,8 +623,10 @@ def sc_links(o):
     o.link("links/t", "links/s1")               # EEXIST
     o.link("links/t", "links/sub/h2")
     o.stat("links/t")
+    o.same_inode("links/t", "links/h", "links/sub/h2")
     o.unlink("links/t")
     o.stat("links/h")
+    o.same_inode("links/h", "links/sub/h2")
     o.read_file("links/sub/h2")
     o.rename("links/h", "links/sub/h2")         # same file: no-op
     o.listdir("links")
@@ -621,12 +634,26 @@ def sc_links(o):
     o.stat("links/sub/h2")
     o.link("links/s1", "links/s1-hard")         # link to the symlink itself
     o.lstat("links/s1-hard")
+    o.same_inode("links/s1", "links/s1-hard")
     o.create_file("links/t2", b"second")
     o.link("links/t2", "links/t2b")
     o.open("t2", "links/t2b", O.O_WRONLY | O.O_TRUNC)
     o.close("t2")
     o.stat("links/t2")
     o.read_file("links/t2")
+    # rename over one name of a linked file, and of a file with one name
+    o.create_file("links/r", b"r")
+    o.link("links/t2", "links/t2c")
+    o.rename("links/r", "links/t2b")
+    o.same_inode("links/t2", "links/t2c")
+    o.stat("links/t2")
+    o.rename("links/t2c", "links/t2")           # same file: no-op
+    o.same_inode("links/t2", "links/t2c")
+    o.open("keep", "links/t2c", O.O_RDONLY)
+    o.rename("links/t2b", "links/t2c")          # open and renamed over
+    o.same_inode("links/t2", "links/t2")
+    o.stat("links/t2")
+    o.close("keep")
 
 
 def sc_attrs(o):
