@@ -22,9 +22,9 @@ of the member directories, less what they held right after the mount: for
 ecfs, its empty volume's .ecfs files).  "x data" is that use over the sum
 of the regular files' sizes.  A run during which another job dropped the
 caches (counted in /proc/vmstat) is thrown away and run again: the drop
-adds lookups to the phase it falls in, and may fail tar x (mergerfs and
-ecfs give a directory the kernel forgets a new inode number, and tar x
-checks it).
+adds lookups to the phase it falls in, and may fail tar x (mergerfs
+gives a directory the kernel forgets a new inode number, and tar x checks
+it).
 
 The per-file limit is the least a per-file layout can take on members with
 4 KiB blocks: each regular file of the tree stored either as n strips of
