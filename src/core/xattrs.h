@@ -8,7 +8,8 @@
  * read and listed from the first member that has the object
  * (mirror_query()).  Which names are kept:
  *   - user.*, except user.ecfs.*, which is ecfs's own (virtual, computed by
- *     the daemon; never stored, never listed here);
+ *     the daemon, or a directory's user.ecfs.id: docs/FORMAT.md section 1;
+ *     never set or listed through here);
  *   - system.posix_acl_access and system.posix_acl_default: POSIX ACLs, as
  *     real ACLs of the member objects, so that each member's filesystem
  *     keeps the mode and the ACL in step (chmod changes the mask, setting
@@ -40,7 +41,8 @@
 
 #include "volume.h"
 
-/* ecfs's own namespace: virtual attributes, never stored on a member. */
+/* ecfs's own namespace: virtual attributes, and the directory id that
+ * ecfile.c stores itself (ECFILE_IDENT_XATTR, docs/FORMAT.md section 1). */
 #define XATTRS_ECFS_PREFIX "user.ecfs."
 #define XATTRS_ACL_ACCESS "system.posix_acl_access"
 #define XATTRS_ACL_DEFAULT "system.posix_acl_default"
