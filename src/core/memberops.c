@@ -241,6 +241,16 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	return fd;
 }
 
+int mop_touchat(volume *v, int idx, int dirfd, const char *name, bool sync_dir)
+{
+	int fd = mop_openat(v, idx, dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	                    0600);
+	if (fd < 0)
+		return fd;
+	MIO_CALL(close(fd));
+	return sync_dir ? mop_fsync(v, idx, dirfd, false) : 0;
+}
+
 static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	IO_SCOPE();

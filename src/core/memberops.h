@@ -58,6 +58,9 @@ int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsign
 
 /* Opens: recorded when flags include O_CREAT (and the file was created). */
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode);
+/* An empty marker file (dirfd, name), mode 0600, made if missing; with
+ * sync_dir, dirfd is synced after, so the marker outlives a power cut. */
+int mop_touchat(volume *v, int idx, int dirfd, const char *name, bool sync_dir);
 
 /* Data writes and barriers. */
 ssize_t mop_pwrite(volume *v, int idx, int fd, const void *buf, size_t len, off_t off);

@@ -1505,14 +1505,11 @@ int volume_member_revive(volume *v, int idx)
 	mb->lockfd = -1;
 	p.rootfd = p.metafd = -1;
 	rc = take_lock(v, idx, &msg);
-	int hfd = rc == 0 ? mop_openat(v, idx, mb->metafd, HEAL_FILE,
-	                               O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
-	if (hfd >= 0)
-		close(hfd);
-	else if (rc == 0)
+	int hrc = rc == 0 ? mop_touchat(v, idx, mb->metafd, HEAL_FILE, false) : 0;
+	if (hrc < 0)
 		ecfs_log(LOG_WARNING, "member %d (%s): cannot create " ECFS_META_DIR "/" HEAL_FILE
 		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
-		         mb->path, g_strerror(-hfd));
+		         mb->path, g_strerror(-hrc));
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;

@@ -140,12 +140,7 @@ static int add_entry(struct change *c, int dfd)
 		snprintf(name, sizeof name, HEALED ".%llu", (unsigned long long)c->seq);
 	else
 		snprintf(name, sizeof name, "%d.%llu", c->about, (unsigned long long)c->seq);
-	int fd = mop_openat(c->v, c->idx, dfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	                    0600);
-	if (fd < 0)
-		return fd;
-	MIO_CALL(close(fd));
-	return mop_fsync(c->v, c->idx, dfd, false);
+	return mop_touchat(c->v, c->idx, dfd, name, true);
 }
 
 static int record_run(void *arg)

@@ -76,12 +76,7 @@ static int mark_member(void *arg)
 		struct stat st;
 		return MIO_CALL(fstatat(meta, file, &st, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
 	}
-	int fd = mop_openat(r->v, r->mb, meta, file, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	                    0600);
-	if (fd < 0)
-		return fd;
-	MIO_CALL(close(fd));
-	return mop_fsync(r->v, r->mb, meta, false);
+	return mop_touchat(r->v, r->mb, meta, file, true);
 }
 
 /* The marker on every member in service (make), or whether one holds it:
