@@ -1426,6 +1426,20 @@ uint64_t ecfile_object_ident(int dirfd, const char *leaf, mode_t mode)
 	return id;
 }
 
+void ecfile_store_object_ident(volume *v, int idx, int dirfd, const char *leaf,
+                               uint64_t ident)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(ident >> (8 * i));
+	int fd = MIO_CALL(openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return;
+	mop_fsetxattr(v, idx, fd, ECFILE_IDENT_XATTR, b, sizeof(b), 0);
+	MIO_CALL(close(fd));
+}
+
 uint64_t ecfile_new_ident(void)
 {
 	uint64_t id = 0;

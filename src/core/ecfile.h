@@ -67,6 +67,11 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
  * ecfile_stat_ident answers it for directories too. */
 #define ECFILE_IDENT_XATTR "user.ecfs.id"
 uint64_t ecfile_object_ident(int dirfd, const char *leaf, mode_t mode);
+/* Stores ident as the identity of the directory (dirfd, leaf) on member
+ * idx.  A member that keeps no xattrs goes without: its inode numbers
+ * stand in (fs_nodes_ino). */
+void ecfile_store_object_ident(volume *v, int idx, int dirfd, const char *leaf,
+                               uint64_t ident);
 /* A new random identity, never 0. */
 uint64_t ecfile_new_ident(void);
 /* A count that moves whenever a size ecfile_stat answers may change (a

@@ -72,20 +72,6 @@ struct new_dir {
 	uint64_t ident; /* its identity (ecfile.h), the same on every member */
 };
 
-/* Stores the directory's identity on the member.  A member that keeps no
- * xattrs goes without: its inode numbers stand in (fs_nodes_ino). */
-static void store_ident(int member, int dirfd, const char *leaf, uint64_t ident)
-{
-	uint8_t b[8];
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)(ident >> (8 * i));
-	int fd = MIO_CALL(openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-	if (fd < 0)
-		return;
-	mop_fsetxattr(fs_volume(), member, fd, ECFILE_IDENT_XATTR, b, sizeof(b), 0);
-	MIO_CALL(close(fd));
-}
-
 static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	const struct new_dir *nd = arg;
@@ -93,7 +79,7 @@ static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 	if (rc == 0)
 		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
 	if (rc == 0)
-		store_ident(member, dirfd, leaf, nd->ident);
+		ecfile_store_object_ident(fs_volume(), member, dirfd, leaf, nd->ident);
 	return rc;
 }
 
