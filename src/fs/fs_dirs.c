@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Directory operations.  Directories exist on every member (mkdir and rmdir
- * are mirrored); a listing is the union of the healthy members' entries, as
- * getattr finds a name on any member that has it, so a name one member has
- * lost (a deleted chunk file) is still listed.  The volume's own metadata
- * folder (/.ecfs) is never listed.  Asked for attributes too (readdirplus),
- * a listing gives those it has at no extra member call (attr_cache.h).
+ * are mirrored); a listing is the union of m + 1 members' entries, as
+ * getattr finds a name on any member that has it, so a name up to m
+ * members have lost (a deleted chunk file) is still listed.  The volume's
+ * own metadata folder (/.ecfs) is never listed.  Asked for attributes too
+ * (readdirplus), a reply takes those of its names from one member, one
+ * call for them all, and keeps them for getattr (attr_cache.h).
  */
 #include "fs_ops.h"
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -35,9 +37,6 @@
 struct dir_entry {
 	char *name;
 	unsigned char type; /* DT_* */
-	bool plus;          /* st is what getattr answers for it */
-	struct stat st;
-	uint64_t ident;     /* with st: its identity (ecfile_stat_ident) */
 };
 
 /* An open directory: the path it was opened with and, from the first
@@ -47,7 +46,6 @@ struct dir_handle {
 	char *path;       /* as opened, if the node has lost its name */
 	bool is_root;     /* hide the metadata folder */
 	GArray *entries;  /* struct dir_entry; NULL until listed */
-	attr_stamp stamp; /* read before the listing */
 };
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
@@ -181,133 +179,195 @@ static bool hidden_entry(bool is_root, const char *name)
 	return volume_path_reserved(path);
 }
 
-struct listing {
-	struct dir_handle *h;
-	GHashTable *seen; /* names already in h->entries */
-	bool plus;        /* the kernel asked for attributes (readdirplus) */
-	bool listed;      /* a member has listed the directory whole */
+/* One member's names, listed on its worker. */
+struct member_list {
+	bool is_root;
+	GArray *names; /* struct dir_entry */
 };
 
-/* The entry's attributes as getattr answers them (e->plus), taken with
- * the listing from the first member that lists the directory and answers
- * namespace queries (not one being rebuilt), which is the member
- * ecfile_stat asks first for its names.  Not for . and ..: the member
- * root's .. lies outside the volume. */
-static void entry_attrs(struct listing *l, int member, DIR *d, struct dir_entry *e)
+static void free_names(GArray *names)
 {
-	struct stat st;
-
-	if (!l->plus || l->listed || !volume_member_answers(fs_volume(), member) ||
-	    !strcmp(e->name, ".") || !strcmp(e->name, ".."))
-		return;
-	if (MIO_CALL(fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-	    !ecfile_stat_from(fs_volume(), member, &st, &e->ident))
-		return;
-	if (S_ISDIR(st.st_mode))
-		e->ident = ecfile_object_ident(dirfd(d), e->name, st.st_mode);
-	e->st = st;
-	e->plus = true;
+	for (guint i = 0; i < names->len; i++)
+		g_free(g_array_index(names, struct dir_entry, i).name);
+	g_array_set_size(names, 0);
 }
 
-/* Adds the member's entries that are not listed yet.  Runs on the
- * member's worker (volume_on_member) while the caller waits; entries are
- * added only between member calls, so one given up adds nothing more. */
+/* Bytes of entries asked for per getdents64 call: a directory of ten
+ * thousand names in one or two calls. */
+#define LIST_BUF_SIZE (256 * 1024)
+
+/* The fields of the kernel's struct linux_dirent64 (getdents64(2)). */
+struct kernel_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* Lists the member's directory into its own array, by getdents64 with a
+ * large buffer of the worker's (a call given up must not write into the
+ * caller's memory), so that there are few member calls to time and
+ * watch.  Entries are added only between member calls, so a listing given
+ * up adds nothing more. */
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	struct listing *l = arg;
+	struct member_list *ml = arg;
 	int fd = open_dir_at(dirfd, leaf);
 	if (fd < 0)
 		return fd;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int err = errno;
-		MIO_CALL(close(fd));
-		return -err;
-	}
-	int rc = 0;
-	guint first = l->h->entries->len;
-	for (;;) {
-		errno = 0;
-		struct dirent *de = MIO_CALL(readdir(d));
-		if (!de) {
-			rc = -errno;
-			break;
+	free_names(ml->names); /* what an attempt before this one left */
+	char *buf = g_malloc(LIST_BUF_SIZE);
+	long got;
+	while ((got = MIO_CALL(syscall(SYS_getdents64, fd, buf, LIST_BUF_SIZE))) > 0) {
+		for (long at = 0; at < got;) {
+			const struct kernel_dirent64 *de = (const void *)(buf + at);
+			at += de->d_reclen;
+			if (hidden_entry(ml->is_root, de->d_name))
+				continue;
+			struct dir_entry e = { .name = g_strdup(de->d_name), .type = de->d_type };
+			g_array_append_val(ml->names, e);
 		}
-		if (hidden_entry(l->h->is_root, de->d_name) ||
-		    g_hash_table_contains(l->seen, de->d_name))
-			continue;
-		struct dir_entry e = { .name = g_strdup(de->d_name), .type = de->d_type };
-		entry_attrs(l, member, d, &e);
-		g_array_append_val(l->h->entries, e);
-		g_hash_table_add(l->seen, e.name);
 	}
-	MIO_CALL(closedir(d));
-	/* A listing cut short: the next member's answers count */
-	for (guint i = first; rc < 0 && i < l->h->entries->len; i++)
-		g_array_index(l->h->entries, struct dir_entry, i).plus = false;
-	l->listed |= rc == 0 && volume_member_answers(fs_volume(), member);
+	int rc = got < 0 ? -errno : 0;
+	g_free(buf);
+	MIO_CALL(close(fd));
 	return rc;
 }
 
-/* The attributes the listing took go to attr_cache.h for the getattr that
- * follows (ls -l): a file's under the stamp read before the listing; a
- * directory's too, if nothing but this listing moved it (after). */
-static void remember_attrs(struct dir_handle *h, const char *path, const attr_stamp *after)
+/* Lists the directory: the union of the names that the first m + 1
+ * members in service (all, if fewer) hold, listed at once.  A name that
+ * at least k members hold (every readable file, every name made while the
+ * volume was usable) is held by one of them (mirror_gather), and a create
+ * cut short holds its name on the first members, where creates begin.
+ * Names come in the first member's order, then the names only the next
+ * ones hold. */
+static int make_listing(struct dir_handle *h, const char *path)
 {
-	attr_stamp own = h->stamp;
-	own.listings++;
-	bool dirs = !memcmp(&own, after, sizeof(own));
+	volume *v = fs_volume();
+	struct member_list lists[64];
+	void *args[64];
+	int err;
 
-	for (guint i = 0; i < h->entries->len; i++) {
-		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
-		if (!e->plus || (S_ISDIR(e->st.st_mode) && !dirs))
+	free_entries(h);
+	for (int i = 0; i < volume_n(v); i++) {
+		lists[i] = (struct member_list){ h->is_root, g_array_new(FALSE, FALSE,
+		                                                         sizeof(struct dir_entry)) };
+		args[i] = &lists[i];
+	}
+	uint64_t whole = mirror_gather(v, path, volume_m(v) + 1, list_member, args, &err,
+	                               "readdir");
+	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
+	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	for (int i = 0; i < volume_n(v); i++) {
+		for (guint j = 0; (whole >> i & 1) && j < lists[i].names->len; j++) {
+			struct dir_entry *e = &g_array_index(lists[i].names, struct dir_entry, j);
+			if (g_hash_table_contains(seen, e->name))
+				continue;
+			g_array_append_val(h->entries, *e);
+			g_hash_table_add(seen, e->name);
+			e->name = NULL; /* now the listing's */
+		}
+		free_names(lists[i].names);
+		g_array_free(lists[i].names, TRUE);
+	}
+	g_hash_table_destroy(seen);
+	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */
+}
+
+/* What a readdirplus reply gives with its names: what a lookup of each
+ * would answer, taken from one member for the names of one reply. */
+struct reply_attrs {
+	const struct dir_entry *entries; /* the reply's names */
+	guint count;
+	struct stat *st;   /* count of them */
+	uint64_t *ident;   /* their identities (ecfile_stat_ident) */
+	bool *have;        /* st and ident hold */
+};
+
+/* Takes the attributes of the reply's names as getattr answers them, on
+ * the first member that answers namespace queries (ecfile_stat asks it
+ * first).  Not for . and ..: the member root's .. lies outside the volume. */
+static int stat_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct reply_attrs *ra = arg;
+	int fd = open_dir_at(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	memset(ra->have, 0, ra->count * sizeof(*ra->have));
+	for (guint i = 0; i < ra->count; i++) {
+		const char *name = ra->entries[i].name;
+		struct stat st;
+		uint64_t ident;
+		if (!strcmp(name, ".") || !strcmp(name, "..") ||
+		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
+		    !ecfile_stat_from(fs_volume(), member, &st, &ident))
 			continue;
-		char *child = g_strconcat(strcmp(path, "/") ? path : "", "/", e->name, NULL);
-		attr_cache_put(fs_attrs(), child, S_ISDIR(e->st.st_mode) ? after : &h->stamp, &e->st);
+		if (S_ISDIR(st.st_mode))
+			ident = ecfile_object_ident(fd, name, st.st_mode);
+		ra->st[i] = st;
+		ra->ident[i] = ident;
+		ra->have[i] = true;
+	}
+	MIO_CALL(close(fd));
+	return 0;
+}
+
+/* The attributes of entries [first, first + count) of the listing, and
+ * each for attr_cache.h's next getattr of its path (ls -l). */
+static void take_attrs(struct dir_handle *h, const char *path, guint first,
+                       struct reply_attrs *ra)
+{
+	ra->entries = &g_array_index(h->entries, struct dir_entry, first);
+	ra->st = g_new(struct stat, ra->count);
+	ra->ident = g_new(uint64_t, ra->count);
+	ra->have = g_new0(bool, ra->count);
+	attr_stamp asked = fs_stamp();
+	if (ra->count == 0 || mirror_query(fs_volume(), path, stat_member, ra, "readdir") < 0)
+		return;
+	for (guint i = 0; i < ra->count; i++) {
+		if (!ra->have[i])
+			continue;
+		char *child = g_strconcat(strcmp(path, "/") ? path : "", "/", ra->entries[i].name,
+		                          NULL);
+		attr_cache_put(fs_attrs(), child, &asked, &ra->st[i]);
 		g_free(child);
 	}
 }
 
-/* Lists the directory: the union over the healthy members, so a name one
- * member lost (a deleted chunk) is still shown, as getattr still finds it.
- * plus: with each name's attributes where they come at no extra member
- * call. */
-static int make_listing(struct dir_handle *h, const char *path, bool plus)
+static void free_attrs(struct reply_attrs *ra)
 {
-	free_entries(h);
-	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	h->stamp = fs_stamp();
-	struct listing l = { h, g_hash_table_new(g_str_hash, g_str_equal), plus, false };
-	int rc = mirror_apply(fs_volume(), path, list_member, &l, "readdir");
-	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
-	g_hash_table_destroy(l.seen);
-	if (rc == 0 && plus && volume_usable(fs_volume())) {
-		attr_stamp after = fs_stamp();
-		remember_attrs(h, path, &after);
+	g_free(ra->st);
+	g_free(ra->ident);
+	g_free(ra->have);
+}
+
+/* How many entries from off fill a readdirplus reply of size bytes. */
+static guint plus_fit(fuse_req_t req, const struct dir_handle *h, off_t off, size_t size)
+{
+	size_t used = 0;
+	guint i = (guint)off;
+	for (; i < h->entries->len; i++) {
+		const char *name = g_array_index(h->entries, struct dir_entry, i).name;
+		used += fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+		if (used > size)
+			break;
 	}
-	return rc == -ENOENT ? 0 : rc; /* removed while open: empty */
+	return i - (guint)off;
 }
 
-/* True while what the listing took of its names' attributes still holds
- * (as in attr_cache.h, without the listings, which move only the listed
- * directory's atime). */
-static bool attrs_stand(const struct dir_handle *h)
-{
-	attr_stamp now = fs_stamp();
-	return now.changes == h->stamp.changes && now.reads == h->stamp.reads &&
-	       now.sizes == h->stamp.sizes;
-}
-
-/* Adds entry i of the listing to the reply in buf (size bytes, used of
- * them); false if it does not fit.  plus: readdirplus, whose entries with
- * attributes count as lookups of their names. */
+/* Adds an entry of the listing to the reply in buf (size bytes, used of
+ * them); false if it does not fit.  plus: readdirplus, whose entries
+ * with attributes (st not NULL) count as lookups of their names. */
 static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct dir_entry *e, bool plus,
-                      char *buf, size_t size, size_t *used, off_t next)
+                      const struct stat *st, uint64_t ident, char *buf, size_t size,
+                      size_t *used, off_t next)
 {
 	struct fuse_entry_param ep = { .attr.st_mode = (mode_t)DTTOIF(e->type) };
 	ep.attr.st_ino = FUSE_UNKNOWN_INO;
-	if (plus && e->plus)
-		fs_entry_fill(&ep, fs_nodes_ino(ino, e->name, e->ident, &e->st), &e->st);
+	if (st)
+		fs_entry_fill(&ep, fs_nodes_ino(ino, e->name, ident, st), st);
 	else if ((ep.attr.st_ino = fs_nodes_lookup_name(ino, e->name)) == 0)
 		ep.attr.st_ino = FUSE_UNKNOWN_INO;
 	size_t n = plus ? fuse_add_direntry_plus(req, buf + *used, size - *used, e->name, &ep, next)
@@ -324,30 +384,35 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                  struct fuse_file_info *fi, bool plus)
 {
 	struct dir_handle *h = dir_of(fi);
+	/* The directory's path now, else the one it was opened with. */
+	char *path = NULL;
+	const char *where = fs_nodes_path(ino, &path) == 0 ? path : h->path;
 	if (off == 0 || !h->entries) {
-		/* First call, or rewinddir: a fresh listing, by the
-		 * directory's path now, else the one it was opened with. */
-		char *path = NULL;
-		int rc = fs_nodes_path(ino, &path);
-		rc = make_listing(h, rc == 0 ? path : h->path, plus);
-		g_free(path);
+		/* First call, or rewinddir: a fresh listing. */
+		int rc = make_listing(h, where);
 		if (rc < 0) {
+			g_free(path);
 			fs_reply_err(req, rc);
 			return;
 		}
 	}
 	/* readdirplus: the names come with what a lookup of each would
 	 * answer, so the kernel need not look them up one by one. */
-	bool with = plus && attrs_stand(h);
+	struct reply_attrs ra = { .count = plus ? plus_fit(req, h, off, size) : 0 };
+	if (plus)
+		take_attrs(h, where, (guint)off, &ra);
+	g_free(path);
 	char *buf = g_malloc(size);
 	size_t used = 0;
 	for (guint i = (guint)off; i < h->entries->len; i++) {
 		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
-		struct dir_entry copy = *e;
-		copy.plus = with && e->plus;
-		if (!add_entry(req, ino, &copy, plus, buf, size, &used, (off_t)i + 1))
+		guint r = i - (guint)off;
+		bool with = r < ra.count && ra.have[r];
+		if (!add_entry(req, ino, e, plus, with ? &ra.st[r] : NULL, with ? ra.ident[r] : 0,
+		               buf, size, &used, (off_t)i + 1))
 			break; /* the reply is full: the kernel asks again from i */
 	}
+	free_attrs(&ra);
 	fuse_reply_buf(req, buf, used);
 	g_free(buf);
 }

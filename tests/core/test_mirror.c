@@ -725,6 +725,58 @@ static void test_parallel_rename_with_a_hung_member(void **state)
 #endif
 }
 
+/* ---- gathering from m + 1 members ---- */
+
+/* mirror_gather with every member's argument c. */
+static uint64_t gather(fixture *fx, calls *c, int *err)
+{
+	void *args[N];
+	for (int mb = 0; mb < N; mb++)
+		args[mb] = c;
+	return mirror_gather(fx->v, "/", M + 1, scripted, args, err, "readdir");
+}
+
+/* m + 1 members are asked, the first ones; one that breaks or lacks the
+ * object is replaced by the next; an answer other than ENOENT counts;
+ * every member lacking it is ENOENT.  With a timeout, the same (the
+ * members asked at once). */
+static void test_gather_rules(void **state)
+{
+	fixture *fx = *state;
+	calls c = { .v = fx->v };
+	int err = 0;
+
+	assert_int_equal(gather(fx, &c, &err), 0x07);
+	assert_int_equal(c.ran, 0x07);
+
+	c = (calls){ .v = fx->v, .rc = { [0] = -ENOENT, [2] = -ENOTDIR } };
+	assert_int_equal(gather(fx, &c, &err), 0x0a);
+	assert_int_equal(c.ran, 0x0f);
+
+	for (int mb = 0; mb < N; mb++)
+		c.rc[mb] = -ENOENT;
+	c.ran = 0;
+	assert_int_equal(gather(fx, &c, &err), 0);
+	assert_int_equal(err, -ENOENT);
+	assert_int_equal(c.ran, ALL);
+
+	c = (calls){ .v = fx->v, .rc = { [0] = -ENOENT, [1] = -EACCES, [2] = -EACCES,
+	                                  [3] = -EACCES } };
+	assert_int_equal(gather(fx, &c, &err), 0);
+	assert_int_equal(err, -EACCES);
+	assert_int_equal(c.ran, 0x0f);
+	assert_int_equal(failed_members(fx), 0);
+
+	/* A broken member is failed and replaced. */
+	c = (calls){ .v = fx->v, .rc = { [1] = -EIO } };
+	assert_int_equal(gather(fx, &c, &err), 0x0d);
+	assert_int_equal(c.ran, 0x0f);
+	assert_int_equal(failed_members(fx), 0x02);
+	c = (calls){ .v = fx->v };
+	assert_int_equal(gather(fx, &c, &err), 0x0d);
+	assert_int_equal(c.ran, 0x0d);
+}
+
 #define T(fn) \
 	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
 	                                         (void *)&opts)
@@ -751,6 +803,8 @@ int main(void)
 		TT(test_parallel_rules),
 		TT(test_parallel_refusal_touches_no_other_member),
 		TT(test_parallel_rename_with_a_hung_member),
+		T(test_gather_rules),
+		TT(test_gather_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
