@@ -292,44 +292,28 @@ static uint64_t gather_round(volume *v, struct gather_job *jobs, uint64_t ask)
 	return on_workers ? mio_batch_wait(&b) : 0;
 }
 
-/* The next members to ask: the first that answer and were not asked yet,
- * `room` of them at most. */
-static uint64_t gather_pick(volume *v, uint64_t asked, int room)
-{
-	uint64_t ask = 0;
-	for (int idx = 0; idx < volume_n(v) && room > 0; idx++)
-		if (!(asked >> idx & 1) && volume_member_answers(v, idx)) {
-			ask |= 1ull << idx;
-			room--;
-		}
-	return ask;
-}
-
-uint64_t mirror_gather(volume *v, const char *path, int want, mirror_fn fn, void *const *args,
-                       int *err, const char *what)
+uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int *err,
+                       const char *what)
 {
 	struct gather_job jobs[64];
-	uint64_t asked = 0, whole = 0, ask;
-	int answered = 0;
+	uint64_t ask = 0, whole = 0;
 
 	*err = -ENOENT;
-	while (volume_usable(v) && (ask = gather_pick(v, asked, want - answered)) != 0) {
-		asked |= ask;
-		for (int idx = 0; idx < volume_n(v); idx++)
-			jobs[idx] = (struct gather_job){ .r = { .v = v, .idx = idx, .path = path,
-			                                        .fn = fn, .arg = args[idx] } };
-		uint64_t lost = gather_round(v, jobs, ask);
-		for (int idx = 0; idx < volume_n(v); idx++) {
-			int rc = jobs[idx].rc;
-			if (!(ask >> idx & 1) || (lost >> idx & 1) || member_broke(v, idx, rc, what) ||
-			    rc == -ENOENT) /* maybe only this member lost it: ask another */
-				continue;
-			answered++;
-			if (rc == 0)
-				whole |= 1ull << idx;
-			else if (*err == -ENOENT)
-				*err = rc;
-		}
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		jobs[idx] = (struct gather_job){ .r = { .v = v, .idx = idx, .path = path, .fn = fn,
+		                                        .arg = args[idx] } };
+		if (volume_member_answers(v, idx))
+			ask |= 1ull << idx;
+	}
+	uint64_t lost = volume_usable(v) ? gather_round(v, jobs, ask) : 0;
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		int rc = jobs[idx].rc;
+		if (!(ask >> idx & 1) || (lost >> idx & 1) || member_broke(v, idx, rc, what))
+			continue;
+		if (rc == 0)
+			whole |= 1ull << idx;
+		else if (*err == -ENOENT)
+			*err = rc;
 	}
 	if (!volume_usable(v)) {
 		*err = -EIO;

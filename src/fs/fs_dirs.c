@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Directory operations.  Directories exist on every member (mkdir and rmdir
- * are mirrored); a listing is the union of m + 1 members' entries, as
- * getattr finds a name on any member that has it, so a name up to m
- * members have lost (a deleted chunk file) is still listed.  The volume's
+ * are mirrored); a listing is the union of the entries of the members in
+ * service, as getattr finds a name on any member that has it, so a name
+ * some members have lost (a deleted chunk file) is still listed.  The volume's
  * own metadata folder (/.ecfs) is never listed.  Asked for attributes too
  * (readdirplus), a reply takes those of its names from one member, one
  * call for them all, and keeps them for getattr (attr_cache.h).
@@ -235,13 +235,11 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-/* Lists the directory: the union of the names that the first m + 1
- * members in service (all, if fewer) hold, listed at once.  A name that
- * at least k members hold (every readable file, every name made while the
- * volume was usable) is held by one of them (mirror_gather), and a create
- * cut short holds its name on the first members, where creates begin.
- * Names come in the first member's order, then the names only the next
- * ones hold. */
+/* Lists the directory: the union of the names the members in service
+ * hold (not one being rebuilt), all listed at once (mirror_gather), so
+ * that a name some members lost, or a create cut short made on a few
+ * only, is listed.  Names come in the first member's order, then the
+ * names only the next ones hold. */
 static int make_listing(struct dir_handle *h, const char *path)
 {
 	volume *v = fs_volume();
@@ -255,8 +253,7 @@ static int make_listing(struct dir_handle *h, const char *path)
 		                                                         sizeof(struct dir_entry)) };
 		args[i] = &lists[i];
 	}
-	uint64_t whole = mirror_gather(v, path, volume_m(v) + 1, list_member, args, &err,
-	                               "readdir");
+	uint64_t whole = mirror_gather(v, path, list_member, args, &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
