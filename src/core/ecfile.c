@@ -1468,73 +1468,117 @@ int ecfile_stat(volume *v, const char *path, struct stat *st)
 	return ecfile_stat_ident(v, path, st, NULL);
 }
 
+/* The probes of the members in mask (volume_on_members): with a member
+ * timeout at once, without one inline. */
+static void stat_probes_run(volume *v, uint64_t mask, struct stat_probe *p, int *rcs)
+{
+	void *args[STRIPE_MAX_N];
+	for (int mb = 0; mb < volume_n(v); mb++)
+		args[mb] = &p[mb];
+	volume_on_members(v, mask, stat_probe_run, args, rcs);
+}
+
+/* What ecfile_stat_ident gathers from the members' probes, in member order. */
+struct stat_answer {
+	struct stat *st;
+	uint64_t *ident;
+	int rc;          /* -ENOENT until a member has the name */
+	int first;       /* the member whose lstat *st is */
+	bool whole;      /* *st and *ident are one member's whole answer */
+	bool any, have, open_now;
+	uint64_t best_gen, size;
+};
+
+/* Takes member mb's probe (which returned r) into the answer; true once it
+ * is final (not a regular file, or its size known). */
+static bool take_probe(volume *v, int mb, const struct stat_probe *p, int r,
+                       struct stat_answer *a)
+{
+	if (r < 0 && (p->from_dir || r == -ETIMEDOUT)) {
+		volume_member_error(v, mb, -r, "opening a directory");
+		if (r != -ENOENT && volume_member_ok(v, mb))
+			a->rc = r;
+		return false;
+	}
+	if (r < 0) {
+		volume_member_error(v, mb, -r, "stat");
+		return false;
+	}
+	if (!S_ISREG(p->s.st_mode) || p->cached) {
+		*a->st = p->s; /* not ours to interpret, or its size known */
+		*a->ident = p->ident; /* a directory's, or the cached file's */
+		if (p->cached)
+			fill_size(a->st, p->size);
+		return a->whole = true;
+	}
+	if (!a->any) {
+		*a->st = p->s;
+		a->first = mb;
+	}
+	a->any = true;
+	if (p->have_header && (!a->have || p->h.generation > a->best_gen)) {
+		a->have = true;
+		a->best_gen = p->h.generation;
+		a->size = p->h.size;
+		*a->ident = ident_of(p->h.file_id);
+		/* An open file knows its size best (buffered writes included):
+		 * no need to ask the other members. */
+		volume_files_lock(v);
+		ecfile *f = volume_files_lookup(v, p->h.file_id);
+		if (f) {
+			a->size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+			a->open_now = true;
+		}
+		volume_files_unlock(v);
+	}
+	return a->open_now;
+}
+
 int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
 {
-	uint64_t unasked;
-	bool want_ident = ident != NULL;
-	if (!ident)
-		ident = &unasked;
-	uint64_t best_gen = 0, size = 0, epoch = size_cache_epoch(volume_sizes(v));
-	bool have = false, any = false, open_now = false;
-	int rc = -ENOENT, first = -1;
+	uint64_t unasked, epoch = size_cache_epoch(volume_sizes(v));
+	struct stat_answer a = { .st = st, .ident = ident ? ident : &unasked, .rc = -ENOENT,
+	                         .first = -1 };
+	struct stat_probe p[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N];
 
 	if (!volume_usable(v))
 		return -EIO;
-	/* One member after the other, most often only the first: fanning
-	 * out costs more on few cores (scripts/bench-namespace.py). */
+	/* The first member most often answers alone (a directory, a file whose
+	 * size is cached); else the others are asked at once: a name that is
+	 * not there, or a regular file's headers. */
+	uint64_t rest = 0;
+	int first = -1;
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		struct stat_probe p = { .v = v, .mb = mb, .path = path, .want_ident = want_ident };
+		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = !!ident };
 		/* a member being rebuilt may hold a name removed meanwhile */
 		if (!volume_member_answers(v, mb))
 			continue;
-		int r = volume_on_member(v, mb, stat_probe_run, &p);
-		if (r < 0 && (p.from_dir || r == -ETIMEDOUT)) {
-			volume_member_error(v, mb, -r, "opening a directory");
-			if (r != -ENOENT && volume_member_ok(v, mb))
-				rc = r;
-			continue;
-		}
-		if (r < 0) {
-			volume_member_error(v, mb, -r, "stat");
-			continue;
-		}
-		if (!S_ISREG(p.s.st_mode) || p.cached) {
-			*st = p.s; /* not ours to interpret, or its size known */
-			*ident = p.ident; /* a directory's, or the cached file's */
-			if (p.cached)
-				fill_size(st, p.size);
-			return 0;
-		}
-		if (!any) {
-			*st = p.s;
+		if (first < 0)
 			first = mb;
-		}
-		any = true;
-		if (p.have_header && (!have || p.h.generation > best_gen)) {
-			have = true;
-			best_gen = p.h.generation;
-			size = p.h.size;
-			*ident = ident_of(p.h.file_id);
-			/* An open file knows its size best (buffered writes
-			 * included): no need to ask the other members. */
-			volume_files_lock(v);
-			ecfile *f = volume_files_lookup(v, p.h.file_id);
-			if (f) {
-				size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
-				open_now = true;
-			}
-			volume_files_unlock(v);
-			if (open_now)
-				break;
-		}
+		else
+			rest |= 1ull << mb;
 	}
-	if (!any)
-		return rc;
-	if (!have)
-		*ident = 0;
-	if (have && !open_now)
-		size_cache_put(volume_sizes(v), first, st, epoch, size, *ident); /* first's lstat */
-	fill_size(st, have ? size : 0);
+	bool final = false;
+	if (first >= 0) {
+		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
+		final = take_probe(v, first, &p[first], rcs[first], &a);
+	}
+	if (!final && rest) {
+		stat_probes_run(v, rest, p, rcs);
+		for (int mb = 0; mb < volume_n(v) && !final; mb++)
+			if (rest >> mb & 1)
+				final = take_probe(v, mb, &p[mb], rcs[mb], &a);
+	}
+	if (a.whole)
+		return 0;
+	if (!a.any)
+		return a.rc;
+	if (!a.have)
+		*a.ident = 0;
+	if (a.have && !a.open_now)
+		size_cache_put(volume_sizes(v), a.first, st, epoch, a.size, *a.ident); /* first's lstat */
+	fill_size(st, a.have ? a.size : 0);
 	return 0;
 }
 

@@ -64,6 +64,18 @@ static int run_member(struct member_run *r, int idx)
 	return volume_on_member(r->v, idx, member_run, r);
 }
 
+/* fn (set in the runs) on the members in mask at once (volume_on_members):
+ * runs[idx].idx is set, rcs[idx] gets each member's result. */
+static void run_members(volume *v, uint64_t mask, struct member_run *runs, int *rcs)
+{
+	void *args[64];
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		runs[idx].idx = idx;
+		args[idx] = &runs[idx];
+	}
+	volume_on_members(v, mask, member_run, args, rcs);
+}
+
 /* Takes member idx's answer rc into the decision (*decided, *answer).
  * Returns true once the answer is a refusal: the other members are left
  * untouched. */
@@ -105,6 +117,10 @@ static uint64_t find_primary(struct member_run *r, int from, bool *decided, int 
 	return ran;
 }
 
+/* The primary decides (find_primary); after a success the other members
+ * run the operation at once (run_members): with a member timeout, one
+ * wait for all of them instead of one hand-off after the other; without
+ * one, inline in member order. */
 static int apply_all(struct member_run *r, const char *what)
 {
 	volume *v = r->v;
@@ -112,17 +128,20 @@ static int apply_all(struct member_run *r, const char *what)
 		return -EIO;
 	bool decided = false;
 	int answer = -EIO;
-	/* One member after the other: without a member timeout the calls run
-	 * inline, which is faster than any hand-off; mirror_apply_logged
-	 * sends them out together with one. */
-	for (int idx = 0; idx < volume_n(v); idx++) {
-		if (!volume_member_ok(v, idx))
-			continue;
-		int rc = run_member(r, idx);
-		if (member_broke(v, idx, rc, what))
-			continue;
-		if (take_answer(r, idx, rc, &decided, &answer, what))
-			break; /* refused: leave the other members untouched */
+	uint64_t ran = find_primary(r, 0, &decided, &answer, what);
+	if (decided && answer >= 0) {
+		struct member_run runs[64];
+		int rcs[64];
+		uint64_t rest = 0;
+		for (int idx = 0; idx < volume_n(v); idx++) {
+			runs[idx] = *r;
+			if (!(ran >> idx & 1) && volume_member_ok(v, idx))
+				rest |= 1ull << idx;
+		}
+		run_members(v, rest, runs, rcs);
+		for (int idx = 0; idx < volume_n(v); idx++)
+			if ((rest >> idx & 1) && !member_broke(v, idx, rcs[idx], what))
+				take_answer(r, idx, rcs[idx], &decided, &answer, what);
 	}
 	if (!volume_usable(v))
 		return -EIO;
@@ -261,59 +280,28 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 
 /* ---- one query on several members at once ---- */
 
-struct gather_job {
-	struct member_run r; /* r.idx is this member */
-	int rc;
-};
-
-static void gather_job_run(void *p)
-{
-	struct gather_job *j = p;
-	j->rc = member_run(&j->r);
-}
-
-/* Runs the jobs of the members in ask, at once on their workers with a
- * member timeout, inline without one; returns the members given up. */
-static uint64_t gather_round(volume *v, struct gather_job *jobs, uint64_t ask)
-{
-	bool on_workers = memberio_timeout(volume_memberio(v)) && !memberio_on_worker();
-	mio_batch b;
-
-	if (on_workers)
-		mio_batch_init(&b);
-	for (int idx = 0; idx < volume_n(v); idx++) {
-		if (!(ask >> idx & 1))
-			continue;
-		if (on_workers)
-			memberio_submit(volume_memberio(v), idx, &b, gather_job_run, &jobs[idx]);
-		else
-			gather_job_run(&jobs[idx]);
-	}
-	return on_workers ? mio_batch_wait(&b) : 0;
-}
-
 uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int *err,
                        const char *what)
 {
-	struct gather_job jobs[64];
+	struct member_run runs[64];
+	int rcs[64];
 	uint64_t ask = 0, whole = 0;
 
 	*err = -ENOENT;
 	for (int idx = 0; idx < volume_n(v); idx++) {
-		jobs[idx] = (struct gather_job){ .r = { .v = v, .idx = idx, .path = path, .fn = fn,
-		                                        .arg = args[idx] } };
+		runs[idx] = (struct member_run){ .v = v, .path = path, .fn = fn, .arg = args[idx] };
 		if (volume_member_answers(v, idx))
 			ask |= 1ull << idx;
 	}
-	uint64_t lost = volume_usable(v) ? gather_round(v, jobs, ask) : 0;
-	for (int idx = 0; idx < volume_n(v); idx++) {
-		int rc = jobs[idx].rc;
-		if (!(ask >> idx & 1) || (lost >> idx & 1) || member_broke(v, idx, rc, what))
+	if (volume_usable(v))
+		run_members(v, ask, runs, rcs);
+	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
+		if (!(ask >> idx & 1) || member_broke(v, idx, rcs[idx], what))
 			continue;
-		if (rc == 0)
+		if (rcs[idx] == 0)
 			whole |= 1ull << idx;
 		else if (*err == -ENOENT)
-			*err = rc;
+			*err = rcs[idx];
 	}
 	if (!volume_usable(v)) {
 		*err = -EIO;

@@ -9,7 +9,8 @@
  * say; ENOENT from all is the answer).  Its answer is the volume's
  * answer: if it refuses (EEXIST, ENOTEMPTY, ...), nothing is applied to the
  * other members, so a refused operation never makes the members diverge.
- * If it succeeds, the operation is applied to the others; a member whose
+ * If it succeeds, the operation is applied to the others (with a member
+ * timeout all at once, each on its I/O worker); a member whose
  * answer differs is logged as diverging (ecfs-fsck repairs it) and does not
  * change the result.  An error that means a member is broken (EIO, EROFS,
  * ...) goes to volume_member_error(), which marks it failed, and the next

@@ -854,6 +854,29 @@ int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
 	return mio_batch_wait(&b) ? -ETIMEDOUT : c.rc;
 }
 
+void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rcs)
+{
+	struct member_call calls[64];
+	bool on_workers = v->mio && memberio_timeout(v->mio) && !memberio_on_worker();
+	mio_batch b;
+
+	mio_batch_init(&b);
+	for (int idx = 0; idx < v->n; idx++) {
+		if (!(mask >> idx & 1))
+			continue;
+		calls[idx] = (struct member_call){ fn, args[idx], -EIO };
+		if (on_workers)
+			memberio_submit(v->mio, idx, &b, member_call_run, &calls[idx]);
+		else
+			member_call_run(&calls[idx]);
+	}
+	uint64_t lost = on_workers ? mio_batch_wait(&b) : 0;
+	for (int idx = 0; idx < v->n; idx++)
+		if (mask >> idx & 1)
+			rcs[idx] = lost >> idx & 1 ? -ETIMEDOUT : calls[idx].rc;
+}
+
 void volume_close(volume *v)
 {
 	if (!v)

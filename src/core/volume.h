@@ -61,6 +61,12 @@ void volume_member_close(volume *v, int idx, int fd);
  * nothing of the caller's to write into); reads go through mop_pread or
  * mio_bounce.  Inline on a worker thread, and without a timeout. */
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
+/* volume_on_member on the members in mask at once, each with its own
+ * argument: rcs[idx] = fn(args[idx]), or -ETIMEDOUT for a member given
+ * up.  With a timeout the calls go to the workers together and are waited
+ * for once; without one they run inline, one after the other. */
+void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rcs);
 
 int volume_k(const volume *v);
 /* The chunk format version of the volume's files (its superblock's). */

@@ -11,8 +11,9 @@
  * member timeout, logged operations ask the primary first and the other
  * members together: the same rules, a refusal still touches no other
  * member, and a member that hangs costs the timeout and keeps its copy
- * of the intent for the next mount to replay.  A gathering query asks
- * every member in service but one being rebuilt.
+ * of the intent for the next mount to replay; the other operations ask
+ * the primary, then the rest together, under the same rules.  A
+ * gathering query asks every member in service but one being rebuilt.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -804,6 +805,8 @@ int main(void)
 		TT(test_parallel_rules),
 		TT(test_parallel_refusal_touches_no_other_member),
 		TT(test_parallel_rename_with_a_hung_member),
+		TT(test_apply_rules),
+		TT(test_entry_missing_on_one_member),
 		T(test_gather_rules),
 		TT(test_gather_rules),
 	};
