@@ -9,12 +9,17 @@
 #   ECFS_OPTS=code=rs-vandermonde,checksum=sha256 ...   other ecfs options
 #   sudo BENCH_RUNS=3 scripts/bench-fs.sh    3 runs and the median ratios
 #
-# Sequential write (dd bs=1M conv=fsync from a random source file on tmpfs)
-# and sequential read (dd bs=1M to /dev/null, page cache dropped first) on
-# each; then ecfs's read with 2 of 6 members removed.  Reports MB/s, the
-# ratios, and the ecfs daemon's CPU seconds per GiB written, read, and read
-# with 2 members removed (utime + stime of the daemon from /proc/PID/stat
-# across each dd).  Needs root (tmpfs mount, drop_caches).
+# Per run, on each file system: sequential write (dd bs=1M conv=fsync from
+# a random source file on tmpfs), then the sequential read right after it
+# (dd bs=1M to /dev/null: same mount, no cache dropped, the first read of
+# the file).  Then ecfs alone: the read after a remount (page cache
+# dropped), and after another remount with 2 of its 6 members replaced by
+# empty directories (-o noheal: they stay failed, every stripe decodes).
+# Reports MB/s and the ratios (issue 16's bars: read right after the
+# write >= 1.0x mergerfs, write >= 0.9x, degraded >= 0.8x the healthy
+# read after a remount), and the daemons' CPU seconds (utime + stime from
+# /proc/PID/stat across each dd) per GiB written and read, ecfs's and
+# mergerfs's.  Needs root (tmpfs mount, drop_caches).
 set -eu
 cd "$(dirname "$0")/.."
 build=${ECFS_BUILD_DIR:-build}
@@ -84,13 +89,33 @@ timed_dd() {
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
-# The daemon's CPU seconds (utime + stime) since tick count $1, per GiB of
-# the file.
+# The CPU seconds (utime + stime) of process $2 since its tick count $1,
+# per GiB of the file.
 cpu_per_gib() {
-	echo "$1 $(cpu_ticks "$ecfs_pid") $hz $mib" |
+	echo "$1 $(cpu_ticks "$2") $hz $mib" |
 		awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }'
 }
 ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
+
+ecfs_mount() {
+	"$ecfs" -f -o "$1" "$ecfs_members" "$work/ecfs" &
+	ecfs_pid=$!
+	for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
+	mountpoint -q "$work/ecfs" || die "ecfs did not mount"
+}
+ecfs_umount() {
+	fusermount3 -u "$work/ecfs"
+	wait "$ecfs_pid" || true
+	ecfs_pid=""
+}
+# timed read of $1 by the daemon $2: sets rd_mbs and rd_cpu (per GiB)
+timed_read() {
+	warm $warm_read
+	c0=$(cpu_ticks "$2")
+	rd_mbs=$(timed_dd if="$1" of=/dev/null)
+	rd_cpu=$(cpu_per_gib "$c0" "$2")
+}
+row() { printf '%-40s %10s %10s %8s\n' "$@"; }
 
 # One run of every test, ecfs then mergerfs; prints its table and appends
 # its ratios to $work/ratios.
@@ -99,59 +124,70 @@ one_run() {
 	for i in 0 1 2 3 4 5; do mkdir "$tmpfs/e$i" "$tmpfs/g$i"; done
 
 	# ---- ecfs ----
-	"$ecfs" -f -o "k=4,m=2${ecfs_opts:+,$ecfs_opts}" "$ecfs_members" "$work/ecfs" &
-	ecfs_pid=$!
-	for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
-	mountpoint -q "$work/ecfs" || die "ecfs did not mount"
+	ecfs_mount "k=4,m=2${ecfs_opts:+,$ecfs_opts}"
 	drop
 	warm $warm_write
 	c0=$(cpu_ticks "$ecfs_pid")
 	ecfs_write=$(timed_dd if="$tmpfs/source" of="$work/ecfs/file" conv=fsync)
-	cpu_write=$(cpu_per_gib "$c0")
+	cpu_write=$(cpu_per_gib "$c0" "$ecfs_pid")
+	timed_read "$work/ecfs/file" "$ecfs_pid"
+	ecfs_first=$rd_mbs cpu_first=$rd_cpu
+	ecfs_umount
 	drop
-	warm $warm_read
-	c0=$(cpu_ticks "$ecfs_pid")
-	ecfs_read=$(timed_dd if="$work/ecfs/file" of=/dev/null)
-	cpu_read=$(cpu_per_gib "$c0")
+	ecfs_mount noheal
+	timed_read "$work/ecfs/file" "$ecfs_pid"
+	ecfs_read=$rd_mbs cpu_read=$rd_cpu
+	ecfs_umount
 	rm -rf "$tmpfs/e1" "$tmpfs/e4"
+	mkdir "$tmpfs/e1" "$tmpfs/e4" # replaced disks, left failed
 	drop
-	warm $warm_read
-	c0=$(cpu_ticks "$ecfs_pid")
-	ecfs_degraded=$(timed_dd if="$work/ecfs/file" of=/dev/null)
-	cpu_degraded=$(cpu_per_gib "$c0")
+	ecfs_mount noheal
+	timed_read "$work/ecfs/file" "$ecfs_pid"
+	ecfs_degraded=$rd_mbs cpu_degraded=$rd_cpu
 	drop
 	cmp -s "$tmpfs/source" "$work/ecfs/file" || die "ecfs: degraded read differs from the source"
-	fusermount3 -u "$work/ecfs"
-	wait "$ecfs_pid" || true
-	ecfs_pid=""
+	ecfs_umount
 	rm -rf "$tmpfs"/e?
 
 	# ---- mergerfs, page cache off (as ecfs has none of its own) ----
-	mergerfs -o cache.files=off,category.create=mfs "$merger_members" "$work/mergerfs"
+	# minfreespace=0: its default 4G reserve refused creates now and then on
+	# the tmpfs, shared with the source file and the warm-up file.
+	mergerfs -f -o cache.files=off,category.create=mfs,minfreespace=0 "$merger_members" \
+		"$work/mergerfs" &
+	merger_pid=$!
+	for _ in $(seq 100); do mountpoint -q "$work/mergerfs" && break; sleep 0.05; done
+	mountpoint -q "$work/mergerfs" || die "mergerfs did not mount"
 	drop
 	warm $warm_write
+	c0=$(cpu_ticks "$merger_pid")
 	merger_write=$(timed_dd if="$tmpfs/source" of="$work/mergerfs/file" conv=fsync)
-	drop
-	warm $warm_read
-	merger_read=$(timed_dd if="$work/mergerfs/file" of=/dev/null)
+	mcpu_write=$(cpu_per_gib "$c0" "$merger_pid")
+	timed_read "$work/mergerfs/file" "$merger_pid"
+	merger_read=$rd_mbs mcpu_read=$rd_cpu
 	fusermount3 -u "$work/mergerfs"
+	wait "$merger_pid" || true
 	rm -rf "$tmpfs"/g?
 
 	echo
-	echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off), 6 members on tmpfs,"
-	echo "${mib} MiB file, 1 MiB sequential requests, page cache dropped before reads,"
+	echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off,minfreespace=0), 6 members on tmpfs,"
+	echo "${mib} MiB file, 1 MiB sequential requests; $(lscpu | sed -n 's/^Model name: *//p'),"
 	echo "load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 	echo
-	printf '%-34s %10s %10s %8s\n' "test" "ecfs MB/s" "peer MB/s" "ratio"
-	printf '%-34s %10s %10s %8s\n' "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
-	printf '%-34s %10s %10s %8s\n' "sequential read" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
-	printf '%-34s %10s %10s %8s\n' "read, 2 of 6 members removed" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
-	echo "  (the degraded read's peer is ecfs's own healthy read)"
-	printf '%-34s %10s\n' "ecfs daemon CPU s per GiB written" "$cpu_write"
-	printf '%-34s %10s\n' "  per GiB read" "$cpu_read"
-	printf '%-34s %10s\n' "  per GiB read, 2 members removed" "$cpu_degraded"
-	echo "$(ratio "$ecfs_write" "$merger_write") $(ratio "$ecfs_read" "$merger_read")" \
-		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_write $cpu_read $cpu_degraded" >>"$work/ratios"
+	row "test" "ecfs MB/s" "peer MB/s" "ratio"
+	row "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
+	row "read right after the write" "$ecfs_first" "$merger_read" "$(ratio "$ecfs_first" "$merger_read")"
+	row "read after a remount" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
+	row "read after a remount, 2 of 6 lost" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
+	echo "  (the peer of the read after a remount is mergerfs's read right after its"
+	echo "   write; of the degraded read, ecfs's own read after a remount)"
+	row "daemon CPU s per GiB" "ecfs" "mergerfs" ""
+	row "  written" "$cpu_write" "$mcpu_write" ""
+	row "  read right after the write" "$cpu_first" "$mcpu_read" ""
+	row "  read after a remount" "$cpu_read" "" ""
+	row "  read after a remount, 2 of 6 lost" "$cpu_degraded" "" ""
+	echo "$(ratio "$ecfs_write" "$merger_write") $(ratio "$ecfs_first" "$merger_read")" \
+		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_write $cpu_first $cpu_read $cpu_degraded" \
+		"$mcpu_write $mcpu_read $(ratio "$ecfs_read" "$merger_read")" >>"$work/ratios"
 }
 
 for _ in $(seq "$runs"); do
@@ -163,9 +199,14 @@ done
 median() { sort -n -k"$1","$1" "$work/ratios" | awk -v c="$1" '{ v[NR] = $c }
 	END { print v[int((NR + 1) / 2)] }'; }
 echo
-echo "ratios of the $runs runs (write, read, degraded read; daemon CPU s per GiB"
-echo "written, read, read with 2 members removed):"
+echo "ratios of the $runs runs (write, read right after the write, degraded read"
+echo "after a remount over healthy after a remount; ecfs daemon CPU s per GiB written,"
+echo "read right after the write, after a remount, after a remount 2 lost; mergerfs"
+echo "CPU s per GiB written, read; read after a remount over mergerfs):"
 sed 's/^/  /' "$work/ratios"
-printf 'medians: write %s, read %s, degraded read %s\n' "$(median 1)" "$(median 2)" "$(median 3)"
-printf 'daemon CPU s per GiB (medians): written %s, read %s, read with 2 members removed %s\n' \
-	"$(median 4)" "$(median 5)" "$(median 6)"
+printf 'medians: write %s, read right after the write %s, degraded read %s of healthy\n' \
+	"$(median 1)" "$(median 2)" "$(median 3)"
+printf 'ecfs daemon CPU s per GiB (medians): written %s, read right after the write %s,\n' \
+	"$(median 4)" "$(median 5)"
+printf '  after a remount %s, with 2 members lost %s; mergerfs: written %s, read %s\n' \
+	"$(median 6)" "$(median 7)" "$(median 8)" "$(median 9)"
