@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Buffers, verification and baselines of one ecfs-bench cell (see
- * bench_cell.h).  Every block is its own 64-byte aligned allocation so
- * blocks never share a cache line and --unaligned can shift each one by the
- * same number of bytes.
+ * bench_cell.h).  Blocks are laid out as ecfs lays out a stripe: the blocks
+ * of one role (the data, a coder's parity, the rebuilt blocks) one after
+ * another in one page-aligned allocation, a strip apart, so every coder
+ * sees the same placement (each block at the same offset in a page) and
+ * the cache sets that placement falls on.  Blocks are a strip rounded up
+ * to 64 bytes apart, so they never share a cache line, and --unaligned
+ * shifts every block by the same number of bytes.
  */
 #include "bench_cell.h"
 
@@ -36,32 +40,44 @@ void *bench_cell_calloc(bench_cell *cell, size_t n, size_t size)
 	return p;
 }
 
-uint8_t *bench_cell_block(bench_cell *cell)
+/* n blocks, one after another in one page-aligned allocation. */
+static uint8_t *blocks_alloc(bench_cell *cell, int n, size_t *stride)
 {
 	void *p = NULL;
 
-	/* Round the length up so the next block does not share the last
-	 * cache line, and leave room for the offset. */
-	size_t size = (cell->len + cell->offset + 63) & ~(size_t)63;
-	if (posix_memalign(&p, 64, size) != 0)
+	/* A strip apart (ecfs's strips are multiples of 64 bytes), or more so
+	 * that no two blocks share a cache line. */
+	*stride = (cell->len + cell->offset + 63) & ~(size_t)63;
+	size_t size = *stride * (size_t)n;
+
+	if (posix_memalign(&p, 4096, size) != 0)
 		return NULL;
 	if (track(cell, p) < 0) {
 		free(p);
 		return NULL;
 	}
 	memset(p, 0, size); /* fault the pages in before any timing */
-	return (uint8_t *)p + cell->offset;
+	return p;
+}
+
+uint8_t *bench_cell_block(bench_cell *cell)
+{
+	size_t stride;
+	uint8_t *p = blocks_alloc(cell, 1, &stride);
+
+	return p ? p + cell->offset : NULL;
 }
 
 uint8_t **bench_cell_blocks(bench_cell *cell, int n)
 {
 	uint8_t **v = bench_cell_calloc(cell, (size_t)n, sizeof(*v));
+	size_t stride;
+	uint8_t *p = v && n > 0 ? blocks_alloc(cell, n, &stride) : NULL;
 
-	if (!v)
+	if (!v || (n > 0 && !p))
 		return NULL;
 	for (int i = 0; i < n; i++)
-		if (!(v[i] = bench_cell_block(cell)))
-			return NULL;
+		v[i] = p + (size_t)i * stride + cell->offset;
 	return v;
 }
 

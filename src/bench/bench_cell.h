@@ -22,7 +22,7 @@
 typedef struct bench_cell {
 	int k, m;
 	size_t len;            /* strip (block) size in bytes */
-	size_t offset;         /* bytes added to each 64-byte aligned block */
+	size_t offset;         /* bytes added to each page-aligned block */
 	int n_erased;
 	int *erased;           /* sorted block indices, data 0..k-1 then parity */
 	uint8_t **data;        /* k blocks of random bytes */
@@ -62,10 +62,11 @@ int bench_cell_init(bench_cell *cell, int k, int m, size_t len, size_t offset,
                     const int *erased, int n_erased, uint64_t seed);
 void bench_cell_free(bench_cell *cell);
 
-/* A block of cell->len bytes, 64-byte aligned plus cell->offset, owned by
+/* A block of cell->len bytes, page-aligned plus cell->offset, owned by
  * the cell; NULL if out of memory. */
 uint8_t *bench_cell_block(bench_cell *cell);
-/* n such blocks in a new array (also owned by the cell), or NULL. */
+/* n such blocks in a new array (also owned by the cell), one after
+ * another in one allocation (a stripe as ecfs lays it out), or NULL. */
 uint8_t **bench_cell_blocks(bench_cell *cell, int n);
 /* Memory owned by the cell, zeroed; NULL if out of memory. */
 void *bench_cell_calloc(bench_cell *cell, size_t n, size_t size);

@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/klauspost/cpuid/v2"
 	"github.com/klauspost/reedsolomon"
@@ -120,6 +121,24 @@ type cell struct {
 // so that a CPU with them can stand in for one with AVX2 alone.
 var avx2Only bool
 
+// stripe gives n shards of strip bytes one after another in one
+// page-aligned allocation, as ecfs-bench (and ecfs) lay out a stripe's
+// blocks; each shard's capacity ends where the next begins.
+func stripe(n, strip int) [][]byte {
+	const page = 4096
+	buf := make([]byte, n*strip+page)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(&buf[0])) % page); r != 0 {
+		off = page - r
+	}
+	s := make([][]byte, n)
+	for i := range s {
+		lo := off + i*strip
+		s[i] = buf[lo : lo+strip : lo+strip]
+	}
+	return s
+}
+
 func newCell(k, m, strip int, seed int64) (*cell, error) {
 	opts := []reedsolomon.Option{reedsolomon.WithMaxGoroutines(1)}
 	if avx2Only {
@@ -132,10 +151,13 @@ func newCell(k, m, strip int, seed int64) (*cell, error) {
 	}
 	c := &cell{k: k, m: m, strip: strip, enc: enc, shards: make([][]byte, k+m)}
 	rnd := rand.New(rand.NewSource(seed))
+	data, parity := stripe(k, strip), stripe(m, strip)
 	for i := range c.shards {
-		c.shards[i] = make([]byte, strip)
 		if i < k {
+			c.shards[i] = data[i]
 			rnd.Read(c.shards[i])
+		} else {
+			c.shards[i] = parity[i-k]
 		}
 	}
 	if err := enc.Encode(c.shards); err != nil {
