@@ -19,12 +19,17 @@
  *     a step covers 128 bytes, so the per-input work (pointer load, loop)
  *     is shared by twice the products.  Measured on the grid, 128 bytes per
  *     step ran 2-15% faster than 64 and no slower than 256.
- * Software prefetch and non-temporal stores were measured too and left
- * out: prefetching the inputs 256 bytes to 1 KiB ahead made 64 KiB strips
- * 5-20% slower and 1 MiB strips no faster, and streaming the outputs gained
- * at most a few percent at 1 MiB (within the noise of this shared machine)
- * while it would cost the caller, which writes the parity out next, a
- * trip to memory.
+ *   - regions of GF8_STREAM_MIN bytes and more (whose outputs do not fit
+ *     in L2 anyway) store the outputs with non-temporal stores when they are
+ *     64-byte aligned: no read for ownership of each output line, and the
+ *     outputs do not evict the inputs still to be read.  Measured with
+ *     blocks as ecfs places them (page-aligned, a strip apart, so that the
+ *     k + m streams fall on the same cache sets), 1 MiB strips ran 10-35%
+ *     faster at m = 4 and 6; at 256 and 512 KiB it made no difference, at
+ *     64 KiB it cost 13-18%.
+ * Software prefetch was measured too and left out: prefetching the inputs
+ * 256 bytes to 1 KiB ahead made 64 KiB strips 2-20% slower and 1 MiB strips
+ * no faster.
  *
  * Compiled a second time by the tests with EC_SIMD_EMULATE (see
  * gf8_avx512.c), as gf8_dot_gfni_emul.
@@ -69,7 +74,7 @@ INLINE_GFNI __m512i mul(__m512i d, const uint64_t *m)
 INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
                       const uint64_t *const *aff, const uint8_t *const *in,
                       uint8_t *const *out, int accumulate, const int masked,
-                      __mmask64 km)
+                      __mmask64 km, const int nt)
 {
 	__m512i acc[GFNI_GROUP][2];
 	int i;
@@ -132,30 +137,50 @@ INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
 				if (accumulate)
 					acc[r][w] = _mm512_xor_si512(acc[r][w],
 						_mm512_loadu_si512((const void *)o));
-				_mm512_storeu_si512((void *)o, acc[r][w]);
+				if (nt)
+					_mm512_stream_si512((void *)o, acc[r][w]);
+				else
+					_mm512_storeu_si512((void *)o, acc[r][w]);
 			}
 		}
 	}
 }
 
-/* A group of n outputs over [pos, end): W-vector steps, then 64-byte
- * steps, then one masked step. */
+/* A group of n outputs over [pos, end): W-vector steps (with
+ * non-temporal stores if nt), then 64-byte steps, then one masked step. */
 INLINE_GFNI void group(size_t pos, size_t end, int k, const int n, const int W,
                        const gf8_row *rows, const uint8_t *const *in,
-                       uint8_t *const *out, int accumulate)
+                       uint8_t *const *out, int accumulate, int nt)
 {
 	const uint64_t *aff[GFNI_GROUP];
 
 	_Pragma("GCC unroll 8")
 	for (int r = 0; r < n; r++)
 		aff[r] = rows[r].aff;
+	if (W > 1 && nt)
+		for (; pos + 64 * W <= end; pos += 64 * W)
+			step(pos, k, n, W, aff, in, out, accumulate, 0, 0, 1);
 	if (W > 1)
 		for (; pos + 64 * W <= end; pos += 64 * W)
-			step(pos, k, n, W, aff, in, out, accumulate, 0, 0);
+			step(pos, k, n, W, aff, in, out, accumulate, 0, 0, 0);
 	for (; pos + 64 <= end; pos += 64)
-		step(pos, k, n, 1, aff, in, out, accumulate, 0, 0);
+		step(pos, k, n, 1, aff, in, out, accumulate, 0, 0, 0);
 	if (pos < end)
-		step(pos, k, n, 1, aff, in, out, accumulate, 1, tail_mask(end - pos));
+		step(pos, k, n, 1, aff, in, out, accumulate, 1, tail_mask(end - pos), 0);
+}
+
+/* Whether the outputs of [off, off + len) take non-temporal stores: a long
+ * region, written (not accumulated), every output 64-byte aligned there. */
+static int streaming(size_t off, size_t len, int nout, uint8_t *const *out,
+                     int accumulate)
+{
+	uintptr_t bits = 0;
+
+	if (len < GF8_STREAM_MIN || accumulate)
+		return 0;
+	for (int r = 0; r < nout; r++)
+		bits |= (uintptr_t)(out[r] + off);
+	return (bits & 63) == 0;
 }
 
 TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
@@ -164,6 +189,7 @@ TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
                                       uint8_t *const *out, int accumulate)
 {
 	size_t end = off + len;
+	int nt = streaming(off, len, nout, out, accumulate);
 
 	for (int g = 0; g < nout;) {
 		int n = nout - g < GFNI_GROUP ? nout - g : GFNI_GROUP;
@@ -171,17 +197,19 @@ TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
 		uint8_t *const *og = out + g;
 
 		switch (n) {
-		case 1: group(off, end, k, 1, 2, rg, in, og, accumulate); break;
-		case 2: group(off, end, k, 2, 2, rg, in, og, accumulate); break;
-		case 3: group(off, end, k, 3, 2, rg, in, og, accumulate); break;
-		case 4: group(off, end, k, 4, 2, rg, in, og, accumulate); break;
-		case 5: group(off, end, k, 5, 2, rg, in, og, accumulate); break;
-		case 6: group(off, end, k, 6, 2, rg, in, og, accumulate); break;
-		case 7: group(off, end, k, 7, 2, rg, in, og, accumulate); break;
-		default: group(off, end, k, 8, 2, rg, in, og, accumulate); break;
+		case 1: group(off, end, k, 1, 2, rg, in, og, accumulate, nt); break;
+		case 2: group(off, end, k, 2, 2, rg, in, og, accumulate, nt); break;
+		case 3: group(off, end, k, 3, 2, rg, in, og, accumulate, nt); break;
+		case 4: group(off, end, k, 4, 2, rg, in, og, accumulate, nt); break;
+		case 5: group(off, end, k, 5, 2, rg, in, og, accumulate, nt); break;
+		case 6: group(off, end, k, 6, 2, rg, in, og, accumulate, nt); break;
+		case 7: group(off, end, k, 7, 2, rg, in, og, accumulate, nt); break;
+		default: group(off, end, k, 8, 2, rg, in, og, accumulate, nt); break;
 		}
 		g += n;
 	}
+	if (nt)
+		_mm_sfence(); /* the streamed stores ordered before any later store */
 	_mm256_zeroupper();
 }
 #endif

@@ -42,6 +42,10 @@ typedef void gf8_dot_fn(size_t off, size_t len, int k, int nout,
 typedef void gf8_pq_fn(size_t off, size_t len, int k,
                        const uint8_t *const *d, uint8_t *p, uint8_t *q);
 
+/* Regions from this length on are long enough that the GFNI kernel stores
+ * its outputs with non-temporal stores, when they are 64-byte aligned. */
+#define GF8_STREAM_MIN ((size_t)1 << 20)
+
 /* An entry of the kernel table (see cpu.h: the name comes first). */
 typedef struct gf8_kernel {
 	const char *name;
@@ -50,6 +54,10 @@ typedef struct gf8_kernel {
 	/* Outputs dot computes in one walk of the inputs: gf8_dot cuts a
 	 * region into L1-sized slices only for more outputs than that. */
 	int group;
+	/* With at most two outputs and more than `split` inputs (0: never),
+	 * gf8_dot runs the inputs in two halves over L1-sized slices, the
+	 * second half added to the first's outputs (see gf8_dot). */
+	int split;
 } gf8_kernel;
 
 /* Fills the nibble table (64 bytes) and affine matrix of coefficient c. */

@@ -15,6 +15,7 @@
 #define EC_SIMD_EMUL_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bytes for the shuffles and masks, quadwords for the bitwise operations. */
@@ -76,6 +77,19 @@ static inline __m512i _mm512_loadu_si512(const void *p)
 static inline void _mm512_storeu_si512(void *p, __m512i a)
 {
 	memcpy(p, a.b, 64);
+}
+
+/* The non-temporal store: the real one faults on an address not 64-byte
+ * aligned, and so does this one (an abort the tests would see). */
+static inline void _mm512_stream_si512(void *p, __m512i a)
+{
+	if ((uintptr_t)p & 63)
+		abort();
+	memcpy(p, a.b, 64);
+}
+
+static inline void _mm_sfence(void)
+{
 }
 
 static inline __m512i _mm512_maskz_loadu_epi8(__mmask64 k, const void *p)

@@ -300,7 +300,7 @@ static void run_config(const config *cf)
 	int n = cf->k + cf->m;
 	int huge = n > 200;
 	int mib = (cf->w == 8 && ((cf->k == 6 && cf->m == 2) || (cf->k == 10 && cf->m == 4) ||
-	                          (cf->k == 12 && cf->m == 4))) ||
+	                          (cf->k == 12 && cf->m == 4) || (cf->k == 14 && cf->m == 2))) ||
 	          (cf->w == 16 && cf->k == 10 && cf->m == 4);
 	size_t lens[6], nl = 0;
 	blockset b;

@@ -6,8 +6,9 @@
  * scalar kernel's output byte for byte, and the scalar kernel must match an
  * independent bitwise reference.  Covered: input counts 1..17 and 255
  * (pq), output groups 1..13 (so every group size and a remainder group),
- * lengths around every vector width and tail (1 .. 65536+13), start offsets
- * and misaligned buffers, assign and accumulate modes, and that no byte
+ * lengths around every vector width and tail (1 .. 65536+13), regions past
+ * GF8_STREAM_MIN with outputs 64-byte aligned (the GFNI kernel's
+ * non-temporal stores) and not, start offsets and misaligned buffers, assign and accumulate modes, and that no byte
  * outside the region is written.  The GF(2^16) kernels are held to the
  * portable one the same way, and the three kernel tables (GF(2^8),
  * GF(2^16), XOR) to the level rule of cpu.h.
@@ -70,7 +71,8 @@ static region region_new(size_t len, size_t misalign)
 {
 	region r;
 
-	r.raw = malloc(len + 2 * GUARD + 64);
+	/* 64-byte aligned, so that misalign is the offset from alignment. */
+	r.raw = aligned_alloc(64, (len + 2 * GUARD + 64 + 63) & ~(size_t)63);
 	assert_non_null(r.raw);
 	memset(r.raw, 0xa5, len + 2 * GUARD + 64);
 	r.p = r.raw + GUARD + misalign;
@@ -85,6 +87,9 @@ static void check_guards(const region *r, size_t misalign)
 	for (size_t i = GUARD + misalign + r->len; i < r->len + 2 * GUARD + 64; i++)
 		assert_int_equal(r->raw[i], 0xa5);
 }
+
+/* Outputs at a random misalignment, or at this one when >= 0. */
+static int out_misalign = -1;
 
 static void run_dot_case(const kernel_case *kc, size_t len, int k, int nout,
                          int accumulate, size_t off)
@@ -113,7 +118,7 @@ static void run_dot_case(const kernel_case *kc, size_t len, int k, int nout,
 		test_fill(in[i].p, total);
 		inp[i] = in[i].p;
 	}
-	size_t mis = test_rand_below(64);
+	size_t mis = out_misalign >= 0 ? (size_t)out_misalign : test_rand_below(64);
 
 	for (int r = 0; r < nout; r++) {
 		want[r] = region_new(total, mis);
@@ -165,6 +170,28 @@ static void test_dot_kernels(void **state)
 	}
 }
 
+/* Regions long enough for the GFNI kernel's non-temporal stores: outputs
+ * 64-byte aligned (the streamed path, every group size class and a
+ * second group), and not (the cached path), each with a tail. */
+static void test_dot_streaming(void **state)
+{
+	static const int nouts[] = { 1, 2, 9 };
+
+	(void)state;
+	collect_kernels();
+	for (int c = 0; c < n_cases; c++) {
+		for (int a = 0; a < 2; a++) {
+			out_misalign = a ? 8 : 0;
+			for (size_t n = 0; n < sizeof(nouts) / sizeof(nouts[0]); n++)
+				run_dot_case(&cases[c], GF8_STREAM_MIN + 3 * 64 + 13, 3,
+				             nouts[n], 0, 64 * (size_t)a);
+			/* Accumulating never streams. */
+			run_dot_case(&cases[c], GF8_STREAM_MIN + 5, 2, 2, 1, 0);
+		}
+		out_misalign = -1;
+	}
+}
+
 static void test_scalar_dot_reference(void **state)
 {
 	(void)state;
@@ -205,7 +232,7 @@ static void run_pq_case(const kernel_case *kc, size_t len, int k)
 {
 	region d[255], wp, wq, gp, gq;
 	const uint8_t *dp[255];
-	size_t mis = test_rand_below(64);
+	size_t mis = out_misalign >= 0 ? (size_t)out_misalign : test_rand_below(64);
 
 	for (int i = 0; i < k; i++) {
 		d[i] = region_new(len, test_rand_below(64));
@@ -272,7 +299,7 @@ static void check_gfw16_kernel(const gfw16_kernel *kern)
 			const uint8_t *tabs[MAXW], *inp[KW];
 			uint8_t *wantp[MAXW], *gotp[MAXW];
 			region in[KW], want[MAXW], got[MAXW];
-			size_t mis = test_rand_below(64);
+			size_t mis = out_misalign >= 0 ? (size_t)out_misalign : test_rand_below(64);
 
 			for (int r = 0; r < nout; r++) {
 				for (int i = 0; i < k; i++)
@@ -384,6 +411,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scalar_dot_reference),
 		cmocka_unit_test(test_dot_kernels),
+		cmocka_unit_test(test_dot_streaming),
 		cmocka_unit_test(test_pq_kernels),
 		cmocka_unit_test(test_gfw16_kernels),
 		cmocka_unit_test(test_kernel_tables),
