@@ -314,22 +314,51 @@ static void close_chunks(probe_chunk *pc, int n)
 	}
 }
 
-/* The header the file opens with: the newest valid one among its chunks,
- * or a new one (*fresh) when every chunk is empty.  0, or a negative
- * errno: with no chunk anywhere the first error other than ENOENT. */
+/* Which of the members' valid headers (hs[mb], NULL for none) a name's
+ * file is: the file that most members hold a chunk of, so that a chunk
+ * of another file put under the name (a copy made behind the daemon's
+ * back) is an erasure rather than the file; ties go to the newest
+ * generation.  Then that file's newest header.  Returns its member, or
+ * -1 if there is no header. */
+static int trusted_header(const chunk_header *const *hs, int n)
+{
+	int best = -1, best_votes = 0;
+	for (int mb = 0; mb < n; mb++) {
+		if (!hs[mb])
+			continue;
+		int votes = 0, newest = mb;
+		for (int o = 0; o < n; o++)
+			if (hs[o] && rules_same_file(hs[o], hs[mb])) {
+				votes++;
+				if (hs[o]->generation > hs[newest]->generation)
+					newest = o;
+			}
+		if (votes > best_votes ||
+		    (votes == best_votes && hs[newest]->generation > hs[best]->generation)) {
+			best = newest;
+			best_votes = votes;
+		}
+	}
+	return best;
+}
+
+/* The header the file opens with (trusted_header), or a new one (*fresh)
+ * when every chunk is empty.  0, or a negative errno: with no chunk
+ * anywhere the first error other than ENOENT. */
 static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, chunk_header *h,
                          bool *fresh)
 {
-	int ref = -1, exists = 0, first_err = 0;
+	int exists = 0, first_err = 0;
+	const chunk_header *hs[STRIPE_MAX_N] = { 0 };
 
 	for (int mb = 0; mb < n; mb++) {
 		int e = pc[mb].err;
 		if (e < 0 && e != -ENOENT && !first_err)
 			first_err = e;
 		exists += pc[mb].fd >= 0;
-		if (pc[mb].valid && (ref < 0 || pc[mb].h.generation > pc[ref].h.generation))
-			ref = mb;
+		hs[mb] = pc[mb].valid ? &pc[mb].h : NULL;
 	}
+	int ref = trusted_header(hs, n);
 	if (!exists)
 		return !volume_usable(v) ? -EIO : first_err ? first_err : -ENOENT;
 	if (ref >= 0) {
@@ -1483,55 +1512,72 @@ struct stat_answer {
 	struct stat *st;
 	uint64_t *ident;
 	int rc;          /* -ENOENT until a member has the name */
-	int first;       /* the member whose lstat *st is */
 	bool whole;      /* *st and *ident are one member's whole answer */
-	bool any, have, open_now;
-	uint64_t best_gen, size;
+	int first;       /* the first member with a regular file there */
+	const chunk_header *hs[STRIPE_MAX_N]; /* their valid headers */
 };
 
-/* Takes member mb's probe (which returned r) into the answer; true once it
- * is final (not a regular file, or its size known). */
-static bool take_probe(volume *v, int mb, const struct stat_probe *p, int r,
+/* Takes member mb's probe (which returned r) into the answer: a->whole
+ * once one member answers it all (not a regular file, or its size known). */
+static void take_probe(volume *v, int mb, const struct stat_probe *p, int r,
                        struct stat_answer *a)
 {
 	if (r < 0 && (p->from_dir || r == -ETIMEDOUT)) {
 		volume_member_error(v, mb, -r, "opening a directory");
 		if (r != -ENOENT && volume_member_ok(v, mb))
 			a->rc = r;
-		return false;
+		return;
 	}
 	if (r < 0) {
 		volume_member_error(v, mb, -r, "stat");
-		return false;
+		return;
 	}
 	if (!S_ISREG(p->s.st_mode) || p->cached) {
 		*a->st = p->s; /* not ours to interpret, or its size known */
 		*a->ident = p->ident; /* a directory's, or the cached file's */
 		if (p->cached)
 			fill_size(a->st, p->size);
-		return a->whole = true;
+		a->whole = true;
+		return;
 	}
-	if (!a->any) {
-		*a->st = p->s;
+	if (a->first < 0)
 		a->first = mb;
-	}
-	a->any = true;
-	if (p->have_header && (!a->have || p->h.generation > a->best_gen)) {
-		a->have = true;
-		a->best_gen = p->h.generation;
-		a->size = p->h.size;
-		*a->ident = ident_of(p->h.file_id);
-		/* An open file knows its size best (buffered writes included):
-		 * no need to ask the other members. */
+	if (p->have_header)
+		a->hs[mb] = &p->h;
+}
+
+/* A regular file's answer from the probes taken: the lstat of the first
+ * member holding the trusted file's header (else of the first with a
+ * chunk), its size from that header or from the open file, which knows it
+ * best (buffered writes included); remembered in the size cache. */
+static void finish_stat(volume *v, const struct stat_probe *p, struct stat_answer *a,
+                        uint64_t epoch)
+{
+	int ref = trusted_header(a->hs, volume_n(v)), from = a->first;
+	uint64_t size = 0;
+	bool open_now = false;
+
+	*a->ident = 0;
+	for (int mb = 0; ref >= 0 && mb < volume_n(v); mb++)
+		if (a->hs[mb] && rules_same_file(a->hs[mb], a->hs[ref])) {
+			from = mb;
+			break;
+		}
+	*a->st = p[from].s;
+	if (ref >= 0) {
+		size = a->hs[ref]->size;
+		*a->ident = ident_of(a->hs[ref]->file_id);
 		volume_files_lock(v);
-		ecfile *f = volume_files_lookup(v, p->h.file_id);
+		ecfile *f = volume_files_lookup(v, a->hs[ref]->file_id);
 		if (f) {
-			a->size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
-			a->open_now = true;
+			size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+			open_now = true;
 		}
 		volume_files_unlock(v);
+		if (!open_now)
+			size_cache_put(volume_sizes(v), from, a->st, epoch, size, *a->ident);
 	}
-	return a->open_now;
+	fill_size(a->st, size);
 }
 
 int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
@@ -1559,26 +1605,21 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 		else
 			rest |= 1ull << mb;
 	}
-	bool final = false;
 	if (first >= 0) {
 		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
-		final = take_probe(v, first, &p[first], rcs[first], &a);
+		take_probe(v, first, &p[first], rcs[first], &a);
 	}
-	if (!final && rest) {
+	if (!a.whole && rest) {
 		stat_probes_run(v, rest, p, rcs);
-		for (int mb = 0; mb < volume_n(v) && !final; mb++)
+		for (int mb = 0; mb < volume_n(v) && !a.whole; mb++)
 			if (rest >> mb & 1)
-				final = take_probe(v, mb, &p[mb], rcs[mb], &a);
+				take_probe(v, mb, &p[mb], rcs[mb], &a);
 	}
 	if (a.whole)
 		return 0;
-	if (!a.any)
+	if (a.first < 0)
 		return a.rc;
-	if (!a.have)
-		*a.ident = 0;
-	if (a.have && !a.open_now)
-		size_cache_put(volume_sizes(v), a.first, st, epoch, a.size, *a.ident); /* first's lstat */
-	fill_size(st, a.have ? a.size : 0);
+	finish_stat(v, p, &a, epoch);
 	return 0;
 }
 
