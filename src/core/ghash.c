@@ -7,7 +7,7 @@
  * elements into polynomials pclmulqdq multiplies directly, up to a shift
  * by one bit (Gueron and Kounavis, "Intel Carry-Less Multiplication
  * Instruction and its Usage for Computing the GCM Mode", rev. 2.02,
- * algorithms 1-5).  Runs of blocks are folded per step (32 on 512-bit
+ * algorithms 1-5).  Runs of blocks are folded per step (64 on 512-bit
  * vectors, 16 on 256-bit ones): block i of a step of n is multiplied by
  * H^(n-i), the 256-bit products summed (Karatsuba: three multiplies a
  * block), and one reduction done per step.  Multiplication, the shift and the reduction
@@ -126,14 +126,15 @@ T256 static __m128i steps256(const ghash_key *k, __m128i x, const uint8_t *p, si
 	const int base = GHASH_POWERS - STEP256;
 
 	for (; nb; nb -= STEP256, p += 16 * STEP256) {
-		__m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
-		__m256i b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), bs);
-		mul256(_mm256_xor_si256(b, _mm256_zextsi128_si256(x)), k->pw[base], k->kw[base], &lo,
-		       &mid, &hi);
+		__m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, b;
+		/* The blocks that do not depend on x first: x's multiply last. */
 		for (int j = 1; j < STEP256 / 2; j++) {
 			b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p + 32 * j)), bs);
 			mul256(b, k->pw[base + 2 * j], k->kw[base + 2 * j], &lo, &mid, &hi);
 		}
+		b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), bs);
+		mul256(_mm256_xor_si256(b, _mm256_zextsi128_si256(x)), k->pw[base], k->kw[base], &lo,
+		       &mid, &hi);
 		__m128i l = lanes256(lo), h = lanes256(hi);
 		x = fold(l, _mm_xor_si128(lanes256(mid), _mm_xor_si128(l, h)), h);
 	}
@@ -163,14 +164,15 @@ T512 static __m128i steps512(const ghash_key *k, __m128i x, const uint8_t *p, si
 	const __m512i bs = _mm512_broadcast_i32x4(_mm_set_epi8(BSWAP_BYTES));
 
 	for (; nb; nb -= GHASH_POWERS, p += 16 * GHASH_POWERS) {
-		__m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
-		__m512i b = _mm512_shuffle_epi8(_mm512_loadu_si512(p), bs);
-		mul512(_mm512_xor_si512(b, _mm512_zextsi128_si512(x)), k->pw[0], k->kw[0], &lo, &mid,
-		       &hi);
+		__m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo, b;
+		/* The blocks that do not depend on x first: x's multiply last. */
 		for (int j = 1; j < GHASH_POWERS / 4; j++) {
 			b = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64 * j), bs);
 			mul512(b, k->pw[4 * j], k->kw[4 * j], &lo, &mid, &hi);
 		}
+		b = _mm512_shuffle_epi8(_mm512_loadu_si512(p), bs);
+		mul512(_mm512_xor_si512(b, _mm512_zextsi128_si512(x)), k->pw[0], k->kw[0], &lo, &mid,
+		       &hi);
 		__m128i l = lanes512(lo), h = lanes512(hi);
 		x = fold(l, _mm_xor_si128(lanes512(mid), _mm_xor_si128(l, h)), h);
 	}

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GHASH_POWERS 32 /* H^32..H^1: blocks folded per reduction, at most */
+#define GHASH_POWERS 64 /* H^64..H^1: blocks folded per reduction, at most */
 
 enum ghash_impl {
 	GHASH_NONE, /* no pclmulqdq: use OpenSSL */
@@ -22,7 +22,7 @@ enum ghash_impl {
 	GHASH_512,  /* AVX-512BW + VPCLMULQDQ */
 };
 
-/* H and its powers, byte-reversed: pw[i] = H^(32-i), kw[i] the XOR of its
+/* H and its powers, byte-reversed: pw[i] = H^(64-i), kw[i] the XOR of its
  * two 64-bit halves (in both); h = H. */
 typedef struct ghash_key {
 	uint8_t pw[GHASH_POWERS][16] __attribute__((aligned(64)));
