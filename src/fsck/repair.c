@@ -160,8 +160,12 @@ static int take_buffers(file_check *fc)
 		p->size = need;
 	}
 	fc->slot = p->slot;
-	for (int i = 0; i < 2; i++)
-		fc->slot[i] = (run_slot){ .bufs = p->mem + (size_t)i * slot_bytes };
+	/* Not the whole slot: its tasks (STRIPE_MAX_N of them, 230 KB) are
+	 * set up run by run (init_slot), for the file's n positions. */
+	for (int i = 0; i < 2; i++) {
+		fc->slot[i].bufs = p->mem + (size_t)i * slot_bytes;
+		fc->slot[i].reading = fc->slot[i].writing = false;
+	}
 	fc->spare = p->mem + 2 * slot_bytes;
 	return 0;
 }
