@@ -114,6 +114,8 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                    mode);
 		pc->created = pc->fd >= 0;
+		if (pc->created)
+			gid = mop_new_object_gid(pfd, gid);
 		if (pc->fd == -EEXIST && !(flags & O_EXCL))
 			pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	} else {

@@ -649,7 +649,8 @@ static int redo_mkdir(volume *v, int idx, const intent *it)
 	if (rc == -EEXIST)
 		rc = 0;
 	else if (rc == 0 && (it->uid != (uid_t)-1 || it->gid != (gid_t)-1))
-		rc = mop_fchownat(v, idx, d, leaf, it->uid, it->gid, AT_SYMLINK_NOFOLLOW);
+		rc = mop_fchownat(v, idx, d, leaf, it->uid, mop_new_object_gid(d, it->gid),
+		                  AT_SYMLINK_NOFOLLOW);
 	MIO_CALL(close(d));
 	return rc;
 }

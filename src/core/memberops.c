@@ -468,6 +468,14 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 	return rc;
 }
 
+gid_t mop_new_object_gid(int parent_fd, gid_t gid)
+{
+	struct stat parent;
+	if (gid == (gid_t)-1 || MIO_CALL(fstat(parent_fd, &parent)) < 0)
+		return gid;
+	return parent.st_mode & S_ISGID ? parent.st_gid : gid;
+}
+
 int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
 	IO_SCOPE();

@@ -84,6 +84,10 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid_t gid,
                  int flags);
 int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid);
+/* The group of a new object made beneath the directory parent_fd for a
+ * caller of group gid, as a local filesystem gives it: the directory's
+ * group if it is setgid, else gid ((gid_t)-1, "as made", stays). */
+gid_t mop_new_object_gid(int parent_fd, gid_t gid);
 int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
                   const struct timespec ts[2], int flags);
 int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,

@@ -90,9 +90,8 @@ static int make_dir(fuse_req_t req, const char *path, mode_t mode)
 	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
 	                                                 fuse_req_ctx(req)->umask),
 	                      .ident = ecfile_new_ident() };
-	int rc = fs_new_owner(req, path, &nd.uid, &nd.gid);
-	if (rc == 0)
-		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	fs_new_owner(req, &nd.uid, &nd.gid);
+	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
 	intent_args a = { INTENT_MKDIR, .from = path, .mode = nd.mode, .uid = nd.uid, .gid = nd.gid };

@@ -132,8 +132,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct stat st;
 	if (volume_path_reserved(path))
 		rc = -EPERM;
-	if (rc == 0)
-		rc = fs_new_owner(req, path, &uid, &gid);
+	fs_new_owner(req, &uid, &gid);
 	if (rc == 0)
 		rc = ecfile_create(fs_volume(), path, fi->flags,
 		                  xattrs_create_mode(fs_volume(), path, mode & 07777,

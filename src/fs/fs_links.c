@@ -200,8 +200,7 @@ void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const cha
 	struct new_link nl = { .target = target };
 	if (volume_path_reserved(path))
 		rc = -EPERM;
-	if (rc == 0)
-		rc = fs_new_owner(req, path, &nl.uid, &nl.gid);
+	fs_new_owner(req, &nl.uid, &nl.gid);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + strlen(target));
 	if (rc == 0)
@@ -298,17 +297,15 @@ static int make_node(fuse_req_t req, const char *path, mode_t mode, dev_t rdev)
 	mode = (mode & S_IFMT) |
 	       xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_req_ctx(req)->umask);
 	struct new_node nn = { .mode = mode, .rdev = rdev };
-	int rc = fs_new_owner(req, path, &nn.uid, &nn.gid);
-	if (rc < 0)
-		return rc;
+	fs_new_owner(req, &nn.uid, &nn.gid);
 	if (S_ISREG(mode)) {
 		/* A regular file is an ecfile even when made by mknod(2). */
 		ecfile *f;
-		rc = ecfile_create(fs_volume(), path, O_CREAT | O_EXCL | O_WRONLY,
-		                   mode & 07777, nn.uid, nn.gid, &f);
+		int rc = ecfile_create(fs_volume(), path, O_CREAT | O_EXCL | O_WRONLY,
+		                       mode & 07777, nn.uid, nn.gid, &f);
 		return rc < 0 ? rc : ecfile_release(f);
 	}
-	rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
 	return mirror_apply(fs_volume(), path, mknod_member, &nn, "mknod");

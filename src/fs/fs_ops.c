@@ -60,41 +60,20 @@ attr_stamp fs_stamp(void)
 	                     ecfile_stat_epoch(v) };
 }
 
-/* The mirror fns run on member workers: a stat lands in a local first
- * (volume_on_member). */
-static int stat_parent(int member, int dirfd, const char *leaf, void *arg)
+void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid)
 {
-	struct stat st;
-	int rc = mirror_errno(MIO_CALL(fstat(dirfd, &st)));
-	if (rc == 0)
-		*(struct stat *)arg = st;
-	return rc;
-}
-
-int fs_new_owner(fuse_req_t req, const char *path, uid_t *uid, gid_t *gid)
-{
-	if (!mounted->chown_new) {
-		/* Not root: objects can only belong to the daemon's user, and
-		 * (uid_t)-1 tells every chown below to leave them as made. */
-		*uid = (uid_t)-1;
-		*gid = (gid_t)-1;
-		return 0;
-	}
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct stat parent;
-	int rc = mirror_query(fs_volume(), path, stat_parent, &parent, "stat parent");
-	if (rc < 0)
-		return rc;
-	*uid = ctx->uid;
-	*gid = (parent.st_mode & S_ISGID) ? parent.st_gid : ctx->gid;
-	return 0;
+	/* Not root: objects can only belong to the daemon's user, and
+	 * (uid_t)-1 tells every chown below to leave them as made. */
+	*uid = mounted->chown_new ? fuse_req_ctx(req)->uid : (uid_t)-1;
+	*gid = mounted->chown_new ? fuse_req_ctx(req)->gid : (gid_t)-1;
 }
 
 int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 {
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
-	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid, gid, AT_SYMLINK_NOFOLLOW);
+	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid,
+	                    mop_new_object_gid(dirfd, gid), AT_SYMLINK_NOFOLLOW);
 }
 
 static int lstat_member(int member, int dirfd, const char *leaf, void *arg)

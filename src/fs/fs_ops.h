@@ -55,12 +55,15 @@ const struct ecfs_fs *fs_state(void);
  * stamp to read before asking the members. */
 attr_cache *fs_attrs(void);
 attr_stamp fs_stamp(void);
-/* The owner a new object at path gets: the caller of req, and the
- * parent's group if the parent directory is setgid (as a local filesystem
- * does).  Returns 0 or a negative errno (the parent's lookup failed). */
-int fs_new_owner(fuse_req_t req, const char *path, uid_t *uid, gid_t *gid);
-/* Gives the object just created at (dirfd, leaf) on member to uid:gid when
- * the daemon runs as root; a no-op otherwise. */
+/* The owner a new object gets: the caller of req when the daemon runs as
+ * root, else (uid_t)-1 and (gid_t)-1 (as made).  The group is the
+ * caller's; fs_chown_new and the chunks' create make it the parent's where
+ * the parent directory is setgid (mop_new_object_gid), on each member,
+ * without a round of its own. */
+void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid);
+/* Gives the object just created at (dirfd, leaf) on member to uid and gid
+ * (or the parent's group, mop_new_object_gid) when the daemon runs as
+ * root; a no-op otherwise. */
 int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid);
 /* Creates the orphan folder on every healthy member and empties it of
  * what a crash left there.  Run before mounting. */
