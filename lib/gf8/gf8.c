@@ -158,8 +158,31 @@ const gf8_kernel *gf8_kernel_current(void)
  * the inputs at a time fit.  Measured with the GFNI kernel at [14,2]: 4
  * KiB and 64 KiB strips 20-40% faster (6 + 2 streams at [6,2] fit: no
  * gain there, so only beyond 8 inputs); at 4 outputs the second pass's
- * reloads cost what the split saves.
+ * reloads cost what the split saves.  Only when the streams crowd
+ * (crowded()).
  */
+/*
+ * Whether more than 8 of the streams (the inputs and outputs) fall within
+ * 1 KiB of each other modulo a page, and so on the same L1 sets at each
+ * step of a walk: the blocks of an ecfs stripe (a strip apart, each
+ * page-aligned) do; blocks allocated one by one, at scattered offsets in
+ * their pages, mostly do not, and there the split cost 5-10%.
+ */
+static int crowded(int k, int nout, const uint8_t *const *in,
+                   uint8_t *const *out)
+{
+	int n[8] = { 0 };
+
+	for (int i = 0; i < k; i++)
+		n[((uintptr_t)in[i] >> 9) & 7]++;
+	for (int r = 0; r < nout; r++)
+		n[((uintptr_t)out[r] >> 9) & 7]++;
+	for (int b = 0; b < 8; b++)
+		if (n[b] + n[(b + 1) & 7] > 8)
+			return 1;
+	return 0;
+}
+
 static void dot_split(const gf8_kernel *kern, size_t len, int k, int nout,
                       const gf8_row *rows, const uint8_t *const *in,
                       uint8_t *const *out, int accumulate)
@@ -184,7 +207,8 @@ void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
 {
 	const gf8_kernel *kern = gf8_kernel_current();
 
-	if (nout <= 2 && kern->split && k > kern->split && len < GF8_STREAM_MIN) {
+	if (nout <= 2 && kern->split && k > kern->split && len < GF8_STREAM_MIN &&
+	    crowded(k, nout, in, out)) {
 		dot_split(kern, len, k, nout, rows, in, out, accumulate);
 		return;
 	}

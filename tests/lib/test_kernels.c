@@ -192,6 +192,54 @@ static void test_dot_streaming(void **state)
 	}
 }
 
+/* gf8_dot over blocks placed as ecfs places them (page-aligned, a strip
+ * apart), where the GFNI kernel runs many inputs to one or two outputs in
+ * two halves (gf8.c's dot_split), against the scalar kernel, in both
+ * modes and at lengths that end inside a slice. */
+static void test_dot_crowded(void **state)
+{
+	static const size_t lens[] = { 64, 4096, 3 * 4096 + 3 * 64 + 5 };
+	_Alignas(64) static uint8_t nib[2][MAXK][GF8_NIB_BYTES];
+	static uint64_t aff[2][MAXK];
+	const int k = 14;
+	gf8_row rows[2];
+
+	(void)state;
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < k; i++)
+			gf8_table_init((uint8_t)test_rand(), nib[r][i], &aff[r][i]);
+		rows[r].nib = nib[r][0];
+		rows[r].aff = aff[r];
+	}
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		size_t len = lens[li], stride = (len + 4095) & ~(size_t)4095;
+		uint8_t *buf = aligned_alloc(4096, stride * (size_t)(k + 4));
+		const uint8_t *in[MAXK];
+		uint8_t *want[2], *got[2];
+
+		assert_non_null(buf);
+		test_fill(buf, stride * (size_t)(k + 4));
+		for (int i = 0; i < k; i++)
+			in[i] = buf + (size_t)i * stride;
+		for (int r = 0; r < 2; r++) {
+			want[r] = buf + (size_t)(k + r) * stride;
+			got[r] = buf + (size_t)(k + 2 + r) * stride;
+			memcpy(got[r], want[r], len);
+		}
+		for (int nout = 1; nout <= 2; nout++) {
+			for (int acc = 0; acc < 2; acc++) {
+				gf8_dot_scalar(0, len, k, nout, rows, in, want, acc);
+				gf8_dot(len, k, nout, rows, in, got, acc);
+				for (int r = 0; r < nout; r++)
+					if (memcmp(want[r], got[r], len) != 0)
+						fail_msg("%s: gf8_dot differs from scalar (crowded, len %zu nout %d acc %d)",
+						         gf8_kernel_current()->name, len, nout, acc);
+			}
+		}
+		free(buf);
+	}
+}
+
 static void test_scalar_dot_reference(void **state)
 {
 	(void)state;
@@ -412,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_scalar_dot_reference),
 		cmocka_unit_test(test_dot_kernels),
 		cmocka_unit_test(test_dot_streaming),
+		cmocka_unit_test(test_dot_crowded),
 		cmocka_unit_test(test_pq_kernels),
 		cmocka_unit_test(test_gfw16_kernels),
 		cmocka_unit_test(test_kernel_tables),
