@@ -16,9 +16,13 @@
  *     no shuffle);
  *   - the outputs of a group (up to GFNI_GROUP: every m of the benchmark
  *     grid in one pass) stay in registers over one walk of the inputs, and
- *     a step covers 128 bytes, so the per-input work (pointer load, loop)
- *     is shared by twice the products.  Measured on the grid, 128 bytes per
- *     step ran 2-15% faster than 64 and no slower than 256.
+ *     a step covers 128 bytes (256 for one or two outputs), so the
+ *     per-input work (pointer load, loop) is shared by more products.
+ *     Measured on the grid, 128 bytes per step ran 2-15% faster than 64;
+ *     with the blocks placed as ecfs places them, 256 bytes ran 2-10%
+ *     faster than 128 for one or two outputs (a decode of one lost block:
+ *     [6,2] 4K 127 -> 143 GB/s, [10,4] 1M 72 -> 78) and gained nothing
+ *     for more.
  *   - regions of GF8_STREAM_MIN bytes and more (whose outputs do not fit
  *     in L2 anyway) store the outputs with non-temporal stores when they are
  *     64-byte aligned: no read for ownership of each output line, and the
@@ -48,6 +52,7 @@
 #define INLINE_GFNI TARGET_GFNI __attribute__((always_inline)) static inline
 
 #define GFNI_GROUP 8
+#define GFNI_WIDE 4 /* vectors per step for one or two outputs */
 #define XOR3 0x96 /* VPTERNLOGQ truth table of a ^ b ^ c */
 
 static inline __mmask64 tail_mask(size_t rem)
@@ -76,55 +81,55 @@ INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
                       uint8_t *const *out, int accumulate, const int masked,
                       __mmask64 km, const int nt)
 {
-	__m512i acc[GFNI_GROUP][2];
+	__m512i acc[GFNI_GROUP][GFNI_WIDE];
 	int i;
 
 	if (k & 1) {
-		__m512i d[2];
+		__m512i d[GFNI_WIDE];
 
-		_Pragma("GCC unroll 2")
+		_Pragma("GCC unroll 4")
 		for (int w = 0; w < W; w++)
 			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
-			_Pragma("GCC unroll 2")
+			_Pragma("GCC unroll 4")
 			for (int w = 0; w < W; w++)
 				acc[r][w] = mul(d[w], aff[r]);
 		i = 1;
 	} else {
-		__m512i d[2], e[2];
+		__m512i d[GFNI_WIDE], e[GFNI_WIDE];
 
-		_Pragma("GCC unroll 2")
+		_Pragma("GCC unroll 4")
 		for (int w = 0; w < W; w++) {
 			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
 			e[w] = load_in(in[1] + pos + 64 * w, masked, km);
 		}
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
-			_Pragma("GCC unroll 2")
+			_Pragma("GCC unroll 4")
 			for (int w = 0; w < W; w++)
 				acc[r][w] = _mm512_xor_si512(mul(d[w], aff[r]),
 				                             mul(e[w], aff[r] + 1));
 		i = 2;
 	}
 	for (; i < k; i += 2) {
-		__m512i d[2], e[2];
+		__m512i d[GFNI_WIDE], e[GFNI_WIDE];
 
-		_Pragma("GCC unroll 2")
+		_Pragma("GCC unroll 4")
 		for (int w = 0; w < W; w++) {
 			d[w] = load_in(in[i] + pos + 64 * w, masked, km);
 			e[w] = load_in(in[i + 1] + pos + 64 * w, masked, km);
 		}
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
-			_Pragma("GCC unroll 2")
+			_Pragma("GCC unroll 4")
 			for (int w = 0; w < W; w++)
 				acc[r][w] = _mm512_ternarylogic_epi64(acc[r][w],
 					mul(d[w], aff[r] + i), mul(e[w], aff[r] + i + 1), XOR3);
 	}
 	_Pragma("GCC unroll 8")
 	for (int r = 0; r < n; r++) {
-		_Pragma("GCC unroll 2")
+		_Pragma("GCC unroll 4")
 		for (int w = 0; w < W; w++) {
 			uint8_t *o = out[r] + pos + 64 * w;
 
@@ -197,8 +202,8 @@ TARGET_GFNI void KERNEL(gf8_dot_gfni)(size_t off, size_t len, int k, int nout,
 		uint8_t *const *og = out + g;
 
 		switch (n) {
-		case 1: group(off, end, k, 1, 2, rg, in, og, accumulate, nt); break;
-		case 2: group(off, end, k, 2, 2, rg, in, og, accumulate, nt); break;
+		case 1: group(off, end, k, 1, GFNI_WIDE, rg, in, og, accumulate, nt); break;
+		case 2: group(off, end, k, 2, GFNI_WIDE, rg, in, og, accumulate, nt); break;
 		case 3: group(off, end, k, 3, 2, rg, in, og, accumulate, nt); break;
 		case 4: group(off, end, k, 4, 2, rg, in, og, accumulate, nt); break;
 		case 5: group(off, end, k, 5, 2, rg, in, og, accumulate, nt); break;
