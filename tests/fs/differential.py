@@ -979,8 +979,30 @@ def sc_acls(o):
     o.getxattr("acl/f", "unknown.ns")
 
 
+def sc_every_byte(o):
+    """Names made of every byte but '/' and NUL (254 bytes, most of them
+    not UTF-8), and of single bytes across the range: created, listed,
+    renamed, linked, read and removed as on any other filesystem."""
+    every = os.fsdecode(bytes(b for b in range(1, 256) if b != 0x2F))
+    o.mkdir("eb")
+    o.create_file("eb/" + every, b"every byte")
+    o.listdir("eb")
+    o.stat("eb/" + every)
+    o.rename("eb/" + every, "eb/" + every[::-1])
+    o.link("eb/" + every[::-1], "eb/" + every)
+    o.read_file("eb/" + every)
+    o.mkdir("eb/one")
+    for b in sorted((set(range(1, 256, 9)) | {0x20, 0x5C, 0x7F, 0x80, 0xFF}) - {0x2E, 0x2F}):
+        o.create_file("eb/one/" + os.fsdecode(bytes([b])), bytes([b]))
+    o.listdir("eb/one")
+    o.read_file("eb/one/" + os.fsdecode(b"\xff"))
+    o.unlink("eb/" + every)
+    o.unlink("eb/" + every[::-1])
+    o.listdir("eb")
+
+
 ROOT_SCENARIOS = [sc_file_io, sc_dirs, sc_links, sc_attrs, sc_xattrs,
-                  sc_space, sc_mmap, sc_deep, sc_name_too_long, sc_acls]
+                  sc_space, sc_mmap, sc_deep, sc_name_too_long, sc_acls, sc_every_byte]
 
 
 # setuid/setgid files a write by uid 65534 meets: setgid without group
