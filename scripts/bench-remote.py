@@ -178,7 +178,9 @@ def ecfs_case(v, readaround, slow_rate, seed):
         h = H.health(mnt)
         res["decoded"] = int(h.get("strips_decoded", 0))
         lat = [h.get(f"member.{i}.latency_us", "?") for i in range(N)]
+        cost = [h.get(f"member.{i}.read_us", "-").replace(" ", "") for i in range(N)]
         print(f"bench-remote:   member latencies (us) at the end: {' '.join(lat)}"
+              + f"; read us/64KiB: {' '.join(cost)}"
               + (f"; slow: member {v.hosts.index(slow)}" if slow else "")
               + f"; strips decoded: {res['decoded']}", file=sys.stderr)
         if h.get("members_failed") != "0":

@@ -44,6 +44,9 @@ typedef struct worker {
 	int64_t call_ns;   /* start of the member call under way */
 	uint64_t latency_ns; /* moving average of member calls (atomic) */
 	int64_t last_ns;     /* when the last one ended (atomic) */
+	uint64_t read_cost_ns; /* moving average of reads per COST_UNIT (atomic) */
+	int64_t read_last_ns;  /* when the last read noted ended (atomic) */
+	int reads;             /* reads noted, up to COST_SETTLED (atomic) */
 	bool stop, lost;
 	int idx;
 	memberio *mio;
@@ -433,6 +436,74 @@ uint8_t *mio_bounce(size_t len)
 		w->bounce_len = len;
 	}
 	return w->bounce;
+}
+
+/* Read costs: a read of under COST_UNIT bytes counts as one unit (its
+ * time is mostly the call's); a read after the member was left alone for
+ * COST_PROBE_MS (read around, memberio_slow) weighs half, so a member
+ * that recovered is back within a few of them. */
+#define COST_UNIT (64 * 1024)
+#define COST_PROBE_MS 1000
+#define COST_SETTLED 4
+
+void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns)
+{
+	worker *w = mio->w[idx];
+	int64_t now = now_ns(), last = __atomic_load_n(&w->read_last_ns, __ATOMIC_RELAXED);
+	int64_t x = bytes > COST_UNIT ? (int64_t)((double)ns * COST_UNIT / (double)bytes) : ns;
+	int64_t avg = (int64_t)__atomic_load_n(&w->read_cost_ns, __ATOMIC_RELAXED);
+
+	if (x < 1)
+		x = 1;
+	if (!avg)
+		avg = x;
+	else if (now - last >= (int64_t)COST_PROBE_MS * 1000000)
+		avg = (avg + x) / 2;
+	else
+		avg += (x - avg) / 8;
+	__atomic_store_n(&w->read_cost_ns, (uint64_t)avg, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->read_last_ns, now, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&w->reads, __ATOMIC_RELAXED) < COST_SETTLED)
+		__atomic_add_fetch(&w->reads, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t memberio_read_cost_us(memberio *mio, int idx)
+{
+	return __atomic_load_n(&mio->w[idx]->read_cost_ns, __ATOMIC_RELAXED) / 1000;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+uint64_t memberio_slow(memberio *mio, uint64_t among)
+{
+	uint64_t cost[64], sorted[64], slow = 0;
+	int cnt = 0;
+	int64_t now = now_ns();
+
+	for (int i = 0; i < mio->n; i++) {
+		worker *w = mio->w[i];
+		cost[i] = 0;
+		if (!(among >> i & 1) || __atomic_load_n(&w->reads, __ATOMIC_RELAXED) < COST_SETTLED)
+			continue;
+		cost[i] = sorted[cnt++] = __atomic_load_n(&w->read_cost_ns, __ATOMIC_RELAXED);
+	}
+	if (cnt < 2)
+		return 0;
+	qsort(sorted, (size_t)cnt, sizeof(sorted[0]), by_value);
+	/* the lower median: of two members, the faster one */
+	uint64_t median = sorted[(cnt - 1) / 2];
+	for (int i = 0; i < mio->n; i++) {
+		int64_t last = __atomic_load_n(&mio->w[i]->read_last_ns, __ATOMIC_RELAXED);
+		if (cost[i] >= MEMBERIO_SLOW_FACTOR * median &&
+		    cost[i] - median >= (uint64_t)MEMBERIO_SLOW_EXCESS_US * 1000 &&
+		    now - last < (int64_t)MEMBERIO_SLOW_RECHECK_MS * 1000000)
+			slow |= 1ull << i;
+	}
+	return slow;
 }
 
 uint64_t memberio_latency_us(memberio *mio, int idx)

@@ -71,6 +71,27 @@ unsigned memberio_timeout(const memberio *mio);
 /* Member idx's latency: a moving average of the member calls its worker
  * made (about the last 8), in microseconds; 0 before the first. */
 uint64_t memberio_latency_us(memberio *mio, int idx);
+
+/* Fastest-k reads (stripe.c): the stripe layer times each read of strips
+ * and notes it here; a member's read cost is a moving average over about
+ * its last 8 reads of the time per 64 KiB read (a shorter read counts as
+ * 64 KiB).  Per byte, so that a member whose link is slow stands out
+ * from its peers on large reads, where the time is the transfer's. */
+void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns);
+/* Member idx's read cost in microseconds per 64 KiB; 0 before its first
+ * read. */
+uint64_t memberio_read_cost_us(memberio *mio, int idx);
+/* The members of `among` (bit i: member i) clearly slower than their
+ * peers now: each with at least 4 reads noted, a read cost at least
+ * MEMBERIO_SLOW_FACTOR times the lower median of those of `among` and at
+ * least MEMBERIO_SLOW_EXCESS_US above it (so that members all fast, where
+ * a call's jitter is a large share, stay in), and a read noted within
+ * the last MEMBERIO_SLOW_RECHECK_MS: one read around for that long is
+ * read again, so a member that recovered is seen. */
+#define MEMBERIO_SLOW_FACTOR 2
+#define MEMBERIO_SLOW_EXCESS_US 1000
+#define MEMBERIO_SLOW_RECHECK_MS 5000
+uint64_t memberio_slow(memberio *mio, uint64_t among);
 /* Milliseconds since member idx's last call ended; UINT64_MAX before the
  * first. */
 uint64_t memberio_idle_ms(memberio *mio, int idx);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -390,6 +391,13 @@ static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, ui
 	return (ssize_t)len;
 }
 
+static int64_t clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
  * strips (consecutive in the chunk within a group), one pread for their
  * records, then a verdict per strip. */
@@ -412,8 +420,13 @@ static void fetch_member(void *arg)
 		                  layout_record_offset(&c->lay, 0));
 		fd = -1; /* nothing of the member is looked at */
 	} else {
+		int64_t t0 = clock_ns();
 		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
 		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
+		/* the member's read cost (memberio_slow): strips read whole */
+		if (got == (ssize_t)(strip * (uint64_t)t->cnt))
+			memberio_note_read(volume_memberio(c->v), t->member, (size_t)got,
+			                   clock_ns() - t0);
 		rgot = got < 0 ? got
 		       : mop_transfer(c->v, t->member, fd, &riov, 1,
 		                      (off_t)layout_record_offset(&c->lay, t->s0), false);
@@ -482,53 +495,50 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 	}
 }
 
-/* A member known to be slow is read around, as a failed one is: its
- * recent calls took on average at least SLOW_FACTOR times the median
- * member's and at least SLOW_FLOOR_US (memberio.h), and k others can
- * serve the stripe.  One left alone for SLOW_RECHECK_MS is asked again,
- * so a member that recovered is seen (its writes tell too). */
-#define SLOW_FACTOR 8
-#define SLOW_FLOOR_US 5000
-#define SLOW_RECHECK_MS 5000
-
-static int by_value(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* The positions whose members are known slow now, or 0 (always 0 under
- * -o slow_readaround=off). */
+/* Fastest-k reads: a member clearly slower than its peers now
+ * (memberio_slow: its reads per byte against theirs) is read around, as a
+ * failed one is, when k others can serve the stripe.  The positions whose
+ * members are slow, or 0 (always 0 under -o slow_readaround=off). */
 static uint64_t slow_positions(stripe_ctx *c)
 {
-	memberio *mio = volume_memberio(c->v);
-	uint64_t lat[STRIPE_MAX_N], sorted[STRIPE_MAX_N], slow = 0, highest = 0;
-	int n = c->lay.n, usable = 0;
+	int n = c->lay.n;
+	uint64_t usable = 0, slow = 0, slow_mb;
 
 	if (volume_defaults(c->v)->no_read_around)
 		return 0;
-	for (int pos = 0; pos < n; pos++) {
-		int mb = layout_member_of(&c->lay, pos);
-		lat[pos] = 0;
-		if (!stripe_member_usable(c, mb))
-			continue;
-		lat[pos] = sorted[usable++] = memberio_latency_us(mio, mb);
-		if (lat[pos] > highest)
-			highest = lat[pos];
-	}
-	/* Every read asks: with no member near the floor (the usual case)
-	 * there is nothing to sort. */
-	if (usable <= c->lay.k || highest < SLOW_FLOOR_US)
+	for (int mb = 0; mb < n; mb++)
+		if (stripe_member_usable(c, mb))
+			usable |= 1ull << mb;
+	slow_mb = memberio_slow(volume_memberio(c->v), usable);
+	if (!slow_mb)
 		return 0;
-	qsort(sorted, (size_t)usable, sizeof(sorted[0]), by_value);
-	uint64_t median = sorted[usable / 2];
-	for (int pos = 0; pos < n; pos++) {
-		int mb = layout_member_of(&c->lay, pos);
-		if (lat[pos] >= SLOW_FLOOR_US && lat[pos] >= SLOW_FACTOR * median &&
-		    memberio_idle_ms(mio, mb) < SLOW_RECHECK_MS)
+	for (int pos = 0; pos < n; pos++)
+		if (slow_mb >> layout_member_of(&c->lay, pos) & 1)
 			slow |= 1ull << pos;
-	}
-	return usable - __builtin_popcountll(slow) >= c->lay.k ? slow : 0;
+	int left = __builtin_popcountll(usable & ~slow_mb);
+	return left >= c->lay.k ? slow : 0;
+}
+
+/* The positions to read around the slow ones: the wanted data positions
+ * first, then the other data positions and the parity ones, until enough
+ * are asked that a vote over them can stand (more than m, so no
+ * generation could have k strips among the unread ones, and k to decode
+ * from): no more reads than k, as with every member fast. */
+static uint64_t around_positions(stripe_ctx *c, uint64_t want, uint64_t slow)
+{
+	int k = c->lay.k, n = c->lay.n, need = k > c->lay.m ? k : c->lay.m + 1, got = 0;
+	uint64_t mask = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int pos = 0; pos < n && got < need; pos++) {
+			bool first = pos < k && (want >> pos & 1);
+			if ((pass == 0) != first || (slow >> pos & 1) || (mask >> pos & 1) ||
+			    !stripe_member_usable(c, layout_member_of(&c->lay, pos)))
+				continue;
+			mask |= 1ull << pos;
+			got++;
+		}
+	return mask;
 }
 
 /* Stripe i of the fetch, read around the positions in `skipped`: true if
@@ -620,7 +630,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	                   (size_t)c->lay.m * STRIPE_FETCH_RUN * c->lay.strip_size))
 		c->run_parity = NULL;
 	if (degraded && c->run_parity) {
-		mask = ((1ull << n) - 1) & ~slow;
+		mask = slow ? around_positions(c, all, slow) : (1ull << n) - 1;
 		for (int j = k; j < n; j++)
 			for (int i = 0; i < cnt; i++)
 				dest[j][i] = run_parity(c, j - k, i);
@@ -633,7 +643,8 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 		uint64_t len = c->lay.strip_size;
 		if (run_stripe_ok(tasks, k, all, i))
 			len = tasks[0].st[i].len;
-		else if (mask != all && (!(slow & ~mask) || vote_settled(tasks, n, k, i, slow & ~mask)))
+		else if (mask != all &&
+		         (!slow || vote_settled(tasks, n, k, i, ((1ull << n) - 1) & ~mask)))
 			rc = decode_run_stripe(c, s0, i, tasks, dest, &len);
 		else
 			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
@@ -751,7 +762,7 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	/* Fast path: only the wanted data strips, all good and of one
 	 * generation.  A hole is not trusted here (a chunk cut short also
 	 * reads as one), so it sends us to the slow path that asks everyone. */
-	uint64_t slow = slow_positions(c), all = (1ull << n) - 1;
+	uint64_t slow = slow_positions(c), all = (1ull << n) - 1, mask = all;
 	if (!(want & slow)) {
 		fetch_positions(c, s, 1, want, dest, tasks, true);
 		if (run_stripe_ok(tasks, k, want, 0)) {
@@ -759,10 +770,16 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 			goto out;
 		}
 	}
-	/* Slow path: every position (but a slow member's, if the vote stands
-	 * without it), a vote on the generation, decode. */
-	fetch_positions(c, s, 1, all & ~slow, dest, tasks, false);
-	if (slow && !vote_settled(tasks, n, k, 0, slow))
+	/* Slow path: every position (or, around a slow member, as many as
+	 * the vote needs, if it stands without the others), a vote on the
+	 * generation, decode. */
+	if (slow) {
+		mask = around_positions(c, want, slow);
+		fetch_positions(c, s, 1, mask, dest, tasks, false);
+		if (!vote_settled(tasks, n, k, 0, all & ~mask))
+			mask = all;
+	}
+	if (mask == all)
 		fetch_positions(c, s, 1, all, dest, tasks, false);
 	rc = vote_and_decode(c, s, want, tasks, dest, len);
 out:

@@ -1337,9 +1337,16 @@ char *volume_health_text(volume *v)
 			                       ? "healing" : "up", v->mem[i].path);
 	}
 	pthread_mutex_unlock(&v->lock);
+	uint64_t up = 0;
 	for (int i = 0; i < v->n; i++)
-		g_string_append_printf(s, "member.%d.latency_us=%llu\n", i,
-		                       (unsigned long long)memberio_latency_us(v->mio, i));
+		if (volume_member_ok(v, i))
+			up |= 1ull << i;
+	uint64_t slow = volume_defaults(v)->no_read_around ? 0 : memberio_slow(v->mio, up);
+	for (int i = 0; i < v->n; i++)
+		g_string_append_printf(s, "member.%d.latency_us=%llu\nmember.%d.read_us=%llu%s\n",
+		                       i, (unsigned long long)memberio_latency_us(v->mio, i), i,
+		                       (unsigned long long)memberio_read_cost_us(v->mio, i),
+		                       slow >> i & 1 ? " slow" : "");
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,

@@ -5,7 +5,9 @@
  * batch made with mio_batch_init_caller has its last task run by the
  * waiting caller when that member's worker is idle, never ahead of a task
  * still queued for the same member, and never when there is a timeout; and
- * each member's latency follows the calls its worker makes.
+ * each member's latency follows the calls its worker makes; and a member
+ * is judged slow by its read cost per byte against its peers'
+ * (memberio_slow, from read times given here, not measured).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -170,6 +172,56 @@ static void latency_follows_the_calls(void **state)
 	memberio_free(mio);
 }
 
+#define KIB 1024
+#define US 1000
+
+/* `times` reads of `bytes` noted on member idx, each taking ns. */
+static void reads(memberio *mio, int idx, int times, size_t bytes, int64_t ns)
+{
+	for (int i = 0; i < times; i++)
+		memberio_note_read(mio, idx, bytes, ns);
+}
+
+static void slow_by_cost_per_byte(void **state)
+{
+	memberio *mio = memberio_new(6, 0, NULL, NULL);
+
+	(void)state;
+	assert_int_equal(memberio_slow(mio, 0x3f), 0); /* nothing read yet */
+	/* a link at a third of its peers': 3 ms per 64 KiB against 1 ms */
+	for (int i = 0; i < 4; i++)
+		reads(mio, i, 8, 256 * KIB, 4000 * US);
+	reads(mio, 4, 3, 256 * KIB, 12000 * US);
+	assert_int_equal(memberio_slow(mio, 0x3f), 0); /* too few reads to judge */
+	reads(mio, 4, 5, 256 * KIB, 12000 * US);
+	assert_int_equal(memberio_read_cost_us(mio, 0), 1000);
+	assert_int_equal(memberio_read_cost_us(mio, 4), 3000);
+	assert_int_equal(memberio_slow(mio, 0x3f), 1u << 4);
+	/* only among the members asked about: alone, nobody is slow */
+	assert_int_equal(memberio_slow(mio, 0x0f), 0);
+	assert_int_equal(memberio_slow(mio, 1u << 4), 0);
+	/* of two, judged against the faster one */
+	assert_int_equal(memberio_slow(mio, 0x11), 1u << 4);
+	/* per byte: 1 MiB in 16 ms is as fast as 64 KiB in 1 ms */
+	reads(mio, 5, 8, 1024 * KIB, 16000 * US);
+	assert_int_equal(memberio_read_cost_us(mio, 5), 1000);
+	assert_int_equal(memberio_slow(mio, 0x3f), 1u << 4);
+	/* twice as slow, but by little: members on local disks, where a
+	 * call's jitter is most of its time, are never read around */
+	memberio *local = memberio_new(3, 0, NULL, NULL);
+	reads(local, 0, 8, 64 * KIB, 20 * US);
+	reads(local, 1, 8, 64 * KIB, 20 * US);
+	reads(local, 2, 8, 4 * KIB, 600 * US);
+	assert_int_equal(memberio_slow(local, 0x7), 0);
+	reads(local, 2, 40, 4 * KIB, 1500 * US); /* a short read counts as 64 KiB */
+	assert_int_equal(memberio_slow(local, 0x7), 1u << 2);
+	/* a member that recovers is back within a few reads */
+	reads(mio, 4, 8, 256 * KIB, 4000 * US);
+	assert_int_equal(memberio_slow(mio, 0x3f), 0);
+	memberio_free(local);
+	memberio_free(mio);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +230,7 @@ int main(void)
 		cmocka_unit_test(caller_keeps_member_order),
 		cmocka_unit_test(no_caller_run_with_a_timeout),
 		cmocka_unit_test(latency_follows_the_calls),
+		cmocka_unit_test(slow_by_cost_per_byte),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,6 +151,8 @@ class RemoteTest(H.MountedCase):
         lat = [int(rep[f"member.{i}.latency_us"]) for i in range(N)]
         others = max(lat[:1] + lat[2:])
         self.assertGreater(lat[1], others, f"slow member's latency: {rep}")
+        cost = [int(rep[f"member.{i}.read_us"].split()[0]) for i in range(N)]
+        self.assertGreater(cost[1], max(cost[:1] + cost[2:]), f"slow member's read cost: {rep}")
         self.assertGreater(int(rep["strips_decoded"]), 0,
                            f"never read around the slow member: {rep}")
         self.assertEqual(rep.get("members_failed"), "0", rep)
