@@ -87,11 +87,12 @@ uint64_t memberio_read_cost_us(memberio *mio, int idx);
  * least MEMBERIO_SLOW_EXCESS_US above it (so that members all fast, where
  * a call's jitter is a large share, stay in), and a read noted within
  * the last MEMBERIO_SLOW_RECHECK_MS: one read around for that long is
- * read again, so a member that recovered is seen. */
+ * read again, so a member that recovered is seen.  At most `most` of
+ * them, the slowest (the reader needs the others). */
 #define MEMBERIO_SLOW_FACTOR 2
 #define MEMBERIO_SLOW_EXCESS_US 1000
 #define MEMBERIO_SLOW_RECHECK_MS 5000
-uint64_t memberio_slow(memberio *mio, uint64_t among);
+uint64_t memberio_slow(memberio *mio, uint64_t among, int most);
 /* Milliseconds since member idx's last call ended; UINT64_MAX before the
  * first. */
 uint64_t memberio_idle_ms(memberio *mio, int idx);

@@ -509,14 +509,12 @@ static uint64_t slow_positions(stripe_ctx *c)
 	for (int mb = 0; mb < n; mb++)
 		if (stripe_member_usable(c, mb))
 			usable |= 1ull << mb;
-	slow_mb = memberio_slow(volume_memberio(c->v), usable);
-	if (!slow_mb)
-		return 0;
-	for (int pos = 0; pos < n; pos++)
+	slow_mb = memberio_slow(volume_memberio(c->v), usable,
+	                        __builtin_popcountll(usable) - c->lay.k);
+	for (int pos = 0; slow_mb && pos < n; pos++)
 		if (slow_mb >> layout_member_of(&c->lay, pos) & 1)
 			slow |= 1ull << pos;
-	int left = __builtin_popcountll(usable & ~slow_mb);
-	return left >= c->lay.k ? slow : 0;
+	return slow;
 }
 
 /* The positions to read around the slow ones: the wanted data positions

@@ -1341,7 +1341,8 @@ char *volume_health_text(volume *v)
 	for (int i = 0; i < v->n; i++)
 		if (volume_member_ok(v, i))
 			up |= 1ull << i;
-	uint64_t slow = volume_defaults(v)->no_read_around ? 0 : memberio_slow(v->mio, up);
+	int spare = __builtin_popcountll(up) - v->k;
+	uint64_t slow = volume_defaults(v)->no_read_around ? 0 : memberio_slow(v->mio, up, spare);
 	for (int i = 0; i < v->n; i++)
 		g_string_append_printf(s, "member.%d.latency_us=%llu\nmember.%d.read_us=%llu%s\n",
 		                       i, (unsigned long long)memberio_latency_us(v->mio, i), i,

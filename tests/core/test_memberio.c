@@ -187,37 +187,51 @@ static void slow_by_cost_per_byte(void **state)
 	memberio *mio = memberio_new(6, 0, NULL, NULL);
 
 	(void)state;
-	assert_int_equal(memberio_slow(mio, 0x3f), 0); /* nothing read yet */
+	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0); /* nothing read yet */
 	/* a link at a third of its peers': 3 ms per 64 KiB against 1 ms */
 	for (int i = 0; i < 4; i++)
 		reads(mio, i, 8, 256 * KIB, 4000 * US);
 	reads(mio, 4, 3, 256 * KIB, 12000 * US);
-	assert_int_equal(memberio_slow(mio, 0x3f), 0); /* too few reads to judge */
+	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0); /* too few reads to judge */
 	reads(mio, 4, 5, 256 * KIB, 12000 * US);
 	assert_int_equal(memberio_read_cost_us(mio, 0), 1000);
 	assert_int_equal(memberio_read_cost_us(mio, 4), 3000);
-	assert_int_equal(memberio_slow(mio, 0x3f), 1u << 4);
+	assert_int_equal(memberio_slow(mio, 0x3f, 2), 1u << 4);
 	/* only among the members asked about: alone, nobody is slow */
-	assert_int_equal(memberio_slow(mio, 0x0f), 0);
-	assert_int_equal(memberio_slow(mio, 1u << 4), 0);
+	assert_int_equal(memberio_slow(mio, 0x0f, 2), 0);
+	assert_int_equal(memberio_slow(mio, 1u << 4, 2), 0);
 	/* of two, judged against the faster one */
-	assert_int_equal(memberio_slow(mio, 0x11), 1u << 4);
+	assert_int_equal(memberio_slow(mio, 0x11, 2), 1u << 4);
 	/* per byte: 1 MiB in 16 ms is as fast as 64 KiB in 1 ms */
 	reads(mio, 5, 8, 1024 * KIB, 16000 * US);
 	assert_int_equal(memberio_read_cost_us(mio, 5), 1000);
-	assert_int_equal(memberio_slow(mio, 0x3f), 1u << 4);
+	assert_int_equal(memberio_slow(mio, 0x3f, 2), 1u << 4);
 	/* twice as slow, but by little: members on local disks, where a
 	 * call's jitter is most of its time, are never read around */
 	memberio *local = memberio_new(3, 0, NULL, NULL);
 	reads(local, 0, 8, 64 * KIB, 20 * US);
 	reads(local, 1, 8, 64 * KIB, 20 * US);
 	reads(local, 2, 8, 4 * KIB, 600 * US);
-	assert_int_equal(memberio_slow(local, 0x7), 0);
+	assert_int_equal(memberio_slow(local, 0x7, 2), 0);
 	reads(local, 2, 40, 4 * KIB, 1500 * US); /* a short read counts as 64 KiB */
-	assert_int_equal(memberio_slow(local, 0x7), 1u << 2);
+	assert_int_equal(memberio_slow(local, 0x7, 2), 1u << 2);
+	/* of many found slow, only as many as the reader can spare, the
+	 * slowest: members read from their mount's cache at memory speed
+	 * pull the median down */
+	memberio *cached = memberio_new(6, 0, NULL, NULL);
+	reads(cached, 0, 8, 64 * KIB, 20 * US);
+	reads(cached, 1, 8, 64 * KIB, 90 * US);
+	reads(cached, 2, 8, 64 * KIB, 170 * US);
+	reads(cached, 3, 8, 64 * KIB, 1700 * US);
+	reads(cached, 4, 8, 64 * KIB, 1400 * US);
+	reads(cached, 5, 8, 64 * KIB, 3100 * US);
+	assert_int_equal(memberio_slow(cached, 0x3f, 2), 1u << 3 | 1u << 5);
+	assert_int_equal(memberio_slow(cached, 0x3f, 1), 1u << 5);
+	assert_int_equal(memberio_slow(cached, 0x3f, 0), 0);
+	memberio_free(cached);
 	/* a member that recovers is back within a few reads */
 	reads(mio, 4, 8, 256 * KIB, 4000 * US);
-	assert_int_equal(memberio_slow(mio, 0x3f), 0);
+	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0);
 	memberio_free(local);
 	memberio_free(mio);
 }
