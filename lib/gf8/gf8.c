@@ -9,6 +9,7 @@
 #include "gf8_kernels.h"
 
 #include "cpu.h"
+#include <stdint.h>
 #include <string.h>
 
 /* c * 2^j for j = 0..7: everything else is XORs of these. */
@@ -123,13 +124,22 @@ void gf8_pq_scalar(size_t off, size_t len, int k, const uint8_t *const *d,
 	}
 }
 
+/* The split of gf8_dot, measured with the blocks placed as ecfs places
+ * them: GFNI, halves of up to 7 inputs for one or two outputs below 1 MiB
+ * (where it streams instead), [14,2] 4K 55 -> 79 GB/s; at 4 and 6 outputs
+ * the parts' reloads cost what they save.  AVX2, parts of up to 5 inputs
+ * for up to 4 outputs at every length: [14,2] 27 -> 33 GB/s, [10,4] and
+ * [12,4] 11 -> 14 at 4K and 64K, [10,4] 1M 11 -> 12. */
+#define GFNI_SPLIT 2, 7, GF8_STREAM_MIN
+#define AVX2_SPLIT GF8_SPLIT_OUT, 5, SIZE_MAX
+
 static const gf8_kernel kernels[EC_SIMD_COUNT] = {
-	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4 },
+	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4, 0, 0, 0 },
 #if defined(__x86_64__) || defined(__i386__)
-	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3, 4 },
-	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2, 4 },
-	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512, 8 },
-	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512, 8, 8 },
+	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3, 4, 0, 0, 0 },
+	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2, 4, AVX2_SPLIT },
+	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512, 8, 0, 0, 0 },
+	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512, 8, GFNI_SPLIT },
 #endif
 };
 
@@ -148,19 +158,6 @@ const gf8_kernel *gf8_kernel_current(void)
 /* Columns of one slice of a split dot product. */
 #define GF8_SPLIT_SLICE 4096
 
-/*
- * Many inputs and few outputs, in two halves: over each slice of
- * GF8_SPLIT_SLICE bytes, the first half of the inputs into the outputs,
- * then the second half added to them while they are still in L1.  When
- * the blocks are a strip apart and page-aligned, as ecfs places them, the
- * k + nout streams of one walk all fall on the same L1 sets (and L2 sets
- * for strips of 128 KiB and more), more lines than a set has ways; half
- * the inputs at a time fit.  Measured with the GFNI kernel at [14,2]: 4
- * KiB and 64 KiB strips 20-40% faster (6 + 2 streams at [6,2] fit: no
- * gain there, so only beyond 8 inputs); at 4 outputs the second pass's
- * reloads cost what the split saves.  Only when the streams crowd
- * (crowded()).
- */
 /*
  * Whether more than 8 of the streams (the inputs and outputs) fall within
  * 1 KiB of each other modulo a page, and so on the same L1 sets at each
@@ -183,22 +180,36 @@ static int crowded(int k, int nout, const uint8_t *const *in,
 	return 0;
 }
 
+/*
+ * Many inputs and few outputs, in parts: over each slice of
+ * GF8_SPLIT_SLICE bytes, the first part of the inputs into the outputs,
+ * then each further part added to them while they are still in L1.  When
+ * the blocks are a strip apart and page-aligned, as ecfs places them, the
+ * k + nout streams of one walk all fall on the same L1 sets (and L2 sets
+ * for strips of 128 KiB and more), more lines than a set has ways; a part
+ * of the inputs at a time fits.  The kernel table says for how many
+ * outputs and with how many inputs a part (see gf8_kernel), as measured.
+ */
 static void dot_split(const gf8_kernel *kern, size_t len, int k, int nout,
                       const gf8_row *rows, const uint8_t *const *in,
                       uint8_t *const *out, int accumulate)
 {
-	int h = k / 2;
-	gf8_row hi[2];
+	int parts = (k + kern->split_per - 1) / kern->split_per;
 
-	for (int r = 0; r < nout; r++) {
-		hi[r].nib = rows[r].nib + (size_t)h * GF8_NIB_BYTES;
-		hi[r].aff = rows[r].aff + h;
-	}
 	for (size_t off = 0; off < len; off += GF8_SPLIT_SLICE) {
 		size_t n = len - off < GF8_SPLIT_SLICE ? len - off : GF8_SPLIT_SLICE;
 
-		kern->dot(off, n, h, nout, rows, in, out, accumulate);
-		kern->dot(off, n, k - h, nout, hi, in + h, out, 1);
+		for (int p = 0, i = 0; p < parts; p++) {
+			int cnt = (k - i + (parts - p) - 1) / (parts - p);
+			gf8_row sub[GF8_SPLIT_OUT];
+
+			for (int r = 0; r < nout; r++) {
+				sub[r].nib = rows[r].nib + (size_t)i * GF8_NIB_BYTES;
+				sub[r].aff = rows[r].aff + i;
+			}
+			kern->dot(off, n, cnt, nout, sub, in + i, out, accumulate || p > 0);
+			i += cnt;
+		}
 	}
 }
 
@@ -207,7 +218,8 @@ void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
 {
 	const gf8_kernel *kern = gf8_kernel_current();
 
-	if (nout <= 2 && kern->split && k > kern->split && len < GF8_STREAM_MIN &&
+	/* Not for 8 inputs or fewer: [8,2] in halves ran 10-20% slower. */
+	if (nout <= kern->split_out && k > 8 && len < kern->split_below &&
 	    crowded(k, nout, in, out)) {
 		dot_split(kern, len, k, nout, rows, in, out, accumulate);
 		return;

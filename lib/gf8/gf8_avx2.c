@@ -12,6 +12,9 @@
  * 64 bytes, or exactly four outputs 32 bytes per step (see dot_group4x32).
  * m = 4 is thus one pass over the data, m = 6 two passes over an L1-sized
  * slice (gf8_dot); measured, these beat 2+2, 3+1, 4+2 and 2+2+2 passes.
+ * With more than 8 inputs on blocks that crowd the same cache sets (ecfs's
+ * stripes), gf8_dot instead runs up to 4 outputs over parts of at most 5
+ * inputs (gf8.c's dot_split).
  *
  * The loop is bound by its loads as much as by the shuffles: on the AMD
  * Zen 4 measured (AVX2 forced), keeping each table in a register for both

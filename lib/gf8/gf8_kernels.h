@@ -54,11 +54,17 @@ typedef struct gf8_kernel {
 	/* Outputs dot computes in one walk of the inputs: gf8_dot cuts a
 	 * region into L1-sized slices only for more outputs than that. */
 	int group;
-	/* With at most two outputs and more than `split` inputs (0: never),
-	 * gf8_dot runs the inputs in two halves over L1-sized slices, the
-	 * second half added to the first's outputs (see gf8_dot). */
-	int split;
+	/* With at most split_out outputs (0: never) and more than 8 inputs,
+	 * over regions shorter than split_below, when the streams crowd the
+	 * same cache sets, gf8_dot runs the inputs in parts of at most
+	 * split_per over L1-sized slices, each part after the first added to
+	 * the outputs (gf8.c's dot_split). */
+	int split_out, split_per;
+	size_t split_below;
 } gf8_kernel;
+
+/* The most outputs any kernel splits for. */
+#define GF8_SPLIT_OUT 4
 
 /* Fills the nibble table (64 bytes) and affine matrix of coefficient c. */
 void gf8_table_init(uint8_t c, uint8_t *nib, uint64_t *aff);
