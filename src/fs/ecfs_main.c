@@ -149,7 +149,7 @@ static void usage(const char *prog)
 	       "    -o slow_readaround=on|off\n"
 	       "                           on (default): reads go around a member much\n"
 	       "                           slower than the others, decoding from the rest\n"
-	       "    -o entry_timeout=T     seconds the kernel keeps a name (default %g)\n"
+	       "    -o entry_timeout=T     seconds the kernel keeps names, listings (default %g)\n"
 	       "    -o attr_timeout=T      seconds it keeps attributes (default %g)\n"
 	       "    -o negative_timeout=T  seconds it keeps that a name does not exist\n"
 	       "                           (default 0)\n"

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +138,53 @@ static int open_dir_at(int dirfd, const char *leaf)
 	return fd < 0 ? -errno : fd;
 }
 
+/* ---- the kernel's cache of listings ---- */
+
+/* When each directory was last listed whole, and the count of changes
+ * (mop_changes) before: the kernel may keep a listing (FOPEN_CACHE_DIR)
+ * and serve the next opendir from it while no change was made through the
+ * daemon since, for entry_timeout at most, which bounds how long a change
+ * behind the daemon's back goes unseen, as for a name.  The kernel drops
+ * it itself on a change made through the mount in that directory. */
+struct listed_at {
+	int64_t when_us;
+	uint64_t changes;
+};
+
+#define LISTED_MAX 16384
+
+static pthread_mutex_t listed_lock = PTHREAD_MUTEX_INITIALIZER;
+static GHashTable *listed; /* fuse_ino_t -> struct listed_at */
+
+static void note_listed(fuse_ino_t ino, uint64_t changes)
+{
+	struct listed_at *at = g_new(struct listed_at, 1);
+	*at = (struct listed_at){ g_get_monotonic_time(), changes };
+	pthread_mutex_lock(&listed_lock);
+	if (!listed || g_hash_table_size(listed) >= LISTED_MAX) {
+		if (listed)
+			g_hash_table_destroy(listed);
+		listed = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	}
+	g_hash_table_replace(listed, g_memdup2(&(gint64){ (gint64)ino }, sizeof(gint64)), at);
+	pthread_mutex_unlock(&listed_lock);
+}
+
+/* True if the kernel's listing of ino, made by the daemon's last listing
+ * of it, still holds. */
+static bool listing_stands(fuse_ino_t ino)
+{
+	gint64 key = (gint64)ino;
+	bool stands = false;
+	pthread_mutex_lock(&listed_lock);
+	const struct listed_at *at = listed ? g_hash_table_lookup(listed, &key) : NULL;
+	if (at)
+		stands = at->changes == fs_stamp().changes &&
+		         g_get_monotonic_time() - at->when_us < fs_timeouts()->entry * 1e6;
+	pthread_mutex_unlock(&listed_lock);
+	return stands;
+}
+
 static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	int fd = open_dir_at(dirfd, leaf);
@@ -162,6 +210,8 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->path = path;
 	h->is_root = ino == FUSE_ROOT_ID;
 	fi->fh = (uintptr_t)h;
+	fi->cache_readdir = fs_timeouts()->entry > 0;
+	fi->keep_cache = fi->cache_readdir && listing_stands(ino);
 	if (fuse_reply_open(req, fi) != 0)
 		fs_releasedir(NULL, ino, fi);
 }
@@ -385,12 +435,14 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const char *where = fs_nodes_path(ino, &path) == 0 ? path : h->path;
 	if (off == 0 || !h->entries) {
 		/* First call, or rewinddir: a fresh listing. */
+		uint64_t changes = fs_stamp().changes;
 		int rc = make_listing(h, where);
 		if (rc < 0) {
 			g_free(path);
 			fs_reply_err(req, rc);
 			return;
 		}
+		note_listed(ino, changes);
 	}
 	/* readdirplus: the names come with what a lookup of each would
 	 * answer, so the kernel need not look them up one by one. */

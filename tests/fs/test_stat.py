@@ -192,6 +192,45 @@ class StatTest(H.MountedCase):
         check("appended through the other name")
         self.assert_clean_unmount(self.v)
 
+    def test_kept_listing_follows_every_change(self):
+        """The kernel keeps a directory's listing (FOPEN_CACHE_DIR) while
+        nothing changes: each listing right after a change through the
+        mount, in the directory or elsewhere, shows it."""
+        d, e = self.p("d"), self.p("e")
+        os.mkdir(d)
+        os.mkdir(e)
+        want = set()
+
+        def check(what):
+            for _ in range(3):  # the later ones from the kernel's copy
+                self.assertEqual(set(os.listdir(d)), want, what)
+
+        check("empty")
+        steps = [
+            ("create", lambda: H.write_file(os.path.join(d, "f"), b"f"), {"f"}, set()),
+            ("mkdir", lambda: os.mkdir(os.path.join(d, "sub")), {"sub"}, set()),
+            ("symlink", lambda: os.symlink("f", os.path.join(d, "l")), {"l"}, set()),
+            ("link", lambda: os.link(os.path.join(d, "f"), os.path.join(d, "g")), {"g"}, set()),
+            ("rename within", lambda: os.rename(os.path.join(d, "g"), os.path.join(d, "h")),
+             {"h"}, {"g"}),
+            ("rename out", lambda: os.rename(os.path.join(d, "h"), os.path.join(e, "h")),
+             set(), {"h"}),
+            ("rename in", lambda: os.rename(os.path.join(e, "h"), os.path.join(d, "i")),
+             {"i"}, set()),
+            ("unlink", lambda: os.unlink(os.path.join(d, "i")), set(), {"i"}),
+            ("rmdir", lambda: os.rmdir(os.path.join(d, "sub")), set(), {"sub"}),
+            ("mknod", lambda: os.mkfifo(os.path.join(d, "p")), {"p"}, set()),
+        ]
+        for what, change, added, removed in steps:
+            change()
+            want = (want | added) - removed
+            check(what)
+        with open(os.path.join(d, "f"), "rb"):
+            os.unlink(os.path.join(d, "f"))  # open: set aside, not listed
+            want.discard("f")
+            check("unlinked while open")
+        self.assert_clean_unmount(self.v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())
