@@ -8,6 +8,7 @@
 #   sudo BENCH_MIB=512 scripts/bench-fs.sh   smaller file
 #   ECFS_OPTS=code=rs-vandermonde,checksum=sha256 ...   other ecfs options
 #   sudo BENCH_RUNS=3 scripts/bench-fs.sh    3 runs and the median ratios
+#   sudo BENCH_RT=1 scripts/bench-fs.sh      daemons and dd at real-time priority
 #
 # Per run, on each file system: sequential write (dd bs=1M conv=fsync from
 # a random source file on tmpfs), then the sequential read right after it
@@ -19,7 +20,9 @@
 # write >= 1.0x mergerfs, write >= 0.9x, degraded >= 0.8x the healthy
 # read after a remount), and the daemons' CPU seconds (utime + stime from
 # /proc/PID/stat across each dd) per GiB written and read, ecfs's and
-# mergerfs's.  Needs root (tmpfs mount, drop_caches).
+# mergerfs's.  On a machine shared with other jobs, BENCH_RT=1 runs both
+# daemons and every timed dd under `chrt -f 10` (SCHED_FIFO), ahead of the
+# other jobs, as on an idle machine.  Needs root (tmpfs mount, drop_caches).
 set -eu
 cd "$(dirname "$0")/.."
 build=${ECFS_BUILD_DIR:-build}
@@ -27,6 +30,11 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 mib=${BENCH_MIB:-2048}
 runs=${BENCH_RUNS:-1}
 ecfs_opts=${ECFS_OPTS:-}
+case ${BENCH_RT:-0} in
+0) rt="" ;;
+1) rt="chrt -f 10" ;;
+*) echo "bench-fs: BENCH_RT must be 0 or 1" >&2; exit 1 ;;
+esac
 
 die() { printf 'bench-fs: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (tmpfs mount, drop_caches)"
@@ -83,7 +91,7 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # MB/s (10^6 bytes) of one dd run
 timed_dd() {
 	t0=$(now)
-	dd "$@" bs=1M status=none
+	$rt dd "$@" bs=1M status=none
 	t1=$(now)
 	echo "$t0 $t1 $mib" | awk '{ printf "%.0f", $3 * 1048576 / ($2 - $1) / 1e6 }'
 }
@@ -98,7 +106,7 @@ cpu_per_gib() {
 ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
 
 ecfs_mount() {
-	"$ecfs" -f -o "$1" "$ecfs_members" "$work/ecfs" &
+	$rt "$ecfs" -f -o "$1" "$ecfs_members" "$work/ecfs" &
 	ecfs_pid=$!
 	for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
 	mountpoint -q "$work/ecfs" || die "ecfs did not mount"
@@ -152,7 +160,7 @@ one_run() {
 	# ---- mergerfs, page cache off (as ecfs has none of its own) ----
 	# minfreespace=0: its default 4G reserve refused creates now and then on
 	# the tmpfs, shared with the source file and the warm-up file.
-	mergerfs -f -o cache.files=off,category.create=mfs,minfreespace=0 "$merger_members" \
+	$rt mergerfs -f -o cache.files=off,category.create=mfs,minfreespace=0 "$merger_members" \
 		"$work/mergerfs" &
 	merger_pid=$!
 	for _ in $(seq 100); do mountpoint -q "$work/mergerfs" && break; sleep 0.05; done
@@ -171,6 +179,7 @@ one_run() {
 	echo
 	echo "ecfs (k=4,m=2${ecfs_opts:+,$ecfs_opts}) vs mergerfs (cache.files=off,minfreespace=0), 6 members on tmpfs,"
 	echo "${mib} MiB file, 1 MiB sequential requests; $(lscpu | sed -n 's/^Model name: *//p'),"
+	[ -z "$rt" ] || echo "daemons and dd under $rt,"
 	echo "load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 	echo
 	row "test" "ecfs MB/s" "peer MB/s" "ratio"

@@ -11,6 +11,7 @@
 #   sudo scripts/bench-rebuild.sh                  2 GiB data set, 3 runs each
 #   sudo BENCH_MIB=512 scripts/bench-rebuild.sh    smaller data set
 #   sudo ECFS_BUILD_DIR=/tmp/b scripts/bench-rebuild.sh   another build
+#   sudo BENCH_RT=1 scripts/bench-rebuild.sh       both tools at real-time priority
 #
 # Steps:
 # 1. A data set of BENCH_MIB MiB from /dev/urandom, a mix of sizes: per data
@@ -36,6 +37,12 @@
 # SnapRAID refuses to sync disks that share a device, so each of its six
 # disks is its own tmpfs mount (the same RAM as the ecfs members' tmpfs).
 #
+# On a machine shared with other jobs, the two tools do not get the same
+# share of it: snapraid is one thread, ecfs-fsck several, and what other
+# jobs leave them changes from run to run.  BENCH_RT=1 runs both timed
+# commands under `chrt -f 10` (SCHED_FIFO), ahead of every other job, as on
+# an otherwise idle machine; the load average is printed either way.
+#
 # Reported: the medians of the runs (wall seconds, and CPU seconds user +
 # system from /usr/bin/time), data restored (ecfs: the bytes written to the
 # replaced member, the sizes of its chunk files; SnapRAID: the bytes of the
@@ -49,7 +56,8 @@ usage() {
 	sed -n '3,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
 	echo "Environment: ECFS_BUILD_DIR (default build-release, made with"
 	echo "--buildtype=release if missing), BENCH_MIB (default 2048, a multiple"
-	echo "of 64), BENCH_RUNS (default 3), BENCH_PRETOUCH_MIB (default BENCH_MIB)."
+	echo "of 64), BENCH_RUNS (default 3), BENCH_PRETOUCH_MIB (default BENCH_MIB),"
+	echo "BENCH_RT (1: both tools under chrt -f 10)."
 }
 case ${1:-} in
 -h | --help) usage; exit 0 ;;
@@ -63,6 +71,12 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 mib=${BENCH_MIB:-2048}
 runs=${BENCH_RUNS:-3}
 pretouch_mib=${BENCH_PRETOUCH_MIB:-$mib}
+rt=()
+case ${BENCH_RT:-0} in
+0) ;;
+1) rt=(chrt -f 10) ;;
+*) die "BENCH_RT must be 0 or 1" ;;
+esac
 [[ $mib =~ ^[0-9]+$ ]] && ((mib >= 64 && mib % 64 == 0)) ||
 	die "BENCH_MIB must be a multiple of 64, at least 64"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive number"
@@ -226,7 +240,8 @@ timed() {
 	local name=$1 t0 t1 rc=0
 	shift
 	t0=$(now)
-	/usr/bin/time -f '%U %S' -o "$logs/$name.cpu" "$@" >"$logs/$name.log" 2>&1 || rc=$?
+	/usr/bin/time -f '%U %S' -o "$logs/$name.cpu" "${rt[@]}" "$@" >"$logs/$name.log" 2>&1 ||
+		rc=$?
 	t1=$(now)
 	echo "$t0 $t1 $(tail -n1 "$logs/$name.cpu")" |
 		awk '{ printf "%.3f %.2f\n", $2 - $1, $3 + $4 }' >>"$logs/$name.times"
@@ -291,6 +306,7 @@ ratio() { # label ecfs-name
 }
 echo
 echo "Rebuild of one lost member/disk, ${mib} MiB data set ($nfiles files), tmpfs,"
+echo "$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs${rt[*]:+, both tools under ${rt[*]}},"
 echo "median of $runs runs (wall s: ecfs-fsck --rebuild $(walls rebuild)/ -y $(walls repair)/"
 echo "snapraid fix $(walls snapraid))"
 echo
