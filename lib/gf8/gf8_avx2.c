@@ -13,7 +13,7 @@
  * m = 4 is thus one pass over the data, m = 6 two passes over an L1-sized
  * slice (gf8_dot); measured, these beat 2+2, 3+1, 4+2 and 2+2+2 passes.
  * With more than 8 inputs on blocks that crowd the same cache sets (ecfs's
- * stripes), gf8_dot instead runs up to 4 outputs over parts of at most 5
+ * stripes), gf8_dot instead runs up to 6 outputs over parts of at most 5
  * inputs (gf8.c's dot_split).
  *
  * The loop is bound by its loads as much as by the shuffles: on the AMD

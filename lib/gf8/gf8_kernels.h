@@ -64,7 +64,7 @@ typedef struct gf8_kernel {
 } gf8_kernel;
 
 /* The most outputs any kernel splits for. */
-#define GF8_SPLIT_OUT 4
+#define GF8_SPLIT_OUT 6
 
 /* Fills the nibble table (64 bytes) and affine matrix of coefficient c. */
 void gf8_table_init(uint8_t c, uint8_t *nib, uint64_t *aff);

@@ -195,22 +195,22 @@ static void test_dot_streaming(void **state)
 /* gf8_dot over blocks placed as ecfs places them (page-aligned, a strip
  * apart), where the GFNI and AVX2 kernels run many inputs to a few outputs
  * in parts (gf8.c's dot_split), against the scalar kernel: under every
- * kernel this CPU has, 10 and 14 inputs (two and three parts), 1 to 4
+ * kernel this CPU has, 10 and 14 inputs (two and three parts), 1 to 6
  * outputs, both modes, at lengths that end inside a slice. */
 static void crowded_case(int k, int nout, size_t len, const gf8_row *rows)
 {
 	size_t stride = (len + 4095) & ~(size_t)4095;
-	uint8_t *buf = aligned_alloc(4096, stride * (size_t)(k + 8));
+	uint8_t *buf = aligned_alloc(4096, stride * (size_t)(k + 12));
 	const uint8_t *in[MAXK];
-	uint8_t *want[4], *got[4];
+	uint8_t *want[6], *got[6];
 
 	assert_non_null(buf);
-	test_fill(buf, stride * (size_t)(k + 8));
+	test_fill(buf, stride * (size_t)(k + 12));
 	for (int i = 0; i < k; i++)
 		in[i] = buf + (size_t)i * stride;
 	for (int r = 0; r < nout; r++) {
 		want[r] = buf + (size_t)(k + r) * stride;
-		got[r] = buf + (size_t)(k + 4 + r) * stride;
+		got[r] = buf + (size_t)(k + 6 + r) * stride;
 		memcpy(got[r], want[r], len);
 	}
 	for (int acc = 0; acc < 2; acc++) {
@@ -227,15 +227,15 @@ static void crowded_case(int k, int nout, size_t len, const gf8_row *rows)
 static void test_dot_crowded(void **state)
 {
 	static const size_t lens[] = { 64, 4096, 3 * 4096 + 3 * 64 + 5 };
-	_Alignas(64) static uint8_t nib[4][MAXK][GF8_NIB_BYTES];
-	static uint64_t aff[4][MAXK];
+	_Alignas(64) static uint8_t nib[6][MAXK][GF8_NIB_BYTES];
+	static uint64_t aff[6][MAXK];
 	const char *const *names = ec_kernel_names();
 	char orig[32];
-	gf8_row rows[4];
+	gf8_row rows[6];
 
 	(void)state;
 	snprintf(orig, sizeof(orig), "%s", ec_kernel_name());
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < 6; r++) {
 		for (int i = 0; i < 14; i++)
 			gf8_table_init((uint8_t)test_rand(), nib[r][i], &aff[r][i]);
 		rows[r].nib = nib[r][0];
@@ -246,7 +246,7 @@ static void test_dot_crowded(void **state)
 			continue;
 		assert_int_equal(ec_set_kernel(names[l]), 0);
 		for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
-			for (int nout = 1; nout <= 4; nout++) {
+			for (int nout = 1; nout <= 6; nout++) {
 				crowded_case(10, nout, lens[li], rows);
 				crowded_case(14, nout, lens[li], rows);
 			}
