@@ -44,9 +44,9 @@ typedef struct worker {
 	int64_t call_ns;   /* start of the member call under way */
 	uint64_t latency_ns; /* moving average of member calls (atomic) */
 	int64_t last_ns;     /* when the last one ended (atomic) */
-	uint64_t read_cost_ns; /* moving average of reads per COST_UNIT (atomic) */
+	uint64_t read_ns[8];   /* the last COST_WINDOW reads, ns per COST_UNIT (atomic) */
 	int64_t read_last_ns;  /* when the last read noted ended (atomic) */
-	int reads;             /* reads noted, up to COST_SETTLED (atomic) */
+	unsigned reads;        /* reads noted: the next slot of read_ns (atomic) */
 	bool stop, lost;
 	int idx;
 	memberio *mio;
@@ -439,10 +439,14 @@ uint8_t *mio_bounce(size_t len)
 }
 
 /* Read costs: a read of under COST_UNIT bytes counts as one unit (its
- * time is mostly the call's); a read after the member was left alone for
- * COST_PROBE_MS (read around, memberio_slow) weighs half, so a member
- * that recovered is back within a few of them. */
+ * time is mostly the call's).  The cost is the median of the last
+ * COST_WINDOW reads, so that a few reads the scheduler held up on a busy
+ * machine do not make a member slow: most of its reads must be.  A read
+ * after the member was left alone for COST_PROBE_MS (read around,
+ * memberio_slow) fills half the window, so that one such read decides
+ * whether a member is back. */
 #define COST_UNIT (64 * 1024)
+#define COST_WINDOW 8
 #define COST_PROBE_MS 1000
 #define COST_SETTLED 4
 
@@ -451,25 +455,13 @@ void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns)
 	worker *w = mio->w[idx];
 	int64_t now = now_ns(), last = __atomic_load_n(&w->read_last_ns, __ATOMIC_RELAXED);
 	int64_t x = bytes > COST_UNIT ? (int64_t)((double)ns * COST_UNIT / (double)bytes) : ns;
-	int64_t avg = (int64_t)__atomic_load_n(&w->read_cost_ns, __ATOMIC_RELAXED);
+	int slots = last && now - last >= (int64_t)COST_PROBE_MS * 1000000 ? COST_WINDOW / 2 : 1;
 
-	if (x < 1)
-		x = 1;
-	if (!avg)
-		avg = x;
-	else if (now - last >= (int64_t)COST_PROBE_MS * 1000000)
-		avg = (avg + x) / 2;
-	else
-		avg += (x - avg) / 8;
-	__atomic_store_n(&w->read_cost_ns, (uint64_t)avg, __ATOMIC_RELAXED);
+	for (int i = 0; i < slots; i++) {
+		unsigned at = __atomic_fetch_add(&w->reads, 1, __ATOMIC_RELAXED) % COST_WINDOW;
+		__atomic_store_n(&w->read_ns[at], (uint64_t)(x > 0 ? x : 1), __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&w->read_last_ns, now, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&w->reads, __ATOMIC_RELAXED) < COST_SETTLED)
-		__atomic_add_fetch(&w->reads, 1, __ATOMIC_RELAXED);
-}
-
-uint64_t memberio_read_cost_us(memberio *mio, int idx)
-{
-	return __atomic_load_n(&mio->w[idx]->read_cost_ns, __ATOMIC_RELAXED) / 1000;
 }
 
 static int by_value(const void *a, const void *b)
@@ -478,6 +470,29 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The lower median of member w's last reads (ns per COST_UNIT), 0 before
+ * the first; *cnt: how many reads it is of. */
+static uint64_t read_cost(worker *w, unsigned *cnt)
+{
+	uint64_t v[COST_WINDOW];
+	unsigned reads = __atomic_load_n(&w->reads, __ATOMIC_RELAXED);
+
+	*cnt = reads < COST_WINDOW ? reads : COST_WINDOW;
+	if (!*cnt)
+		return 0;
+	for (unsigned i = 0; i < *cnt; i++)
+		v[i] = __atomic_load_n(&w->read_ns[i], __ATOMIC_RELAXED);
+	qsort(v, *cnt, sizeof(v[0]), by_value);
+	return v[(*cnt - 1) / 2];
+}
+
+uint64_t memberio_read_cost_us(memberio *mio, int idx)
+{
+	unsigned cnt;
+	return read_cost(mio->w[idx], &cnt) / 1000;
+}
+
+
 uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
 {
 	uint64_t cost[64], sorted[64], slow = 0;
@@ -485,11 +500,13 @@ uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
 	int64_t now = now_ns();
 
 	for (int i = 0; i < mio->n; i++) {
-		worker *w = mio->w[i];
+		unsigned reads;
 		cost[i] = 0;
-		if (!(among >> i & 1) || __atomic_load_n(&w->reads, __ATOMIC_RELAXED) < COST_SETTLED)
+		if (!(among >> i & 1))
 			continue;
-		cost[i] = sorted[cnt++] = __atomic_load_n(&w->read_cost_ns, __ATOMIC_RELAXED);
+		uint64_t c = read_cost(mio->w[i], &reads);
+		if (reads >= COST_SETTLED)
+			cost[i] = sorted[cnt++] = c;
 	}
 	if (cnt < 2)
 		return 0;

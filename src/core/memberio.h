@@ -73,9 +73,9 @@ unsigned memberio_timeout(const memberio *mio);
 uint64_t memberio_latency_us(memberio *mio, int idx);
 
 /* Fastest-k reads (stripe.c): the stripe layer times each read of strips
- * and notes it here; a member's read cost is a moving average over about
- * its last 8 reads of the time per 64 KiB read (a shorter read counts as
- * 64 KiB).  Per byte, so that a member whose link is slow stands out
+ * and notes it here; a member's read cost is the median over its last 8
+ * reads of the time per 64 KiB read (a shorter read counts as 64 KiB):
+ * most of its reads must be slow for it to be.  Per byte, so that a member whose link is slow stands out
  * from its peers on large reads, where the time is the transfer's. */
 void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns);
 /* Member idx's read cost in microseconds per 64 KiB; 0 before its first

@@ -136,7 +136,7 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
  *                                   or  member.<idx>=healing <path> (online heal)
  *   member.<idx>.latency_us=<moving average of its recent calls, memberio.h>
- *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read,
+ *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read (median),
  *                         memberio_read_cost_us>[ slow]  (slow: read around
  *                         now, memberio_slow)
  *   strips_decoded=<count since mount>

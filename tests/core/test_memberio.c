@@ -229,6 +229,17 @@ static void slow_by_cost_per_byte(void **state)
 	assert_int_equal(memberio_slow(cached, 0x3f, 1), 1u << 5);
 	assert_int_equal(memberio_slow(cached, 0x3f, 0), 0);
 	memberio_free(cached);
+	/* a few reads held up (a busy machine's scheduler) are not a slow
+	 * member: most of its last 8 reads must be slow */
+	memberio *busy = memberio_new(3, 0, NULL, NULL);
+	reads(busy, 0, 8, 64 * KIB, 20 * US);
+	reads(busy, 1, 8, 64 * KIB, 20 * US);
+	reads(busy, 2, 5, 64 * KIB, 20 * US);
+	reads(busy, 2, 3, 64 * KIB, 10000 * US);
+	assert_int_equal(memberio_slow(busy, 0x7, 1), 0);
+	reads(busy, 2, 2, 64 * KIB, 10000 * US);
+	assert_int_equal(memberio_slow(busy, 0x7, 1), 1u << 2);
+	memberio_free(busy);
 	/* a member that recovers is back within a few reads */
 	reads(mio, 4, 8, 256 * KIB, 4000 * US);
 	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0);
