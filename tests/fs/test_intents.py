@@ -368,7 +368,7 @@ class UnloggedTest(IntentCase):
     """Operations without intents, cut short: the daemon still serves."""
 
     def test_create_cut_short(self):
-        # A create makes the chunk files one member after another, then
+        # A create makes the chunk files on every member at once, then
         # writes their headers: a crash leaves some missing, some empty.
         # The empty file has nothing to lose: the open finishes the create.
         states = {
