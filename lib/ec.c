@@ -95,6 +95,17 @@ int ec_kind_default_w(ec_kind kind, int k, int m)
 	return EC_EINVAL;
 }
 
+ec_kind ec_default_kind(int k, int m)
+{
+	ec_params pq = { .kind = EC_RAID6_PQ, .k = k, .m = m, .w = 8 };
+	int level = ec_simd_level();
+
+	if (level >= 0 && level < EC_SIMD_GFNI &&
+	    check_params(ec_family_for(EC_RAID6_PQ), &pq) == 0)
+		return EC_RAID6_PQ;
+	return EC_RS_CAUCHY;
+}
+
 int ec_create(const ec_params *params, ec_code **out)
 {
 	if (!out)

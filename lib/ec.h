@@ -137,6 +137,13 @@ int ec_kind_is_bitmatrix(ec_kind kind);
  * prime or one less than a prime, and not below about k); EC_EINVAL if no w
  * works with k and m, or the kind is unknown. */
 int ec_kind_default_w(ec_kind kind, int k, int m);
+/* The MDS code libec runs fastest for k data and m parity blocks with the
+ * kernel in force, for a caller that lets the library choose: raid6-pq for
+ * m = 2 below the GFNI kernel (on AVX2 its P+Q encodes 1.2 to 2.1 times as
+ * fast as Reed-Solomon, and every write encodes), rs-cauchy otherwise (with
+ * GFNI it is ahead in encode and decode alike).  Measured with ecfs-bench,
+ * docs/PERFORMANCE.md section 11. */
+ec_kind ec_default_kind(int k, int m);
 
 /*
  * SIMD kernels.  The library picks the fastest kernel the CPU supports the

@@ -319,7 +319,7 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	sb->n = n;
 	sb->k = o->k;
 	sb->m = o->m;
-	sb->code = o->code ? o->code : EC_RS_CAUCHY;
+	sb->code = o->code ? o->code : ec_default_kind(o->k, o->m);
 	sb->w = o->w ? o->w : default_w(sb->code, o->k, o->m);
 	sb->packet_size = ec_kind_is_bitmatrix(sb->code)
 	                  ? (o->packet_size ? o->packet_size : DEFAULT_PACKET_SIZE) : 0;

@@ -129,7 +129,8 @@ static void usage(const char *prog)
 	       "ecfs options:\n"
 	       "    -o k=K                 data members (needed to create a volume)\n"
 	       "    -o m=M                 parity members; k+m = number of members\n"
-	       "    -o code=NAME           code for new files (default rs-cauchy):\n"
+	       "    -o code=NAME           code for new files (default raid6-pq for m=2\n"
+	       "                           on a CPU without GFNI, else rs-cauchy):\n"
 	       "                           rs-vandermonde rs-cauchy raid6-pq cauchy-orig\n"
 	       "                           cauchy-good liberation blaum-roth liber8tion\n"
 	       "                           evenodd rdp star\n"
@@ -266,7 +267,7 @@ static bool check_code_options(const volume_options *o)
 		            o->strip_size, STRIP_GRANULE);
 	if (!o->k || !o->m)
 		return true; /* an existing volume: k and m are the superblock's */
-	ec_kind kind = o->code ? o->code : EC_RS_CAUCHY;
+	ec_kind kind = o->code ? o->code : ec_default_kind(o->k, o->m);
 	bool bitmatrix = ec_kind_is_bitmatrix(kind);
 	ec_params p = { .kind = kind, .k = o->k, .m = o->m,
 	                /* any packet size will do to test k, m and w */

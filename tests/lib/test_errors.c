@@ -9,6 +9,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -370,6 +371,32 @@ static int run_child_with_simd(const char *simd)
 	return atoi(buf);
 }
 
+/* The code chosen for a caller that names none: P+Q for m = 2 below the
+ * GFNI kernel, Reed-Solomon (Cauchy) with it and for any other m; every
+ * kernel this CPU runs is tried (the others cannot be put in force). */
+static void test_default_kind(void **state)
+{
+	(void)state;
+	const char *const *names = ec_kernel_names();
+	const char *was = ec_kernel_name();
+	int tried = 0;
+
+	for (int i = 0; names[i]; i++) {
+		if (!ec_kernel_available(names[i]))
+			continue;
+		assert_int_equal(ec_set_kernel(names[i]), 0);
+		bool gfni = strcmp(names[i], "gfni") == 0;
+		assert_int_equal(ec_default_kind(6, 2), gfni ? EC_RS_CAUCHY : EC_RAID6_PQ);
+		assert_int_equal(ec_default_kind(14, 2), gfni ? EC_RS_CAUCHY : EC_RAID6_PQ);
+		assert_int_equal(ec_default_kind(300, 2), EC_RS_CAUCHY); /* P+Q takes fewer */
+		assert_int_equal(ec_default_kind(6, 3), EC_RS_CAUCHY);
+		assert_int_equal(ec_default_kind(10, 4), EC_RS_CAUCHY);
+		tried++;
+	}
+	assert_true(tried >= 2); /* scalar and at least one SIMD kernel */
+	assert_int_equal(ec_set_kernel(was), 0);
+}
+
 static void test_ec_simd_env(void **state)
 {
 	(void)state;
@@ -394,6 +421,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_names_and_messages),
 		cmocka_unit_test(test_kind_is_bitmatrix),
 		cmocka_unit_test(test_kind_default_w),
+		cmocka_unit_test(test_default_kind),
 		cmocka_unit_test(test_ec_simd_env),
 	};
 
