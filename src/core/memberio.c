@@ -43,7 +43,6 @@ typedef struct worker {
 	int64_t io_since;  /* ms, CLOCK_MONOTONIC */
 	int64_t call_ns;   /* start of the member call under way */
 	uint64_t latency_ns; /* moving average of member calls (atomic) */
-	int64_t last_ns;     /* when the last one ended (atomic) */
 	uint64_t read_ns[8];   /* the last COST_WINDOW reads, ns per COST_UNIT (atomic) */
 	int64_t read_last_ns;  /* when the last read noted ended (atomic) */
 	unsigned reads;        /* reads noted: the next slot of read_ns (atomic) */
@@ -397,7 +396,6 @@ static void note_latency(worker *w)
 
 	avg = avg ? avg + (took - avg) / 8 : (took > 0 ? took : 1);
 	__atomic_store_n(&w->latency_ns, (uint64_t)avg, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->last_ns, w->call_ns + took, __ATOMIC_RELAXED);
 }
 
 void mio_io_end(void)
@@ -492,7 +490,6 @@ uint64_t memberio_read_cost_us(memberio *mio, int idx)
 	return read_cost(mio->w[idx], &cnt) / 1000;
 }
 
-
 uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
 {
 	uint64_t cost[64], sorted[64], slow = 0;
@@ -535,11 +532,4 @@ uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
 uint64_t memberio_latency_us(memberio *mio, int idx)
 {
 	return __atomic_load_n(&mio->w[idx]->latency_ns, __ATOMIC_RELAXED) / 1000;
-}
-
-uint64_t memberio_idle_ms(memberio *mio, int idx)
-{
-	int64_t last = __atomic_load_n(&mio->w[idx]->last_ns, __ATOMIC_RELAXED);
-
-	return last ? (uint64_t)(now_ns() - last) / 1000000 : UINT64_MAX;
 }

@@ -93,9 +93,6 @@ uint64_t memberio_read_cost_us(memberio *mio, int idx);
 #define MEMBERIO_SLOW_EXCESS_US 1000
 #define MEMBERIO_SLOW_RECHECK_MS 5000
 uint64_t memberio_slow(memberio *mio, uint64_t among, int most);
-/* Milliseconds since member idx's last call ended; UINT64_MAX before the
- * first. */
-uint64_t memberio_idle_ms(memberio *mio, int idx);
 
 /* Around one member call (memberops.c); no-ops outside a worker.  They
  * time the call for the member's latency, and with a timeout they let the
