@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -391,13 +390,6 @@ static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, ui
 	return (ssize_t)len;
 }
 
-static int64_t clock_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
  * strips (consecutive in the chunk within a group), one pread for their
  * records, then a verdict per strip. */
@@ -420,13 +412,13 @@ static void fetch_member(void *arg)
 		                  layout_record_offset(&c->lay, 0));
 		fd = -1; /* nothing of the member is looked at */
 	} else {
-		int64_t t0 = clock_ns();
+		int64_t t0 = g_get_monotonic_time();
 		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
 		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
 		/* the member's read cost (memberio_slow): strips read whole */
 		if (got == (ssize_t)(strip * (uint64_t)t->cnt))
 			memberio_note_read(volume_memberio(c->v), t->member, (size_t)got,
-			                   clock_ns() - t0);
+			                   (g_get_monotonic_time() - t0) * 1000);
 		rgot = got < 0 ? got
 		       : mop_transfer(c->v, t->member, fd, &riov, 1,
 		                      (off_t)layout_record_offset(&c->lay, t->s0), false);
