@@ -417,7 +417,7 @@ static void ident_member(void *arg)
 static void identify(volume *v, struct member_task *t)
 {
 	t->it_mut = (intent *)t->it;
-	if (memberio_timeout(volume_memberio(v)) && !memberio_on_worker()) {
+	if (volume_hands_off(v)) {
 		on_members(v, t, ident_member);
 		return;
 	}

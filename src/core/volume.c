@@ -841,13 +841,17 @@ static void member_call_run(void *p)
 	c->rc = c->fn(c->arg);
 }
 
+bool volume_hands_off(const volume *v)
+{
+	return v->mio && memberio_timeout(v->mio) && !memberio_on_worker();
+}
+
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
 {
 	struct member_call c = { fn, arg, -EIO };
 	mio_batch b;
 
-	/* Without a timeout there is nothing to gain from the hand-off. */
-	if (!v->mio || !memberio_timeout(v->mio) || memberio_on_worker())
+	if (!volume_hands_off(v))
 		return fn(arg);
 	mio_batch_init(&b);
 	memberio_submit(v->mio, idx, &b, member_call_run, &c);
@@ -858,7 +862,7 @@ void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const 
                        int *rcs)
 {
 	struct member_call calls[64];
-	bool on_workers = v->mio && memberio_timeout(v->mio) && !memberio_on_worker();
+	bool on_workers = volume_hands_off(v);
 	mio_batch b;
 
 	mio_batch_init(&b);

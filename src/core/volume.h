@@ -61,6 +61,10 @@ void volume_member_close(volume *v, int idx, int fd);
  * nothing of the caller's to write into); reads go through mop_pread or
  * mio_bounce.  Inline on a worker thread, and without a timeout. */
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
+/* Whether member calls are handed to the members' I/O workers: only with
+ * a timeout to watch them (without one the hand-off gains nothing), and
+ * not from a worker already (workers could wait for each other). */
+bool volume_hands_off(const volume *v);
 /* volume_on_member on the members in mask at once, each with its own
  * argument: rcs[idx] = fn(args[idx]), or -ETIMEDOUT for a member given
  * up.  With a timeout the calls go to the workers together and are waited
