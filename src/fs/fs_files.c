@@ -50,9 +50,10 @@ static bool write_only(const struct fuse_file_info *fi)
 	return (fi->flags & O_ACCMODE) == O_WRONLY;
 }
 
-static void write_only_direct(struct fuse_file_info *fi)
+/* Direct I/O for a write-only open, and for every open under -o direct_io. */
+static void direct_mode(struct fuse_file_info *fi)
 {
-	if (write_only(fi))
+	if (write_only(fi) || fs_state()->direct_io)
 		fi->direct_io = 1;
 }
 
@@ -106,9 +107,7 @@ static void cache_mode(fuse_ino_t ino, ecfile *f, struct fuse_file_info *fi)
 {
 	const struct ecfs_fs *fs = fs_state();
 
-	write_only_direct(fi);
-	if (fs->direct_io)
-		fi->direct_io = 1;
+	direct_mode(fi);
 	fi->keep_cache = fs->kernel_cache;
 	if (fs->auto_cache && !fs->kernel_cache) {
 		struct stat st;
@@ -146,9 +145,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	set_handle(fi, f);
-	write_only_direct(fi);
-	if (fs_state()->direct_io)
-		fi->direct_io = 1;
+	direct_mode(fi);
 	struct fuse_entry_param e;
 	fs_entry_fill(&e, fs_nodes_ino(parent, name, ecfile_ident(f), &st), &st);
 	fs_nodes_add(parent, name, e.ino, st.st_mode);

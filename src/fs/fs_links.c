@@ -30,30 +30,24 @@
 
 void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct fuse_entry_param e;
 	char *path = NULL;
 	int rc = fs_nodes_child(parent, name, &path);
 	if (rc == 0 && volume_path_reserved(path))
 		rc = -ENOENT;
+	if (rc == 0)
+		rc = fs_entry(parent, name, path, 0, &e);
+	g_free(path);
 	if (rc == -ENOENT && fs_timeouts()->negative > 0) {
 		/* A negative entry the kernel may keep. */
-		struct fuse_entry_param e = { .entry_timeout = fs_timeouts()->negative };
-		fuse_reply_entry(req, &e);
-	} else if (rc < 0) {
-		fs_reply_err(req, rc);
-	} else {
-		struct fuse_entry_param e;
-		rc = fs_entry(parent, name, path, 0, &e);
-		if (rc == -ENOENT && fs_timeouts()->negative > 0) {
-			memset(&e, 0, sizeof e);
-			e.entry_timeout = fs_timeouts()->negative;
-			rc = 0;
-		}
-		if (rc < 0)
-			fs_reply_err(req, rc);
-		else if (fuse_reply_entry(req, &e) != 0 && e.ino)
-			fs_nodes_forget(e.ino, 1);
+		memset(&e, 0, sizeof e);
+		e.entry_timeout = fs_timeouts()->negative;
+		rc = 0;
 	}
-	g_free(path);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else if (fuse_reply_entry(req, &e) != 0 && e.ino)
+		fs_nodes_forget(e.ino, 1);
 }
 
 void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

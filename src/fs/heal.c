@@ -76,10 +76,10 @@ static void log_problem(void *arg, fsck *f, const fsck_report *r)
 	if (r->len)
 		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)r->off,
 		                       (unsigned long long)(r->off + r->len - 1));
-	/* Rebuilding a member repairs every file on it: those are expected. */
 	/* What the kernel keeps of a name repaired goes (fs_nodes.h). */
 	if (r->path && r->st == FSCK_REPAIRED)
 		fs_nodes_inval_path(r->path);
+	/* Rebuilding a member repairs every file on it: those are expected. */
 	ecfs_log(r->st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str,
 	         r->detail, r->st == FSCK_REPAIRED ? "repaired"
 	                    : r->st == FSCK_UNREPAIRABLE ? "unrepairable"
