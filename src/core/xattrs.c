@@ -411,10 +411,10 @@ void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out)
 	g_ptr_array_sort(out->names, cmp_names);
 	for (guint i = 0; i < out->names->len; i++) {
 		const char *name = out->names->pdata[i];
-		ssize_t vl = getxattr(o.path, name, NULL, 0);
+		ssize_t vl = MIO_CALL(getxattr(o.path, name, NULL, 0));
 		char *val = vl > 0 ? g_malloc((size_t)vl) : NULL;
 		if (vl > 0)
-			vl = getxattr(o.path, name, val, (size_t)vl);
+			vl = MIO_CALL(getxattr(o.path, name, val, (size_t)vl));
 		if (vl < 0 && errno != ENODATA)
 			out->complete = false; /* a value that cannot be read: no vote */
 		g_ptr_array_add(out->values, g_bytes_new_take(val, vl < 0 ? 0 : (size_t)vl));

@@ -91,7 +91,8 @@ typedef struct xattrs_stored {
 
 /* Reads every attribute of (dirfd, leaf) without following a symlink; a
  * filesystem without xattrs gives an empty, complete set.  Plain system
- * calls, on the calling thread. */
+ * calls on the calling thread, each watched on a member's worker (MIO_CALL):
+ * ecfs-fsck runs it there (fsck_on_member). */
 void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out);
 void xattrs_stored_clear(xattrs_stored *s);
 /* Makes the attributes of (dirfd, leaf) on member mb that `which` selects

@@ -38,6 +38,7 @@ enum fsck_status {
 typedef struct fsck_options {
 	bool repair, json, quiet, progress, deep;
 	bool rebuild; /* repair only what is known lost, reading k strips (--rebuild) */
+	unsigned timeout_ms; /* the member I/O timeout (--timeout); 0: none */
 } fsck_options;
 
 struct fsck;
@@ -83,7 +84,8 @@ typedef struct fsck {
 	uint64_t heal_mask; /* members being rebuilt: they follow, never vote */
 	bool quick;         /* skip the strips of files whose chunks all look current */
 	int k, m, n;
-	uint64_t walk_mask; /* members whose namespace is read (healthy) */
+	uint64_t walk_mask; /* members whose namespace is read (healthy; atomic) */
+	uint64_t lost;      /* members given up after the I/O timeout in this run (atomic) */
 	/* problems by outcome */
 	uint64_t repaired, repairable, unrepairable, failed;
 	/* what was looked at */
@@ -102,6 +104,30 @@ static inline void fsck_count(uint64_t *counter, uint64_t n)
 {
 	__atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
 }
+
+/* Runs fn(arg) on member mb's I/O worker (volume_on_member), so that a
+ * member that does not answer within the I/O timeout is given up rather
+ * than waited for; fn follows volume_on_member's rules (its system calls
+ * bracketed, MIO_CALL, their results in its own locals first).  A member
+ * given up is reported once (fsck_member_lost) and the call returns
+ * -ETIMEDOUT, as every later one on it does at once. */
+int fsck_on_member(fsck *f, int mb, int (*fn)(void *), void *arg);
+/* The same on the members in mask at once, each with its own argument:
+ * rcs[mb] = fn(args[mb]) (volume_on_members). */
+void fsck_on_members(fsck *f, uint64_t mask, int (*fn)(void *), void *const *args, int *rcs);
+/* Member mb was given up after the I/O timeout: reports it once (kind
+ * member, unrepairable: the run is incomplete) and takes it out of the
+ * walk.  Its strips are erasures from then on, and nothing is written to
+ * it.  Thread-safe. */
+void fsck_member_lost(fsck *f, int mb);
+/* True if member mb was given up in this run. */
+static inline bool fsck_gone(const fsck *f, int mb)
+{
+	return __atomic_load_n(&f->lost, __ATOMIC_RELAXED) >> mb & 1;
+}
+/* Closes fd on member mb, on its worker (a close may ask the member: a
+ * flush), and not at all on a member given up. */
+void fsck_close(fsck *f, int mb, int fd);
 
 /* Records a problem: counts it by status and hands it to f->sink (the
  * arguments are those of fsck_report).  Thread-safe, as is fsck_progress. */

@@ -27,6 +27,7 @@
 #include "chunk.h"
 #include "fsck.h"
 #include "log.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "stripe.h"
 #include "superblock.h"
@@ -192,53 +193,90 @@ static void output_progress(void *arg, fsck *f, bool force)
 
 /* ---- members and superblocks ---- */
 
-static int read_superblock(int rootfd, superblock *sb, char **why)
+/* A superblock read or written on its member's worker (fsck_on_member). */
+typedef struct sb_call {
+	volume *v;
+	int idx, rootfd;
+	superblock sb;
+	char *why;
+} sb_call;
+
+static int read_superblock_run(void *arg)
 {
-	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	sb_call *c = arg;
+	superblock sb;
+	char *why = NULL;
+	int metafd = MIO_CALL(openat(c->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY |
+	                                                        O_NOFOLLOW | O_CLOEXEC));
 	if (metafd < 0) {
-		*why = g_strdup_printf("cannot open " ECFS_META_DIR ": %s", g_strerror(errno));
-		return -errno;
+		int err = errno;
+		c->why = g_strdup_printf("cannot open " ECFS_META_DIR ": %s", g_strerror(err));
+		return -err;
 	}
-	int rc = superblock_read(metafd, sb, why);
-	close(metafd);
+	mio_io_begin(); /* superblock_read's open and read, as one member call */
+	int rc = superblock_read(metafd, &sb, &why);
+	mio_io_end();
+	MIO_CALL(close(metafd));
+	c->sb = sb;
+	c->why = why;
+	return rc;
+}
+
+static int read_superblock(fsck *f, int idx, superblock *sb, char **why)
+{
+	sb_call c = { f->v, idx, volume_root_fd(f->v, idx), { 0 }, NULL };
+	int rc = fsck_on_member(f, idx, read_superblock_run, &c);
+
+	*sb = c.sb;
+	*why = rc == -ETIMEDOUT && !c.why ? g_strdup("no answer") : c.why;
+	return rc;
+}
+
+static int write_superblock_run(void *arg)
+{
+	sb_call *c = arg;
+	int rc = mop_mkdirat(c->v, c->idx, c->rootfd, ECFS_META_DIR, 0755);
+	if (rc < 0 && rc != -EEXIST)
+		return rc;
+	int metafd = MIO_CALL(openat(c->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY |
+	                                                        O_NOFOLLOW | O_CLOEXEC));
+	if (metafd < 0)
+		return -errno;
+	rc = superblock_write(c->v, c->idx, metafd, &c->sb);
+	MIO_CALL(close(metafd));
 	return rc;
 }
 
 static int write_superblock(fsck *f, int idx, int rootfd, const superblock *sb)
 {
-	int rc = mop_mkdirat(f->v, idx, rootfd, ECFS_META_DIR, 0755);
-	if (rc < 0 && rc != -EEXIST)
-		return rc;
-	int metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (metafd < 0)
-		return -errno;
-	rc = superblock_write(f->v, idx, metafd, sb);
-	close(metafd);
-	return rc;
+	sb_call c = { f->v, idx, rootfd, *sb, NULL };
+	return fsck_on_member(f, idx, write_superblock_run, &c);
 }
 
 /* The member index the chunks on a member belong to (position + rotation
- * of the first chunk header found), or -1 if it holds none. */
+ * of the first chunk header found), or -1 if it holds none.  On the
+ * member's worker (chunks_index). */
 static int index_from_chunks(volume *v, int mb, int dirfd, int n, int depth)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), idx = -1;
+	int fd = MIO_CALL(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)), idx = -1;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
 	if (!d) {
 		if (fd >= 0)
-			close(fd);
+			MIO_CALL(close(fd));
 		return -1;
 	}
-	while (idx < 0 && (e = readdir(d))) {
+	while (idx < 0 && (e = MIO_CALL(readdir(d)))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    (depth == 0 && volume_root_name_reserved(e->d_name)))
 			continue;
-		int cfd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		int cfd = MIO_CALL(openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+		                                             O_NONBLOCK));
 		struct stat st;
 		if (cfd < 0)
 			continue;
-		if (fstat(cfd, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8) {
+		if (MIO_CALL(fstat(cfd, &st)) == 0 && S_ISDIR(st.st_mode) && depth < 8) {
 			idx = index_from_chunks(v, mb, cfd, n, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
 			uint8_t buf[CHUNK_HEADER_MAX];
@@ -247,10 +285,29 @@ static int index_from_chunks(volume *v, int mb, int dirfd, int n, int depth)
 			if (got >= 0 && chunk_header_decode(buf, (size_t)got, &h, NULL) == 0)
 				idx = (int)((h.position + h.rotation) % (uint32_t)n);
 		}
-		close(cfd);
+		MIO_CALL(close(cfd));
 	}
-	closedir(d);
+	MIO_CALL(closedir(d));
 	return idx;
+}
+
+typedef struct chunks_call {
+	volume *v;
+	int mb, rootfd, n;
+} chunks_call;
+
+static int chunks_index_run(void *arg)
+{
+	const chunks_call *c = arg;
+	return index_from_chunks(c->v, c->mb, c->rootfd, c->n, 0);
+}
+
+/* index_from_chunks on member mb's worker: -1 also if it does not answer. */
+static int chunks_index(fsck *f, int mb, int rootfd)
+{
+	chunks_call c = { f->v, mb, rootfd, f->n };
+	int idx = fsck_on_member(f, mb, chunks_index_run, &c);
+	return idx < 0 ? -1 : idx;
 }
 
 /* Checks each given member path before the volume is opened: a member
@@ -307,7 +364,9 @@ static bool check_members(fsck *f, superblock *ref)
 		    errno == ENOENT)
 			st = FSCK_REPAIRABLE; /* -y creates it empty and rebuilds it */
 		if (rootfd >= 0) {
-			int has = index_from_chunks(f->v, i, rootfd, f->n, 0);
+			int has = chunks_index(f, i, rootfd);
+			if (fsck_gone(f, i))
+				continue; /* reported as a member given up */
 			if (has >= 0 && has != i) {
 				fsck_problem(f, "member", NULL, i, 0, 0, FSCK_UNREPAIRABLE,
 				             "%s; it holds chunks of member index %d, not %d: give the "
@@ -347,7 +406,7 @@ static int check_superblocks(fsck *f, superblock *ref)
 		char *why = NULL;
 		if (!volume_member_ok(f->v, i))
 			continue;
-		if (read_superblock(volume_root_fd(f->v, i), &sb[i], &why) < 0) {
+		if (read_superblock(f, i, &sb[i], &why) < 0) {
 			fsck_problem(f, "superblock", NULL, i, 0, 0, FSCK_UNREPAIRABLE, "%s", why);
 			g_free(why);
 			continue;
@@ -382,26 +441,46 @@ static int check_superblocks(fsck *f, superblock *ref)
 	return 0;
 }
 
+typedef struct lock_call {
+	volume *v;
+	int idx;
+	char who[256];
+} lock_call;
+
+/* On the member's worker: 1 if its lock is held (the holder in c->who),
+ * 0 if not, a negative errno if the lock cannot be opened. */
+static int lock_held_run(void *arg)
+{
+	lock_call *c = arg;
+	char who[sizeof(c->who)];
+	int fd = MIO_CALL(openat(volume_root_fd(c->v, c->idx), ECFS_META_DIR "/" LOCK_NAME,
+	                         O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return -errno;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	bool locked = MIO_CALL(fcntl(fd, F_OFD_GETLK, &fl)) == 0 && fl.l_type != F_UNLCK;
+	if (locked) {
+		ssize_t r = mop_pread(c->v, c->idx, fd, who, sizeof(who) - 1, 0);
+		who[r > 0 ? r : 0] = 0;
+		memcpy(c->who, who, sizeof(who));
+	}
+	MIO_CALL(close(fd));
+	return locked;
+}
+
 /* True (and the owner in *who) if a daemon holds the volume lock. */
 static bool volume_locked(fsck *f, char *who, size_t len)
 {
 	for (int i = 0; i < f->n; i++) {
 		if (!volume_member_ok(f->v, i))
 			continue;
-		char p[64];
-		snprintf(p, sizeof(p), ECFS_META_DIR "/" LOCK_NAME);
-		int fd = openat(volume_root_fd(f->v, i), p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
+		lock_call c = { f->v, i, "" };
+		int rc = fsck_on_member(f, i, lock_held_run, &c);
+		if (rc < 0)
 			continue;
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-		bool locked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-		if (locked) {
-			ssize_t r = mop_pread(f->v, i, fd, who, len - 1, 0);
-			who[r > 0 ? r : 0] = 0;
-			g_strchomp(who);
-		}
-		close(fd);
-		return locked;
+		g_strlcpy(who, c.who, len);
+		g_strchomp(who);
+		return rc == 1;
 	}
 	return false;
 }
@@ -421,7 +500,8 @@ static gboolean file_id_equal(gconstpointer a, gconstpointer b)
 
 static void usage(FILE *out)
 {
-	fputs("Usage: ecfs-fsck [options] MEMBER:MEMBER:...\n"
+	static const char text[] =
+	      "Usage: ecfs-fsck [options] MEMBER:MEMBER:...\n"
 	      "Checks (and with -y repairs) the members of an unmounted ecfs volume.\n"
 	      "\n"
 	      "  -n, --dry-run     report only, change nothing (the default)\n"
@@ -434,11 +514,17 @@ static void usage(FILE *out)
 	      "  -q, --quiet       print only the problems left unrepaired\n"
 	      "      --progress    show progress on stderr (default on a terminal)\n"
 	      "      --no-progress never show progress\n"
+	      "      --timeout=SECONDS\n"
+	      "                    a member whose call has not returned after this long\n"
+	      "                    is failed and the run goes on without it (default %g,\n"
+	      "                    0 = never)\n"
 	      "  -h, --help        this help\n"
 	      "  -V, --version     the version\n"
 	      "\n"
-	      "Exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
-	      "8 operational error, 16 usage error.\n", out);
+	      "Exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected (or a\n"
+	      "member given up: the check is incomplete), "
+	      "8 operational error, 16 usage error.\n";
+	fprintf(out, text, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0);
 }
 
 static void print_summary(fsck *f, int status, const char *error)
@@ -541,6 +627,19 @@ static int finish_why(fsck *f, int status, const char *fmt, ...)
 	return status;
 }
 
+/* --timeout=SECONDS, as the daemon's -o timeout=: 0 (never) or 0.01 to
+ * 86400 seconds. */
+static bool parse_timeout(const char *s, unsigned *ms)
+{
+	char *end;
+	double secs = strtod(s, &end);
+
+	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
+		return false;
+	*ms = (unsigned)(secs * 1000 + 0.5);
+	return true;
+}
+
 /* main() goes on: no exit status yet. */
 #define GO_ON (-1)
 
@@ -550,7 +649,7 @@ static int finish_why(fsck *f, int status, const char *fmt, ...)
  * has not said it). */
 static int parse_command_line(int argc, char **argv, fsck_options *o, const char **bad)
 {
-	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD };
+	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD, OPT_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "repair", no_argument, NULL, 'y' },
@@ -560,13 +659,16 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int progress = -1, c;
 	bool dry = false;
+	const char *bad_timeout = NULL;
 
+	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
 	while ((c = getopt_long(argc, argv, "nyqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': dry = true; break;
@@ -577,12 +679,19 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		case OPT_JSON: o->json = true; break;
 		case OPT_PROGRESS: progress = 1; break;
 		case OPT_NO_PROGRESS: progress = 0; break;
+		case OPT_TIMEOUT:
+			if (!parse_timeout(optarg, &o->timeout_ms))
+				bad_timeout = optarg;
+			break;
 		case 'h': usage(stdout); return FSCK_EXIT_CLEAN;
 		case 'V': printf("ecfs-fsck %s\n", ECFS_VERSION); return FSCK_EXIT_CLEAN;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
-	*bad = optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
+	/* the daemon's words for its -o timeout= (a usage error: leaked) */
+	*bad = bad_timeout ? g_strdup_printf("--timeout=%s: give seconds, from 0.01 to 86400 "
+	                                     "(0 = never)", bad_timeout)
+	       : optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
 	       : dry && o->rebuild ? "-n and --rebuild exclude each other"
 	       : dry && o->repair ? "-n and -y exclude each other"
 	       : o->deep && o->rebuild ? "--deep reads everything; it does not go with --rebuild"
@@ -604,7 +713,7 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
 	/* volume_open leaves the intents to fsck_pending, which reports them. */
-	volume_options vo = { .read_only = !f->o.repair };
+	volume_options vo = { .read_only = !f->o.repair, .timeout_ms = f->o.timeout_ms };
 	if (!check_member_paths(f, paths, n))
 		return finish(f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
 		              "(" ECFS_META_DIR "/superblock): nothing to check");
@@ -669,6 +778,11 @@ static int check_volume(fsck *f, bool mounted)
 	if (!mounted)
 		fsck_pending(f);
 	int rc = fsck_tree(f);
+	/* Members given up in calls the stripe layer made for the repair
+	 * (headers, syncs) were not seen by the calls above. */
+	for (int i = 0; i < f->n; i++)
+		if (memberio_lost(volume_memberio(f->v), i))
+			fsck_member_lost(f, i);
 	fsck_progress(f, true);
 	clear_progress(output_of(f));
 	/* Every member whole again: none missed anything any more. */

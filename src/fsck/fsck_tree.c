@@ -30,8 +30,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +39,7 @@
 
 #include "chunk.h"
 #include "intent.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
 #include "stripe.h"
@@ -102,19 +101,49 @@ static void read_xattrs(int dfd, const char *name, view *w)
 	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
 }
 
-static void read_view(int dfd, const char *name, view *w)
+static struct timespec ts_of(struct statx_timestamp t)
 {
-	memset(w, 0, sizeof(*w));
-	if (dfd < 0)
-		return;
-	if (fstatat(dfd, name, &w->st, AT_SYMLINK_NOFOLLOW) < 0) {
-		w->err = errno == ENOENT ? 0 : errno;
+	return (struct timespec){ .tv_sec = t.tv_sec, .tv_nsec = t.tv_nsec };
+}
+
+/* The struct stat the votes compare, from a member's statx. */
+static void stat_of(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = ts_of(x->stx_atime);
+	st->st_mtim = ts_of(x->stx_mtime);
+	st->st_ctim = ts_of(x->stx_ctime);
+}
+
+/* On member mb's worker (fsck_on_member): what a system call returns
+ * lands in locals first.  The lstat is a member read (mop_statx), where
+ * test builds inject faults. */
+static void read_view_at(volume *v, int mb, int dfd, const char *name, view *w)
+{
+	struct statx stx;
+	struct stat st;
+	char buf[PATH_MAX + 1];
+	int rc = mop_statx(v, mb, dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
+
+	if (rc < 0) {
+		w->err = rc == -ENOENT ? 0 : -rc;
 		return;
 	}
+	stat_of(&stx, &st);
+	w->st = st;
 	w->present = true;
-	if (S_ISLNK(w->st.st_mode)) {
-		char buf[PATH_MAX + 1];
-		ssize_t l = readlinkat(dfd, name, buf, sizeof(buf) - 1);
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t l = MIO_CALL(readlinkat(dfd, name, buf, sizeof(buf) - 1));
 		w->target = g_strndup(buf, l < 0 ? 0 : (size_t)l);
 	} else {
 		read_xattrs(dfd, name, w);
@@ -192,70 +221,60 @@ static int vote(const view *w, int n, uint64_t voters, same_fn same)
 	return best;
 }
 
-/* ---- repairs on one member ---- */
+/* ---- listings ---- */
 
-static int remove_entry(volume *v, int mb, int dfd, const char *name, const view *w)
+typedef struct list_call {
+	int dfd;
+	const char *name;
+	int most;          /* names wanted at most; 0: all */
+	GPtrArray *names;  /* the names but . and .., g_malloc'd */
+} list_call;
+
+/* Lists (dfd, name) on the member's worker: the names go to a list of its
+ * own, handed to the caller at the end. */
+static int list_run(void *arg)
 {
-	int flags = S_ISDIR(w->st.st_mode) ? AT_REMOVEDIR : 0;
-	return mop_unlinkat(v, mb, dfd, name, flags);
-}
-
-/* Moves a left-over entry to <member>/.ecfs/lost+found instead of
- * deleting it: what looks like the remains of an unlink may also be the
- * last strips of a file damaged beyond repair, and those are kept. */
-static int move_to_lost(fsck *f, int mb, int dfd, const char *name, const char *path)
-{
-	int root = volume_root_fd(f->v, mb);
-	char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, path, -1);
-	char *target = g_strdup_printf("%.12s-%.200s", sum, name);
-	int rc = mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700);
-
-	if (rc == -EEXIST)
-		rc = 0;
-	int lfd = rc ? -1 : openat(root, ECFS_META_DIR "/lost+found",
-	                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (!rc && lfd < 0)
-		rc = -errno;
-	if (!rc)
-		rc = mop_renameat2(f->v, mb, dfd, name, lfd, target, 0);
-	if (lfd >= 0)
-		close(lfd);
-	g_free(sum);
-	g_free(target);
-	return rc;
-}
-
-static int create_entry(volume *v, int mb, int dfd, const char *name, const view *like)
-{
-	mode_t mode = like->st.st_mode;
-	int rc;
-
-	if (S_ISDIR(mode))
-		rc = mop_mkdirat(v, mb, dfd, name, 0700);
-	else if (S_ISLNK(mode))
-		rc = mop_symlinkat(v, mb, like->target, dfd, name);
-	else
-		rc = mop_mknodat(v, mb, dfd, name, (mode & S_IFMT) | 0600, like->st.st_rdev);
-	return rc;
-}
-
-static bool dir_has_entries(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	list_call *l = arg;
+	int fd = MIO_CALL(openat(l->dfd, l->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	bool any = false;
+	struct dirent *de;
 
 	if (!d) {
+		int err = errno;
 		if (fd >= 0)
-			close(fd);
-		return fd < 0; /* unreadable: assume it holds something */
+			MIO_CALL(close(fd));
+		return -err;
 	}
-	while (!any && (e = readdir(d)))
-		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return any;
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+	while ((!l->most || (int)names->len < l->most) && (de = MIO_CALL(readdir(d))))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			g_ptr_array_add(names, g_strdup(de->d_name));
+	MIO_CALL(closedir(d));
+	l->names = names;
+	return 0;
 }
+
+/* Runs fn(e, mb, win) on member mb's worker (fsck_on_member): every
+ * member call of the walk goes through here, so a member that hangs is
+ * given up after the I/O timeout.  -ETIMEDOUT for a member given up. */
+typedef struct entry_ctx entry_ctx;
+typedef int (*entry_fn)(entry_ctx *e, int mb, int win);
+
+typedef struct entry_call {
+	entry_ctx *e;
+	int mb, win;
+	entry_fn fn;
+} entry_call;
+
+static int entry_call_run(void *arg)
+{
+	entry_call *c = arg;
+	return c->fn(c->e, c->mb, c->win);
+}
+
+static int on_member(entry_ctx *e, int mb, int win, entry_fn fn);
+
+static bool dir_has_entries(entry_ctx *e, int mb);
 
 static const char *type_name(mode_t m)
 {
@@ -275,7 +294,7 @@ static const char *type_name(mode_t m)
 
 struct dir_jobs;
 
-typedef struct entry_ctx {
+struct entry_ctx {
 	fsck *f;
 	const char *path;    /* volume path, "/" for the root */
 	const char *name;    /* name in the parent, "." for the root */
@@ -285,7 +304,120 @@ typedef struct entry_ctx {
 	view w[STRIPE_MAX_N];
 	uint64_t present, fresh;
 	uint64_t typed, unreadable; /* a regular file handed to a file thread */
-} entry_ctx;
+};
+
+static int on_member(entry_ctx *e, int mb, int win, entry_fn fn)
+{
+	entry_call c = { e, mb, win, fn };
+	return fsck_on_member(e->f, mb, entry_call_run, &c);
+}
+
+/* fn(e, mb, win) on the members in mask at once; rcs[mb] its result. */
+static void on_members(entry_ctx *e, uint64_t mask, int win, entry_fn fn, int *rcs)
+{
+	entry_call c[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+
+	for (int mb = 0; mb < e->f->n; mb++) {
+		c[mb] = (entry_call){ e, mb, win, fn };
+		args[mb] = &c[mb];
+	}
+	fsck_on_members(e->f, mask, entry_call_run, args, rcs);
+}
+
+static int view_run(entry_ctx *e, int mb, int unused)
+{
+	(void)unused;
+	read_view_at(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
+	return 0;
+}
+
+/* Member mb's view of the entry, read again into e->w[mb]. */
+static void read_view(entry_ctx *e, int mb)
+{
+	view_clear(&e->w[mb]);
+	if (e->dfd[mb] >= 0 && on_member(e, mb, 0, view_run) < 0) {
+		view_clear(&e->w[mb]); /* what a member given up said counts for nothing */
+		e->w[mb].err = ETIMEDOUT;
+	}
+}
+
+static int has_entries_run(entry_ctx *e, int mb, int unused)
+{
+	list_call l = { e->dfd[mb], e->name, 1, NULL };
+	int rc = list_run(&l);
+
+	(void)unused;
+	if (rc < 0)
+		return rc;
+	rc = l.names->len > 0;
+	g_ptr_array_unref(l.names);
+	return rc;
+}
+
+/* Whether member mb's copy of the directory holds anything; one that
+ * cannot be read is taken to. */
+static bool dir_has_entries(entry_ctx *e, int mb)
+{
+	return on_member(e, mb, 0, has_entries_run) != 0;
+}
+
+/* ---- repairs on one member ---- */
+
+/* The repairs on one member: entry_fns, run on its worker (on_member). */
+
+static int remove_entry(entry_ctx *e, int mb, int unused)
+{
+	int flags = S_ISDIR(e->w[mb].st.st_mode) ? AT_REMOVEDIR : 0;
+
+	(void)unused;
+	return mop_unlinkat(e->f->v, mb, e->dfd[mb], e->name, flags);
+}
+
+/* Moves a left-over entry to <member>/.ecfs/lost+found instead of
+ * deleting it: what looks like the remains of an unlink may also be the
+ * last strips of a file damaged beyond repair, and those are kept. */
+static int move_to_lost(entry_ctx *e, int mb, int unused)
+{
+	fsck *f = e->f;
+	int root = volume_root_fd(f->v, mb);
+	char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, e->path, -1);
+	char *target = g_strdup_printf("%.12s-%.200s", sum, e->name);
+	int rc = mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700);
+
+	(void)unused;
+	if (rc == -EEXIST)
+		rc = 0;
+	int lfd = rc ? -1 : MIO_CALL(openat(root, ECFS_META_DIR "/lost+found",
+	                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	if (!rc && lfd < 0)
+		rc = -errno;
+	if (!rc)
+		rc = mop_renameat2(f->v, mb, e->dfd[mb], e->name, lfd, target, 0);
+	if (lfd >= 0)
+		MIO_CALL(close(lfd));
+	g_free(sum);
+	g_free(target);
+	return rc;
+}
+
+/* Creates the entry on mb like the winner's copy (win). */
+static int create_entry(entry_ctx *e, int mb, int win)
+{
+	const view *like = &e->w[win];
+	volume *v = e->f->v;
+	int dfd = e->dfd[mb];
+	mode_t mode = like->st.st_mode;
+	int rc;
+
+	if (S_ISDIR(mode))
+		rc = mop_mkdirat(v, mb, dfd, e->name, 0700);
+	else if (S_ISLNK(mode))
+		rc = mop_symlinkat(v, mb, like->target, dfd, e->name);
+	else
+		rc = mop_mknodat(v, mb, dfd, e->name, (mode & S_IFMT) | 0600, like->st.st_rdev);
+	return rc;
+}
 
 /* One attribute: vote among the members that held the entry before this
  * run, report the others, fix them (and the fresh copies, silently). */
@@ -298,7 +430,9 @@ static void settle(entry_ctx *e, int win, same_fn same, const char *what,
 		if (!(e->present >> mb & 1) || same(&e->w[mb], &e->w[win]))
 			continue;
 		bool fresh = e->fresh >> mb & 1;
-		int rc = f->o.repair ? fix(e, mb, win) : 0;
+		int rc = f->o.repair ? on_member(e, mb, win, fix) : 0;
+		if (fsck_gone(f, mb))
+			continue; /* reported as a member given up */
 		if (!fresh)
 			fsck_problem(f, "metadata", e->path, mb, 0, 0, fsck_outcome(f, rc),
 			             "%s differs from the other members%s%s", what, rc ? ": " : "",
@@ -335,12 +469,18 @@ static int fix_acl(entry_ctx *e, int mb, int win)
 }
 static int fix_recreate(entry_ctx *e, int mb, int win)
 {
-	int rc = remove_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
+	int rc = remove_entry(e, mb, win);
 	if (!rc)
-		rc = create_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[win]);
+		rc = create_entry(e, mb, win);
 	if (!rc)
 		rc = fix_owner(e, mb, win);
 	return rc;
+}
+
+static int fix_times(entry_ctx *e, int mb, int src)
+{
+	struct timespec ts[2] = { e->w[src].st.st_atim, e->w[src].st.st_mtim };
+	return mop_utimensat(e->f->v, mb, e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
 static void settle_metadata(entry_ctx *e)
@@ -357,7 +497,7 @@ static void settle_metadata(entry_ctx *e)
 		       fix_recreate);
 		for (int mb = 0; mb < f->n; mb++)
 			if (e->present >> mb & 1 && f->o.repair)
-				read_view(e->dfd[mb], e->name, &e->w[mb]); /* after recreation */
+				read_view(e, mb); /* after recreation */
 	}
 	if (type == S_IFCHR || type == S_IFBLK)
 		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
@@ -370,11 +510,8 @@ static void settle_metadata(entry_ctx *e)
 	}
 	/* New copies take the times of the newest existing one. */
 	if (f->o.repair && e->fresh) {
-		int src = vote(e->w, f->n, voters, same_type);
-		struct timespec ts[2] = { e->w[src].st.st_atim, e->w[src].st.st_mtim };
-		for (int mb = 0; mb < f->n; mb++)
-			if (e->fresh >> mb & 1)
-				mop_utimensat(f->v, mb, e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
+		int src = vote(e->w, f->n, voters, same_type), rcs[STRIPE_MAX_N];
+		on_members(e, e->fresh, src, fix_times, rcs);
 	}
 }
 
@@ -387,7 +524,7 @@ static void settle_entry(entry_ctx *e)
 	e->present = e->typed;
 	for (int mb = 0; mb < e->f->n; mb++)
 		if (e->fresh >> mb & 1) {
-			read_view(e->dfd[mb], e->name, &e->w[mb]);
+			read_view(e, mb);
 			if (e->w[mb].present)
 				e->present |= 1ull << mb;
 		}
@@ -497,9 +634,23 @@ static int wait_jobs(dir_jobs *jobs, int most)
  * members where it cannot be read are reported and go to e->unreadable. */
 static void read_views(entry_ctx *e)
 {
+	uint64_t mask = 0;
+	int rcs[STRIPE_MAX_N];
+
+	for (int mb = 0; mb < e->f->n; mb++)
+		if (e->dfd[mb] >= 0)
+			mask |= 1ull << mb;
+	on_members(e, mask, 0, view_run, rcs);
 	for (int mb = 0; mb < e->f->n; mb++) {
-		read_view(e->dfd[mb], e->name, &e->w[mb]);
-		if (e->w[mb].present)
+		if (mask >> mb & 1 && rcs[mb] < 0) {
+			view_clear(&e->w[mb]);
+			e->w[mb].err = ETIMEDOUT;
+		}
+		if (fsck_gone(e->f, mb)) {
+			/* given up: reported once as a member problem */
+			view_clear(&e->w[mb]);
+			e->unreadable |= 1ull << mb;
+		} else if (e->w[mb].present)
 			e->present |= 1ull << mb;
 		else if (e->w[mb].err) {
 			e->unreadable |= 1ull << mb;
@@ -524,10 +675,13 @@ static void drop_mistyped(entry_ctx *e, int win)
 			e->typed |= 1ull << mb;
 			continue;
 		}
-		int r = S_ISDIR(e->w[mb].st.st_mode) && dir_has_entries(e->dfd[mb], e->name)
-		        ? -ENOTEMPTY : 0;
+		int r = S_ISDIR(e->w[mb].st.st_mode) && dir_has_entries(e, mb) ? -ENOTEMPTY : 0;
 		if (f->o.repair && !r)
-			r = remove_entry(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
+			r = on_member(e, mb, win, remove_entry);
+		if (fsck_gone(f, mb)) {
+			e->unreadable |= 1ull << mb;
+			continue;
+		}
 		fsck_problem(f, "type", e->path, mb, 0, 0,
 		             r == -ENOTEMPTY ? FSCK_UNREPAIRABLE : fsck_outcome(f, r),
 		             "a %s where the other members hold a %s", type_name(e->w[mb].st.st_mode),
@@ -543,14 +697,13 @@ static void drop_mistyped(entry_ctx *e, int win)
 
 /* The existence rule (see the top of this file), for an entry of this
  * type held by `holders` of the `walkers` members that vote. */
-static bool keep_entry(const entry_ctx *e, bool root, mode_t type, int holders, int walkers)
+static bool keep_entry(entry_ctx *e, bool root, mode_t type, int holders, int walkers)
 {
 	fsck *f = e->f;
 	bool keep = root || holders * 2 >= walkers || (type == S_IFREG && holders >= f->k);
 
 	for (int mb = 0; mb < f->n && !keep && type == S_IFDIR; mb++)
-		keep = e->typed >> mb & ~f->heal_mask >> mb & 1 &&
-		       dir_has_entries(e->dfd[mb], e->name);
+		keep = e->typed >> mb & ~f->heal_mask >> mb & 1 && dir_has_entries(e, mb);
 	return keep && (root || holders > 0);
 }
 
@@ -565,9 +718,9 @@ static void remove_extra(entry_ctx *e, mode_t type, int holders, int walkers)
 		/* A directory removed while a healing member was away may
 		 * still hold entries there: it goes aside whole. */
 		bool rm = type == S_IFDIR && !(f->heal_mask >> mb & 1);
-		int r = !f->o.repair ? 0
-		        : rm ? remove_entry(f->v, mb, e->dfd[mb], e->name, &e->w[mb])
-		             : move_to_lost(f, mb, e->dfd[mb], e->name, e->path);
+		int r = !f->o.repair ? 0 : on_member(e, mb, 0, rm ? remove_entry : move_to_lost);
+		if (fsck_gone(f, mb))
+			continue;
 		fsck_problem(f, "extra", e->path, mb, 0, 0, fsck_outcome(f, r),
 		             "%s held by %d of %d members only (left over from a removal)%s",
 		             type_name(type), holders, walkers,
@@ -585,15 +738,24 @@ static void create_missing(entry_ctx *e, int win)
 	for (int mb = 0; mb < f->n; mb++) {
 		if (!(missing >> mb & 1))
 			continue;
-		int r = f->o.repair && e->dfd[mb] >= 0
-		        ? create_entry(f->v, mb, e->dfd[mb], e->name, &e->w[win])
+		int r = f->o.repair && e->dfd[mb] >= 0 ? on_member(e, mb, win, create_entry)
 		        : f->o.repair ? -ENOENT : 0;
+		if (fsck_gone(f, mb))
+			continue;
 		if (!(e->quiet >> mb & 1))
 			fsck_problem(f, "missing", e->path, mb, 0, 0, fsck_outcome(f, r),
 			             "%s missing on this member", type_name(e->w[win].st.st_mode));
 		if (f->o.repair && !r)
 			e->fresh |= 1ull << mb;
 	}
+}
+
+static int open_dir(entry_ctx *e, int mb, int unused)
+{
+	(void)unused;
+	int fd = MIO_CALL(openat(e->dfd[mb], e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                                               O_CLOEXEC));
+	return fd < 0 ? -errno : fd;
 }
 
 /* Walks a directory entry on every member that holds it. */
@@ -603,21 +765,21 @@ static int descend(entry_ctx *e, bool root)
 	int cfd[STRIPE_MAX_N];
 	uint64_t cquiet = e->quiet | e->unreadable;
 
+	on_members(e, e->present, 0, open_dir, cfd);
 	for (int mb = 0; mb < f->n; mb++) {
-		cfd[mb] = -1;
-		if (e->present >> mb & 1)
-			cfd[mb] = openat(e->dfd[mb], e->name,
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (cfd[mb] < 0 && e->present >> mb & 1)
+		if (!(e->present >> mb & 1))
+			cfd[mb] = -1;
+		if (cfd[mb] < 0 && e->present >> mb & 1 && !fsck_gone(f, mb))
 			fsck_problem(f, "unreadable", e->path, mb, 0, 0, FSCK_UNREPAIRABLE,
-			             "cannot open the directory: %s", g_strerror(errno));
-		if (cfd[mb] < 0)
+			             "cannot open the directory: %s", g_strerror(-cfd[mb]));
+		if (cfd[mb] < 0) {
+			cfd[mb] = -1;
 			cquiet |= 1ull << mb;
+		}
 	}
 	int rc = walk_dir(f, root ? "" : e->path, cfd, cquiet);
 	for (int mb = 0; mb < f->n; mb++)
-		if (cfd[mb] >= 0)
-			close(cfd[mb]);
+		fsck_close(f, mb, cfd[mb]);
 	return rc;
 }
 
@@ -655,35 +817,49 @@ static int check_entry(entry_ctx *e, bool root)
 	return type == S_IFDIR ? descend(e, root) : 0;
 }
 
+/* The union of the names in the directory on every member (dfd[mb] >= 0)
+ * into seen, the members' listings made at once. */
+static void list_members(fsck *f, const char *path, const int *dfd, GHashTable *seen)
+{
+	list_call l[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N];
+	uint64_t mask = 0;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		l[mb] = (list_call){ dfd[mb], ".", 0, NULL };
+		args[mb] = &l[mb];
+		if (dfd[mb] >= 0)
+			mask |= 1ull << mb;
+	}
+	fsck_on_members(f, mask, list_run, args, rcs);
+	for (int mb = 0; mb < f->n; mb++) {
+		if (!(mask >> mb & 1))
+			continue;
+		if (rcs[mb] < 0 || !l[mb].names) {
+			if (!fsck_gone(f, mb))
+				fsck_problem(f, "unreadable", *path ? path : "/", mb, 0, 0,
+				             FSCK_UNREPAIRABLE, "cannot list the directory: %s",
+				             g_strerror(rcs[mb] < 0 ? -rcs[mb] : EIO));
+			continue;
+		}
+		for (guint i = 0; i < l[mb].names->len; i++) {
+			const char *name = l[mb].names->pdata[i];
+			if (!(!*path && volume_root_name_reserved(name)) &&
+			    !g_hash_table_contains(seen, name))
+				g_hash_table_add(seen, g_strdup(name));
+		}
+		g_ptr_array_unref(l[mb].names);
+	}
+}
+
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 {
 	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	GList *names;
 	int rc = 0;
 
-	for (int mb = 0; mb < f->n; mb++) {
-		if (dfd[mb] < 0)
-			continue;
-		int fd = openat(dfd[mb], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *de;
-		if (!d) {
-			fsck_problem(f, "unreadable", *path ? path : "/", mb, 0, 0, FSCK_UNREPAIRABLE,
-			             "cannot list the directory: %s", g_strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if (!*path && volume_root_name_reserved(de->d_name))
-				continue;
-			if (!g_hash_table_contains(seen, de->d_name))
-				g_hash_table_add(seen, g_strdup(de->d_name));
-		}
-		closedir(d);
-	}
+	list_members(f, path, dfd, seen);
 	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
 	dir_jobs jobs = { 0 };
 	g_mutex_init(&jobs.lock);
@@ -738,11 +914,22 @@ static void report_intent(void *arg, const char *op, const char *from, const cha
 	             copies, f->n);
 }
 
-static int remove_orphan(fsck *f, int mb, int dfd, const char *name)
+typedef struct orphan_call {
+	volume *v;
+	int mb;
+	const char *name;
+} orphan_call;
+
+static int remove_orphan(void *arg)
 {
-	int rc = mop_unlinkat(f->v, mb, dfd, name, 0);
+	const orphan_call *o = arg;
+	char *path = g_strdup_printf(ECFS_META_DIR "/orphans/%s", o->name);
+	int root = volume_root_fd(o->v, o->mb);
+	int rc = mop_unlinkat(o->v, o->mb, root, path, 0);
+
 	if (rc == -EISDIR)
-		rc = mop_unlinkat(f->v, mb, dfd, name, AT_REMOVEDIR);
+		rc = mop_unlinkat(o->v, o->mb, root, path, AT_REMOVEDIR);
+	g_free(path);
 	return rc;
 }
 
@@ -750,24 +937,22 @@ static int remove_orphan(fsck *f, int mb, int dfd, const char *name)
  * the daemon stopped.  Nothing can reach them any more. */
 static void check_orphans(fsck *f, int mb)
 {
-	int fd = openat(volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans",
-	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	list_call l = { volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans", 0, NULL };
+
+	if (fsck_on_member(f, mb, list_run, &l) < 0 || !l.names)
 		return;
-	}
-	for (struct dirent *de; (de = readdir(d)) != NULL;) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		int rc = f->o.repair ? remove_orphan(f, mb, fd, de->d_name) : 0;
+	for (guint i = 0; i < l.names->len && !fsck_gone(f, mb); i++) {
+		const char *name = l.names->pdata[i];
+		orphan_call o = { f->v, mb, name };
+		int rc = f->o.repair ? fsck_on_member(f, mb, remove_orphan, &o) : 0;
+		if (fsck_gone(f, mb))
+			break;
 		fsck_problem(f, "orphan", NULL, mb, 0, 0, fsck_outcome(f, rc),
 		             ECFS_META_DIR "/orphans/%s: a file unlinked while open, left by a "
-		             "crash; repair removes it%s%s", de->d_name, rc ? ": " : "",
+		             "crash; repair removes it%s%s", name, rc ? ": " : "",
 		             rc ? g_strerror(-rc) : "");
 	}
-	closedir(d);
+	g_ptr_array_unref(l.names);
 }
 
 void fsck_pending(fsck *f)
@@ -777,8 +962,12 @@ void fsck_pending(fsck *f)
 	else
 		intent_scan(f->v, report_intent, f);
 	for (int mb = 0; mb < f->n; mb++) {
-		if (!volume_member_ok(f->v, mb))
-			f->walk_mask &= ~(1ull << mb); /* failed while finishing an intent */
+		if (!volume_member_ok(f->v, mb)) {
+			/* failed while finishing an intent (or reading them) */
+			if (memberio_lost(volume_memberio(f->v), mb))
+				fsck_member_lost(f, mb);
+			f->walk_mask &= ~(1ull << mb);
+		}
 		if (f->walk_mask >> mb & 1)
 			check_orphans(f, mb);
 	}
@@ -786,37 +975,69 @@ void fsck_pending(fsck *f)
 
 /* ---- totals for the progress line ---- */
 
-/* The files and data on a healthy member (a chunk holds 1/k of its file's
- * strips).  nftw has no argument for its callback: one run at a time. */
-static uint64_t count_files, count_bytes;
+typedef struct count_call {
+	int rootfd;
+	uint64_t files, bytes;
+} count_call;
 
-static int count_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
+/* Counts the files and data beneath dfd (closed here) into c: a chunk
+ * holds 1/k of its file's strips, and headers of either version are taken
+ * for the short one (an estimate). */
+static void count_dir(count_call *c, int dfd, int depth)
 {
-	if (ftw->level == 1 && volume_root_name_reserved(p + ftw->base))
-		return FTW_SKIP_SUBTREE;
-	if (type == FTW_F && S_ISREG(st->st_mode)) {
-		count_files++;
-		/* an estimate for the progress line: headers of either version */
-		if (st->st_size > CHUNK_HEADER_SIZE_V2)
-			count_bytes += (uint64_t)st->st_size - CHUNK_HEADER_SIZE_V2;
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (!d) {
+		MIO_CALL(close(dfd));
+		return;
 	}
-	return FTW_CONTINUE;
+	while ((de = MIO_CALL(readdir(d)))) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (depth == 0 && volume_root_name_reserved(de->d_name)))
+			continue;
+		if (de->d_type == DT_DIR && depth < 256) {
+			int fd = MIO_CALL(openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                                           O_CLOEXEC));
+			if (fd >= 0)
+				count_dir(c, fd, depth + 1);
+		} else if ((de->d_type == DT_REG || de->d_type == DT_UNKNOWN) &&
+		           MIO_CALL(fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)) == 0 &&
+		           S_ISREG(st.st_mode)) {
+			c->files++;
+			if (st.st_size > CHUNK_HEADER_SIZE_V2)
+				c->bytes += (uint64_t)st.st_size - CHUNK_HEADER_SIZE_V2;
+		}
+	}
+	MIO_CALL(closedir(d));
+}
+
+/* On the member's worker: every call of the walk is watched on its own
+ * (one watch over the whole walk would give up a large tree). */
+static int count_run(void *arg)
+{
+	count_call *c = arg;
+	int fd = MIO_CALL(openat(c->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+
+	if (fd < 0)
+		return -errno;
+	count_dir(c, fd, 0);
+	return 0;
 }
 
 void fsck_count_totals(fsck *f)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	uint64_t voters = f->walk_mask & ~f->heal_mask;
 
-	pthread_mutex_lock(&lock);
 	/* m + 1 members: at least one of them was not just emptied. */
 	for (int mb = 0, seen = 0; mb < f->n && seen <= f->m; mb++)
 		if (voters >> mb & 1) {
-			count_files = count_bytes = 0;
-			nftw(volume_member_path(f->v, mb), count_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
-			f->total_files = MAX(f->total_files, count_files);
-			f->total_bytes = MAX(f->total_bytes, count_bytes * (uint64_t)f->k);
+			count_call c = { volume_root_fd(f->v, mb), 0, 0 };
+			if (fsck_on_member(f, mb, count_run, &c) < 0)
+				continue;
+			f->total_files = MAX(f->total_files, c.files);
+			f->total_bytes = MAX(f->total_bytes, c.bytes * (uint64_t)f->k);
 			seen++;
 		}
-	pthread_mutex_unlock(&lock);
 }

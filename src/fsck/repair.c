@@ -273,29 +273,37 @@ static void write_member(void *arg)
 /* ---- opening the chunks ---- */
 
 typedef struct chunk_probe {
+	fsck *f;
+	const char *path;
+	int mb;
 	int fd, err;
 	bool valid, empty;
 	const char *why;
 	chunk_header h;
 } chunk_probe;
 
-static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
+/* On member p->mb's worker (fsck_on_members): opens its chunk and reads
+ * its header. */
+static int probe_chunk(void *arg)
 {
+	chunk_probe *p = arg;
+	fsck *f = p->f;
 	const char *leaf;
 	uint8_t buf[CHUNK_HEADER_MAX];
-	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
+	int pfd = volume_parent_fd(f->v, p->mb, p->path, &leaf);
 
-	p->fd = -1;
 	if (pfd < 0) {
 		p->err = -pfd;
-		return;
+		return 0;
 	}
-	p->fd = openat(pfd, leaf, (f->o.repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	p->err = p->fd < 0 ? errno : 0;
-	close(pfd);
-	if (p->fd < 0)
-		return;
-	ssize_t got = read_all(f->v, mb, p->fd, buf, sizeof(buf), 0);
+	int fd = MIO_CALL(openat(pfd, leaf, (f->o.repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
+	                                    O_CLOEXEC));
+	p->err = fd < 0 ? errno : 0;
+	MIO_CALL(close(pfd));
+	p->fd = fd;
+	if (fd < 0)
+		return 0;
+	ssize_t got = read_all(f->v, p->mb, fd, buf, sizeof(buf), 0);
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";
@@ -304,6 +312,7 @@ static void probe_chunk(fsck *f, int mb, const char *path, chunk_probe *p)
 		if (!p->valid)
 			p->why = "header of another volume";
 	}
+	return 0;
 }
 
 /* Picks the file's header: the identity most chunks carry (ties: the
@@ -334,24 +343,34 @@ static int pick_reference(const chunk_probe *p, int n)
 /* Creates the missing chunk on member mb (repair only).  A file with
  * hard links whose chunk on mb was already seen (and repaired) at another
  * path gets that chunk linked, so the member keeps one inode per file. */
-static int create_chunk(fsck *f, int mb, const char *path, const char *link_from,
-                        bool *linked)
+typedef struct create_call {
+	fsck *f;
+	int mb;
+	const char *path, *link_from;
+	bool linked;
+} create_call;
+
+/* On the member's worker (fsck_on_member): the chunk's descriptor or a
+ * negative errno. */
+static int create_chunk_run(void *arg)
 {
+	create_call *c = arg;
+	fsck *f = c->f;
+	int mb = c->mb;
 	const char *leaf, *sleaf;
-	int pfd = volume_parent_fd(f->v, mb, path, &leaf);
+	int pfd = volume_parent_fd(f->v, mb, c->path, &leaf);
 	int fd = -1;
 
-	*linked = false;
 	if (pfd < 0)
 		return pfd;
-	if (link_from) {
-		int sfd = volume_parent_fd(f->v, mb, link_from, &sleaf);
+	if (c->link_from) {
+		int sfd = volume_parent_fd(f->v, mb, c->link_from, &sleaf);
 		if (sfd >= 0 && mop_linkat(f->v, mb, sfd, sleaf, pfd, leaf, 0) == 0) {
-			fd = openat(pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-			*linked = fd >= 0;
+			fd = MIO_CALL(openat(pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+			c->linked = fd >= 0;
 		}
 		if (sfd >= 0)
-			close(sfd);
+			MIO_CALL(close(sfd));
 	}
 	if (fd < 0)
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -360,7 +379,17 @@ static int create_chunk(fsck *f, int mb, const char *path, const char *link_from
 	 * file finishes its create): it is rebuilt whole all the same. */
 	if (fd == -EEXIST)
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-	close(pfd);
+	MIO_CALL(close(pfd));
+	return fd;
+}
+
+static int create_chunk(fsck *f, int mb, const char *path, const char *link_from,
+                        bool *linked)
+{
+	create_call c = { f, mb, path, link_from, false };
+	int fd = fsck_on_member(f, mb, create_chunk_run, &c);
+
+	*linked = fd >= 0 && c.linked;
 	return fd;
 }
 
@@ -540,7 +569,11 @@ static void finish_reads(file_check *fc, run_slot *rs)
 		member_task *t = &rs->task[pos];
 		if (!(lost >> t->member & 1))
 			continue;
-		/* given up (memberio.h): whatever it read counts for nothing */
+		/* given up (memberio.h): whatever it read counts for nothing,
+		 * and it is reported once as a member, not file by file */
+		fsck_member_lost(fc->f, t->member);
+		fc->quiet |= 1ull << t->member;
+		fc->unwritable |= 1ull << t->member;
 		t->err = -ETIMEDOUT;
 		for (int i = 0; i < rs->cnt; i++) {
 			t->st[i].v = STRIP_ERR;
@@ -577,8 +610,11 @@ static void finish_writes(file_check *fc, run_slot *rs)
 		member_task *t = &rs->task[pos];
 		if (!t->wmask)
 			continue;
-		if (lost >> t->member & 1)
+		if (lost >> t->member & 1) {
+			fsck_member_lost(fc->f, t->member);
+			fc->quiet |= 1ull << t->member;
 			t->err = -ETIMEDOUT;
+		}
 		if (t->err) {
 			if (!fc->write_err[t->member])
 				fc->write_err[t->member] = t->err;
@@ -755,13 +791,18 @@ static void mark_chunk(file_check *fc, int mb, const char *kind, const char *why
 static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 {
 	fsck *f = fc->f;
-	int n = fc->n;
+	int n = fc->n, rcs[STRIPE_MAX_N];
+	uint64_t mask = f->walk_mask & present;
+	void *args[STRIPE_MAX_N] = { 0 };
 
 	for (int mb = 0; mb < n; mb++) {
-		p[mb] = (chunk_probe){ .fd = -1 };
-		if (f->walk_mask >> mb & 1 && present >> mb & 1)
-			probe_chunk(f, mb, fc->path, &p[mb]);
+		p[mb] = (chunk_probe){ .f = f, .path = fc->path, .mb = mb, .fd = -1 };
+		args[mb] = &p[mb];
 	}
+	fsck_on_members(f, mask, probe_chunk, args, rcs);
+	for (int mb = 0; mb < n; mb++)
+		if (mask >> mb & 1 && rcs[mb] < 0) /* given up: nothing it said counts */
+			p[mb] = (chunk_probe){ .fd = -1, .err = -rcs[mb] };
 	int ref = pick_reference(p, n);
 	if (ref < 0) {
 		bool all_empty = true;
@@ -781,7 +822,7 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 		fc->c.fd[mb] = q->fd;
 		fc->c.state[mb] = CHUNK_OK;
 		q->fd = -1;
-		if (!(f->walk_mask >> mb & 1)) {
+		if (!(f->walk_mask >> mb & 1) || fsck_gone(f, mb)) {
 			fc->c.state[mb] = CHUNK_FAILED;
 			fc->quiet |= 1ull << mb;
 			fc->unwritable |= 1ull << mb;
@@ -911,8 +952,7 @@ static int open_file(file_check *fc, uint64_t present)
 
 	if (rc < 0) {
 		for (int mb = 0; mb < f->n; mb++)
-			if (p[mb].fd >= 0)
-				close(p[mb].fd);
+			fsck_close(f, mb, p[mb].fd);
 		return rc == -ENODATA || rc == -EINVAL ? 1 : rc;
 	}
 	fc->k = fc->c.lay.k;
@@ -939,15 +979,28 @@ static bool good_chunk(const file_check *fc, int mb)
 /* A file with hard links is checked at each of its paths: the first one
  * is remembered, and a later path's missing chunks are linked to its
  * (create_chunk). */
+struct links_call {
+	int fd;
+};
+
+/* The chunk's link count, on the member's worker. */
+static int links_run(void *arg)
+{
+	const struct links_call *l = arg;
+	struct stat st;
+
+	return MIO_CALL(fstat(l->fd, &st)) < 0 ? -errno : (int)MIN(st.st_nlink, 2);
+}
+
 static void note_hard_link(file_check *fc)
 {
 	fsck *f = fc->f;
-	struct stat st;
 	int mb = 0;
 
 	while (mb < fc->n && !good_chunk(fc, mb))
 		mb++;
-	if (mb == fc->n || fstat(fc->c.fd[mb], &st) < 0 || st.st_nlink <= 1)
+	struct links_call l = { mb < fc->n ? fc->c.fd[mb] : -1 };
+	if (mb == fc->n || fsck_on_member(f, mb, links_run, &l) <= 1)
 		return;
 	g_mutex_lock(&shared_lock);
 	fc->link_from = g_hash_table_lookup(f->links, fc->c.hdr.file_id);
@@ -1108,9 +1161,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
 	int rc = open_file(fc, present);
 	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
-	for (int mb = 0; mb < STRIPE_MAX_N; mb++)
-		if (fc->c.fd[mb] >= 0)
-			close(fc->c.fd[mb]);
+	for (int mb = 0; mb < f->n; mb++)
+		fsck_close(f, mb, fc->c.fd[mb]);
 	if (f->hooks)
 		f->hooks->file_end(f, path, token);
 	give_back_buffers(fc);

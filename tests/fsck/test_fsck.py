@@ -661,6 +661,127 @@ class InputTest(FsckCase):
             self.assert_clean_unmount(v)
 
 
+class TimeoutTest(FsckCase):
+    """--timeout: a member that stops answering (ECFS_FAULT hang, builds
+    with -Dfault_injection) is given up after the timeout, named once, its
+    strips taken for erasures and nothing more written to it; the run goes
+    on with the others and says it is incomplete (exit 4, with 1 if it
+    repaired anything)."""
+
+    # a hung member must not hold the run for longer than the timeout and
+    # the rest of the run: well above both, far below "forever"
+    BOUND = 90
+
+    def fsck_faulty(self, v, rules, *args):
+        env = dict(os.environ, ECFS_FAULT=rules)
+        cmd = [FSCK, "--no-progress", "--timeout=1", *args, ":".join(v.members)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               timeout=self.BOUND)
+        except subprocess.TimeoutExpired:
+            self.fail(f"ecfs-fsck with {rules} did not end within {self.BOUND} s")
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in r.stderr:
+            self.skipTest("this build has no fault injection")
+        return r
+
+    def assert_given_up(self, v, r, j):
+        out = r.stdout + r.stderr
+        self.assertEqual(r.stderr.count(f"member {j} ({v.members[j]}) failed: no answer"), 1,
+                         out)
+        self.assertIn(f"member: volume: member {j} ({v.members[j]}): no answer within 1 s, "
+                      "treated as failed", r.stdout)
+        self.assertIn("[unrepairable]", r.stdout)
+
+    def test_member_hangs_in_the_walk(self):
+        """Member 3's reads hang from the start (the namespace walk);
+        member 1's missing chunk and directory entry are still repaired, and
+        member 3 is left as it was."""
+        v, data = self.build()
+        v.lose(1, "chunkdel", files=["mid"])
+        shutil.rmtree(os.path.join(v.members[1], "dir", "sub"))
+        before = member_hashes(v, [3])
+        # the reads of the intent log come first (its open, then each slot):
+        # the hang takes the first read after them, the walk's lstat of /
+        log = os.path.join(v.members[3], ".ecfs", "intent", "log")
+        after = 1 + os.path.getsize(log) // 16384
+        r = self.fsck_faulty(v, f"member=3,op=read,after={after},hang", "-y")
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        # given up before the walk judged anything
+        self.assertTrue(r.stdout.startswith(f"member: volume: member 3 ({v.members[3]})"),
+                        r.stdout)
+        self.assert_given_up(v, r, 3)
+        self.assertIn("chunk-missing: /mid: member 1", r.stdout)
+        self.assertIn("missing: /dir/sub: member 1", r.stdout)
+        self.assertNotIn("member 3 (", r.stdout.replace(
+            f"member: volume: member 3 ({v.members[3]})", ""))
+        self.assertTrue(os.path.exists(v.chunk_path(1, "mid")))
+        self.assertTrue(os.path.exists(v.chunk_path(1, "dir/sub/b")))
+        self.assertEqual(member_hashes(v, [3]), before)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.read_back(v, data, subsets=2)
+
+    def test_member_hangs_in_a_check(self):
+        """-n: the JSON report has the member failed and the problem."""
+        v, _ = self.build()
+        env = dict(os.environ, ECFS_FAULT="member=2,op=read,hang")
+        cmd = [FSCK, "--no-progress", "--timeout=1", "--json", "-n", ":".join(v.members)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               timeout=self.BOUND)
+        except subprocess.TimeoutExpired:
+            self.fail("ecfs-fsck -n with a hung member did not end")
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in r.stderr:
+            self.skipTest("this build has no fault injection")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        rep = json.loads(r.stdout)
+        self.assertEqual(rep["members"][2]["state"], "failed")
+        given_up = [p for p in rep["problems"] if p["kind"] == "member"]
+        self.assertEqual(len(given_up), 1, rep["problems"])
+        self.assertEqual(given_up[0]["member"], 2)
+        self.assertEqual(given_up[0]["status"], "unrepairable")
+        # nothing else is blamed on it, file by file
+        self.assertEqual([p for p in rep["problems"] if p["member"] == 2], given_up)
+
+    def test_member_hangs_in_the_repair(self):
+        """Member 2's writes hang: the first repair that writes to it (its
+        own bad strips) gives it up; member 1's chunk is rebuilt all the
+        same, and nothing reaches member 2."""
+        v, data = self.build()
+        with open(v.chunk_path(2, "dir/sub/b"), "r+b") as f:
+            f.seek(8192)
+            f.write(os.urandom(4096))
+        v.lose(1, "chunkdel", files=["dir/a"])
+        before = member_hashes(v, [2])
+        r = self.fsck_faulty(v, "member=2,op=write,hang", "-y")
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        self.assert_given_up(v, r, 2)
+        self.assertIn("chunk-missing: /dir/a: member 1", r.stdout)
+        self.assertTrue(os.path.exists(v.chunk_path(1, "dir/a")))
+        self.assertEqual(member_hashes(v, [2]), before)
+        # the damage on member 2 is still there for the next run
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("strip: /dir/sub/b: member 2", r.stdout)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.read_back(v, data, subsets=2)
+
+    def test_timeout_usage(self):
+        v, _ = self.build()
+        for bad in ("abc", "-1", "0.001", "1e9", ""):
+            r = subprocess.run([FSCK, f"--timeout={bad}", "-n", ":".join(v.members)],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 16, bad)
+            self.assertIn(f"--timeout={bad}: give seconds, from 0.01 to 86400 (0 = never)",
+                          r.stderr)
+        for good in ("0", "2.5"):
+            r = self.fsck(v, f"--timeout={good}", "-n")
+            self.assertEqual(r.returncode, 0, good + r.stdout + r.stderr)
+        r = subprocess.run([FSCK, "--help"], capture_output=True, text=True)
+        self.assertIn("--timeout=SECONDS", r.stdout)
+
+
 if __name__ == "__main__":
     FSCK = h.take_fsck_argument()
     sys.exit(h.main())
