@@ -1428,17 +1428,23 @@ static int format_member(volume *v, int idx, int rootfd)
 	char *why = NULL;
 	int rc = -EIO, metafd;
 
-	for (int j = 0; j < v->n && rc < 0; j++)
-		if (j != idx && volume_member_ok(v, j) && (rc = superblock_read(v->mem[j].metafd, &sb,
-		                                                               &why)) < 0)
+	for (int j = 0; j < v->n && rc < 0; j++) {
+		if (j == idx || !volume_member_ok(v, j))
+			continue;
+		mio_io_begin(); /* on member idx's worker (revive_format) */
+		rc = superblock_read(v->mem[j].metafd, &sb, &why);
+		mio_io_end();
+		if (rc < 0)
 			g_clear_pointer(&why, g_free);
+	}
 	if (rc < 0)
 		return rc;
 	sb.index = idx;
 	rc = mop_mkdirat(v, idx, rootfd, ECFS_META_DIR, 0700);
 	if (rc < 0 && rc != -EEXIST)
 		return rc;
-	metafd = openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	metafd = MIO_CALL(openat(rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                                                O_CLOEXEC));
 	if (metafd < 0)
 		return -errno;
 	rc = superblock_write(v, idx, metafd, &sb);
@@ -1485,6 +1491,54 @@ void volume_set_journals_none(volume *v, bool none)
 	__atomic_store_n(&v->journals_none, none, __ATOMIC_RELEASE);
 }
 
+/* A revive's calls on the member run on its worker (volume_on_member):
+ * one that hangs is given up after the I/O timeout, rather than holding
+ * the heal thread and the unmount that joins it. */
+typedef struct revive_call {
+	volume *v;
+	int idx;
+	probe p;
+	struct stat st;
+	int st_rc;
+} revive_call;
+
+static int revive_probe(void *arg)
+{
+	revive_call *r = arg;
+	probe p = r->p;
+	struct stat st;
+
+	mio_io_begin(); /* the probe's few calls, as one member call */
+	probe_member(&p);
+	int st_rc = p.rootfd >= 0 ? fstat(p.rootfd, &st) : -1;
+	mio_io_end();
+	r->p = p;
+	r->st = st;
+	r->st_rc = st_rc;
+	return 0;
+}
+
+static int revive_format(void *arg)
+{
+	revive_call *r = arg;
+	struct stat st;
+	int fd = format_member(r->v, r->idx, r->p.rootfd);
+	int st_rc = fd >= 0 ? MIO_CALL(fstat(r->p.rootfd, &st)) : -1;
+
+	if (st_rc == 0)
+		r->st = st;
+	r->st_rc = st_rc;
+	return fd;
+}
+
+/* A member given up while a revive asked it: already failed, so said here. */
+static int revive_lost(volume *v, int idx)
+{
+	ecfs_log(LOG_WARNING, "member %d (%s): no answer while probed for the online heal; it "
+	         "stays failed until the next mount", idx, v->mem[idx].path);
+	return 0;
+}
+
 int volume_member_revive(volume *v, int idx)
 {
 	volume_set_journals_none(v, false); /* it may bring journals back */
@@ -1498,7 +1552,10 @@ int volume_member_revive(volume *v, int idx)
 	 * hang this thread too. */
 	if (volume_member_ok(v, idx) || v->read_only || memberio_lost(v->mio, idx))
 		return 0;
-	probe_member(&p);
+	revive_call r = { v, idx, p, { 0 }, -1 };
+	if (volume_on_member(v, idx, revive_probe, &r) < 0)
+		return revive_lost(v, idx); /* its fds are the stuck worker's */
+	p = r.p;
 	if (p.state == P_OK && (memcmp(p.sb.uuid, v->uuid, 16) || p.sb.index != idx))
 		goto out; /* another volume's or another member's: never ours to take */
 	if (revive_unmounted(v, idx, &p))
@@ -1506,12 +1563,18 @@ int volume_member_revive(volume *v, int idx)
 	if (p.state == P_OK) {
 		/* The same directory that failed by an I/O error stays failed;
 		 * one that went away and is back (or a new one) is taken. */
-		if (fstat(p.rootfd, &st) < 0 ||
+		st = r.st;
+		if (r.st_rc < 0 ||
 		    (!__atomic_load_n(&mb->root_lost, __ATOMIC_RELAXED) && st.st_dev == mb->dev &&
 		     st.st_ino == mb->ino))
 			goto out;
 	} else if (p.state == P_EMPTY) {
-		p.metafd = format_member(v, idx, p.rootfd);
+		p.metafd = volume_on_member(v, idx, revive_format, &r);
+		if (p.metafd == -ETIMEDOUT && memberio_lost(v->mio, idx)) {
+			p.rootfd = -1; /* the stuck worker's */
+			revive_lost(v, idx);
+			goto out;
+		}
 		if (p.metafd < 0) {
 			ecfs_log(LOG_WARNING, "member %d (%s): cannot format the replacement: %s", idx,
 			         mb->path, g_strerror(-p.metafd));
@@ -1520,8 +1583,9 @@ int volume_member_revive(volume *v, int idx)
 	} else {
 		goto out;
 	}
-	if (fstat(p.rootfd, &st) < 0)
+	if (r.st_rc < 0)
 		goto out;
+	st = r.st;
 	pthread_mutex_lock(&v->lock);
 	if (!v->old_fds)
 		v->old_fds = g_array_new(FALSE, FALSE, sizeof(int));

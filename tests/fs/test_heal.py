@@ -287,6 +287,41 @@ class OnlineHealTest(HealCase):
         self.assertEqual(r.returncode, 0, "fsck after the heal:\n" + r.stdout + r.stderr)
 
 
+class HealHangTest(HealCase):
+    """A member that stops answering while the heal works on it (ECFS_FAULT
+    hang, builds with -Dfault_injection) is given up after -o timeout: the
+    heal thread goes on, the volume keeps serving from the others and the
+    unmount does not wait for the stuck call."""
+
+    def test_replacement_hangs_when_formatted(self):
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        data = self.populate(mnt)
+        self.assert_clean_unmount(v)
+        shutil.rmtree(v.members[3])
+        os.mkdir(v.members[3], 0o755)
+        os.environ["ECFS_FAULT"] = "member=3,op=write,hang"
+        try:
+            mnt = self.mount(v, "timeout=1")
+        finally:
+            del os.environ["ECFS_FAULT"]
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
+            self.assert_clean_unmount(v)
+            self.skipTest("this build has no fault injection")
+        # the heal takes the empty member at once; its superblock write hangs
+        deadline = time.monotonic() + 30
+        while "no answer while probed for the online heal" not in v.output():
+            self.assertLess(time.monotonic(), deadline, v.log())
+            time.sleep(0.1)
+        rep = h.health(mnt)
+        self.assertEqual(rep["member.3"].split()[0], "failed", rep)
+        self.assertEqual(rep["heal"], "idle", rep)
+        self.check_all(mnt, data, "with member 3 given up:")
+        h.write_file(os.path.join(mnt, "after"), b"x" * 70000)
+        self.assert_clean_unmount(v)
+        self.assertFalse(os.path.exists(os.path.join(v.members[3], ".ecfs", "superblock")))
+
+
 class SelfHealingReadTest(HealCase):
 
     def test_flipped_strip_is_rewritten(self):
