@@ -27,76 +27,137 @@ typedef struct jmember {
 	journal_header h;
 } jmember;
 
+/* One member's part of the recovery, on its worker (volume_on_members),
+ * so that a member that hangs is given up after the I/O timeout. */
+typedef struct jcall {
+	stripe_ctx *c;
+	int mb;
+	jmember *jm;
+	const char *name;
+	/* journal_strips */
+	uint64_t s, g, size;
+	uint8_t *bufs;
+} jcall;
+
+/* Opens member mb's journal and reads its header: 1 if it has one. */
+static int read_journal(void *arg)
+{
+	jcall *j = arg;
+	stripe_ctx *c = j->c;
+	int mb = j->mb;
+	uint8_t buf[JOURNAL_HEADER_SIZE];
+	const char *why = NULL;
+	int fd = mop_openat(c->v, mb, volume_root_fd(c->v, mb), j->name,
+	                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			ecfs_log(LOG_WARNING, "%s: cannot open the journal on member %d: %s",
+			         c->path, mb, g_strerror(-fd));
+		return 0;
+	}
+	struct iovec iov = { buf, sizeof(buf) };
+	ssize_t r = mop_transfer(c->v, mb, fd, &iov, 1, 0, false);
+	jmember m = { .fd = fd };
+	/* torn or empty: this member's copy does not count */
+	if (r == (ssize_t)sizeof(buf) && journal_header_decode(buf, &m.h, &why) == 0)
+		m.valid = !memcmp(m.h.volume_uuid, c->hdr.volume_uuid, 16) &&
+		          !memcmp(m.h.file_id, c->hdr.file_id, 16) &&
+		          m.h.position == (uint32_t)layout_position_of(&c->lay, mb) &&
+		          m.h.strip_size == c->lay.strip_size;
+	*j->jm = m;
+	return 1;
+}
+
+/* fn on the usable members of mask at once; rcs[mb] its result. */
+static void on_members(stripe_ctx *c, uint64_t mask, int (*fn)(void *), jcall *j, int *rcs)
+{
+	void *args[STRIPE_MAX_N];
+
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		args[mb] = &j[mb];
+		if (!stripe_member_usable(c, mb))
+			mask &= ~(1ull << mb);
+	}
+	volume_on_members(c->v, mask, fn, args, rcs);
+}
+
 /* Opens and reads the journal headers of the file; true if any member has
  * a journal file at all. */
 static bool read_journals(stripe_ctx *c, jmember *jm)
 {
 	char name[JOURNAL_PATH_SIZE];
+	jcall j[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N] = { 0 };
 	bool any = false;
 
+	for (int mb = 0; mb < c->lay.n; mb++)
+		jm[mb] = (jmember){ .fd = -1 };
 	if (volume_journals_none(c->v))
 		return false;
 	journal_path(c->hdr.file_id, name);
-	for (int mb = 0; mb < c->lay.n; mb++) {
-		uint8_t buf[JOURNAL_HEADER_SIZE];
-		const char *why = NULL;
-		jm[mb] = (jmember){ .fd = -1 };
-		if (!stripe_member_usable(c, mb))
-			continue;
-		int fd = mop_openat(c->v, mb, volume_root_fd(c->v, mb), name,
-		                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-		if (fd < 0) {
-			if (fd != -ENOENT)
-				ecfs_log(LOG_WARNING, "%s: cannot open the journal on member %d: %s",
-				         c->path, mb, g_strerror(-fd));
-			continue;
-		}
-		jm[mb].fd = fd;
-		any = true;
-		struct iovec iov = { buf, sizeof(buf) };
-		ssize_t r = mop_transfer(c->v, mb, jm[mb].fd, &iov, 1, 0, false);
-		if (r != (ssize_t)sizeof(buf) || journal_header_decode(buf, &jm[mb].h, &why) < 0)
-			continue; /* torn or empty: this member's copy does not count */
-		const journal_header *h = &jm[mb].h;
-		jm[mb].valid = !memcmp(h->volume_uuid, c->hdr.volume_uuid, 16) &&
-		               !memcmp(h->file_id, c->hdr.file_id, 16) &&
-		               h->position == (uint32_t)layout_position_of(&c->lay, mb) &&
-		               h->strip_size == c->lay.strip_size;
-	}
+	for (int mb = 0; mb < c->lay.n; mb++)
+		j[mb] = (jcall){ .c = c, .mb = mb, .jm = &jm[mb], .name = name };
+	uint64_t mask = c->lay.n == 64 ? ~0ull : (1ull << c->lay.n) - 1;
+	on_members(c, mask, read_journal, j, rcs);
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stripe_member_usable(c, mb) && rcs[mb] > 0)
+			any = true;
+		else if (rcs[mb] == -ETIMEDOUT)
+			jm[mb] = (jmember){ .fd = -1 }; /* given up: its worker keeps it */
 	return any;
 }
 
 /* Reads journal strip s of generation g from every member whose journal
  * holds it into bufs (by position); returns the mask of positions whose
  * strip verifies, and the logical size its record carries in *size. */
-static uint64_t journal_strips(stripe_ctx *c, const jmember *jm, uint64_t s, uint64_t g,
+/* Member j->mb's journal strip j->s of generation j->g (journal_strips),
+ * on its worker: 1 if it verifies (its record's size in j->size). */
+static int journal_strip(void *arg)
+{
+	jcall *j = arg;
+	stripe_ctx *c = j->c;
+	const journal_header *h = &j->jm->h;
+	uint64_t strip = c->lay.strip_size, i = j->s - h->first;
+	int pos = (int)h->position;
+	uint8_t *dst = j->bufs + (size_t)pos * strip;
+	struct iovec iov = { dst, strip }; /* bounced on a worker (mop_transfer) */
+
+	if (mop_transfer(c->v, j->mb, j->jm->fd, &iov, 1,
+	                 (off_t)(JOURNAL_HEADER_SIZE + i * strip), false) != (ssize_t)strip)
+		return 0;
+	chunk_header ch = c->hdr;
+	chunk_record r;
+	ch.position = (uint32_t)pos;
+	chunk_record_decode(h->records[i], &r);
+	uint64_t len = layout_strip_len(&c->lay, j->s, r.size);
+	if (r.generation != j->g || !chunk_strip_verify(c->sum, &ch, &r, j->s, (uint32_t)pos, dst,
+	                                                len))
+		return 0;
+	memset(dst + len, 0, strip - len); /* past a short strip: no part of it */
+	j->size = r.size;
+	return 1;
+}
+
+static uint64_t journal_strips(stripe_ctx *c, jmember *jm, uint64_t s, uint64_t g,
                                uint8_t *bufs, uint64_t *size)
 {
-	uint64_t strip = c->lay.strip_size, ok = 0;
+	jcall j[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N] = { 0 };
+	uint64_t ok = 0, mask = 0;
 
 	for (int mb = 0; mb < c->lay.n; mb++) {
 		const journal_header *h = &jm[mb].h;
-		if (!jm[mb].valid || h->generation != g || s < h->first || s - h->first >= h->count)
-			continue;
-		uint64_t i = s - h->first;
-		int pos = (int)h->position;
-		uint8_t *dst = bufs + (size_t)pos * strip;
-		struct iovec iov = { dst, strip };
-		if (mop_transfer(c->v, mb, jm[mb].fd, &iov, 1,
-		              (off_t)(JOURNAL_HEADER_SIZE + i * strip), false) != (ssize_t)strip)
-			continue;
-		chunk_header ch = c->hdr;
-		chunk_record r;
-		ch.position = (uint32_t)pos;
-		chunk_record_decode(h->records[i], &r);
-		uint64_t len = layout_strip_len(&c->lay, s, r.size);
-		if (r.generation == g &&
-		    chunk_strip_verify(c->sum, &ch, &r, s, (uint32_t)pos, dst, len)) {
-			memset(dst + len, 0, strip - len); /* past a short strip: no part of it */
-			ok |= 1ull << pos;
-			*size = r.size;
-		}
+		j[mb] = (jcall){ .c = c, .mb = mb, .jm = &jm[mb], .s = s, .g = g, .bufs = bufs };
+		if (jm[mb].valid && h->generation == g && s >= h->first && s - h->first < h->count)
+			mask |= 1ull << mb;
 	}
+	on_members(c, mask, journal_strip, j, rcs);
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (mask >> mb & 1 && rcs[mb] == 1) {
+			ok |= 1ull << jm[mb].h.position;
+			*size = j[mb].size;
+		}
 	return ok;
 }
 
@@ -197,8 +258,7 @@ int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes)
 		rc = stripe_sync(c, true);
 out:
 	for (int mb = 0; mb < n; mb++)
-		if (jm[mb].fd >= 0)
-			close(jm[mb].fd);
+		volume_member_close(c->v, mb, jm[mb].fd);
 	/* The strips are durable in place: the journals have done their job. */
 	if (write && rc == 0)
 		stripe_remove_journals(c);

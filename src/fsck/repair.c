@@ -72,6 +72,7 @@ typedef struct run_slot {
 	uint8_t *bufs;                  /* n * run strips, position-major */
 	mio_batch batch;                /* the reads or the writes in flight */
 	uint64_t unread;                /* positions not read (rebuild: not needed) */
+	uint64_t sources;               /* positions read first (run_sources) */
 	bool reading, writing;
 	uint64_t s0;
 	int cnt;
@@ -106,6 +107,7 @@ typedef struct file_check {
 	uint64_t fresh;      /* members whose chunk this repair created: empty */
 	uint64_t readable;   /* positions with something to read (not fresh) */
 	uint64_t sources;    /* positions read first (readable, or k for --rebuild) */
+	uint64_t good;       /* --rebuild reading k: the good chunks' positions, else 0 */
 	uint64_t found_missed; /* the `missed` mask of the header found */
 	const char *chunk_why[STRIPE_MAX_N];
 	const char *chunk_kind[STRIPE_MAX_N];
@@ -222,8 +224,13 @@ static void scan_member(void *arg)
 	int fd = c->fd[t->member];
 	chunk_header h = c->hdr;
 
+	int64_t t0 = g_get_monotonic_time();
 	ssize_t got = read_all(c->v, t->member, fd, t->buf, want,
 	                       (off_t)layout_strip_offset(&c->lay, t->s0));
+	/* the member's read cost (memberio_slow, run_sources): strips read whole */
+	if (got == (ssize_t)want)
+		memberio_note_read(volume_memberio(c->v), t->member, want,
+		                   (g_get_monotonic_time() - t0) * 1000);
 	ssize_t rgot = got < 0 ? got
 	               : read_all(c->v, t->member, fd, recs, rwant,
 	                          (off_t)layout_record_offset(&c->lay, t->s0));
@@ -637,7 +644,7 @@ static bool sources_agree(const file_check *fc, const run_slot *rs)
 		uint64_t gen = 0;
 		for (int pos = 0; pos < fc->n; pos++) {
 			const member_task *t = &rs->task[pos];
-			if (!(fc->sources >> pos & 1))
+			if (!(rs->sources >> pos & 1))
 				continue;
 			if (t->st[i].v != STRIP_GOOD || (gen && t->st[i].gen != gen))
 				return false;
@@ -668,8 +675,40 @@ static void choose_sources(file_check *fc)
 		if (good++ < fc->k)
 			sources |= 1ull << pos;
 	}
-	fc->sources = fc->f->o.rebuild && good >= fc->k && good - fc->k < fc->k ? sources
-	                                                                         : fc->readable;
+	bool k_only = fc->f->o.rebuild && good >= fc->k && good - fc->k < fc->k;
+	fc->sources = k_only ? sources : fc->readable;
+	fc->good = 0;
+	for (int pos = 0; k_only && pos < fc->n; pos++) {
+		int mb = layout_member_of(&fc->c.lay, pos);
+		if (fc->readable >> pos & 1 && fc->c.fd[mb] >= 0 && fc->c.state[mb] == CHUNK_OK &&
+		    !(fc->chunk_bad >> mb & 1) && volume_member_ok(fc->f->v, mb))
+			fc->good |= 1ull << pos;
+	}
+}
+
+/* The k positions a --rebuild run reads first: the first good chunks in
+ * position order but those whose members read slower than their peers
+ * now (memberio_slow, the reader's read-around, stripe.c), while the
+ * others are enough.  A run where they do not settle every stripe is
+ * read whole all the same (stripe_pass). */
+static uint64_t run_sources(file_check *fc)
+{
+	uint64_t among = 0, sources = 0;
+	int left = fc->k;
+
+	if (!fc->good || volume_defaults(fc->f->v)->no_read_around)
+		return fc->sources;
+	for (int pos = 0; pos < fc->n; pos++)
+		if (fc->good >> pos & 1)
+			among |= 1ull << layout_member_of(&fc->c.lay, pos);
+	uint64_t slow = memberio_slow(volume_memberio(fc->f->v), among,
+	                              __builtin_popcountll(among) - fc->k);
+	for (int pos = 0; pos < fc->n && left; pos++)
+		if (fc->good >> pos & 1 && !(slow >> layout_member_of(&fc->c.lay, pos) & 1)) {
+			sources |= 1ull << pos;
+			left--;
+		}
+	return left ? fc->sources : sources;
 }
 
 /* Stripes in the run that starts at s: up to fc->run, within one record
@@ -693,7 +732,8 @@ static int stripe_pass(file_check *fc, uint64_t count)
 	int rc = 0;
 
 	init_slot(fc, cur, 0, run_length(fc, 0, count));
-	read_positions(fc, cur, fc->sources, true);
+	cur->sources = run_sources(fc);
+	read_positions(fc, cur, cur->sources, true);
 	while (cur->reading) {
 		finish_reads(fc, cur);
 		if (cur->unread & fc->readable && !sources_agree(fc, cur)) {
@@ -707,7 +747,8 @@ static int stripe_pass(file_check *fc, uint64_t count)
 		if (!last) {
 			finish_writes(fc, next); /* its buffers are read into next */
 			init_slot(fc, next, s, run_length(fc, s, count));
-			read_positions(fc, next, fc->sources, false);
+			next->sources = run_sources(fc);
+			read_positions(fc, next, next->sources, false);
 		}
 		for (int i = 0; i < cur->cnt; i++)
 			judge_stripe(fc, cur, i);

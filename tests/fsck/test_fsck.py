@@ -782,6 +782,58 @@ class TimeoutTest(FsckCase):
         self.assertIn("--timeout=SECONDS", r.stdout)
 
 
+class SlowMemberTest(FsckCase):
+    def test_rebuild_reads_around_a_slow_member(self):
+        """--rebuild reads k good chunks per stripe: when one of their
+        members is much slower than the others (ECFS_FAULT delay on its
+        reads), the k are taken from the others once that shows.  Its reads
+        are counted by a second rule that hangs it after as many reads as
+        the walk, the chunk headers and a few runs of strips take: a
+        rebuild that kept reading it would give it up (exit 5)."""
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        data = {}
+        for i in range(3):
+            rel = f"big{i}"
+            data[rel] = h.pattern(16 << 20, i)  # 16 runs of strips per member
+            h.write_file(os.path.join(mnt, rel), data[rel])
+        self.assert_clean_unmount(v)
+        v.lose(5, "empty")
+        slow = 1
+        # reads of member 1 besides the strips: the intent log (its open and
+        # each slot), then per file an lstat, the chunk's open and header
+        log = os.path.join(v.members[slow], ".ecfs", "intent", "log")
+        other = 1 + os.path.getsize(log) // 16384 + 1 + 3 * len(data)
+        # each run it is read in costs two reads (strips, records); the
+        # files hold 48 runs: read around after a few runs, it stays far
+        # below that
+        after = other + 2 * 12
+        env = dict(os.environ, ECFS_FAULT=f"member={slow},op=read,delay=20;"
+                                          f"member={slow},op=read,after={after},hang")
+        cmd = [FSCK, "--no-progress", "--timeout=2", "--json", "--rebuild", ":".join(v.members)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        except subprocess.TimeoutExpired:
+            self.fail("ecfs-fsck --rebuild did not end")
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in r.stderr:
+            self.skipTest("this build has no fault injection")
+        rep = json.loads(r.stdout)
+        self.assertEqual(r.returncode, 1, r.stderr + json.dumps(rep["problems"], indent=1))
+        self.assertNotIn(slow, [p["member"] for p in rep["problems"]])
+        self.assertEqual(rep["members"][slow]["state"], "ok")
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for hide in (0, slow):  # the rebuilt member 5 serves in both
+            v.hide(hide)
+            try:
+                mnt = self.mount(v, "ro")
+                for rel, want in data.items():
+                    self.assert_exact(os.path.join(mnt, rel), want)
+                self.assert_clean_unmount(v)
+            finally:
+                v.unhide(hide)
+
+
 if __name__ == "__main__":
     FSCK = h.take_fsck_argument()
     sys.exit(h.main())
