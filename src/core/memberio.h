@@ -112,6 +112,20 @@ void mio_io_end(void);
 		mio_r_;                                                         \
 	})
 
+/* A call bounded by a timeout before there are workers (the first look
+ * at the members while a volume opens, ecfs-fsck's look at their paths):
+ * fn(arg) on a thread of its own.  mio_bounded_wait waits until it has
+ * returned or the deadline (mio_deadline_ms; 0: for ever) has passed, and
+ * frees the handle: true if it returned.  If not, it is abandoned: arg
+ * belongs to that thread from then on (the caller must not touch it), and
+ * late(arg) frees it once fn ever returns.  Without a thread (out of
+ * resources) fn runs at once, inline. */
+typedef struct mio_bounded mio_bounded;
+mio_bounded *mio_bounded_start(void (*fn)(void *), void (*late)(void *), void *arg);
+bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms);
+/* The deadline timeout_ms from now, for mio_bounded_wait (0: none). */
+int64_t mio_deadline_ms(unsigned timeout_ms);
+
 /* On a worker with a timeout: its bounce buffer of at least len bytes for
  * a read; otherwise (or out of memory) NULL: read in place. */
 uint8_t *mio_bounce(size_t len);

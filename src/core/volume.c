@@ -640,6 +640,45 @@ static void warn_same_filesystem(const probe *pr, int n, const char *const *path
 	g_free(groups);
 }
 
+static void probe_run(void *p)
+{
+	probe_member(p);
+}
+
+static void probe_late(void *p)
+{
+	probe_free(p);
+	g_free(p);
+}
+
+/* Probes the members at once, each on a thread of its own, and gives up
+ * on one that has not answered within the I/O timeout (there are no
+ * member workers yet): it is broken, "no answer", and its thread is left
+ * to it.  A member that hangs does not hold the open. */
+static void probe_all(probe *pr, const char *const *paths, int n, unsigned timeout_ms)
+{
+	mio_bounded *b[64];
+	probe *p[64];
+
+	for (int i = 0; i < n; i++) {
+		p[i] = g_new0(probe, 1);
+		p[i]->path = paths[i];
+		b[i] = mio_bounded_start(probe_run, probe_late, p[i]);
+	}
+	int64_t deadline = mio_deadline_ms(timeout_ms);
+	for (int i = 0; i < n; i++) {
+		if (mio_bounded_wait(b[i], deadline)) {
+			pr[i] = *p[i];
+			g_free(p[i]);
+			continue;
+		}
+		pr[i] = (probe){ .path = paths[i], .rootfd = -1, .metafd = -1, .slot = -1,
+		                 .state = P_BROKEN, .err = ETIMEDOUT };
+		pr[i].why = g_strdup_printf("no answer in %u.%u s (a member call hangs)",
+		                            timeout_ms / 1000, timeout_ms % 1000 / 100);
+	}
+}
+
 /* Probes the member directories paths[0..n-1] into pr and judges them
  * together; n empty ones become a new volume.  Returns the index of the
  * probe whose superblock is the reference, or a negative errno with
@@ -650,10 +689,7 @@ static int probe_members(probe *pr, const char *const *paths, int n, const volum
 	int ref, rc, empty = 0;
 	superblock sb;
 
-	for (int i = 0; i < n; i++) {
-		pr[i].path = paths[i];
-		probe_member(&pr[i]);
-	}
+	probe_all(pr, paths, n, o->timeout_ms);
 	judge_mounts(pr, n);
 	for (int i = 0; i < n; i++)
 		empty += pr[i].state == P_EMPTY;

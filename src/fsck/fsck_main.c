@@ -310,22 +310,71 @@ static int chunks_index(fsck *f, int mb, int rootfd)
 	return idx < 0 ? -1 : idx;
 }
 
+/* A look at a member path before the volume is open (no member workers
+ * yet): on a thread of its own, bounded by --timeout (mio_bounded), so a
+ * member that hangs does not hold the run.  Freed by look_late if late. */
+typedef struct path_look {
+	char *path;
+	int rc, sb_rc; /* 0 or -errno: stat of the path, of its superblock */
+} path_look;
+
+static void look_run(void *arg)
+{
+	path_look *l = arg;
+	char *sb = g_build_filename(l->path, ECFS_META_DIR, "superblock", NULL);
+	struct stat st;
+
+	l->rc = stat(l->path, &st) < 0 ? -errno : 0;
+	l->sb_rc = l->rc < 0 ? l->rc : stat(sb, &st) < 0 ? -errno : 0;
+	g_free(sb);
+}
+
+static void look_late(void *arg)
+{
+	path_look *l = arg;
+	g_free(l->path);
+	g_free(l);
+}
+
+/* look_run on the paths at once, into l[] (-ETIMEDOUT for a path that
+ * did not answer within the timeout). */
+static void look_paths(fsck *f, char **paths, int n, path_look *l)
+{
+	mio_bounded *b[STRIPE_MAX_N];
+	path_look *p[STRIPE_MAX_N];
+
+	for (int i = 0; i < n; i++) {
+		p[i] = g_new0(path_look, 1);
+		p[i]->path = g_strdup(paths[i]);
+		b[i] = mio_bounded_start(look_run, look_late, p[i]);
+	}
+	int64_t deadline = mio_deadline_ms(f->o.timeout_ms);
+	for (int i = 0; i < n; i++) {
+		l[i] = (path_look){ NULL, -ETIMEDOUT, -ETIMEDOUT };
+		if (!mio_bounded_wait(b[i], deadline))
+			continue; /* volume_open's probe says it */
+		l[i] = *p[i];
+		look_late(p[i]);
+		l[i].path = NULL;
+	}
+}
+
 /* Checks each given member path before the volume is opened: a member
  * that does not exist is recreated empty by a repair (then rebuilt), if
  * some other given member does hold the volume (never for a list of
  * mistyped paths). */
 static int check_member_paths(fsck *f, char **paths, int n)
 {
+	path_look l[STRIPE_MAX_N];
 	int formatted = 0;
 
+	if (n > STRIPE_MAX_N)
+		return 1; /* volume_open says what is wrong */
+	look_paths(f, paths, n, l);
+	for (int i = 0; i < n; i++)
+		formatted += l[i].sb_rc == 0;
 	for (int i = 0; i < n; i++) {
-		char *sb = g_build_filename(paths[i], ECFS_META_DIR, "superblock", NULL);
-		formatted += access(sb, F_OK) == 0;
-		g_free(sb);
-	}
-	for (int i = 0; i < n; i++) {
-		struct stat st;
-		if (stat(paths[i], &st) == 0 || errno != ENOENT)
+		if (l[i].rc != -ENOENT)
 			continue;
 		int rc = f->o.repair && formatted && mkdir(paths[i], 0755) < 0 ? -errno : 0;
 		fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
@@ -359,9 +408,10 @@ static bool check_members(fsck *f, superblock *ref)
 		int rootfd = volume_root_fd(f->v, i);
 		int rc = -ENODEV;
 		enum fsck_status st = FSCK_UNREPAIRABLE;
-		struct stat pst;
-		if (rootfd < 0 && !f->o.repair && stat(volume_member_path(f->v, i), &pst) < 0 &&
-		    errno == ENOENT)
+		char *path = (char *)volume_member_path(f->v, i);
+		path_look l;
+		if (rootfd < 0 && !f->o.repair && !g_str_has_prefix(why, "no answer") &&
+		    (look_paths(f, &path, 1, &l), l.rc == -ENOENT))
 			st = FSCK_REPAIRABLE; /* -y creates it empty and rebuilds it */
 		if (rootfd >= 0) {
 			int has = chunks_index(f, i, rootfd);

@@ -15,6 +15,10 @@ six sshd hosts, each in a network namespace of its own on a veth link
   test_sshd_stopped     a host's sshd stopped (SIGSTOP) under -o timeout=3:
                         reads and writes go on, the member is failed; once
                         continued, the volume unmounts cleanly.
+  test_sshd_stopped_fsck  ecfs-fsck -y --timeout=1 with a host's sshd
+                        stopped before it starts: the member is given up
+                        when the volume opens and named, the others are
+                        repaired, and the run ends (exit 5).
   test_sshfs_died       a member's sshfs killed (ENOTCONN on every call):
                         failed at once, not after the timeout, and named;
                         also when no I/O touches it (test_sshfs_died_idle).
@@ -26,7 +30,7 @@ six sshd hosts, each in a network namespace of its own on a veth link
                         as the mode, the umask and the permission checks
                         work as without ACLs, ecfs's own attributes still read.
 
-usage: test_remote.py ECFS_BINARY [unittest args]"""
+usage: test_remote.py ECFS_BINARY ECFS_FSCK [unittest args]"""
 
 import errno
 import os
@@ -40,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ecfs_harness as H  # noqa: E402
 
+FSCK = None
 K, M = 4, 2
 N = K + M
 OPTS = f"k={K},m={M}"
@@ -199,6 +204,31 @@ class RemoteTest(H.MountedCase):
         self.check(mnt, files, "sshd 3 continued:")
         self.assert_clean_unmount(v)
 
+    def test_sshd_stopped_fsck(self):
+        v, mnt = self.remote()
+        files = {"a": self.write(mnt, "a", MIB + 3, 60),
+                 "b": self.write(mnt, "b", 300000, 61)}
+        self.assert_clean_unmount(v)
+        os.unlink(v.chunk_path(1, "a"))
+        host = v.hosts[3]
+        host.signal(signal.SIGSTOP)
+        try:
+            # well above the timeout and the run, far below "forever"
+            r = subprocess.run([FSCK, "--no-progress", "--timeout=1", "-y", ":".join(v.members)],
+                               capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("ecfs-fsck waited on the stopped host")
+        finally:
+            host.signal(signal.SIGCONT)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        # given up when the volume is opened, or in the run: named either way
+        self.assertIn(f"member: volume: member 3 ({v.members[3]}): no answer", r.stdout)
+        self.assertIn("chunk-missing: /a: member 1", r.stdout)
+        self.assertTrue(os.path.exists(v.chunk_path(1, "a")))
+        mnt = self.mount(v, OPTS)
+        self.check(mnt, files, "after ecfs-fsck, sshd 3 continued:")
+        self.assert_clean_unmount(v)
+
     def test_sshfs_died(self):
         """sshfs killed: every call on the member fails with ENOTCONN.  The
         first write after it (its create asks every member) fails the
@@ -290,4 +320,5 @@ class RemoteTest(H.MountedCase):
         self.assert_clean_unmount(v)
 
 if __name__ == "__main__":
+    FSCK = H.take_fsck_argument()
     sys.exit(H.main(needs_remote=True))
