@@ -1447,9 +1447,23 @@ bool volume_member_answers(volume *v, int idx)
 	return volume_member_ok(v, idx) && !__atomic_load_n(&v->mem[idx].healing, __ATOMIC_ACQUIRE);
 }
 
+/* A member, for a call on its worker (volume_on_member). */
+typedef struct member_arg {
+	volume *v;
+	int idx;
+} member_arg;
+
+static int unlink_heal_file(void *arg)
+{
+	const member_arg *a = arg;
+	return mop_unlinkat(a->v, a->idx, a->v->mem[a->idx].metafd, HEAL_FILE, 0);
+}
+
 void volume_member_healed(volume *v, int idx)
 {
-	int rc = mop_unlinkat(v, idx, v->mem[idx].metafd, HEAL_FILE, 0);
+	member_arg a = { v, idx };
+	/* on the member's worker: the heal thread never waits on a member */
+	int rc = volume_on_member(v, idx, unlink_heal_file, &a);
 	if (rc < 0 && rc != -ENOENT)
 		ecfs_log(LOG_WARNING, "member %d (%s): cannot remove " ECFS_META_DIR "/" HEAL_FILE
 		         ": %s", idx, v->mem[idx].path, g_strerror(-rc));
