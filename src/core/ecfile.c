@@ -624,7 +624,9 @@ static uint64_t missing_mask(ecfile *f)
 	return mask;
 }
 
-static int write_headers(ecfile *f, bool reserve)
+/* The headers with the file's size `size` (f->size, or during a commit
+ * the size they hold: see commit_stripes). */
+static int write_headers_sized(ecfile *f, bool reserve, uint64_t size)
 {
 	chunk_header *h = &f->c.hdr;
 	uint64_t missed = h->missed | missing_mask(f);
@@ -633,15 +635,20 @@ static int write_headers(ecfile *f, bool reserve)
 		ecfs_log(LOG_INFO, "%s: written while degraded (members missing writes: 0x%llx)",
 		         f->path, (unsigned long long)missed);
 	h->missed = missed;
-	h->size = f->size;
+	h->size = size;
 	/* Strictly increasing per header write (the newest header wins), and
 	 * always above every generation a record may carry, the next commit's
 	 * (f->gen + 1) included. */
 	h->generation = rules_header_generation(h->generation, f->gen, 1, reserve);
 	int rc = stripe_write_headers(&f->c);
-	if (rc == 0)
+	if (rc == 0 && size == f->size)
 		f->hdr_dirty = false;
 	return rc;
+}
+
+static int write_headers(ecfile *f, bool reserve)
+{
+	return write_headers_sized(f, reserve, f->size);
 }
 
 /* Commits a run of whole stripes, whose records say the file is size
@@ -657,9 +664,14 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 		return -EROFS;
 	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k)
 		return -EIO;
+	/* A commit's header round raises the reservation and names members
+	 * that miss the writes; the size stays the one the headers hold (a
+	 * flush's or an fsync's, which the writer saw): the file's size in
+	 * memory may be a point the kernel's write-back split a write at, and
+	 * a crash would leave it. */
 	if (!rules_gen_reserved(f->c.hdr.generation, f->gen + 1) ||
 	    (missing_mask(f) & ~f->c.hdr.missed)) {
-		rc = write_headers(f, true);
+		rc = write_headers_sized(f, true, f->c.hdr.size);
 		if (rc < 0)
 			return rc;
 	}
@@ -679,8 +691,8 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 	rc = stripe_commit(&f->c, s0, cnt, data, gen, size);
 	if (unlock)
 		pthread_mutex_lock(&f->lock);
-	if (rc == 0 && (missing_mask(f) & ~f->c.hdr.missed))
-		rc = write_headers(f, false); /* a member dropped out during the commit */
+	if (rc == 0 && (missing_mask(f) & ~f->c.hdr.missed))  /* one dropped out meanwhile */
+		rc = write_headers_sized(f, false, f->c.hdr.size);
 	if (rc == 0 && s0 + (uint64_t)cnt > f->disk_end)
 		f->disk_end = s0 + (uint64_t)cnt;
 	return rc;
