@@ -43,9 +43,12 @@ typedef struct worker {
 	int64_t io_since;  /* ms, CLOCK_MONOTONIC */
 	int64_t call_ns;   /* start of the member call under way */
 	uint64_t latency_ns; /* moving average of member calls (atomic) */
-	uint64_t read_ns[8];   /* the last COST_WINDOW reads, ns per COST_UNIT (atomic) */
-	int64_t read_last_ns;  /* when the last read noted ended (atomic) */
-	unsigned reads;        /* reads noted: the next slot of read_ns (atomic) */
+	struct cost {
+		uint64_t ns[8];  /* the last COST_WINDOW transfers, ns per COST_UNIT (atomic) */
+		int64_t last_ns; /* when the last one noted ended (atomic) */
+		unsigned cnt;    /* transfers noted: the next slot of ns (atomic) */
+	} cost[MIO_COSTS];    /* reads, writes */
+	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
 	bool stop, lost;
 	int idx;
 	memberio *mio;
@@ -436,30 +439,30 @@ uint8_t *mio_bounce(size_t len)
 	return w->bounce;
 }
 
-/* Read costs: a read of under COST_UNIT bytes counts as one unit (its
- * time is mostly the call's).  The cost is the median of the last
- * COST_WINDOW reads, so that a few reads the scheduler held up on a busy
- * machine do not make a member slow: most of its reads must be.  A read
- * after the member was left alone for COST_PROBE_MS (read around,
- * memberio_slow) fills half the window, so that one such read decides
- * whether a member is back. */
+/* Transfer costs: a transfer of under COST_UNIT bytes counts as one unit
+ * (its time is mostly the call's).  The cost is the median of the last
+ * COST_WINDOW transfers, so that a few the scheduler held up on a busy
+ * machine do not make a member slow: most of them must be.  A transfer
+ * after the member was left alone for COST_PROBE_MS (gone around,
+ * memberio_slow) fills half the window, so that one decides whether a
+ * member is back.  Reads and writes are judged apart, by the one rule. */
 #define COST_UNIT (64 * 1024)
 #define COST_WINDOW 8
 #define COST_PROBE_MS 1000
 #define COST_SETTLED 4
 
-void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns)
+void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int64_t ns)
 {
-	worker *w = mio->w[idx];
-	int64_t now = now_ns(), last = __atomic_load_n(&w->read_last_ns, __ATOMIC_RELAXED);
+	struct cost *c = &mio->w[idx]->cost[kind];
+	int64_t now = now_ns(), last = __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED);
 	int64_t x = bytes > COST_UNIT ? (int64_t)((double)ns * COST_UNIT / (double)bytes) : ns;
 	int slots = last && now - last >= (int64_t)COST_PROBE_MS * 1000000 ? COST_WINDOW / 2 : 1;
 
 	for (int i = 0; i < slots; i++) {
-		unsigned at = __atomic_fetch_add(&w->reads, 1, __ATOMIC_RELAXED) % COST_WINDOW;
-		__atomic_store_n(&w->read_ns[at], (uint64_t)(x > 0 ? x : 1), __ATOMIC_RELAXED);
+		unsigned at = __atomic_fetch_add(&c->cnt, 1, __ATOMIC_RELAXED) % COST_WINDOW;
+		__atomic_store_n(&c->ns[at], (uint64_t)(x > 0 ? x : 1), __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&w->read_last_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_ns, now, __ATOMIC_RELAXED);
 }
 
 static int by_value(const void *a, const void *b)
@@ -468,55 +471,79 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The lower median of member w's last reads (ns per COST_UNIT), 0 before
- * the first; *cnt: how many reads it is of. */
-static uint64_t read_cost(worker *w, unsigned *cnt)
+/* The lower median of the last transfers noted in c (ns per COST_UNIT),
+ * 0 before the first; *cnt: how many transfers it is of. */
+static uint64_t median_cost(struct cost *c, unsigned *cnt)
 {
 	uint64_t v[COST_WINDOW];
-	unsigned reads = __atomic_load_n(&w->reads, __ATOMIC_RELAXED);
+	unsigned noted = __atomic_load_n(&c->cnt, __ATOMIC_RELAXED);
 
-	*cnt = reads < COST_WINDOW ? reads : COST_WINDOW;
+	*cnt = noted < COST_WINDOW ? noted : COST_WINDOW;
 	if (!*cnt)
 		return 0;
 	for (unsigned i = 0; i < *cnt; i++)
-		v[i] = __atomic_load_n(&w->read_ns[i], __ATOMIC_RELAXED);
+		v[i] = __atomic_load_n(&c->ns[i], __ATOMIC_RELAXED);
 	qsort(v, *cnt, sizeof(v[0]), by_value);
 	return v[(*cnt - 1) / 2];
 }
 
-uint64_t memberio_read_cost_us(memberio *mio, int idx)
+uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind)
 {
 	unsigned cnt;
-	return read_cost(mio->w[idx], &cnt) / 1000;
+	return median_cost(&mio->w[idx]->cost[kind], &cnt) / 1000;
 }
 
-uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
+void memberio_force_slow(memberio *mio, enum mio_cost kind, uint64_t members)
 {
-	uint64_t cost[64], sorted[64], slow = 0;
+	for (int i = 0; i < mio->n; i++)
+		if (members >> i & 1)
+			__atomic_or_fetch(&mio->w[i]->forced_slow, 1ull << kind, __ATOMIC_RELAXED);
+}
+
+/* The members of `among` whose cost of `kind` marks them slow against the
+ * lower median of the others' (memberio.h); cost[] gets each one's cost
+ * (UINT64_MAX for one forced slow). */
+static uint64_t slow_by_cost(memberio *mio, enum mio_cost kind, uint64_t among,
+                             uint64_t *cost)
+{
+	uint64_t sorted[64], slow = 0;
 	int cnt = 0;
 	int64_t now = now_ns();
 
 	for (int i = 0; i < mio->n; i++) {
-		unsigned reads;
+		unsigned noted;
 		cost[i] = 0;
 		if (!(among >> i & 1))
 			continue;
-		uint64_t c = read_cost(mio->w[i], &reads);
-		if (reads >= COST_SETTLED)
+		if (__atomic_load_n(&mio->w[i]->forced_slow, __ATOMIC_RELAXED) >> kind & 1) {
+			cost[i] = UINT64_MAX;
+			slow |= 1ull << i;
+			continue;
+		}
+		uint64_t c = median_cost(&mio->w[i]->cost[kind], &noted);
+		if (noted >= COST_SETTLED)
 			cost[i] = sorted[cnt++] = c;
 	}
 	if (cnt < 2)
-		return 0;
+		return slow;
 	qsort(sorted, (size_t)cnt, sizeof(sorted[0]), by_value);
 	/* the lower median: of two members, the faster one */
 	uint64_t median = sorted[(cnt - 1) / 2];
 	for (int i = 0; i < mio->n; i++) {
-		int64_t last = __atomic_load_n(&mio->w[i]->read_last_ns, __ATOMIC_RELAXED);
-		if (cost[i] >= MEMBERIO_SLOW_FACTOR * median &&
+		int64_t last = __atomic_load_n(&mio->w[i]->cost[kind].last_ns, __ATOMIC_RELAXED);
+		if (cost[i] != UINT64_MAX && cost[i] >= MEMBERIO_SLOW_FACTOR * median &&
 		    cost[i] - median >= (uint64_t)MEMBERIO_SLOW_EXCESS_US * 1000 &&
 		    now - last < (int64_t)MEMBERIO_SLOW_RECHECK_MS * 1000000)
 			slow |= 1ull << i;
 	}
+	return slow;
+}
+
+uint64_t memberio_slow_of(memberio *mio, enum mio_cost kind, uint64_t among, int most)
+{
+	uint64_t cost[64];
+	uint64_t slow = slow_by_cost(mio, kind, among, cost);
+
 	/* Members whose chunks their own mount caches read at memory speed
 	 * and pull the median down: of many found slow, the slowest. */
 	while (slow && __builtin_popcountll(slow) > most) {

@@ -72,27 +72,45 @@ unsigned memberio_timeout(const memberio *mio);
  * made (about the last 8), in microseconds; 0 before the first. */
 uint64_t memberio_latency_us(memberio *mio, int idx);
 
-/* Fastest-k reads (stripe.c): the stripe layer times each read of strips
- * and notes it here; a member's read cost is the median over its last 8
- * reads of the time per 64 KiB read (a shorter read counts as 64 KiB):
- * most of its reads must be slow for it to be.  Per byte, so that a member whose link is slow stands out
- * from its peers on large reads, where the time is the transfer's. */
-void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns);
-/* Member idx's read cost in microseconds per 64 KiB; 0 before its first
- * read. */
-uint64_t memberio_read_cost_us(memberio *mio, int idx);
+/* Fastest-k reads and writes past a slow member (stripe.c, ecfile.c):
+ * the stripe layer times each read of strips, and each in-place write of
+ * a commit's strips and records, and notes it here.  A member's cost of
+ * each kind is the median over its last 8 transfers of that kind of the
+ * time per 64 KiB (a shorter one counts as 64 KiB): most of them must be
+ * slow for it to be.  Per byte, so that a member whose link is slow
+ * stands out from its peers on large transfers, where the time is the
+ * transfer's.  Reads and writes are judged apart (a link may be slow one
+ * way only), by the one rule of memberio_slow. */
+enum mio_cost { MIO_READ, MIO_WRITE, MIO_COSTS };
+void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int64_t ns);
+/* Member idx's cost of kind in microseconds per 64 KiB; 0 before its
+ * first transfer of that kind. */
+uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind);
 /* The members of `among` (bit i: member i) clearly slower than their
- * peers now: each with at least 4 reads noted, a read cost at least
- * MEMBERIO_SLOW_FACTOR times the lower median of those of `among` and at
- * least MEMBERIO_SLOW_EXCESS_US above it (so that members all fast, where
- * a call's jitter is a large share, stay in), and a read noted within
- * the last MEMBERIO_SLOW_RECHECK_MS: one read around for that long is
- * read again, so a member that recovered is seen.  At most `most` of
- * them, the slowest (the reader needs the others). */
+ * peers now for kind: each with at least 4 transfers noted, a cost at
+ * least MEMBERIO_SLOW_FACTOR times the lower median of those of `among`
+ * and at least MEMBERIO_SLOW_EXCESS_US above it (so that members all
+ * fast, where a call's jitter is a large share, stay in), and a transfer
+ * noted within the last MEMBERIO_SLOW_RECHECK_MS: one gone around for
+ * that long is asked again, so a member that recovered is seen.  At most
+ * `most` of them, the slowest (the caller needs the others). */
 #define MEMBERIO_SLOW_FACTOR 2
 #define MEMBERIO_SLOW_EXCESS_US 1000
 #define MEMBERIO_SLOW_RECHECK_MS 5000
-uint64_t memberio_slow(memberio *mio, uint64_t among, int most);
+uint64_t memberio_slow_of(memberio *mio, enum mio_cost kind, uint64_t among, int most);
+/* The read side under its own names (fastest-k reads, ecfs-fsck's
+ * --rebuild). */
+static inline void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns)
+{
+	memberio_note(mio, idx, MIO_READ, bytes, ns);
+}
+static inline uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
+{
+	return memberio_slow_of(mio, MIO_READ, among, most);
+}
+/* Test builds (ECFS_FAULT's slow rule): the members in `members` are
+ * slow for kind from now on, whatever their times. */
+void memberio_force_slow(memberio *mio, enum mio_cost kind, uint64_t members);
 
 /* Around one member call (memberops.c); no-ops outside a worker.  They
  * time the call for the member's latency, and with a timeout they let the

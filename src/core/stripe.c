@@ -105,6 +105,7 @@ int stripe_usable_count(stripe_ctx *c)
 	return cnt;
 }
 
+
 /* ---- commit ---- */
 
 _Static_assert(STRIPE_BATCH <= JOURNAL_MAX_STRIPES, "a commit must fit in the journal");
@@ -170,11 +171,15 @@ static void commit_member(void *arg)
 	t->err = t->have_recs ? 0 : make_records(t);
 	if (t->err)
 		return;
-	for (int i = 0; i < t->cnt; i++)
+	size_t bytes = 0;
+	for (int i = 0; i < t->cnt; i++) {
 		iov[i] = (struct iovec){ (void *)t->strips[i],
 		                         layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
+		bytes += iov[i].iov_len;
+	}
 	/* Strips first, then their records: until both are down the pair does
 	 * not verify, so a torn commit reads as an erasure, never as data. */
+	int64_t t0 = g_get_monotonic_time();
 	r = mop_transfer(c->v, t->member, c->fd[t->member], iov, t->cnt,
 	              (off_t)layout_strip_offset(&c->lay, t->s0), true);
 	if (r >= 0) {
@@ -182,6 +187,10 @@ static void commit_member(void *arg)
 		r = mop_transfer(c->v, t->member, c->fd[t->member], &riov, 1,
 		              (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
+	/* the member's write cost (memberio_slow) */
+	if (r >= 0)
+		memberio_note(volume_memberio(c->v), t->member, MIO_WRITE, bytes,
+		              (g_get_monotonic_time() - t0) * 1000);
 	t->err = r < 0 ? (int)r : 0;
 }
 
@@ -417,8 +426,8 @@ static void fetch_member(void *arg)
 		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
 		/* the member's read cost (memberio_slow): strips read whole */
 		if (got == (ssize_t)(strip * (uint64_t)t->cnt))
-			memberio_note_read(volume_memberio(c->v), t->member, (size_t)got,
-			                   (g_get_monotonic_time() - t0) * 1000);
+			memberio_note(volume_memberio(c->v), t->member, MIO_READ, (size_t)got,
+			              (g_get_monotonic_time() - t0) * 1000);
 		rgot = got < 0 ? got
 		       : mop_transfer(c->v, t->member, fd, &riov, 1,
 		                      (off_t)layout_record_offset(&c->lay, t->s0), false);
@@ -501,7 +510,7 @@ static uint64_t slow_positions(stripe_ctx *c)
 	for (int mb = 0; mb < n; mb++)
 		if (stripe_member_usable(c, mb))
 			usable |= 1ull << mb;
-	slow_mb = memberio_slow(volume_memberio(c->v), usable,
+	slow_mb = memberio_slow_of(volume_memberio(c->v), MIO_READ, usable,
 	                        __builtin_popcountll(usable) - c->lay.k);
 	for (int pos = 0; slow_mb && pos < n; pos++)
 		if (slow_mb >> layout_member_of(&c->lay, pos) & 1)

@@ -1382,12 +1382,15 @@ char *volume_health_text(volume *v)
 		if (volume_member_ok(v, i))
 			up |= 1ull << i;
 	int spare = __builtin_popcountll(up) - v->k;
-	uint64_t slow = volume_defaults(v)->no_read_around ? 0 : memberio_slow(v->mio, up, spare);
+	uint64_t slow = volume_defaults(v)->no_read_around ? 0
+	                : memberio_slow_of(v->mio, MIO_READ, up, spare);
 	for (int i = 0; i < v->n; i++)
-		g_string_append_printf(s, "member.%d.latency_us=%llu\nmember.%d.read_us=%llu%s\n",
+		g_string_append_printf(s, "member.%d.latency_us=%llu\nmember.%d.read_us=%llu%s\n"
+		                       "member.%d.write_us=%llu\n",
 		                       i, (unsigned long long)memberio_latency_us(v->mio, i), i,
-		                       (unsigned long long)memberio_read_cost_us(v->mio, i),
-		                       slow >> i & 1 ? " slow" : "");
+		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_READ),
+		                       slow >> i & 1 ? " slow" : "", i,
+		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_WRITE));
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,

@@ -141,8 +141,9 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                                   or  member.<idx>=healing <path> (online heal)
  *   member.<idx>.latency_us=<moving average of its recent calls, memberio.h>
  *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read (median),
- *                         memberio_read_cost_us>[ slow]  (slow: read around
+ *                         memberio_cost_us>[ slow]  (slow: read around
  *                         now, memberio_slow)
+ *   member.<idx>.write_us=<its write cost, the same per 64 KiB written>
  *   strips_decoded=<count since mount>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>

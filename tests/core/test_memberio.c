@@ -179,7 +179,7 @@ static void latency_follows_the_calls(void **state)
 static void reads(memberio *mio, int idx, int times, size_t bytes, int64_t ns)
 {
 	for (int i = 0; i < times; i++)
-		memberio_note_read(mio, idx, bytes, ns);
+		memberio_note(mio, idx, MIO_READ, bytes, ns);
 }
 
 static void slow_by_cost_per_byte(void **state)
@@ -187,34 +187,34 @@ static void slow_by_cost_per_byte(void **state)
 	memberio *mio = memberio_new(6, 0, NULL, NULL);
 
 	(void)state;
-	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0); /* nothing read yet */
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 2), 0); /* nothing read yet */
 	/* a link at a third of its peers': 3 ms per 64 KiB against 1 ms */
 	for (int i = 0; i < 4; i++)
 		reads(mio, i, 8, 256 * KIB, 4000 * US);
 	reads(mio, 4, 3, 256 * KIB, 12000 * US);
-	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0); /* too few reads to judge */
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 2), 0); /* too few reads to judge */
 	reads(mio, 4, 5, 256 * KIB, 12000 * US);
-	assert_int_equal(memberio_read_cost_us(mio, 0), 1000);
-	assert_int_equal(memberio_read_cost_us(mio, 4), 3000);
-	assert_int_equal(memberio_slow(mio, 0x3f, 2), 1u << 4);
+	assert_int_equal(memberio_cost_us(mio, 0, MIO_READ), 1000);
+	assert_int_equal(memberio_cost_us(mio, 4, MIO_READ), 3000);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 2), 1u << 4);
 	/* only among the members asked about: alone, nobody is slow */
-	assert_int_equal(memberio_slow(mio, 0x0f, 2), 0);
-	assert_int_equal(memberio_slow(mio, 1u << 4, 2), 0);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x0f, 2), 0);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 1u << 4, 2), 0);
 	/* of two, judged against the faster one */
-	assert_int_equal(memberio_slow(mio, 0x11, 2), 1u << 4);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x11, 2), 1u << 4);
 	/* per byte: 1 MiB in 16 ms is as fast as 64 KiB in 1 ms */
 	reads(mio, 5, 8, 1024 * KIB, 16000 * US);
-	assert_int_equal(memberio_read_cost_us(mio, 5), 1000);
-	assert_int_equal(memberio_slow(mio, 0x3f, 2), 1u << 4);
+	assert_int_equal(memberio_cost_us(mio, 5, MIO_READ), 1000);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 2), 1u << 4);
 	/* twice as slow, but by little: members on local disks, where a
 	 * call's jitter is most of its time, are never read around */
 	memberio *local = memberio_new(3, 0, NULL, NULL);
 	reads(local, 0, 8, 64 * KIB, 20 * US);
 	reads(local, 1, 8, 64 * KIB, 20 * US);
 	reads(local, 2, 8, 4 * KIB, 600 * US);
-	assert_int_equal(memberio_slow(local, 0x7, 2), 0);
+	assert_int_equal(memberio_slow_of(local, MIO_READ, 0x7, 2), 0);
 	reads(local, 2, 40, 4 * KIB, 1500 * US); /* a short read counts as 64 KiB */
-	assert_int_equal(memberio_slow(local, 0x7, 2), 1u << 2);
+	assert_int_equal(memberio_slow_of(local, MIO_READ, 0x7, 2), 1u << 2);
 	/* of many found slow, only as many as the reader can spare, the
 	 * slowest: members read from their mount's cache at memory speed
 	 * pull the median down */
@@ -225,9 +225,9 @@ static void slow_by_cost_per_byte(void **state)
 	reads(cached, 3, 8, 64 * KIB, 1700 * US);
 	reads(cached, 4, 8, 64 * KIB, 1400 * US);
 	reads(cached, 5, 8, 64 * KIB, 3100 * US);
-	assert_int_equal(memberio_slow(cached, 0x3f, 2), 1u << 3 | 1u << 5);
-	assert_int_equal(memberio_slow(cached, 0x3f, 1), 1u << 5);
-	assert_int_equal(memberio_slow(cached, 0x3f, 0), 0);
+	assert_int_equal(memberio_slow_of(cached, MIO_READ, 0x3f, 2), 1u << 3 | 1u << 5);
+	assert_int_equal(memberio_slow_of(cached, MIO_READ, 0x3f, 1), 1u << 5);
+	assert_int_equal(memberio_slow_of(cached, MIO_READ, 0x3f, 0), 0);
 	memberio_free(cached);
 	/* a few reads held up (a busy machine's scheduler) are not a slow
 	 * member: most of its last 8 reads must be slow */
@@ -236,14 +236,40 @@ static void slow_by_cost_per_byte(void **state)
 	reads(busy, 1, 8, 64 * KIB, 20 * US);
 	reads(busy, 2, 5, 64 * KIB, 20 * US);
 	reads(busy, 2, 3, 64 * KIB, 10000 * US);
-	assert_int_equal(memberio_slow(busy, 0x7, 1), 0);
+	assert_int_equal(memberio_slow_of(busy, MIO_READ, 0x7, 1), 0);
 	reads(busy, 2, 2, 64 * KIB, 10000 * US);
-	assert_int_equal(memberio_slow(busy, 0x7, 1), 1u << 2);
+	assert_int_equal(memberio_slow_of(busy, MIO_READ, 0x7, 1), 1u << 2);
 	memberio_free(busy);
 	/* a member that recovers is back within a few reads */
 	reads(mio, 4, 8, 256 * KIB, 4000 * US);
-	assert_int_equal(memberio_slow(mio, 0x3f, 2), 0);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 2), 0);
 	memberio_free(local);
+	memberio_free(mio);
+}
+
+/* Writes are judged by the same rule as reads, apart from them: a link
+ * slow one way only is slow for that kind only.  A member forced slow (the
+ * fault rule of tests) is slow from the start, within `most`. */
+static void writes_judged_apart(void **state)
+{
+	memberio *mio = memberio_new(6, 0, NULL, NULL);
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 8; j++)
+			memberio_note(mio, i, MIO_WRITE, 256 * KIB, (i == 2 ? 40000 : 4000) * US);
+	reads(mio, 0, 8, 256 * KIB, 4000 * US);
+	reads(mio, 1, 8, 256 * KIB, 4000 * US);
+	reads(mio, 2, 8, 256 * KIB, 4000 * US);
+	assert_int_equal(memberio_cost_us(mio, 2, MIO_WRITE), 10000);
+	assert_int_equal(memberio_cost_us(mio, 2, MIO_READ), 1000);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 1), 1u << 2);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x07, 1), 0);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 0), 0);
+	memberio_force_slow(mio, MIO_WRITE, 1u << 5);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 2), 1u << 2 | 1u << 5);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 1), 1u << 5);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 1), 0);
 	memberio_free(mio);
 }
 
@@ -256,6 +282,7 @@ int main(void)
 		cmocka_unit_test(no_caller_run_with_a_timeout),
 		cmocka_unit_test(latency_follows_the_calls),
 		cmocka_unit_test(slow_by_cost_per_byte),
+		cmocka_unit_test(writes_judged_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
