@@ -664,6 +664,14 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 		return -EROFS;
 	if (!volume_usable(f->v) || stripe_usable_count(&f->c) < f->c.lay.k)
 		return -EIO;
+	/* A member slow for writes is left out as a failed one is: the
+	 * headers below name it before the commit skips it. */
+	uint64_t left = stripe_leave_out_slow(&f->c);
+	if (left) {
+		ecfs_log(LOG_INFO, "%s: writing past slow members (0x%llx)", f->path,
+		         (unsigned long long)left);
+		volume_left_out(f->v, f->path, f->id, left);
+	}
 	/* A commit's header round raises the reservation and names members
 	 * that miss the writes; the size stays the one the headers hold (a
 	 * flush's or an fsync's, which the writer saw): the file's size in
@@ -1499,6 +1507,11 @@ static uint64_t ident_of(const uint8_t id[16])
 	memcpy(&a, id, 8);
 	memcpy(&b, id + 8, 8);
 	return a ^ b;
+}
+
+const uint8_t *ecfile_file_id(const ecfile *f)
+{
+	return f->id;
 }
 
 uint64_t ecfile_ident(ecfile *f)

@@ -58,6 +58,8 @@ int ecfile_stat(volume *v, const char *path, struct stat *st);
  * the object's identity: a file's, a directory's (below), else 0, or 0
  * when none could be read. */
 uint64_t ecfile_ident(ecfile *f);
+/* The file id (16 bytes) of its chunk headers. */
+const uint8_t *ecfile_file_id(const ecfile *f);
 int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
 /* A directory's identity lives in this xattr of the directory on every
  * member: 8 bytes, little-endian, random, given at mkdir

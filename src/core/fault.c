@@ -21,6 +21,7 @@ typedef struct rule {
 	int err;             /* -1: none given */
 	long delay_ms;
 	bool hang;
+	bool slow;           /* no fault: the member is judged slow (fault_slow) */
 	long seen;           /* atomic: matching operations so far */
 } rule;
 
@@ -95,6 +96,8 @@ static bool parse_item(const char *item, rule *r, long *abort_after, bool *any)
 
 	if (!strcmp(key, "hang") && !val)
 		return r->hang = *any = true;
+	if (!strcmp(key, "slow") && !val)
+		return r->slow = *any = true;
 	if (!val)
 		return false;
 	if (!strcmp(key, "op"))
@@ -137,6 +140,10 @@ static char *describe(const rule *r)
 		g_string_append_printf(s, " (%ld of them)", r->count);
 	if (r->delay_ms)
 		g_string_append_printf(s, " wait %ld ms", r->delay_ms);
+	if (r->slow) {
+		g_string_append(s, ": judged slow, whatever their times");
+		return g_string_free(s, FALSE);
+	}
 	if (r->hang)
 		g_string_append(s, " hang");
 	if (r->err > 0)
@@ -171,7 +178,7 @@ fault_rules *fault_parse(const char *spec)
 		}
 		if (!any)
 			continue;
-		if (r.err < 0 && !r.delay_ms && !r.hang)
+		if (r.err < 0 && !r.delay_ms && !r.hang && !r.slow)
 			r.err = EIO; /* a rule that only says which operations fails them */
 		g_autofree char *text = describe(&r);
 		ecfs_log(LOG_WARNING, "%s", text);
@@ -238,7 +245,7 @@ bool fault_check(fault_rules *r, int idx, int kind, int *err)
 		return false;
 	for (int i = 0; i < r->n; i++) {
 		rule *u = &r->rules[i];
-		if ((u->member >= 0 && u->member != idx) || !(u->ops & kind))
+		if ((u->member >= 0 && u->member != idx) || !(u->ops & kind) || u->slow)
 			continue;
 		long n = __atomic_add_fetch(&u->seen, 1, __ATOMIC_RELAXED);
 		if (n <= u->after || (u->count >= 0 && n - u->after > u->count))
@@ -263,6 +270,16 @@ bool fault_check(fault_rules *r, int idx, int kind, int *err)
 	}
 	errno = saved;
 	return hit_err;
+}
+
+uint64_t fault_slow(const fault_rules *r, int kind)
+{
+	uint64_t members = 0;
+
+	for (int i = 0; r && i < r->n; i++)
+		if (r->rules[i].slow && (r->rules[i].ops & kind))
+			members |= r->rules[i].member >= 0 ? 1ull << r->rules[i].member : ~0ull;
+	return members;
 }
 
 void fault_release(fault_rules *r)

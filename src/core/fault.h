@@ -21,6 +21,9 @@
  *     hang          a hit blocks its thread until the volume is closed
  *                   (fault_release), then fails with EIO: a member that
  *                   stops answering
+ *     slow          no fault: the member is judged slow for the kinds of
+ *                   op= (write: left out under -o write_quorum) from the
+ *                   start, whatever its times (fault_slow, memberio.h)
  *   and the global rule abort_after=N (record.h: SIGKILL after the member
  *   operation recorded as N).  The old form "member=I,op=..,after=N,
  *   errno=E" is one rule.
@@ -32,6 +35,7 @@
 #define ECFS_FAULT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum {
 	FAULT_READ = 1,
@@ -58,6 +62,9 @@ long fault_abort_after(const fault_rules *r);
  * errno in *err (0: fake success) if the operation is not to be done.
  * Thread safe; r may be NULL (no faults). */
 bool fault_check(fault_rules *r, int idx, int kind, int *err);
+/* The members that slow rules of kind name (bit i: member i); 0 for r
+ * NULL. */
+uint64_t fault_slow(const fault_rules *r, int kind);
 /* Wakes every operation hung by r (they fail with EIO), and makes later
  * hits of hang rules fail at once: called before the volume's threads
  * are joined, so that an unmount never waits on a hung member. */

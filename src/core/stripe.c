@@ -105,6 +105,25 @@ int stripe_usable_count(stripe_ctx *c)
 	return cnt;
 }
 
+uint64_t stripe_leave_out_slow(stripe_ctx *c)
+{
+	int quorum = volume_defaults(c->v)->write_quorum;
+	uint64_t usable = 0;
+
+	if (!quorum)
+		return 0;
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stripe_member_usable(c, mb))
+			usable |= 1ull << mb;
+	int spare = __builtin_popcountll(usable) - quorum;
+	if (spare <= 0)
+		return 0;
+	uint64_t slow = memberio_slow_of(volume_memberio(c->v), MIO_WRITE, usable, spare);
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (slow >> mb & 1)
+			c->state[mb] = CHUNK_STALE;
+	return slow;
+}
 
 /* ---- commit ---- */
 
@@ -187,7 +206,7 @@ static void commit_member(void *arg)
 		r = mop_transfer(c->v, t->member, c->fd[t->member], &riov, 1,
 		              (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
-	/* the member's write cost (memberio_slow) */
+	/* the member's write cost (memberio_slow, stripe_leave_out_slow) */
 	if (r >= 0)
 		memberio_note(volume_memberio(c->v), t->member, MIO_WRITE, bytes,
 		              (g_get_monotonic_time() - t0) * 1000);

@@ -81,6 +81,13 @@ void stripe_remove_journals(stripe_ctx *c);
 /* Members whose chunk can take writes and serve reads. */
 bool stripe_member_usable(stripe_ctx *c, int member);
 int stripe_usable_count(stripe_ctx *c);
+/* Writes past a slow member (-o write_quorum=N): the usable members
+ * judged slow for writes now (memberio_slow), at most as many as leave N
+ * usable, are out of this file's writes from here on, as a failed member
+ * is (CHUNK_STALE: the caller's missed mask names them before the next
+ * commit, readers decode around them, the heal catches them up).  Returns
+ * the members left out (0 under write_quorum=all). */
+uint64_t stripe_leave_out_slow(stripe_ctx *c);
 
 /* Commits stripes [s0, s0+cnt) (cnt <= STRIPE_BATCH): data[i*k + j] is
  * data strip j of stripe s0+i (strip_size bytes each, only read).  Every

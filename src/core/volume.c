@@ -93,6 +93,8 @@ struct volume {
 	GArray *old_fds;       /* revived members' old root fds (int), closed at the end */
 	char *(*health_hook)(void *); /* extra health lines (the online heal) */
 	void *health_arg;
+	void (*left_out_hook)(void *, const char *, const uint8_t *, uint64_t);
+	void *left_out_arg;           /* the online heal's: files to catch up */
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
 };
 
@@ -287,6 +289,13 @@ static int set_defaults(volume *v, const superblock *sb, const volume_options *o
 	d->checksum = v->checksum_name;
 	d->read_only = o->read_only;
 	d->no_read_around = o->no_read_around;
+	d->write_quorum = o->write_quorum == v->n ? 0 : o->write_quorum;
+	if (o->write_quorum && (o->write_quorum <= v->k || o->write_quorum > v->n)) {
+		*message = g_strdup_printf("write_quorum=%d: give all or a number of members "
+		                           "from k+1 = %d to n = %d", o->write_quorum,
+		                           v->k + 1, v->n);
+		return -EINVAL;
+	}
 	return check_defaults(v, d, o->strip_size != 0, message);
 }
 
@@ -798,6 +807,8 @@ static int start_members(volume *v, struct fault_rules **faults, unsigned timeou
 	v->mops.faults = *faults;
 	*faults = NULL;
 	v->mio = memberio_new(v->n, timeout_ms, member_timed_out, v);
+	if (v->mio)
+		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();
 	if (!v->mio) {
@@ -1384,13 +1395,17 @@ char *volume_health_text(volume *v)
 	int spare = __builtin_popcountll(up) - v->k;
 	uint64_t slow = volume_defaults(v)->no_read_around ? 0
 	                : memberio_slow_of(v->mio, MIO_READ, up, spare);
+	int quorum = volume_defaults(v)->write_quorum;
+	uint64_t wslow = quorum ? memberio_slow_of(v->mio, MIO_WRITE, up,
+	                                        __builtin_popcountll(up) - quorum) : 0;
 	for (int i = 0; i < v->n; i++)
 		g_string_append_printf(s, "member.%d.latency_us=%llu\nmember.%d.read_us=%llu%s\n"
-		                       "member.%d.write_us=%llu\n",
+		                       "member.%d.write_us=%llu%s\n",
 		                       i, (unsigned long long)memberio_latency_us(v->mio, i), i,
 		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_READ),
 		                       slow >> i & 1 ? " slow" : "", i,
-		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_WRITE));
+		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_WRITE),
+		                       wslow >> i & 1 ? " slow" : "");
 	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,
@@ -1416,6 +1431,23 @@ void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg)
 {
 	v->health_arg = arg;
 	v->health_hook = fn;
+}
+
+void volume_set_left_out_hook(volume *v,
+                              void (*fn)(void *, const char *, const uint8_t *, uint64_t),
+                              void *arg)
+{
+	__atomic_store_n(&v->left_out_arg, arg, __ATOMIC_RELEASE);
+	__atomic_store_n(&v->left_out_hook, fn, __ATOMIC_RELEASE);
+}
+
+void volume_left_out(volume *v, const char *path, const uint8_t file_id[16], uint64_t members)
+{
+	void (*fn)(void *, const char *, const uint8_t *, uint64_t) =
+		__atomic_load_n(&v->left_out_hook, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(__atomic_load_n(&v->left_out_arg, __ATOMIC_ACQUIRE), path, file_id, members);
 }
 
 void volume_count_healed(volume *v, uint64_t strips)

@@ -38,6 +38,8 @@ typedef struct volume_options {
 	bool read_only;        /* do not take the write lock or create anything */
 	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
 	bool no_read_around;   /* read a slow member like the others (stripe.c) */
+	int write_quorum;      /* writes may leave slow members out down to this many
+	                        * (stripe_leave_out_slow); 0 = all, every usable member */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of
@@ -143,7 +145,8 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read (median),
  *                         memberio_cost_us>[ slow]  (slow: read around
  *                         now, memberio_slow)
- *   member.<idx>.write_us=<its write cost, the same per 64 KiB written>
+ *   member.<idx>.write_us=<its write cost, the same per 64 KiB written>[ slow]
+ *                         (slow: new writes leave it out, -o write_quorum)
  *   strips_decoded=<count since mount>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>

@@ -77,6 +77,14 @@ int volume_missed_record(volume *v, int idx, uint64_t seq);
 uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
 /* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
 void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
+/* Writes past a slow member: volume_left_out() tells fn(arg, path,
+ * file id, members) that the file at path was just written without
+ * `members` (stripe_leave_out_slow), so the online heal catches it up.
+ * With no hook (no heal), nothing is told. */
+void volume_set_left_out_hook(volume *v,
+                              void (*fn)(void *, const char *, const uint8_t *, uint64_t),
+                              void *arg);
+void volume_left_out(volume *v, const char *path, const uint8_t file_id[16], uint64_t members);
 /* Counts strips rewritten by self-healing reads. */
 void volume_count_healed(volume *v, uint64_t strips);
 

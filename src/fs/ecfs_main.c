@@ -57,7 +57,7 @@ struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
-	char *slow_readaround;
+	char *slow_readaround, *write_quorum;
 	char *attr_timeout, *entry_timeout, *negative_timeout;
 	int kernel_cache, auto_cache, direct_io; /* set by fuse_opt */
 	bool read_only;
@@ -80,6 +80,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("heal_rate=%s", heal_rate),
 	CLI_OPT("timeout=%s", timeout),
 	CLI_OPT("slow_readaround=%s", slow_readaround),
+	CLI_OPT("write_quorum=%s", write_quorum),
 	CLI_OPT("attr_timeout=%s", attr_timeout),
 	CLI_OPT("entry_timeout=%s", entry_timeout),
 	CLI_OPT("negative_timeout=%s", negative_timeout),
@@ -150,6 +151,12 @@ static void usage(const char *prog)
 	       "    -o slow_readaround=on|off\n"
 	       "                           on (default): reads go around a member much\n"
 	       "                           slower than the others, decoding from the rest\n"
+	       "    -o write_quorum=all|N  all (default): every member gets every write;\n"
+	       "                           N (k < N <= k+m): a write may leave out members\n"
+	       "                           much slower than the others down to N, marking\n"
+	       "                           their chunks stale; the online heal catches\n"
+	       "                           them up (a file so written survives N-k losses\n"
+	       "                           until then)\n"
 	       "    -o entry_timeout=T     seconds the kernel keeps names, listings (default %g)\n"
 	       "    -o attr_timeout=T      seconds it keeps attributes (default %g)\n"
 	       "    -o negative_timeout=T  seconds it keeps that a name does not exist\n"
@@ -335,6 +342,18 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 	    strcmp(c->slow_readaround, "off"))
 		return fail("slow_readaround=%s: give on or off", c->slow_readaround);
 	o->no_read_around = c->slow_readaround && !strcmp(c->slow_readaround, "off");
+	if (c->write_quorum && strcmp(c->write_quorum, "all")) {
+		char lo[24] = "";
+		if (o->k)
+			snprintf(lo, sizeof lo, " = %d", o->k + 1);
+		if (!parse_int(c->write_quorum, 1, 64, &o->write_quorum) ||
+		    o->write_quorum <= o->k || o->write_quorum > n)
+			return fail("write_quorum=%s: give all or a number of members from k+1%s to "
+			            "%d, the number of members", c->write_quorum, lo, n);
+		if (c->noheal)
+			return fail("write_quorum=%s leaves slow members out of writes for the online "
+			            "heal to catch up: it does not go with noheal", c->write_quorum);
+	}
 	return check_code_options(o);
 }
 
@@ -473,6 +492,7 @@ static void free_cli(struct cli *c)
 	free(c->heal_rate);
 	free(c->timeout);
 	free(c->slow_readaround);
+	free(c->write_quorum);
 	free(c->attr_timeout);
 	free(c->entry_timeout);
 	free(c->negative_timeout);

@@ -15,20 +15,33 @@
  * thread also records on the others each failed member that missed a
  * change (volume_missed.c), so that a later mount it comes back to with
  * its old copy marks it healing and this rebuild runs.
+ *
+ * Files written past a slow member (-o write_quorum, stripe.h) are caught
+ * up one by one: the write path tells the heal (volume_left_out), and a
+ * file is rebuilt on the members it left out once it is closed (or has
+ * waited CATCHUP_MAX_S), through the same repair, at the same rate.  A
+ * file not found again under its name (renamed, removed) costs a verify
+ * pass of the volume for those members; files still waiting at unmount
+ * are recorded as missed changes, for the next mount to rebuild.
  */
 #include "heal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <glib.h>
 
 #include "ecfile.h"
+#include "memberio.h"
 #include "fs_nodes.h"
 #include "fsck.h"
+#include "repair.h"
 #include "log.h"
 #include "volume_internal.h"
 
@@ -39,6 +52,10 @@
 #define RETRY_SECONDS 30
 /* How far (us) the rebuild of one locked file may run ahead of the rate. */
 #define PACE_BURST 2000000
+/* A file written past a slow member is caught up once it is closed and
+ * was last left out CATCHUP_DELAY_S ago, or, still open, CATCHUP_MAX_S ago. */
+#define CATCHUP_DELAY_S 2
+#define CATCHUP_MAX_S 30
 
 struct heal {
 	volume *v;
@@ -59,6 +76,18 @@ struct heal {
 	/* the heal thread's (heal_stop's once it has ended) */
 	uint64_t recorded; /* failed members recorded on the others */
 	uint64_t seq;      /* the last time stamp given (us) */
+	/* files written past slow members: path -> struct catchup, under lock */
+	GHashTable *catchup;
+	uint64_t sweep;    /* members to verify the volume for: a file was not found */
+	const uint8_t *want_id; /* the heal thread's: the file catch_up_file expects */
+	bool found;
+};
+
+struct catchup {
+	uint8_t id[16];
+	uint64_t members;
+	int64_t first_us; /* when it was left out */
+	int64_t since_us; /* when it was last seen open (or left out, or due) */
 };
 
 /* ---- what fsck_tree and repair_file report, in the daemon ---- */
@@ -127,6 +156,8 @@ static void *file_begin(fsck *f, const char *path)
 	pay_debt(h, 0);
 	pthread_mutex_unlock(&h->lock);
 	ecfile *ef = ecfile_heal_begin(f->v, path);
+	if (h->want_id)
+		h->found = ef && !memcmp(ecfile_file_id(ef), h->want_id, 16);
 	pthread_mutex_lock(&h->lock);
 	h->file_locked = ef != NULL;
 	pthread_mutex_unlock(&h->lock);
@@ -192,7 +223,8 @@ static char *health_lines(void *arg)
 			}
 		}
 	}
-	g_string_append_printf(s, "\nheals_completed=%llu\n", (unsigned long long)h->completed);
+	g_string_append_printf(s, "\nheals_completed=%llu\nheal_catchup=%u\n",
+	                       (unsigned long long)h->completed, g_hash_table_size(h->catchup));
 	pthread_mutex_unlock(&h->lock);
 	return g_string_free(s, FALSE);
 }
@@ -311,6 +343,215 @@ static int rebuild(heal *h, uint64_t members)
 	return rc;
 }
 
+/* ---- files written past slow members ---- */
+
+/* volume_left_out's hook, on a writer's thread (the file's lock held). */
+static void left_out(void *arg, const char *path, const uint8_t *id, uint64_t members)
+{
+	heal *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	struct catchup *c = g_hash_table_lookup(h->catchup, path);
+	if (!c) {
+		c = g_new0(struct catchup, 1);
+		g_hash_table_insert(h->catchup, g_strdup(path), c);
+	} else if (memcmp(c->id, id, 16)) {
+		h->sweep |= c->members; /* the file of that entry is elsewhere now */
+		c->members = 0;
+	}
+	memcpy(c->id, id, 16);
+	if (!c->members)
+		c->first_us = g_get_monotonic_time();
+	c->members |= members;
+	c->since_us = g_get_monotonic_time();
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* A regular file at path on each member in service that answers so. */
+struct reg_probe {
+	volume *v;
+	int mb;
+	const char *path;
+};
+
+static int regular_run(void *arg)
+{
+	const struct reg_probe *p = arg;
+	const char *leaf;
+	struct stat st;
+	int pfd = volume_parent_fd(p->v, p->mb, p->path, &leaf);
+
+	if (pfd < 0)
+		return pfd;
+	int r = MIO_CALL(fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW));
+	int err = errno;
+	MIO_CALL(close(pfd));
+	return r < 0 ? -err : S_ISREG(st.st_mode);
+}
+
+static uint64_t regular_on(volume *v, const char *path)
+{
+	uint64_t mask = 0;
+
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		struct reg_probe p = { v, mb, path };
+		if (volume_member_ok(v, mb) && volume_on_member(v, mb, regular_run, &p) == 1)
+			mask |= 1ull << mb;
+	}
+	return mask;
+}
+
+/* Rebuilds the chunks of the file at path (file id c->id) on the members
+ * c left out, as a rebuild would.  1: caught up; 0: not found under that
+ * name; -1: the repair did not finish. */
+static int catch_up_file(heal *h, const char *path, const struct catchup *c)
+{
+	static const fsck_hooks hooks_template = { file_begin, file_end, pace, NULL };
+	volume *v = h->v;
+	int n = volume_n(v);
+	fsck_hooks hooks = hooks_template;
+	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .sink = &log_sink,
+	           .hooks = &hooks, .heal_mask = c->members, .k = volume_k(v),
+	           .m = volume_m(v), .n = n,
+	           .links = g_hash_table_new_full(id_hash, id_equal, g_free, g_free),
+	           .start_us = g_get_monotonic_time() };
+	uint64_t created;
+
+	hooks.arg = h;
+	f.walk_mask = ~volume_failed_mask(v) & (n == 64 ? ~0ull : (1ull << n) - 1);
+	h->want_id = c->id;
+	h->found = false;
+	int rc = repair_file(&f, path, regular_on(v, path), 0, &created);
+	h->want_id = NULL;
+	repair_release(&f);
+	g_hash_table_destroy(f.links);
+	if (!h->found)
+		return 0;
+	bool ok = rc == 0 && f.failed == 0 && f.unrepairable == 0;
+	ecfs_log(ok ? LOG_INFO : LOG_WARNING, "heal: %s %s on members 0x%llx (%llu strips)", path,
+	         ok ? "caught up" : "not caught up", (unsigned long long)c->members,
+	         (unsigned long long)f.strips_rebuilt);
+	return ok ? 1 : -1;
+}
+
+/* The entries due now, taken out of the table (path -> struct catchup). */
+static GHashTable *due_catchups(heal *h)
+{
+	GHashTable *due = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	int64_t now = g_get_monotonic_time();
+	GHashTableIter it;
+	gpointer key, val;
+
+	pthread_mutex_lock(&h->lock);
+	g_hash_table_iter_init(&it, h->catchup);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		struct catchup *c = val;
+		volume_files_lock(h->v);
+		bool open = volume_files_lookup(h->v, c->id) != NULL;
+		volume_files_unlock(h->v);
+		if (open)
+			c->since_us = MAX(c->since_us, now);
+		if ((open || now - c->since_us < CATCHUP_DELAY_S * 1000000ll) &&
+		    now - c->first_us < CATCHUP_MAX_S * 1000000ll)
+			continue;
+		g_hash_table_iter_steal(&it);
+		g_hash_table_insert(due, key, val);
+	}
+	h->paced_since_us = now;
+	h->paced_bytes = 0;
+	pthread_mutex_unlock(&h->lock);
+	return due;
+}
+
+/* Puts entry c of path back in the table, due at since_us (h->lock held;
+ * both are taken over). */
+static void requeue(heal *h, char *path, struct catchup *c, int64_t since_us)
+{
+	struct catchup *now = g_hash_table_lookup(h->catchup, path);
+
+	if (now) { /* left out again meanwhile */
+		if (!memcmp(now->id, c->id, 16))
+			now->members |= c->members;
+		g_free(path);
+		g_free(c);
+		return;
+	}
+	c->since_us = since_us;
+	c->first_us = since_us;
+	g_hash_table_insert(h->catchup, path, c);
+}
+
+/* A verify pass for members (the health report shows it). */
+static int verify(heal *h, uint64_t members)
+{
+	bool repaired;
+
+	pthread_mutex_lock(&h->lock);
+	h->members = members;
+	pthread_mutex_unlock(&h->lock);
+	int rc = run_pass(h, members, true, &repaired);
+	pthread_mutex_lock(&h->lock);
+	h->members = 0;
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+/* Catches up the files due, then verifies the volume for the members of
+ * files that were not found under their names. */
+static void catch_up(heal *h)
+{
+	GHashTable *due = due_catchups(h);
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, due);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		struct catchup *c = val;
+		c->members &= ~volume_failed_mask(h->v); /* failed: recorded and rebuilt as such */
+		int rc = !c->members ? 1 : stopping(h) ? -2 : catch_up_file(h, key, c);
+		g_hash_table_iter_steal(&it);
+		pthread_mutex_lock(&h->lock);
+		if (rc == 0)
+			h->sweep |= c->members;
+		if (rc < 0) /* again later; at once after a stop (heal_stop records it) */
+			requeue(h, key, c, g_get_monotonic_time() +
+			        (rc == -1 ? RETRY_SECONDS * 1000000ll : 0));
+		else {
+			g_free(key);
+			g_free(c);
+		}
+		pthread_mutex_unlock(&h->lock);
+	}
+	g_hash_table_destroy(due);
+	pthread_mutex_lock(&h->lock);
+	uint64_t sweep = h->sweep & ~volume_failed_mask(h->v);
+	pthread_mutex_unlock(&h->lock);
+	if (sweep && !stopping(h) && verify(h, sweep) == 0) {
+		pthread_mutex_lock(&h->lock);
+		h->sweep &= ~sweep;
+		pthread_mutex_unlock(&h->lock);
+	}
+}
+
+/* Records the members that files still waiting left out, as missed
+ * changes: the next mount rebuilds them (heal_stop). */
+static void record_catchups(heal *h)
+{
+	GHashTableIter it;
+	gpointer val;
+	uint64_t members = h->sweep;
+
+	g_hash_table_iter_init(&it, h->catchup);
+	while (g_hash_table_iter_next(&it, NULL, &val))
+		members |= ((struct catchup *)val)->members;
+	members &= ~h->recorded;
+	for (int i = 0; i < volume_n(h->v); i++)
+		if (members >> i & 1 && volume_member_ok(h->v, i) &&
+		    volume_missed_record(h->v, i, next_seq(h)) > 0)
+			ecfs_log(LOG_WARNING, "heal: member %d is not caught up on files written past it: "
+			         "the next mount rebuilds it", i);
+}
+
 static void *heal_main(void *arg)
 {
 	heal *h = arg;
@@ -341,6 +582,8 @@ static void *heal_main(void *arg)
 				         "in %d s", g_strerror(-rc), RETRY_SECONDS);
 				retry_at = g_get_monotonic_time() + RETRY_SECONDS * 1000000ll;
 			}
+		} else if (!members && volume_usable(v)) {
+			catch_up(h);
 		}
 		pthread_mutex_lock(&h->lock);
 	}
@@ -356,9 +599,13 @@ heal *heal_start(volume *v, uint64_t rate)
 	h->rate = rate;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->wake, NULL);
+	h->catchup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	volume_set_health_hook(v, health_lines, h);
+	volume_set_left_out_hook(v, left_out, h);
 	if (pthread_create(&h->thread, NULL, heal_main, h) != 0) {
+		volume_set_left_out_hook(v, NULL, NULL);
 		volume_set_health_hook(v, NULL, NULL);
+		g_hash_table_destroy(h->catchup);
 		pthread_cond_destroy(&h->wake);
 		pthread_mutex_destroy(&h->lock);
 		g_free(h);
@@ -377,7 +624,10 @@ void heal_stop(heal *h)
 	pthread_mutex_unlock(&h->lock);
 	pthread_join(h->thread, NULL);
 	record_failed(h); /* those failed within the last second */
+	volume_set_left_out_hook(h->v, NULL, NULL);
+	record_catchups(h);
 	volume_set_health_hook(h->v, NULL, NULL);
+	g_hash_table_destroy(h->catchup);
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);
 	g_free(h);

@@ -9,6 +9,9 @@
  *   heal=idle                      nothing to rebuild
  *   heal=member 2 rebuilding files=12/40 bytes=123456/999999 rate=12.3MB/s eta=0:05
  *   heals_completed=<members rebuilt since mount>
+ *   heal_catchup=<files written past slow members, not caught up yet>
+ * It also catches up the files that writes left slow members out of
+ * (-o write_quorum, volume_left_out): see heal.c.
  */
 #ifndef ECFS_HEAL_H
 #define ECFS_HEAL_H

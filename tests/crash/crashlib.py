@@ -45,6 +45,15 @@ STRIP = 4096
 STRIPE = K * STRIP
 OPTS = f"k={K},m={M},code=rs-cauchy,strip={STRIP}"
 FULL = os.environ.get("ECFS_CRASH_FULL") == "1"
+# The write-quorum variant (ECFS_CRASH_QUORUM=Q, meson's *-quorum tests): the
+# workload runs under -o write_quorum=Q with member SLOW_MEMBER judged slow
+# for writes from the start (ECFS_FAULT's slow rule), so every file it
+# writes leaves that member out, marked in the others' headers, as a failed
+# member is.  Until the heal catches them up such files survive Q-k lost
+# members, not m: the checks hide that many.
+QUORUM = int(os.environ.get("ECFS_CRASH_QUORUM") or 0)
+SLOW_MEMBER = 5
+HIDE = QUORUM - K if QUORUM else M
 FSCK = None            # path of ecfs-fsck, set by main()
 WRITES_RE = re.compile(r"member writes: (\d+)")
 
@@ -465,6 +474,25 @@ def start_env(v, env, **kw):
                 os.environ[k] = val
 
 
+def start_run(v, env=None):
+    """Starts the daemon for a workload run (start_env with env): under
+    the write-quorum variant with its option and its slow member."""
+    env = dict(env or {})
+    if QUORUM:
+        rules = [env.get("ECFS_FAULT"), f"member={SLOW_MEMBER},op=write,slow"]
+        env["ECFS_FAULT"] = ";".join(r for r in rules if r)
+        return start_env(v, env, opts=f"write_quorum={QUORUM}")
+    return start_env(v, env)
+
+
+def left_out(v):
+    """Under the write-quorum variant, fails unless the run's log says a
+    file was written past the slow member (the path under test)."""
+    if QUORUM and "writing past slow members" not in v.output():
+        raise AssertionError("the workload never left the slow member out:\n"
+                             + v.log())
+
+
 def stop(v):
     """Unmounts, also a mount whose daemon is dead (fusermount3 -uz at
     once: a clean unmount of a dead connection may wait for users).
@@ -499,8 +527,9 @@ def member_writes(v):
 
 
 def hidden_sets(rng, count):
-    """`count` seeded m-subsets of the members to hide (all if FULL)."""
-    combos = list(itertools.combinations(range(N_MEMBERS), M))
+    """`count` seeded HIDE-subsets of the members to hide (all if FULL):
+    m of them, Q-k under the write-quorum variant."""
+    combos = list(itertools.combinations(range(N_MEMBERS), HIDE))
     if FULL or count >= len(combos):
         return combos
     return rng.sample(combos, count)

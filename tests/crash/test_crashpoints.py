@@ -18,6 +18,9 @@ CI runs N = 1..40 and a seeded stride beyond, two hidden subsets per N;
 ECFS_CRASH_FULL=1 every N and every subset.  Needs a fault-injection build
 (-Dfault_injection=true); skips otherwise.
 
+ECFS_CRASH_QUORUM=5 runs the workloads under -o write_quorum=5 with one
+member left out of every write (crashlib.QUORUM).
+
 One crash point (as a failure names it): ECFS_CRASH_N=N; ECFS_TEST_KEEP=1
 keeps the volumes (in /dev/shm/ecfs-test-*).
 
@@ -59,13 +62,16 @@ class CrashPointTest(H.MountedCase):
     def count_writes(self, tmpl, wl):
         v = C.new_volume(tmpl.members)
         try:
-            self.mount(v)
+            if not C.start_run(v):
+                self.fail(f"mount failed (exit {v.last_exit}):\n{v.log()}")
             rec = self.run_workload(v, wl)
             self.assertIsNone(rec.error, v.log())
             self.assertEqual(len(rec.versions), len(C.model(wl).versions),
                              "the workload failed without a fault:\n" + v.log())
             self.assert_clean_unmount(v)
             w = C.member_writes(v)
+            if w is not None:
+                C.left_out(v)
         finally:
             v.cleanup()
         if w is None:
@@ -80,7 +86,7 @@ class CrashPointTest(H.MountedCase):
         operations than counted: threads finished in another order)."""
         v = C.new_volume(tmpl.members)
         try:
-            mounted = C.start_env(v, {"ECFS_FAULT": f"abort_after={n}"})
+            mounted = C.start_run(v, {"ECFS_FAULT": f"abort_after={n}"})
             rec = C.Recorder(v.mnt, wl.initial)
             if mounted:
                 rec = self.run_workload(v, wl)

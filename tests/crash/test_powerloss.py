@@ -82,7 +82,7 @@ class PowerLossTest(H.MountedCase):
         v = C.new_volume(tmpl.members)
         self.addCleanup(v.cleanup)
         ops = os.path.join(recdir, "ops.jsonl")
-        if not C.start_env(v, {"ECFS_RECORD": recdir}):
+        if not C.start_run(v, {"ECFS_RECORD": recdir}):
             self.fail(f"mount failed (exit {v.last_exit}):\n{v.log()}")
         rec = C.Recorder(v.mnt, wl.initial, mark_fn=lambda: count_ops(ops),
                          alive_fn=v.alive)
@@ -94,6 +94,7 @@ class PowerLossTest(H.MountedCase):
         if not os.path.exists(ops):
             self.skipTest("no ops.jsonl: the daemon was not built with "
                           "-Dfault_injection=true")
+        C.left_out(v)
         record = replay.Record(recdir, tmpl.members)
         # the record is complete: replaying it all gives the members the
         # daemon left
