@@ -27,6 +27,9 @@ each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
                   host is the one that holds data position 0 of the file
                   (read from its chunk header before the write), so that
                   reads need it.
+  write quorum 5  all fast and one slow, read-around on, -o write_quorum=5:
+                  writes may leave the slow host out (the online heal
+                  catches the file up after it is closed, during the reads).
 
 Prints a table, the ratios issue 17 sets a bar for, the CPU model; writes
 OUTDIR/latency-<case>.dat (sorted latencies and their cumulative share)
@@ -56,12 +59,14 @@ LAT_REQ = int(os.environ.get("BENCH_LAT_KIB", "64")) * 1024
 RUNS = int(os.environ.get("BENCH_RUNS", "1"))
 SLOW = float(os.environ.get("BENCH_SLOW", "10"))
 NAME = "bench"
-CASES = ("one sshfs", "fast on", "fast off", "slow on", "slow off")
+CASES = ("one sshfs", "fast on", "fast off", "slow on", "slow off", "fast q5", "slow q5")
 LABEL = {"one sshfs": "one sshfs mount, fast",
          "fast on": "ecfs, all fast, read-around on",
          "fast off": "ecfs, all fast, read-around off",
          "slow on": "ecfs, one host slow, read-around on",
-         "slow off": "ecfs, one host slow, read-around off"}
+         "slow off": "ecfs, one host slow, read-around off",
+         "fast q5": "ecfs, all fast, write_quorum=5",
+         "slow q5": "ecfs, one host slow, write_quorum=5"}
 
 
 def die(msg):
@@ -167,8 +172,8 @@ def position0_member(v, mnt):
     return struct.unpack_from("<I", hdr, 52)[0] % N
 
 
-def ecfs_case(v, readaround, slow_rate, seed):
-    mnt = v.mount(f"k={K},m={M},slow_readaround={readaround}")
+def ecfs_case(v, readaround, slow_rate, seed, quorum="all"):
+    mnt = v.mount(f"k={K},m={M},slow_readaround={readaround},write_quorum={quorum}")
     slow = None
     try:
         if slow_rate:
@@ -179,8 +184,10 @@ def ecfs_case(v, readaround, slow_rate, seed):
         res["decoded"] = int(h.get("strips_decoded", 0))
         lat = [h.get(f"member.{i}.latency_us", "?") for i in range(N)]
         cost = [h.get(f"member.{i}.read_us", "-").replace(" ", "") for i in range(N)]
+        wcost = [h.get(f"member.{i}.write_us", "-").replace(" ", "") for i in range(N)]
         print(f"bench-remote:   member latencies (us) at the end: {' '.join(lat)}"
               + f"; read us/64KiB: {' '.join(cost)}"
+              + f"; write us/64KiB: {' '.join(wcost)}"
               + (f"; slow: member {v.hosts.index(slow)}" if slow else "")
               + f"; strips decoded: {res['decoded']}", file=sys.stderr)
         if h.get("members_failed") != "0":
@@ -217,6 +224,11 @@ def one_run(v, single, run, rate, results):
             print(f"bench-remote: run {run + 1}/{RUNS}: {LABEL[case]}"
                   + (f" ({slow})" if slow else ""), file=sys.stderr)
             results[case].append(ecfs_case(v, ra, slow, seed + len(results[case])))
+    for slow in (None, rate):
+        case = ("slow" if slow else "fast") + " q5"
+        print(f"bench-remote: run {run + 1}/{RUNS}: {LABEL[case]}"
+              + (f" ({slow})" if slow else ""), file=sys.stderr)
+        results[case].append(ecfs_case(v, "on", slow, seed + len(results[case]), "5"))
     return rate
 
 
@@ -272,6 +284,15 @@ def print_table(s, rate):
           f"{ratio('slow off', 'fast off', 'p99'):.2f} | on <= 1.5 |")
     print(f"| write, one slow / all fast | {ratio('slow on', 'fast on', 'write'):.2f} | "
           f"{ratio('slow off', 'fast off', 'write'):.2f} | |")
+    print()
+    print("| ratio (read-around on) | write_quorum=all | write_quorum=5 |")
+    print("|---|---|---|")
+    print(f"| write, one slow / all fast (all) | {ratio('slow on', 'fast on', 'write'):.2f} | "
+          f"{ratio('slow q5', 'fast on', 'write'):.2f} |")
+    print(f"| write, all fast / all fast (all) | 1.00 | "
+          f"{ratio('fast q5', 'fast on', 'write'):.2f} |")
+    print(f"| read, one slow / all fast (all) | {ratio('slow on', 'fast on', 'read'):.2f} | "
+          f"{ratio('slow q5', 'fast on', 'read'):.2f} |")
     print()
     print("| ratio | write | read | p50 | p99 | issue 17's bar |")
     print("|---|---|---|---|---|---|")
