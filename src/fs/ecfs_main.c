@@ -350,7 +350,7 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 		    o->write_quorum <= o->k || o->write_quorum > n)
 			return fail("write_quorum=%s: give all or a number of members from k+1%s to "
 			            "%d, the number of members", c->write_quorum, lo, n);
-		if (c->noheal)
+		if (c->noheal && o->write_quorum < n)
 			return fail("write_quorum=%s leaves slow members out of writes for the online "
 			            "heal to catch up: it does not go with noheal", c->write_quorum);
 	}

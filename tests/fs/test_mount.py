@@ -134,6 +134,12 @@ class MountTest(H.MountedCase):
              "k=2,m=1,slow_readaround=maybe", 3, "slow_readaround"),
             ("slow_readaround empty", "k=2,m=1,slow_readaround=", 3,
              "slow_readaround"),
+            ("write_quorum 0", "k=2,m=1,write_quorum=0", 3, "write_quorum"),
+            ("write_quorum k", "k=2,m=1,write_quorum=2", 3, "write_quorum"),
+            ("write_quorum n+1", "k=2,m=1,write_quorum=4", 3, "write_quorum"),
+            ("write_quorum a word", "k=2,m=1,write_quorum=abc", 3, "write_quorum"),
+            ("write_quorum without the heal", "k=2,m=2,write_quorum=3,noheal", 4,
+             "write_quorum"),
         ]
         for name, opts, n, word in cases:
             with self.subTest(case=name, options=opts):
