@@ -321,6 +321,57 @@ class HealHangTest(HealCase):
         self.assert_clean_unmount(v)
         self.assertFalse(os.path.exists(os.path.join(v.members[3], ".ecfs", "superblock")))
 
+    def test_other_member_hangs_mid_heal(self):
+        """Member 1's reads hang part-way through the rebuild of member 3:
+        member 1 is given up, the heal goes on from the k others and
+        completes, and the volume unmounts cleanly."""
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        data = {}
+        for i in range(100):
+            rel = f"f/{i:03d}"
+            os.makedirs(os.path.join(mnt, "f"), exist_ok=True)
+            data[rel] = h.pattern(20000 + i, i)
+            h.write_file(os.path.join(mnt, rel), data[rel])
+        self.assert_clean_unmount(v)
+        shutil.rmtree(v.members[3])
+        os.mkdir(v.members[3], 0o755)
+        # past the mount's reads of member 1 (its intent log: 65), well
+        # within the rebuild's (several for each of the 100 files)
+        os.environ["ECFS_FAULT"] = "member=1,op=read,after=150,hang"
+        try:
+            mnt = self.mount(v, "timeout=1")
+        finally:
+            del os.environ["ECFS_FAULT"]
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
+            self.assert_clean_unmount(v)
+            self.skipTest("this build has no fault injection")
+        deadline = time.monotonic() + HEAL_TIMEOUT
+        while True:
+            rep = h.health(mnt)
+            if int(rep.get("heals_completed", 0)) >= 1 and rep.get("heal") == "idle":
+                break
+            self.assertLess(time.monotonic(), deadline, f"{rep}\n{v.log()}")
+            time.sleep(0.1)
+        out = v.output()
+        back = out.find("member 3 (" + v.members[3] + ") is back in service")
+        lost = out.find("member 1 (" + v.members[1] + ") failed: no answer")
+        self.assertTrue(0 <= back < lost, out)
+        self.assertEqual(rep["member.1"].split()[0], "failed", rep)
+        self.assertEqual(rep["member.3"].split()[0], "up", rep)
+        self.check_all(mnt, data, "member 3 healed, member 1 given up:")
+        self.assert_clean_unmount(v)
+        # member 3 holds the data: readable with members 1 and 0 away
+        v.hide(0)
+        v.hide(1)
+        try:
+            mnt = self.mount(v, "ro")
+            self.check_all(mnt, data, "members 0 and 1 hidden:")
+            self.assert_clean_unmount(v)
+        finally:
+            v.unhide(0)
+            v.unhide(1)
+
 
 class SelfHealingReadTest(HealCase):
 
