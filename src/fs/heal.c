@@ -52,10 +52,12 @@
 #define RETRY_SECONDS 30
 /* How far (us) the rebuild of one locked file may run ahead of the rate. */
 #define PACE_BURST 2000000
-/* A file written past a slow member is caught up once it is closed and
- * was last left out CATCHUP_DELAY_S ago, or, still open, CATCHUP_MAX_S ago. */
-#define CATCHUP_DELAY_S 2
-#define CATCHUP_MAX_S 30
+/* A file written past a slow member is caught up once nobody had it open
+ * for CATCHUP_DELAY_S, or, kept open, CATCHUP_MAX_S after it was left out:
+ * its users wait while it is caught up (the repair holds the file, as a
+ * rebuild does), and a file is often read again right after it is written. */
+#define CATCHUP_DELAY_S 5
+#define CATCHUP_MAX_S 600
 
 struct heal {
 	volume *v;
