@@ -25,7 +25,9 @@
 #include "core_test_util.h"
 #include "ecfile.h"
 #include "log.h"
+#include "memberio.h"
 #include "volume.h"
+#include "volume_internal.h"
 
 #define K 4
 #define M 2
@@ -426,6 +428,65 @@ static void test_degraded_writes(void **state)
 	g_free(data);
 }
 
+/* The missed mask in the header of name's chunk on member i. */
+static uint64_t header_missed(fixture *fx, int i, const char *name)
+{
+	char *path = chunk_path(fx, i, name);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	uint64_t missed = 0;
+
+	assert_true(len >= 112);
+	memcpy(&missed, b + 104, 8); /* FORMAT.md 4.1, little-endian */
+	g_free(b);
+	g_free(path);
+	return missed;
+}
+
+/* Writes past slow members (-o write_quorum, stripe_leave_out_slow): of two
+ * members slow for writes, only as many are left out as leave write_quorum
+ * members written; they are named missed in the others' headers and the
+ * file reads exact.  With a member failed, nobody more is left out, and
+ * under write_quorum=all nobody is. */
+static void test_write_quorum(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 5 * STRIPE + 7;
+	uint8_t *data = g_malloc(len);
+	char *msg = NULL;
+
+	fill_random(data, len, 12);
+	memberio_force_slow(volume_memberio(fx->v), MIO_WRITE, 1u << 1 | 1u << 2);
+	write_file(fx, "/all", data, len, 3000);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(header_missed(fx, i, "all"), 0);
+	volume_close(fx->v);
+	volume_options o = { .write_quorum = 5 };
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
+	memberio_force_slow(volume_memberio(fx->v), MIO_WRITE, 1u << 1 | 1u << 2);
+	write_file(fx, "/five", data, len, 3000);
+	uint64_t out = header_missed(fx, 0, "five");
+	assert_int_equal(__builtin_popcountll(out), 1);
+	assert_true(out & (1u << 1 | 1u << 2));
+	for (int i = 0; i < N; i++)
+		if (!(out >> i & 1))
+			assert_int_equal(header_missed(fx, i, "five"), out);
+	check_file(fx, "/five", data, len);
+	/* one member failed: five are left, none may be left out */
+	rm_tree(fx->mb.path[4]);
+	write_file(fx, "/failed", data, len, 3000);
+	check_file(fx, "/failed", data, len);
+	assert_int_equal(header_missed(fx, 0, "failed"), 1u << 4);
+	volume_close(fx->v);
+	o.write_quorum = K;
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg),
+	                 -EINVAL);
+	assert_non_null(strstr(msg, "write_quorum=4"));
+	g_free(msg);
+	fx->v = open_volume(&fx->mb, STRIP, NULL);
+	g_free(data);
+}
+
 static void test_stale_member_not_trusted(void **state)
 {
 	fixture *fx = *state;
@@ -623,6 +684,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_erasures_harm_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
