@@ -10,6 +10,7 @@ writes slow).  On 4+2 members with write_quorum=5:
   the other chunks name it in `missed`, and every byte reads back exact;
   the online heal catches the file up once it is closed, clears the bit,
   and the file then survives any m losses;
+- a file renamed before it is caught up is found by a verify pass;
 - a file not caught up before the unmount (recorded as a missed change)
   survives N-k = 1 more loss, not 2 (that read fails with EIO, never
   with wrong bytes), and the next mount with the heal rebuilds the member;
@@ -135,6 +136,25 @@ class QuorumTest(QuorumCase):
         # the slow member's chunk is whole: any two others may go
         self.read_with_failed(v, "f", data, [i for i in range(N) if i != SLOW][:2])
         self.read_with_failed(v, "f", data, [SLOW, (SLOW + 1) % N])
+
+    def test_renamed_before_caught_up(self):
+        """A file renamed before it is caught up is not found under its
+        name: a verify pass over the volume finds it and catches it up."""
+        v = self.volume(N)
+        mnt = self.mount_env(v, f"{OPTS},write_quorum={QUORUM}", DELAY)
+        data = h.pattern(SIZE // 4, 74)
+        fd = self.write_open(os.path.join(mnt, "f"), data)
+        self.assert_left_out(v, mnt, "f")
+        os.close(fd)
+        os.rename(os.path.join(mnt, "f"), os.path.join(mnt, "g"))
+        self.wait_for(mnt, "the verify pass", lambda r: r["heal_catchup"] == "0"
+                      and "verify pass done" in v.output())
+        self.wait_for(mnt, "the heal's end", lambda r: r["heal"] == "idle")
+        self.assert_caught_up(v, "g")
+        h.drop_caches()
+        self.assert_exact(os.path.join(mnt, "g"), data, "renamed, caught up:")
+        self.assert_clean_unmount(v)
+        self.read_with_failed(v, "g", data, [i for i in range(N) if i != SLOW][:2])
 
     def test_not_caught_up_before_unmount(self):
         """A file left out of and unmounted at once: N-k = 1 loss is
