@@ -128,6 +128,8 @@ static inline bool fsck_gone(const fsck *f, int mb)
 /* Closes fd on member mb, on its worker (a close may ask the member: a
  * flush), and not at all on a member given up. */
 void fsck_close(fsck *f, int mb, int fd);
+/* fsck_close of fds[mb] (-1: none) on every member at once. */
+void fsck_close_all(fsck *f, const int *fds);
 
 /* Records a problem: counts it by status and hands it to f->sink (the
  * arguments are those of fsck_report).  Thread-safe, as is fsck_progress. */

@@ -95,3 +95,19 @@ void fsck_close(fsck *f, int mb, int fd)
 	if (fd >= 0 && !memberio_lost(volume_memberio(f->v), mb))
 		fsck_on_member(f, mb, close_run, &c);
 }
+
+void fsck_close_all(fsck *f, const int *fds)
+{
+	struct close_call c[64];
+	void *args[64];
+	int rcs[64];
+	uint64_t mask = 0;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		c[mb].fd = fds[mb];
+		args[mb] = &c[mb];
+		if (fds[mb] >= 0 && !memberio_lost(volume_memberio(f->v), mb))
+			mask |= 1ull << mb;
+	}
+	fsck_on_members(f, mask, close_run, args, rcs);
+}

@@ -778,8 +778,7 @@ static int descend(entry_ctx *e, bool root)
 		}
 	}
 	int rc = walk_dir(f, root ? "" : e->path, cfd, cquiet);
-	for (int mb = 0; mb < f->n; mb++)
-		fsck_close(f, mb, cfd[mb]);
+	fsck_close_all(f, cfd);
 	return rc;
 }
 

@@ -992,8 +992,10 @@ static int open_file(file_check *fc, uint64_t present)
 	int rc = open_chunks(fc, present, p);
 
 	if (rc < 0) {
+		int fds[STRIPE_MAX_N];
 		for (int mb = 0; mb < f->n; mb++)
-			fsck_close(f, mb, p[mb].fd);
+			fds[mb] = p[mb].fd;
+		fsck_close_all(f, fds);
 		return rc == -ENODATA || rc == -EINVAL ? 1 : rc;
 	}
 	fc->k = fc->c.lay.k;
@@ -1202,8 +1204,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
 	int rc = open_file(fc, present);
 	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
-	for (int mb = 0; mb < f->n; mb++)
-		fsck_close(f, mb, fc->c.fd[mb]);
+	fsck_close_all(f, fc->c.fd);
 	if (f->hooks)
 		f->hooks->file_end(f, path, token);
 	give_back_buffers(fc);
