@@ -7,7 +7,8 @@
  * still queued for the same member, and never when there is a timeout; and
  * each member's latency follows the calls its worker makes; and a member
  * is judged slow by its read cost per byte against its peers'
- * (memberio_slow, from read times given here, not measured).
+ * (memberio_slow, from read times given here, not measured); and a
+ * call bounded without a worker (mio_bounded) is given up at its deadline.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -273,6 +274,56 @@ static void writes_judged_apart(void **state)
 	memberio_free(mio);
 }
 
+/* mio_bounded: a call that returns in time is waited for; one that does
+ * not is given up at the deadline, its arguments left to its thread, which
+ * runs the late hook once the call returns. */
+typedef struct bounded_job {
+	int fd;        /* read one byte from it first (-1: none) */
+	int ran, late; /* atomic */
+} bounded_job;
+
+static void bounded_fn(void *arg)
+{
+	bounded_job *b = arg;
+	char c;
+
+	if (b->fd >= 0)
+		assert_int_equal(read(b->fd, &c, 1), 1);
+	__atomic_store_n(&b->ran, 1, __ATOMIC_RELEASE);
+}
+
+static void bounded_late(void *arg)
+{
+	bounded_job *b = arg;
+
+	__atomic_store_n(&b->late, 1, __ATOMIC_RELEASE);
+}
+
+static void bounded_waits_or_gives_up(void **state)
+{
+	bounded_job quick = { .fd = -1 }, stuck = { 0 };
+	int p[2];
+
+	(void)state;
+	assert_true(mio_bounded_wait(mio_bounded_start(bounded_fn, bounded_late, &quick),
+	                             mio_deadline_ms(60000)));
+	assert_int_equal(quick.ran, 1);
+	assert_int_equal(quick.late, 0);
+	assert_true(mio_bounded_wait(mio_bounded_start(bounded_fn, bounded_late, &quick), 0));
+	assert_int_equal(pipe(p), 0);
+	stuck.fd = p[0];
+	assert_false(mio_bounded_wait(mio_bounded_start(bounded_fn, bounded_late, &stuck),
+	                              mio_deadline_ms(50)));
+	assert_int_equal(__atomic_load_n(&stuck.ran, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	for (int i = 0; i < 60000 && !__atomic_load_n(&stuck.late, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	assert_int_equal(__atomic_load_n(&stuck.ran, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(__atomic_load_n(&stuck.late, __ATOMIC_ACQUIRE), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +334,7 @@ int main(void)
 		cmocka_unit_test(latency_follows_the_calls),
 		cmocka_unit_test(slow_by_cost_per_byte),
 		cmocka_unit_test(writes_judged_apart),
+		cmocka_unit_test(bounded_waits_or_gives_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
