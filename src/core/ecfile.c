@@ -199,7 +199,7 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 	int n = volume_n(v);
 	mio_batch batch;
 
-	mio_batch_init_caller(volume_memberio(v), &batch);
+	mio_batch_init_small(volume_memberio(v), &batch);
 	for (int mb = 0; mb < n; mb++) {
 		memset(&pc[mb], 0, sizeof(pc[mb]));
 		pc[mb].fd = -1;

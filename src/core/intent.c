@@ -392,7 +392,7 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 {
 	struct member_job jobs[64];
 	mio_batch b;
-	mio_batch_init_caller(volume_memberio(v), &b);
+	mio_batch_init_small(volume_memberio(v), &b);
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		jobs[idx] = (struct member_job){ t, idx };
 		if (volume_member_ok(v, idx))

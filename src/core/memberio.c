@@ -50,7 +50,11 @@ typedef struct worker {
 	} cost[MIO_COSTS];    /* reads, writes */
 	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
 	bool stop, lost;
+	bool stuck;        /* given up in its own member call */
+	bool relay, done;  /* the relay; done: it has stopped (under rlock) */
 	int idx;
+	int run_idx;       /* the relay: the member of the task under way */
+	unsigned timeout_ms;
 	memberio *mio;
 	uint8_t *bounce;
 	size_t bounce_len;
@@ -67,6 +71,13 @@ struct memberio {
 	pthread_mutex_t lock; /* the watchdog's sleep */
 	pthread_cond_t wake;
 	bool stop;
+	/* The relay: one queue of small tasks of any member, run by one
+	 * thread at a time (relay_main) */
+	pthread_mutex_t rlock;
+	pthread_cond_t rwake, rdone;
+	mio_task *rhead, *rtail;
+	worker *relay; /* the thread running it now; NULL: none, use the workers */
+	bool rstop;
 };
 
 static __thread worker *self;
@@ -143,6 +154,7 @@ static worker *worker_start(memberio *mio, int idx)
 		return NULL;
 	w->idx = idx;
 	w->mio = mio;
+	w->timeout_ms = mio->timeout_ms;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
@@ -152,27 +164,172 @@ static worker *worker_start(memberio *mio, int idx)
 	return w;
 }
 
+/* Member idx is lost: its worker's queue is given up with cur, the task
+ * whose call hung (on that worker or on the relay); a task its worker is
+ * running still finishes there. */
+static void lose_member(memberio *mio, int idx, mio_task *cur)
+{
+	worker *w = mio->w[idx];
+
+	pthread_mutex_lock(&w->lock);
+	bool was = w->lost;
+	w->lost = true;
+	mio_task *t = w->head;
+	w->head = w->tail = NULL;
+	pthread_mutex_unlock(&w->lock);
+	/* first the verdict, so that the waiters woken next find the member
+	 * failed, and failed for this reason */
+	if (!was && mio->on_lost)
+		mio->on_lost(mio->ctx, idx, mio->timeout_ms);
+	if (cur)
+		task_done(cur, idx);
+	while (t) {
+		mio_task *next = t->next;
+		task_done(t, idx);
+		t = next;
+	}
+}
+
+static void enqueue(memberio *mio, mio_task *t, bool run_idle);
+
+/* The relay: runs the tasks of its queue one after the other, each with
+ * the member it is for in run_idx, so that its calls are timed and
+ * watched as that member's.  A task of a member lost meanwhile completes
+ * as lost without running.  Given up, it stays in its call (or in
+ * mio_io_end) for good; the relay started in its place takes the queue.
+ * It drains the queue before it stops, so memberio_free leaves no batch
+ * waiting. */
+static void *relay_main(void *arg)
+{
+	worker *r = arg;
+	memberio *mio = r->mio;
+
+	self = r;
+	pthread_mutex_lock(&mio->rlock);
+	for (;;) {
+		while (!mio->rhead && !mio->rstop)
+			pthread_cond_wait(&mio->rwake, &mio->rlock);
+		mio_task *t = mio->rhead;
+		if (!t)
+			break;
+		mio->rhead = t->next;
+		if (!mio->rhead)
+			mio->rtail = NULL;
+		r->current = t;
+		r->run_idx = t->idx;
+		pthread_mutex_unlock(&mio->rlock);
+		bool lost = memberio_lost(mio, t->idx);
+		if (!lost)
+			t->fn(t->arg); /* never returns if given up */
+		/* current stays set: the watchdog reads it only of a relay in
+		 * a call, which this one is not until the next task */
+		task_done(t, lost ? t->idx : -1);
+		pthread_mutex_lock(&mio->rlock);
+	}
+	r->current = NULL;
+	r->done = true;
+	pthread_cond_broadcast(&mio->rdone);
+	pthread_mutex_unlock(&mio->rlock);
+	return NULL;
+}
+
+/* A relay thread (detached: memberio_free waits for its done, and one
+ * given up is never waited for). */
+static worker *relay_start(memberio *mio)
+{
+	worker *r = calloc(1, sizeof(*r));
+	pthread_attr_t attr;
+
+	if (!r)
+		return NULL;
+	r->idx = -1;
+	r->relay = true;
+	r->mio = mio;
+	r->timeout_ms = mio->timeout_ms;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&r->thread, &attr, relay_main, r);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Stops the relay once its queue is empty; a relay stuck in a call is
+ * given up by the watchdog (still running) and its successor drains the
+ * queue. */
+static void relay_stop(memberio *mio)
+{
+	pthread_mutex_lock(&mio->rlock);
+	mio->rstop = true;
+	pthread_cond_broadcast(&mio->rwake);
+	while (mio->relay && !mio->relay->done)
+		pthread_cond_wait(&mio->rdone, &mio->rlock);
+	worker *r = mio->relay;
+	mio->relay = NULL;
+	pthread_mutex_unlock(&mio->rlock);
+	if (r) {
+		free(r->bounce);
+		free(r);
+	}
+}
+
 /* The watchdog's verdict on w: gives up its current task and its queue. */
 static void give_up(memberio *mio, worker *w)
 {
 	pthread_mutex_lock(&w->lock);
-	w->lost = true;
-	mio_task *t = w->head, *cur = w->current;
-	w->head = w->tail = NULL;
+	mio_task *cur = w->current;
 	w->current = NULL;
+	w->stuck = true;
 	pthread_mutex_unlock(&w->lock);
 	pthread_detach(w->thread);
-	/* first the verdict, so that the waiters woken next find the member
-	 * failed, and failed for this reason */
-	if (mio->on_lost)
-		mio->on_lost(mio->ctx, w->idx, mio->timeout_ms);
-	if (cur)
-		task_done(cur, w->idx);
-	while (t) {
-		mio_task *next = t->next;
-		task_done(t, w->idx);
-		t = next;
+	lose_member(mio, w->idx, cur);
+}
+
+static worker *relay_start(memberio *mio);
+
+/* The watchdog's verdict on the relay r, stuck in a call for member
+ * run_idx: that member is lost, and a new relay takes the queue (or, if
+ * none can be started, the members' workers do, in order, before any
+ * later submission). */
+static void give_up_relay(memberio *mio, worker *r)
+{
+	pthread_mutex_lock(&mio->rlock);
+	mio_task *cur = r->current;
+	r->current = NULL;
+	r->stuck = true;
+	mio->relay = relay_start(mio);
+	if (!mio->relay) {
+		mio_task *t = mio->rhead;
+		mio->rhead = mio->rtail = NULL;
+		while (t) {
+			mio_task *next = t->next;
+			t->next = NULL;
+			enqueue(mio, t, false);
+			t = next;
+		}
 	}
+	pthread_cond_broadcast(&mio->rdone); /* memberio_free waits for the relay */
+	pthread_mutex_unlock(&mio->rlock);
+	lose_member(mio, r->run_idx, cur);
+}
+
+/* The relay's watch: only the relay now can be in a call (one given up
+ * stays at IO_LOST). */
+static void watch_relay(memberio *mio, int64_t now)
+{
+	pthread_mutex_lock(&mio->rlock);
+	worker *r = mio->relay;
+	pthread_mutex_unlock(&mio->rlock);
+	if (!r)
+		return;
+	int64_t since = __atomic_load_n(&r->io_since, __ATOMIC_ACQUIRE);
+	if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+	    __atomic_compare_exchange_n(&r->io_since, &since, IO_LOST, false, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_ACQUIRE))
+		give_up_relay(mio, r);
 }
 
 static void *watchdog_main(void *arg)
@@ -201,6 +358,7 @@ static void *watchdog_main(void *arg)
 			                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 				give_up(mio, w);
 		}
+		watch_relay(mio, now);
 		pthread_mutex_lock(&mio->lock);
 	}
 	pthread_mutex_unlock(&mio->lock);
@@ -218,6 +376,9 @@ memberio *memberio_new(int n, unsigned timeout_ms, mio_lost_fn on_lost, void *ct
 	mio->ctx = ctx;
 	pthread_mutex_init(&mio->lock, NULL);
 	pthread_cond_init(&mio->wake, NULL);
+	pthread_mutex_init(&mio->rlock, NULL);
+	pthread_cond_init(&mio->rwake, NULL);
+	pthread_cond_init(&mio->rdone, NULL);
 	mio->w = calloc((size_t)n, sizeof(worker *));
 	if (!mio->w) {
 		free(mio);
@@ -237,6 +398,8 @@ memberio *memberio_new(int n, unsigned timeout_ms, mio_lost_fn on_lost, void *ct
 			return NULL;
 		}
 		mio->watching = true;
+		/* without one, small tasks go to the workers */
+		mio->relay = relay_start(mio);
 	}
 	return mio;
 }
@@ -245,6 +408,7 @@ void memberio_free(memberio *mio)
 {
 	if (!mio)
 		return;
+	relay_stop(mio);
 	for (int i = 0; i < mio->n; i++) {
 		worker *w = mio->w[i];
 		pthread_mutex_lock(&w->lock);
@@ -263,9 +427,9 @@ void memberio_free(memberio *mio)
 				break;
 			}
 			pthread_mutex_lock(&w->lock);
-			bool lost = w->lost;
+			bool stuck = w->stuck;
 			pthread_mutex_unlock(&w->lock);
-			if (lost)
+			if (stuck)
 				break; /* in its member call, or stopped for good */
 			usleep(2000);
 		}
@@ -297,12 +461,29 @@ void mio_batch_init(mio_batch *b)
 	b->lost = 0;
 	b->caller = NULL;
 	b->held = NULL;
+	b->small = false;
+	b->relayed = b->apart = 0;
+}
+
+void mio_batch_init_small(memberio *mio, mio_batch *b)
+{
+	mio_batch_init_caller(mio, b);
+	b->small = mio->timeout_ms != 0;
 }
 
 void mio_batch_init_caller(memberio *mio, mio_batch *b)
 {
 	mio_batch_init(b);
 	b->caller = mio->timeout_ms ? NULL : mio;
+}
+
+static void append(mio_task **head, mio_task **tail, mio_task *t)
+{
+	if (*tail)
+		(*tail)->next = t;
+	else
+		*head = t;
+	*tail = t;
 }
 
 /* Queues t on its worker, or with run_idle runs it right here if that
@@ -324,14 +505,41 @@ static void enqueue(memberio *mio, mio_task *t, bool run_idle)
 		task_done(t, -1);
 		return;
 	}
-	if (w->tail)
-		w->tail->next = t;
-	else
-		w->head = t;
-	w->tail = t;
+	append(&w->head, &w->tail, t);
 	pthread_mutex_unlock(&w->lock);
 	/* after the unlock, so the worker does not wake into a held lock */
 	pthread_cond_signal(&w->wake);
+}
+
+/* Whether this task of member idx goes to the relay: all of a batch's
+ * tasks of one member go the same way, so that they run in order. */
+static bool to_relay(memberio *mio, mio_batch *b, int idx)
+{
+	uint64_t bit = 1ull << idx;
+
+	if (!b->small || (b->apart & bit))
+		return false;
+	if (b->relayed & bit)
+		return true;
+	if (memberio_latency_us(mio, idx) >= MEMBERIO_RELAY_US || memberio_lost(mio, idx)) {
+		b->apart |= bit;
+		return false;
+	}
+	b->relayed |= bit;
+	return true;
+}
+
+static void relay_enqueue(memberio *mio, mio_task *t)
+{
+	pthread_mutex_lock(&mio->rlock);
+	if (!mio->relay) { /* none could be started after a hang */
+		pthread_mutex_unlock(&mio->rlock);
+		enqueue(mio, t, false);
+		return;
+	}
+	append(&mio->rhead, &mio->rtail, t);
+	pthread_mutex_unlock(&mio->rlock);
+	pthread_cond_signal(&mio->rwake);
 }
 
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
@@ -352,7 +560,10 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 			return;
 		t = prev;
 	}
-	enqueue(mio, t, false);
+	if (to_relay(mio, b, idx))
+		relay_enqueue(mio, t);
+	else
+		enqueue(mio, t, false);
 }
 
 uint64_t mio_batch_wait(mio_batch *b)
@@ -386,15 +597,15 @@ void mio_io_begin(void)
 	if (!w)
 		return;
 	w->call_ns = now_ns();
-	if (w->mio->timeout_ms)
+	if (w->timeout_ms)
 		__atomic_store_n(&w->io_since, w->call_ns / 1000000, __ATOMIC_RELEASE);
 }
 
 /* The member's latency: a moving average over about its last 8 calls, so
  * a member that turns slow shows within a few calls (memberio.h). */
-static void note_latency(worker *w)
+static void note_latency(worker *w, int64_t call_ns)
 {
-	int64_t took = now_ns() - w->call_ns;
+	int64_t took = now_ns() - call_ns;
 	int64_t avg = (int64_t)__atomic_load_n(&w->latency_ns, __ATOMIC_RELAXED);
 
 	avg = avg ? avg + (took - avg) / 8 : (took > 0 ? took : 1);
@@ -407,27 +618,28 @@ void mio_io_end(void)
 
 	if (!w)
 		return;
-	note_latency(w);
-	if (!w->mio->timeout_ms)
-		return;
 	int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
-	if (since != IO_LOST &&
-	    __atomic_compare_exchange_n(&w->io_since, &since, 0, false, __ATOMIC_ACQ_REL,
-	                                __ATOMIC_ACQUIRE))
-		return;
-	/* Given up: the task's caller has moved on and its memory may be
-	 * anyone's now.  This thread does nothing more. */
-	ecfs_log(LOG_WARNING, "member %d answered after it was given up; it stays failed until "
-	         "the next mount", w->idx);
-	for (;;)
-		pause();
+	if (w->timeout_ms &&
+	    (since == IO_LOST ||
+	     !__atomic_compare_exchange_n(&w->io_since, &since, 0, false, __ATOMIC_ACQ_REL,
+	                                  __ATOMIC_ACQUIRE))) {
+		/* Given up: the task's caller has moved on and its memory may
+		 * be anyone's now (the memberio's too).  This thread does
+		 * nothing more. */
+		ecfs_log(LOG_WARNING, "member %d answered after it was given up; it stays failed "
+		         "until the next mount", w->relay ? w->run_idx : w->idx);
+		for (;;)
+			pause();
+	}
+	/* the relay's calls are its member's */
+	note_latency(w->relay ? w->mio->w[w->run_idx] : w, w->call_ns);
 }
 
 uint8_t *mio_bounce(size_t len)
 {
 	worker *w = self;
 
-	if (!w || !w->mio->timeout_ms)
+	if (!w || !w->timeout_ms)
 		return NULL;
 	if (w->bounce_len < len) {
 		uint8_t *p = realloc(w->bounce, len);

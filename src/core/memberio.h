@@ -17,6 +17,15 @@
  * the task's caller again.  Reads on a worker therefore land in the
  * worker's own bounce buffer first (mio_bounce), never straight in the
  * caller's memory, which may be reused by then.
+ *
+ * The relay: on two cores, waking a thread costs more than a small member
+ * call on a local filesystem, so a batch of small calls (namespace
+ * operations, lookups, headers; never strips) made with
+ * mio_batch_init_small hands the tasks of its fast members to one relay
+ * thread that runs them one after the other: one wake-up instead of one
+ * per member.  Each call there is bracketed as its member's, so a call
+ * that hangs gives up that member (as above) and the relay with it, and a
+ * new relay takes the rest of the queue.
  */
 #ifndef ECFS_MEMBERIO_H
 #define ECFS_MEMBERIO_H
@@ -34,6 +43,8 @@ typedef struct mio_batch {
 	uint64_t lost; /* bit i: member i's tasks were given up (atomic) */
 	memberio *caller; /* mio_batch_init_caller without a timeout */
 	struct mio_task *held; /* its last task, not queued yet */
+	bool small;       /* mio_batch_init_small with a timeout */
+	uint64_t relayed, apart; /* bit i: member i's tasks go to the relay, to its worker */
 } mio_batch;
 
 /* Called from the watchdog thread once per member given up. */
@@ -54,6 +65,16 @@ void mio_batch_init(mio_batch *b);
  * timeout only: with one, every member call is made and watched on its
  * worker. */
 void mio_batch_init_caller(memberio *mio, mio_batch *b);
+/* For a batch of small member calls (no strips) its caller waits for
+ * before it submits more: with a timeout, the tasks of each member whose
+ * latency is under MEMBERIO_RELAY_US go to the relay, one after the other
+ * on one thread (the first task of a member in the batch decides where
+ * all of that member's go); slower members' (remote ones) go to their
+ * workers, in parallel.  Without a timeout, as mio_batch_init_caller.
+ * Not for tasks that must queue behind earlier ones still queued on a
+ * member's worker by another batch: a relayed task may overtake them. */
+#define MEMBERIO_RELAY_US 200
+void mio_batch_init_small(memberio *mio, mio_batch *b);
 /* Queues fn(arg) on member idx's worker; a lost member's task is not run
  * and only sets its bit in b->lost. */
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg);
@@ -63,7 +84,7 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
  * failed with ETIMEDOUT. */
 uint64_t mio_batch_wait(mio_batch *b);
 
-/* True on a worker thread: a task must not wait for another task (two
+/* True on a worker thread or the relay: a task must not wait for another task (two
  * workers could wait for each other), so it runs such work inline. */
 bool memberio_on_worker(void);
 /* The timeout this memberio was made with (0: none). */

@@ -66,14 +66,18 @@ static int run_member(struct member_run *r, int idx)
 
 /* fn (set in the runs) on the members in mask at once (volume_on_members):
  * runs[idx].idx is set, rcs[idx] gets each member's result. */
-static void run_members(volume *v, uint64_t mask, struct member_run *runs, int *rcs)
+static void run_members(volume *v, uint64_t mask, struct member_run *runs, int *rcs,
+                        bool large)
 {
 	void *args[64];
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		runs[idx].idx = idx;
 		args[idx] = &runs[idx];
 	}
-	volume_on_members(v, mask, member_run, args, rcs);
+	if (large)
+		volume_on_members_apart(v, mask, member_run, args, rcs);
+	else
+		volume_on_members(v, mask, member_run, args, rcs);
 }
 
 /* Takes member idx's answer rc into the decision (*decided, *answer).
@@ -138,7 +142,7 @@ static int apply_all(struct member_run *r, const char *what)
 			if (!(ran >> idx & 1) && volume_member_ok(v, idx))
 				rest |= 1ull << idx;
 		}
-		run_members(v, rest, runs, rcs);
+		run_members(v, rest, runs, rcs, false);
 		for (int idx = 0; idx < volume_n(v); idx++)
 			if ((rest >> idx & 1) && !member_broke(v, idx, rcs[idx], what))
 				take_answer(r, idx, rcs[idx], &decided, &answer, what);
@@ -186,7 +190,7 @@ static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answe
 	struct par_job jobs[64];
 	mio_batch b;
 
-	mio_batch_init(&b);
+	mio_batch_init_small(volume_memberio(v), &b);
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		jobs[idx] = (struct par_job){ .r = *r, .it = it, .what = what,
 		                              .run = !(ran >> idx & 1), .answer = answer };
@@ -294,7 +298,7 @@ uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *a
 			ask |= 1ull << idx;
 	}
 	if (volume_usable(v))
-		run_members(v, ask, runs, rcs);
+		run_members(v, ask, runs, rcs, true); /* listings: each on its worker */
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
 		if (!(ask >> idx & 1) || member_broke(v, idx, rcs[idx], what))
 			continue;

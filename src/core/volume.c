@@ -900,19 +900,22 @@ int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
 
 	if (!volume_hands_off(v))
 		return fn(arg);
-	mio_batch_init(&b);
+	mio_batch_init_small(v->mio, &b);
 	memberio_submit(v->mio, idx, &b, member_call_run, &c);
 	return mio_batch_wait(&b) ? -ETIMEDOUT : c.rc;
 }
 
-void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
-                       int *rcs)
+static void on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rcs, bool small)
 {
 	struct member_call calls[64];
 	bool on_workers = volume_hands_off(v);
 	mio_batch b;
 
-	mio_batch_init(&b);
+	if (small)
+		mio_batch_init_small(v->mio, &b);
+	else
+		mio_batch_init(&b);
 	for (int idx = 0; idx < v->n; idx++) {
 		if (!(mask >> idx & 1))
 			continue;
@@ -926,6 +929,18 @@ void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const 
 	for (int idx = 0; idx < v->n; idx++)
 		if (mask >> idx & 1)
 			rcs[idx] = lost >> idx & 1 ? -ETIMEDOUT : calls[idx].rc;
+}
+
+void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                       int *rcs)
+{
+	on_members(v, mask, fn, args, rcs, true);
+}
+
+void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
+                             void *const *args, int *rcs)
+{
+	on_members(v, mask, fn, args, rcs, false);
 }
 
 void volume_close(volume *v)

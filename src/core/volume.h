@@ -55,7 +55,8 @@ void volume_close(volume *v);
  * the I/O timeout (memberio.h): then it stays open, as closing would wait
  * on the member. */
 void volume_member_close(volume *v, int idx, int fd);
-/* Runs fn(arg) on member idx's I/O worker and returns its result, or
+/* Runs fn(arg), a small member call (memberio.h: on the relay if the
+ * member is fast, else on its I/O worker), and returns its result, or
  * -ETIMEDOUT if the member was given up (memberio.h), so that the calling
  * thread never waits longer than the I/O timeout on a member.  fn keeps
  * what system calls return in its own locals and writes to arg only after
@@ -69,10 +70,14 @@ int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
 bool volume_hands_off(const volume *v);
 /* volume_on_member on the members in mask at once, each with its own
  * argument: rcs[idx] = fn(args[idx]), or -ETIMEDOUT for a member given
- * up.  With a timeout the calls go to the workers together and are waited
- * for once; without one they run inline, one after the other. */
+ * up.  With a timeout the calls go out together (to the relay, for fast
+ * members) and are waited for once; without one they run inline, one
+ * after the other. */
 void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
                        int *rcs);
+/* The same for large calls (listings): each member's on its own worker. */
+void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
+                             void *const *args, int *rcs);
 
 int volume_k(const volume *v);
 /* The chunk format version of the volume's files (its superblock's). */

@@ -51,7 +51,7 @@ static void ask_members(volume *v, struct member_statfs *q)
 	int n = volume_n(v);
 	mio_batch batch;
 
-	mio_batch_init_caller(volume_memberio(v), &batch);
+	mio_batch_init_small(volume_memberio(v), &batch);
 	for (int i = 0; i < n; i++) {
 		q[i] = (struct member_statfs){ .v = v, .idx = i, .err = 1 };
 		if (volume_member_ok(v, i)) {

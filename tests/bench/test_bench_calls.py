@@ -16,7 +16,8 @@ import tempfile
 import unittest
 
 BENCH = None
-THREADS = ["inline", "threads, serial", "threads, all", "threads, 1 + rest"]
+THREADS = ["inline", "threads, serial", "threads, all", "threads, 1 + rest", "relay, all",
+           "relay, 1 + rest"]
 URING = ["io_uring, all", "io_uring, 1 + rest", "io_uring, no timeout"]
 
 

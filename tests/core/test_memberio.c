@@ -9,7 +9,12 @@
  * is judged slow by its read cost per byte against its peers'
  * (memberio_slow, from read times given here, not measured); and a
  * call bounded without a worker (mio_bounded) is given up at its deadline.
+ * A batch of small calls (mio_batch_init_small) runs on the one relay
+ * thread when its members are fast, on the workers of those that are not;
+ * a call that hangs on the relay gives up its member only, and a new relay
+ * runs the rest of the batch and the batches after it.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -171,6 +176,127 @@ static void latency_follows_the_calls(void **state)
 	assert_true(memberio_latency_us(mio, 2) > memberio_latency_us(mio, 1));
 	assert_true(memberio_latency_us(mio, 2) >= 10000);
 	memberio_free(mio);
+}
+
+/* One batch of mio_batch_init_small with one job per member, waited
+ * for: the lost mask. */
+static uint64_t small_batch(memberio *mio, jobs *js)
+{
+	mio_batch b;
+
+	jobs_init(js);
+	mio_batch_init_small(mio, &b);
+	for (int i = 0; i < N; i++)
+		memberio_submit(mio, i, &b, run_job, &js->j[i]);
+	return mio_batch_wait(&b);
+}
+
+static void small_batch_on_the_relay(void **state)
+{
+	memberio *mio = memberio_new(N, 5000, NULL, NULL);
+	unsigned slow = 20000;
+	jobs js;
+
+	(void)state;
+	assert_int_equal(small_batch(mio, &js), 0);
+	for (int i = 0; i < N; i++) {
+		assert_true(js.j[i].order == i + 1); /* one after the other, in order */
+		assert_false(pthread_equal(js.j[i].ran_on, pthread_self()));
+		assert_true(pthread_equal(js.j[i].ran_on, js.j[0].ran_on));
+	}
+	/* member 1 turns slow (a remote member): its tasks go to its worker;
+	 * the others made no timed call, so a loaded machine cannot make
+	 * them slow too */
+	for (int round = 0; round < 8; round++) {
+		mio_batch b;
+		mio_batch_init(&b);
+		memberio_submit(mio, 1, &b, slow_call, &slow);
+		assert_int_equal(mio_batch_wait(&b), 0);
+	}
+	assert_true(memberio_latency_us(mio, 1) >= MEMBERIO_RELAY_US);
+	assert_int_equal(small_batch(mio, &js), 0);
+	assert_true(pthread_equal(js.j[2].ran_on, js.j[0].ran_on));
+	assert_false(pthread_equal(js.j[1].ran_on, js.j[0].ran_on));
+	memberio_free(mio);
+	/* without a timeout there is no relay: as mio_batch_init_caller */
+	mio = memberio_new(N, 0, NULL, NULL);
+	assert_int_equal(small_batch(mio, &js), 0);
+	assert_true(pthread_equal(js.j[N - 1].ran_on, pthread_self()));
+	assert_false(pthread_equal(js.j[0].ran_on, js.j[1].ran_on));
+	memberio_free(mio);
+}
+
+static int lost_calls;
+static int lost_idx = -1;
+
+static void note_lost(void *ctx, int idx, unsigned timeout_ms)
+{
+	(void)ctx;
+	(void)timeout_ms;
+	__atomic_add_fetch(&lost_calls, 1, __ATOMIC_RELAXED);
+	lost_idx = idx;
+}
+
+/* A member call that never returns: a read of a pipe nobody writes. */
+static void hung_call(void *arg)
+{
+	char c;
+
+	(void)!MIO_CALL(read(*(int *)arg, &c, 1));
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void hang_on_the_relay(void **state)
+{
+	memberio *mio = memberio_new(N, 200, note_lost, NULL);
+	int pipefd[2];
+	mio_batch b;
+	jobs js;
+	struct timespec t0;
+
+	(void)state;
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	jobs_init(&js);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	mio_batch_init_small(mio, &b);
+	memberio_submit(mio, 0, &b, run_job, &js.j[0]);
+	memberio_submit(mio, 1, &b, hung_call, &pipefd[0]);
+	memberio_submit(mio, 1, &b, run_job, &js.j[1]); /* after its member's hang */
+	memberio_submit(mio, 2, &b, run_job, &js.j[2]);
+	assert_int_equal(mio_batch_wait(&b), 1u << 1);
+	double took = seconds_since(&t0);
+	assert_true(took >= 0.2 && took < 5.0);
+	assert_int_equal(lost_calls, 1);
+	assert_int_equal(lost_idx, 1);
+	assert_true(memberio_lost(mio, 1));
+	assert_int_equal(js.j[1].order, 0); /* given up with its member */
+	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
+	/* member 2's task ran on the relay started in the stuck one's place */
+	assert_false(pthread_equal(js.j[2].ran_on, js.j[0].ran_on));
+	/* later batches: the lost member's tasks complete at once, the
+	 * others run on the new relay */
+	assert_int_equal(small_batch(mio, &js), 1u << 1);
+	assert_int_equal(js.j[1].order, 0);
+	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
+	assert_true(pthread_equal(js.j[0].ran_on, js.j[2].ran_on));
+	assert_int_equal(lost_calls, 1); /* failed once */
+	/* and the plain workers still serve the other members */
+	mio_batch_init(&b);
+	jobs_init(&js);
+	memberio_submit(mio, 0, &b, run_job, &js.j[0]);
+	memberio_submit(mio, 1, &b, run_job, &js.j[1]);
+	assert_int_equal(mio_batch_wait(&b), 1u << 1);
+	assert_true(js.j[0].order > 0);
+	memberio_free(mio); /* does not wait for the stuck call */
+	close(pipefd[1]); /* the stuck relay returns into mio_io_end and stops there */
+	usleep(20000);
+	close(pipefd[0]);
 }
 
 #define KIB 1024
@@ -335,6 +461,8 @@ int main(void)
 		cmocka_unit_test(slow_by_cost_per_byte),
 		cmocka_unit_test(writes_judged_apart),
 		cmocka_unit_test(bounded_waits_or_gives_up),
+		cmocka_unit_test(small_batch_on_the_relay),
+		cmocka_unit_test(hang_on_the_relay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -514,6 +514,41 @@ class HungMemberTest(FaultCase):
             self.assertFalse(os.path.exists(os.path.join(v.members[j], "f")), f"member {j}")
             self.assertEqual(intent_records(v, j), 0, f"member {j}")
 
+    def test_injected_hang_on_the_relay(self):
+        """Every namespace call on member 1 hangs once the mount is up.  On
+        fast members (tmpfs) the calls of a namespace operation run one
+        after the other on the one relay thread (docs/DESIGN.md section 5),
+        so the hang holds the relay: the operation completes within the
+        timeout, member 1 is failed, and the operations after it (each of
+        them namespace calls of every member) go on without it on a new
+        relay, as do reads, writes and listings, and the mount unmounts
+        cleanly; remounted with member 1 back, everything reads back."""
+        v = self.volume(N)
+        self.mount(v, f"k={K},m={M}")
+        self.assert_clean_unmount(v)
+        mnt = self.mount_faulty(v, "member=1,op=meta,after=3,hang", f"timeout={TIMEOUT}")
+        self.assert_state(mnt, 1, "up")
+        d = os.path.join(mnt, "d")
+        self.timed("the mkdir", lambda: os.mkdir(d))
+        self.check_given_up(v, mnt, 1)
+        data = H.pattern(SIZE // 4, 27)
+        f, g, h = (os.path.join(d, x) for x in "fgh")
+        self.assertEqual(self.timed("the create", lambda: try_write(f, data)), 0, v.log())
+        self.timed("the rename", lambda: os.rename(f, g))
+        self.timed("the link", lambda: os.link(g, h))
+        self.timed("the unlink", lambda: os.unlink(h))
+        os.mkdir(os.path.join(d, "e"))
+        os.rmdir(os.path.join(d, "e"))
+        self.assertEqual(sorted(self.timed("the listing", lambda: os.listdir(d))), ["g"])
+        self.assertEqual(os.stat(g).st_nlink, 1)
+        self.assert_exact(g, data, "written with member 1 hung:")
+        self.assertEqual(H.health(mnt)["members_failed"], "1")
+        self.timed("unmounting", lambda: self.assert_clean_unmount(v))
+        mnt = self.mount(v)
+        self.assert_exact(os.path.join(mnt, "d", "g"), data, "remounted with member 1 back:")
+        self.assertEqual(sorted(os.listdir(os.path.join(mnt, "d"))), ["g"])
+        self.assert_clean_unmount(v)
+
     def fuse_member(self):
         """A volume whose member 2 is a mergerfs mount: (volume, the pid
         of that mergerfs)."""

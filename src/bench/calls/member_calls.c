@@ -14,6 +14,10 @@
  *   threads, all      all handed out at once, one wait
  *   threads, 1 + rest the first alone, then the others at once (ecfs's
  *                     logged operations with a timeout, mirror.c)
+ *   relay, all        all handed to the one relay thread, which makes
+ *                     them one after the other, each watched as its
+ *                     member's (mio_batch_init_small), one wait
+ *   relay, 1 + rest
  *   io_uring, all     one submission of n IORING_OP_RENAMEAT, each linked
  *                     to an IORING_OP_LINK_TIMEOUT, one wait
  *   io_uring, 1 + rest
@@ -97,14 +101,22 @@ static void way_inline(memberio *mio)
 		call_member((void *)(long)i);
 }
 
-static void hand_out(memberio *mio, int lo, int hi)
+static void hand_out_to(memberio *mio, int lo, int hi, bool small)
 {
 	mio_batch b;
-	mio_batch_init(&b);
+	if (small)
+		mio_batch_init_small(mio, &b);
+	else
+		mio_batch_init(&b);
 	for (int i = lo; i < hi; i++)
 		memberio_submit(mio, i, &b, call_member, (void *)(long)i);
 	if (mio_batch_wait(&b))
 		die("a member timed out");
+}
+
+static void hand_out(memberio *mio, int lo, int hi)
+{
+	hand_out_to(mio, lo, hi, false);
 }
 
 static void way_serial(memberio *mio)
@@ -122,6 +134,17 @@ static void way_first_then_rest(memberio *mio)
 {
 	hand_out(mio, 0, 1);
 	hand_out(mio, 1, n_members);
+}
+
+static void way_relay(memberio *mio)
+{
+	hand_out_to(mio, 0, n_members, true);
+}
+
+static void way_relay_first_then_rest(memberio *mio)
+{
+	hand_out_to(mio, 0, 1, true);
+	hand_out_to(mio, 1, n_members, true);
 }
 
 #ifdef HAVE_LIBURING
@@ -229,6 +252,8 @@ static void run_round(memberio *mio, int iters)
 	time_way("threads, serial", way_serial, mio, iters);
 	time_way("threads, all", way_all, mio, iters);
 	time_way("threads, 1 + rest", way_first_then_rest, mio, iters);
+	time_way("relay, all", way_relay, mio, iters);
+	time_way("relay, 1 + rest", way_relay_first_then_rest, mio, iters);
 #ifdef HAVE_LIBURING
 	if (!ring_ok)
 		return;
