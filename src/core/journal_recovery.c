@@ -69,8 +69,10 @@ static int read_journal(void *arg)
 	return 1;
 }
 
-/* fn on the usable members of mask at once; rcs[mb] its result. */
-static void on_members(stripe_ctx *c, uint64_t mask, int (*fn)(void *), jcall *j, int *rcs)
+/* fn on the usable members of mask at once; rcs[mb] its result.  Strips
+ * (large) each on its member's worker, headers as small calls (volume.h). */
+static void on_members(stripe_ctx *c, uint64_t mask, int (*fn)(void *), jcall *j, int *rcs,
+                       bool strips)
 {
 	void *args[STRIPE_MAX_N];
 
@@ -79,7 +81,10 @@ static void on_members(stripe_ctx *c, uint64_t mask, int (*fn)(void *), jcall *j
 		if (!stripe_member_usable(c, mb))
 			mask &= ~(1ull << mb);
 	}
-	volume_on_members(c->v, mask, fn, args, rcs);
+	if (strips)
+		volume_on_members_apart(c->v, mask, fn, args, rcs);
+	else
+		volume_on_members(c->v, mask, fn, args, rcs);
 }
 
 /* Opens and reads the journal headers of the file; true if any member has
@@ -99,7 +104,7 @@ static bool read_journals(stripe_ctx *c, jmember *jm)
 	for (int mb = 0; mb < c->lay.n; mb++)
 		j[mb] = (jcall){ .c = c, .mb = mb, .jm = &jm[mb], .name = name };
 	uint64_t mask = c->lay.n == 64 ? ~0ull : (1ull << c->lay.n) - 1;
-	on_members(c, mask, read_journal, j, rcs);
+	on_members(c, mask, read_journal, j, rcs, false);
 	for (int mb = 0; mb < c->lay.n; mb++)
 		if (stripe_member_usable(c, mb) && rcs[mb] > 0)
 			any = true;
@@ -152,7 +157,7 @@ static uint64_t journal_strips(stripe_ctx *c, jmember *jm, uint64_t s, uint64_t 
 		if (jm[mb].valid && h->generation == g && s >= h->first && s - h->first < h->count)
 			mask |= 1ull << mb;
 	}
-	on_members(c, mask, journal_strip, j, rcs);
+	on_members(c, mask, journal_strip, j, rcs, true);
 	for (int mb = 0; mb < c->lay.n; mb++)
 		if (mask >> mb & 1 && rcs[mb] == 1) {
 			ok |= 1ull << jm[mb].h.position;

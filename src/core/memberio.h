@@ -20,7 +20,7 @@
  *
  * The relay: on two cores, waking a thread costs more than a small member
  * call on a local filesystem, so a batch of small calls (namespace
- * operations, lookups, headers; never strips) made with
+ * operations, lookups, chunk opens; never strips) made with
  * mio_batch_init_small hands the tasks of its fast members to one relay
  * thread that runs them one after the other: one wake-up instead of one
  * per member.  Each call there is bracketed as its member's, so a call

@@ -75,7 +75,8 @@ bool volume_hands_off(const volume *v);
  * after the other. */
 void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
                        int *rcs);
-/* The same for large calls (listings): each member's on its own worker. */
+/* The same for large calls (listings, strips): each member's on its own
+ * worker. */
 void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
                              void *const *args, int *rcs);
 
