@@ -159,8 +159,8 @@ def tc_clear(host):
     """Takes the slow host's tbf off both ends of its link."""
     subprocess.run(["tc", "qdisc", "del", "dev", host.veth, "root"],
                    capture_output=True)
-    subprocess.run(["ip", "netns", "exec", host.ns, "tc", "qdisc", "del",
-                    "dev", "eth0", "root"], capture_output=True)
+    subprocess.run(host.in_ns("tc", "qdisc", "del", "dev", "eth0", "root"),
+                   capture_output=True)
 
 
 def position0_member(v, mnt):

@@ -569,8 +569,16 @@ class Host:
         self.start()
         self.mount()
 
+    def in_ns(self, *cmd):
+        """cmd run in the host's network namespace only.  Not `ip netns
+        exec`: that also gives cmd a mount namespace of its own, a private
+        copy of every mount there is, and a FUSE mount of another test
+        copied into a long-lived sshd would outlive its unmount, keeping
+        that test's daemon running."""
+        return ["nsenter", f"--net=/run/netns/{self.ns}"] + list(cmd)
+
     def _ns(self, *cmd):
-        r = _run(["ip", "netns", "exec", self.ns] + list(cmd))
+        r = _run(self.in_ns(*cmd))
         if r.returncode != 0:
             raise OSError(f"in {self.ns}: {' '.join(cmd)}: {r.stderr.strip()}")
 
@@ -603,8 +611,7 @@ class Host:
         os.makedirs("/run/sshd", 0o755, exist_ok=True)  # privilege separation
         with open(self.sshd_log, "ab") as logf:
             self.sshd = subprocess.Popen(
-                ["ip", "netns", "exec", self.ns, SSHD, "-D", "-e", "-f",
-                 self.conf], stdout=logf, stderr=logf,
+                self.in_ns(SSHD, "-D", "-e", "-f", self.conf), stdout=logf, stderr=logf,
                 stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
         deadline = time.monotonic() + 10
         while True:

@@ -25,6 +25,9 @@ six sshd hosts, each in a network namespace of its own on a veth link
   test_host_back_stale  a host cut mid-write comes back with its old copy:
                         its chunks are stale and never read as current,
                         and the heal rebuilds them (test_host_back_stale_healed).
+  test_hosts_keep_no_other_mount  a volume mounted before the hosts
+                        start unmounts cleanly while they run (their sshd
+                        shares this mount namespace, holds no copy of it).
   test_no_xattrs        sshfs keeps no xattrs: setting one, or an ACL,
                         fails with EOPNOTSUPP, nothing is listed, ACLs read
                         as the mode, the umask and the permission checks
@@ -102,6 +105,23 @@ class RemoteTest(H.MountedCase):
             self.assertIn("d", os.listdir(host.served), f"{host.served}: no chunks")
         self.mount(v)
         self.check(mnt, files, "after a remount:")
+        self.assert_clean_unmount(v)
+
+    def test_hosts_keep_no_other_mount(self):
+        """A volume mounted before hosts start still ends at its unmount:
+        the hosts' sshd must not hold a copy of that FUSE mount (a mount
+        namespace of their own would, until the hosts stop)."""
+        local = self.volume(N, member_fs="dir")
+        lmnt = self.mount(local, OPTS)
+        data = self.write(lmnt, "f", 100000, 7)
+        v, mnt = self.remote()
+        for host in v.hosts:
+            for pid in host.pids():
+                self.assertEqual(os.readlink(f"/proc/{pid}/ns/mnt"),
+                                 os.readlink("/proc/self/ns/mnt"),
+                                 f"host {host.ns}: pid {pid} in a mount namespace of its own")
+        self.assert_exact(os.path.join(lmnt, "f"), data)
+        self.assert_clean_unmount(local)
         self.assert_clean_unmount(v)
 
     def test_no_xattrs(self):
