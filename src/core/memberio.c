@@ -47,6 +47,8 @@ typedef struct worker {
 		uint64_t ns[8];  /* the last COST_WINDOW transfers, ns per COST_UNIT (atomic) */
 		int64_t last_ns; /* when the last one noted ended (atomic) */
 		unsigned cnt;    /* transfers noted: the next slot of ns (atomic) */
+		unsigned synced_at; /* writes: cnt at the last sync (atomic) */
+		uint64_t unsynced;  /* writes: bytes noted since, as units (atomic) */
 	} cost[MIO_COSTS];    /* reads, writes */
 	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
 	bool stop, lost;
@@ -674,7 +676,33 @@ void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int
 		unsigned at = __atomic_fetch_add(&c->cnt, 1, __ATOMIC_RELAXED) % COST_WINDOW;
 		__atomic_store_n(&c->ns[at], (uint64_t)(x > 0 ? x : 1), __ATOMIC_RELAXED);
 	}
+	if (kind == MIO_WRITE)
+		__atomic_add_fetch(&c->unsynced, bytes > COST_UNIT ? bytes : COST_UNIT,
+		                   __ATOMIC_RELAXED);
 	__atomic_store_n(&c->last_ns, now, __ATOMIC_RELAXED);
+}
+
+/* A write is not done until it is durable: a mount that queues writes
+ * (sshfs pipelines them) answers a write at memory speed and makes the
+ * sync wait for the link.  So a sync's time is shared out over the bytes
+ * written since the last one, per COST_UNIT, and each such write still in
+ * the window has its share added: its cost becomes the time per unit of
+ * getting it durable. */
+void memberio_note_sync(memberio *mio, int idx, int64_t ns)
+{
+	struct cost *c = &mio->w[idx]->cost[MIO_WRITE];
+	unsigned end = __atomic_load_n(&c->cnt, __ATOMIC_RELAXED);
+	unsigned from = __atomic_exchange_n(&c->synced_at, end, __ATOMIC_RELAXED);
+	uint64_t units = __atomic_exchange_n(&c->unsynced, 0, __ATOMIC_RELAXED);
+
+	if (!units || ns <= 0)
+		return;
+	if (end - from > COST_WINDOW)
+		from = end - COST_WINDOW;
+	uint64_t share = (uint64_t)((double)ns * COST_UNIT / (double)units);
+	for (unsigned i = from; i != end; i++)
+		__atomic_add_fetch(&c->ns[i % COST_WINDOW], share, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_ns, now_ns(), __ATOMIC_RELAXED);
 }
 
 static int by_value(const void *a, const void *b)

@@ -104,6 +104,12 @@ uint64_t memberio_latency_us(memberio *mio, int idx);
  * way only), by the one rule of memberio_slow. */
 enum mio_cost { MIO_READ, MIO_WRITE, MIO_COSTS };
 void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int64_t ns);
+/* A sync (fdatasync, fsync) of a chunk on member idx that took ns: its
+ * time is shared out, per byte, over the writes noted on that member since
+ * its last sync, and added to those still counted in its write cost, so
+ * that a mount that answers writes before they cross its link (sshfs
+ * queues them) and waits at the sync shows its real cost. */
+void memberio_note_sync(memberio *mio, int idx, int64_t ns);
 /* Member idx's cost of kind in microseconds per 64 KiB; 0 before its
  * first transfer of that kind. */
 uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind);

@@ -969,6 +969,19 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 	return full ? full : ok >= c->lay.k ? 0 : -EIO;
 }
 
+/* A sync of member's chunk, timed as part of the member's write cost
+ * (memberio_note_sync): a mount may take the writes at once and make the
+ * sync wait for them. */
+static int sync_chunk(stripe_ctx *c, int member, bool datasync)
+{
+	int64_t t0 = g_get_monotonic_time();
+	int r = mop_fsync(c->v, member, c->fd[member], datasync);
+	if (r >= 0)
+		memberio_note_sync(volume_memberio(c->v), member,
+		                   (g_get_monotonic_time() - t0) * 1000);
+	return r;
+}
+
 static void write_header_member(void *arg)
 {
 	member_job *j = arg;
@@ -978,11 +991,11 @@ static void write_header_member(void *arg)
 	int fd = j->c->fd[j->member];
 	h.position = (uint32_t)layout_position_of(&j->c->lay, j->member);
 	struct iovec iov = { buf, chunk_header_encode(&h, buf) };
-	ssize_t r = j->sync_first ? mop_fsync(j->c->v, j->member, fd, true) : 0;
+	ssize_t r = j->sync_first ? sync_chunk(j->c, j->member, true) : 0;
 	if (r >= 0)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
 	if (r >= 0 && j->durable)
-		r = mop_fsync(j->c->v, j->member, fd, true);
+		r = sync_chunk(j->c, j->member, true);
 	/* Whatever it did, sizes remembered before are no longer sure. */
 	size_cache_headers_changed(volume_sizes(j->c->v));
 	j->err = r < 0 ? (int)r : 0;
@@ -1004,8 +1017,7 @@ int stripe_write_headers_durable(stripe_ctx *c, bool sync_first)
 static void sync_member(void *arg)
 {
 	member_job *j = arg;
-	int fd = j->c->fd[j->member];
-	j->err = mop_fsync(j->c->v, j->member, fd, j->datasync);
+	j->err = sync_chunk(j->c, j->member, j->datasync);
 }
 
 int stripe_sync(stripe_ctx *c, bool datasync)

@@ -7,8 +7,10 @@
  * still queued for the same member, and never when there is a timeout; and
  * each member's latency follows the calls its worker makes; and a member
  * is judged slow by its read cost per byte against its peers'
- * (memberio_slow, from read times given here, not measured); and a
- * call bounded without a worker (mio_bounded) is given up at its deadline.
+ * (memberio_slow, from read times given here, not measured), and for
+ * writes with the time of its syncs shared out over the bytes they made
+ * durable; and a call bounded without a worker (mio_bounded) is given up
+ * at its deadline.
  * A batch of small calls (mio_batch_init_small) runs on the one relay
  * thread when its members are fast, on the workers of those that are not;
  * a call that hangs on the relay gives up its member only, and a new relay
@@ -400,6 +402,39 @@ static void writes_judged_apart(void **state)
 	memberio_free(mio);
 }
 
+/* A sync's time counts in the write cost, shared out per byte over the
+ * writes since the member's last sync: a member whose writes are answered
+ * at once and whose syncs wait for a slow link is slow for writes; one
+ * whose syncs are fast, or slower by less than the jitter margin, is not;
+ * a sync with nothing written since the last one charges nothing. */
+static void syncs_count_in_write_cost(void **state)
+{
+	memberio *mio = memberio_new(6, 0, NULL, NULL);
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 8; j++) /* 2 MiB each, 250 us per 64 KiB */
+			memberio_note(mio, i, MIO_WRITE, 256 * KIB, 1000 * US);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 1), 0);
+	for (int i = 0; i < 6; i++) /* 2 s on member 2, 20 ms on 4, 2 ms elsewhere */
+		memberio_note_sync(mio, i, (i == 2 ? 2000000 : i == 4 ? 20000 : 2000) * US);
+	assert_int_equal(memberio_cost_us(mio, 2, MIO_WRITE), 250 + 62500);
+	assert_int_equal(memberio_cost_us(mio, 0, MIO_WRITE), 250 + 62);
+	assert_int_equal(memberio_cost_us(mio, 4, MIO_WRITE), 250 + 625);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 1), 1u << 2);
+	assert_int_equal(memberio_slow_of(mio, MIO_READ, 0x3f, 1), 0);
+	memberio_note_sync(mio, 0, INT64_C(10000000) * US);
+	assert_int_equal(memberio_cost_us(mio, 0, MIO_WRITE), 250 + 62);
+	/* Past the window, each write counted gets the share of the bytes
+	 * synced: 32 writes of 64 KiB, one sync of 320 ms, 10 ms each. */
+	for (int j = 0; j < 32; j++)
+		memberio_note(mio, 1, MIO_WRITE, 64 * KIB, 100 * US);
+	memberio_note_sync(mio, 1, 320000 * US);
+	assert_int_equal(memberio_cost_us(mio, 1, MIO_WRITE), 100 + 10000);
+	assert_int_equal(memberio_slow_of(mio, MIO_WRITE, 0x3f, 2), 1u << 1 | 1u << 2);
+	memberio_free(mio);
+}
+
 /* mio_bounded: a call that returns in time is waited for; one that does
  * not is given up at the deadline, its arguments left to its thread, which
  * runs the late hook once the call returns. */
@@ -460,6 +495,7 @@ int main(void)
 		cmocka_unit_test(latency_follows_the_calls),
 		cmocka_unit_test(slow_by_cost_per_byte),
 		cmocka_unit_test(writes_judged_apart),
+		cmocka_unit_test(syncs_count_in_write_cost),
 		cmocka_unit_test(bounded_waits_or_gives_up),
 		cmocka_unit_test(small_batch_on_the_relay),
 		cmocka_unit_test(hang_on_the_relay),
