@@ -302,6 +302,11 @@ static void give_up_relay(memberio *mio, worker *r)
 	mio_task *cur = r->current;
 	r->current = NULL;
 	r->stuck = true;
+	pthread_mutex_unlock(&mio->rlock);
+	/* lost before a new relay runs: it must not make the member's next
+	 * queued call, which would hang as well */
+	lose_member(mio, r->run_idx, cur);
+	pthread_mutex_lock(&mio->rlock);
 	mio->relay = relay_start(mio);
 	if (!mio->relay) {
 		mio_task *t = mio->rhead;
@@ -315,7 +320,6 @@ static void give_up_relay(memberio *mio, worker *r)
 	}
 	pthread_cond_broadcast(&mio->rdone); /* memberio_free waits for the relay */
 	pthread_mutex_unlock(&mio->rlock);
-	lose_member(mio, r->run_idx, cur);
 }
 
 /* The relay's watch: only the relay now can be in a call (one given up
