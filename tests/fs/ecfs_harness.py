@@ -1197,6 +1197,20 @@ class MountedCase(unittest.TestCase):
         self.addCleanup(v.cleanup)
         return v
 
+    def mount_faulty(self, v, rules, opts=""):
+        """Mounts with ECFS_FAULT=rules; a build without fault injection
+        (meson -Dfault_injection=true, which scripts/test.sh sets) skips
+        the test, saying so."""
+        os.environ["ECFS_FAULT"] = rules
+        try:
+            mnt = self.mount(v, opts)
+        finally:
+            del os.environ["ECFS_FAULT"]
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
+            v.unmount()
+            self.skipTest("this build has no fault injection")
+        return mnt
+
     def mount(self, v, opts="", **kw):
         try:
             return v.mount(opts, **kw)

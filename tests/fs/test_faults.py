@@ -59,19 +59,6 @@ def intent_records(v, j):
 
 
 class FaultCase(H.MountedCase):
-    def mount_faulty(self, v, rules, opts=""):
-        """Mounts with ECFS_FAULT=rules (skips the test in builds
-        without fault injection)."""
-        os.environ["ECFS_FAULT"] = rules
-        try:
-            mnt = self.mount(v, opts)
-        finally:
-            del os.environ["ECFS_FAULT"]
-        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
-            v.unmount()
-            self.skipTest("this build has no fault injection")
-        return mnt
-
     def stored_file(self, seed):
         """A new volume holding one file written while healthy, unmounted:
         (volume, the file's path under the mount point, its bytes)."""

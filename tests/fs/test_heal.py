@@ -300,14 +300,7 @@ class HealHangTest(HealCase):
         self.assert_clean_unmount(v)
         shutil.rmtree(v.members[3])
         os.mkdir(v.members[3], 0o755)
-        os.environ["ECFS_FAULT"] = "member=3,op=write,hang"
-        try:
-            mnt = self.mount(v, "timeout=1")
-        finally:
-            del os.environ["ECFS_FAULT"]
-        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
-            self.assert_clean_unmount(v)
-            self.skipTest("this build has no fault injection")
+        mnt = self.mount_faulty(v, "member=3,op=write,hang", "timeout=1")
         # the heal takes the empty member at once; its superblock write hangs
         deadline = time.monotonic() + 30
         while "no answer while probed for the online heal" not in v.output():
@@ -338,14 +331,7 @@ class HealHangTest(HealCase):
         os.mkdir(v.members[3], 0o755)
         # past the mount's reads of member 1 (its intent log: 65), well
         # within the rebuild's (several for each of the 100 files)
-        os.environ["ECFS_FAULT"] = "member=1,op=read,after=150,hang"
-        try:
-            mnt = self.mount(v, "timeout=1")
-        finally:
-            del os.environ["ECFS_FAULT"]
-        if "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
-            self.assert_clean_unmount(v)
-            self.skipTest("this build has no fault injection")
+        mnt = self.mount_faulty(v, "member=1,op=read,after=150,hang", "timeout=1")
         deadline = time.monotonic() + HEAL_TIMEOUT
         while True:
             rep = h.health(mnt)

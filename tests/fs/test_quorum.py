@@ -46,18 +46,6 @@ def header(v, i, rel):
 
 class QuorumCase(h.MountedCase):
 
-    def mount_env(self, v, opts, fault=None):
-        """Mounts with ECFS_FAULT=fault (none if None)."""
-        if fault:
-            os.environ["ECFS_FAULT"] = fault
-        try:
-            mnt = self.mount(v, opts)
-        finally:
-            os.environ.pop("ECFS_FAULT", None)
-        if fault and "ECFS_FAULT and ECFS_RECORD are ignored" in v.output():
-            self.fail("this build has no fault injection (-Dfault_injection=true)")
-        return mnt
-
     def write_open(self, path, data):
         """Writes data to a new file and fsyncs it; returns the open fd."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -88,7 +76,7 @@ class QuorumCase(h.MountedCase):
         """Mounts with the members in `failed` failing every call (and no
         heal) and reads rel: exact, or (want_eio) EIO with nothing wrong."""
         rules = ";".join(f"member={i},errno=EIO" for i in failed)
-        mnt = self.mount_env(v, "noheal", rules)
+        mnt = self.mount_faulty(v, rules, "noheal")
         path = os.path.join(mnt, rel)
         h.drop_caches()
         if want_eio:
@@ -115,7 +103,7 @@ class QuorumTest(QuorumCase):
         """The slow member is left out, then caught up by the heal once the
         file is closed; the file then survives m losses."""
         v = self.volume(N)
-        mnt = self.mount_env(v, f"{OPTS},write_quorum={QUORUM}", DELAY)
+        mnt = self.mount_faulty(v, DELAY, f"{OPTS},write_quorum={QUORUM}")
         data = h.pattern(SIZE, 71)
         path = os.path.join(mnt, "f")
         fd = self.write_open(path, data)
@@ -141,7 +129,7 @@ class QuorumTest(QuorumCase):
         """A file renamed before it is caught up is not found under its
         name: a verify pass over the volume finds it and catches it up."""
         v = self.volume(N)
-        mnt = self.mount_env(v, f"{OPTS},write_quorum={QUORUM}", DELAY)
+        mnt = self.mount_faulty(v, DELAY, f"{OPTS},write_quorum={QUORUM}")
         data = h.pattern(SIZE // 4, 74)
         fd = self.write_open(os.path.join(mnt, "f"), data)
         self.assert_left_out(v, mnt, "f")
@@ -161,7 +149,7 @@ class QuorumTest(QuorumCase):
         survived, 2 are not (EIO, no wrong byte); the next mount rebuilds
         the member from the record the unmount left."""
         v = self.volume(N)
-        mnt = self.mount_env(v, f"{OPTS},write_quorum={QUORUM}", DELAY)
+        mnt = self.mount_faulty(v, DELAY, f"{OPTS},write_quorum={QUORUM}")
         data = h.pattern(SIZE, 72)
         fd = self.write_open(os.path.join(mnt, "f"), data)
         self.assert_left_out(v, mnt, "f")
@@ -187,7 +175,7 @@ class QuorumTest(QuorumCase):
         """Under write_quorum=all (the default) a slow member gets every
         write: nobody is named missed, though its write cost shows."""
         v = self.volume(N)
-        mnt = self.mount_env(v, OPTS, DELAY)
+        mnt = self.mount_faulty(v, DELAY, OPTS)
         data = h.pattern(SIZE, 73)
         fd = self.write_open(os.path.join(mnt, "f"), data)
         rep = h.health(mnt)
