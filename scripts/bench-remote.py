@@ -10,10 +10,11 @@ of tests/fs/ecfs_harness.py), against one sshfs mount of one such host.
     BENCH_MIB=128 (file size), BENCH_LAT_KIB=64 (request size of the latency
     workload), BENCH_SLOW=10 (how much slower the slow host is),
     BENCH_SLOW_RATE=50mbit (its link rate, instead of the measured one),
+    BENCH_SYNC_MIB=4 (the write fsyncs every 4 MiB too, not only at its end),
     ECFS_BUILD_DIR=build-rel (which ecfs; set up as a release build if missing)
 
 Workloads, on each case: a file of BENCH_MIB MiB written with 1 MiB writes
-and fsync ("write"), read with 1 MiB reads after a cache drop ("read"), and
+and fsync (and one every BENCH_SYNC_MIB MiB if set) ("write"), read with 1 MiB reads after a cache drop ("read"), and
 read again after a cache drop by one pread of BENCH_LAT_KIB KiB at each
 aligned offset of the file in random order, readahead off (FADV_RANDOM),
 each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
@@ -38,6 +39,7 @@ is undone on exit, on failure and on SIGINT/SIGTERM.  Needs root.
 """
 import os
 import random
+import re
 import signal
 import statistics
 import struct
@@ -54,6 +56,7 @@ K, M = 4, 2
 N = K + M
 MIB = 1 << 20
 REQ = MIB
+SYNC_EVERY = int(os.environ.get("BENCH_SYNC_MIB", "0")) * MIB
 SIZE = int(os.environ.get("BENCH_MIB", "128")) * MIB
 LAT_REQ = int(os.environ.get("BENCH_LAT_KIB", "64")) * 1024
 RUNS = int(os.environ.get("BENCH_RUNS", "1"))
@@ -101,6 +104,8 @@ def timed_write(path):
         for i in range(SIZE // REQ):
             if os.write(fd, blocks[i % 8]) != REQ:
                 die(f"{path}: short write")
+            if SYNC_EVERY and (i + 1) * REQ % SYNC_EVERY == 0:
+                os.fsync(fd)
         os.fsync(fd)
         t1 = time.perf_counter()
     finally:
@@ -185,10 +190,13 @@ def ecfs_case(v, readaround, slow_rate, seed, quorum="all"):
         lat = [h.get(f"member.{i}.latency_us", "?") for i in range(N)]
         cost = [h.get(f"member.{i}.read_us", "-").replace(" ", "") for i in range(N)]
         wcost = [h.get(f"member.{i}.write_us", "-").replace(" ", "") for i in range(N)]
+        left = sorted(set(re.findall(r"writing past slow members \((0x[0-9a-f]+)\)",
+                                     v.output())))
         print(f"bench-remote:   member latencies (us) at the end: {' '.join(lat)}"
               + f"; read us/64KiB: {' '.join(cost)}"
               + f"; write us/64KiB: {' '.join(wcost)}"
               + (f"; slow: member {v.hosts.index(slow)}" if slow else "")
+              + (f"; left out: {' '.join(left)}" if left else "")
               + f"; strips decoded: {res['decoded']}", file=sys.stderr)
         if h.get("members_failed") != "0":
             die(f"a member failed during the run: {h}")
@@ -256,7 +264,8 @@ def print_table(s, rate):
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
     print(f"ecfs {head}, {H.ECFS}; CPU: {cpu_model()}, {os.cpu_count()} CPUs")
-    print(f"file {SIZE // MIB} MiB, 1 MiB writes (fsync) and reads, "
+    sync = f", fsync every {SYNC_EVERY // MIB} MiB" if SYNC_EVERY else ""
+    print(f"file {SIZE // MIB} MiB, 1 MiB writes (fsync{sync}) and reads, "
           f"{LAT_REQ // 1024} KiB preads x {SIZE // LAT_REQ} per run, "
           f"{RUNS} run(s); slow host's link: {rate} (tc tbf"
           + (")" if os.environ.get("BENCH_SLOW_RATE")
