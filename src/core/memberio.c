@@ -633,7 +633,7 @@ void mio_io_end(void)
 		 * be anyone's now (the memberio's too).  This thread does
 		 * nothing more. */
 		ecfs_log(LOG_WARNING, "member %d answered after it was given up; it stays failed "
-		         "until the next mount", w->relay ? w->run_idx : w->idx);
+		         "until the volume is opened again", w->relay ? w->run_idx : w->idx);
 		for (;;)
 			pause();
 	}
