@@ -290,8 +290,6 @@ static void give_up(memberio *mio, worker *w)
 	lose_member(mio, w->idx, cur);
 }
 
-static worker *relay_start(memberio *mio);
-
 /* The watchdog's verdict on the relay r, stuck in a call for member
  * run_idx: that member is lost, and a new relay takes the queue (or, if
  * none can be started, the members' workers do, in order, before any
@@ -662,7 +660,7 @@ uint8_t *mio_bounce(size_t len)
  * COST_WINDOW transfers, so that a few the scheduler held up on a busy
  * machine do not make a member slow: most of them must be.  A transfer
  * after the member was left alone for COST_PROBE_MS (gone around,
- * memberio_slow) fills half the window, so that one decides whether a
+ * memberio_slow_of) fills half the window, so that one decides whether a
  * member is back.  Reads and writes are judged apart, by the one rule. */
 #define COST_UNIT (64 * 1024)
 #define COST_WINDOW 8

@@ -101,7 +101,7 @@ uint64_t memberio_latency_us(memberio *mio, int idx);
  * slow for it to be.  Per byte, so that a member whose link is slow
  * stands out from its peers on large transfers, where the time is the
  * transfer's.  Reads and writes are judged apart (a link may be slow one
- * way only), by the one rule of memberio_slow. */
+ * way only), by the one rule of memberio_slow_of. */
 enum mio_cost { MIO_READ, MIO_WRITE, MIO_COSTS };
 void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int64_t ns);
 /* A sync (fdatasync, fsync) of a chunk on member idx that took ns: its
@@ -125,16 +125,6 @@ uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind);
 #define MEMBERIO_SLOW_EXCESS_US 1000
 #define MEMBERIO_SLOW_RECHECK_MS 5000
 uint64_t memberio_slow_of(memberio *mio, enum mio_cost kind, uint64_t among, int most);
-/* The read side under its own names (fastest-k reads, ecfs-fsck's
- * --rebuild). */
-static inline void memberio_note_read(memberio *mio, int idx, size_t bytes, int64_t ns)
-{
-	memberio_note(mio, idx, MIO_READ, bytes, ns);
-}
-static inline uint64_t memberio_slow(memberio *mio, uint64_t among, int most)
-{
-	return memberio_slow_of(mio, MIO_READ, among, most);
-}
 /* Test builds (ECFS_FAULT's slow rule): the members in `members` are
  * slow for kind from now on, whatever their times. */
 void memberio_force_slow(memberio *mio, enum mio_cost kind, uint64_t members);

@@ -97,24 +97,28 @@ bool stripe_member_usable(stripe_ctx *c, int member)
 	return true;
 }
 
+/* The usable members (bit i: member i). */
+static uint64_t usable_members(stripe_ctx *c)
+{
+	uint64_t usable = 0;
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stripe_member_usable(c, mb))
+			usable |= 1ull << mb;
+	return usable;
+}
+
 int stripe_usable_count(stripe_ctx *c)
 {
-	int cnt = 0;
-	for (int i = 0; i < c->lay.n; i++)
-		cnt += stripe_member_usable(c, i);
-	return cnt;
+	return __builtin_popcountll(usable_members(c));
 }
 
 uint64_t stripe_leave_out_slow(stripe_ctx *c)
 {
 	int quorum = volume_defaults(c->v)->write_quorum;
-	uint64_t usable = 0;
 
 	if (!quorum)
 		return 0;
-	for (int mb = 0; mb < c->lay.n; mb++)
-		if (stripe_member_usable(c, mb))
-			usable |= 1ull << mb;
+	uint64_t usable = usable_members(c);
 	int spare = __builtin_popcountll(usable) - quorum;
 	if (spare <= 0)
 		return 0;
@@ -206,7 +210,7 @@ static void commit_member(void *arg)
 		r = mop_transfer(c->v, t->member, c->fd[t->member], &riov, 1,
 		              (off_t)layout_record_offset(&c->lay, t->s0), true);
 	}
-	/* the member's write cost (memberio_slow, stripe_leave_out_slow) */
+	/* the member's write cost (memberio_slow_of, stripe_leave_out_slow) */
 	if (r >= 0)
 		memberio_note(volume_memberio(c->v), t->member, MIO_WRITE, bytes,
 		              (g_get_monotonic_time() - t0) * 1000);
@@ -443,7 +447,7 @@ static void fetch_member(void *arg)
 		int64_t t0 = g_get_monotonic_time();
 		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
 		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
-		/* the member's read cost (memberio_slow): strips read whole */
+		/* the member's read cost (memberio_slow_of): strips read whole */
 		if (got == (ssize_t)(strip * (uint64_t)t->cnt))
 			memberio_note(volume_memberio(c->v), t->member, MIO_READ, (size_t)got,
 			              (g_get_monotonic_time() - t0) * 1000);
@@ -516,19 +520,17 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 }
 
 /* Fastest-k reads: a member clearly slower than its peers now
- * (memberio_slow: its reads per byte against theirs) is read around, as a
+ * (memberio_slow_of: its reads per byte against theirs) is read around, as a
  * failed one is, when k others can serve the stripe.  The positions whose
  * members are slow, or 0 (always 0 under -o slow_readaround=off). */
 static uint64_t slow_positions(stripe_ctx *c)
 {
 	int n = c->lay.n;
-	uint64_t usable = 0, slow = 0, slow_mb;
+	uint64_t usable, slow = 0, slow_mb;
 
 	if (volume_defaults(c->v)->no_read_around)
 		return 0;
-	for (int mb = 0; mb < n; mb++)
-		if (stripe_member_usable(c, mb))
-			usable |= 1ull << mb;
+	usable = usable_members(c);
 	slow_mb = memberio_slow_of(volume_memberio(c->v), MIO_READ, usable,
 	                        __builtin_popcountll(usable) - c->lay.k);
 	for (int pos = 0; slow_mb && pos < n; pos++)

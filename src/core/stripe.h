@@ -82,7 +82,7 @@ void stripe_remove_journals(stripe_ctx *c);
 bool stripe_member_usable(stripe_ctx *c, int member);
 int stripe_usable_count(stripe_ctx *c);
 /* Writes past a slow member (-o write_quorum=N): the usable members
- * judged slow for writes now (memberio_slow), at most as many as leave N
+ * judged slow for writes now (memberio_slow_of), at most as many as leave N
  * usable, are out of this file's writes from here on, as a failed member
  * is (CHUNK_STALE: the caller's missed mask names them before the next
  * commit, readers decode around them, the heal catches them up).  Returns

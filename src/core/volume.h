@@ -150,7 +150,7 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   member.<idx>.latency_us=<moving average of its recent calls, memberio.h>
  *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read (median),
  *                         memberio_cost_us>[ slow]  (slow: read around
- *                         now, memberio_slow)
+ *                         now, memberio_slow_of)
  *   member.<idx>.write_us=<its write cost, the same per 64 KiB written>[ slow]
  *                         (slow: new writes leave it out, -o write_quorum)
  *   strips_decoded=<count since mount>

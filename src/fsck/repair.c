@@ -227,10 +227,10 @@ static void scan_member(void *arg)
 	int64_t t0 = g_get_monotonic_time();
 	ssize_t got = read_all(c->v, t->member, fd, t->buf, want,
 	                       (off_t)layout_strip_offset(&c->lay, t->s0));
-	/* the member's read cost (memberio_slow, run_sources): strips read whole */
+	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
 	if (got == (ssize_t)want)
-		memberio_note_read(volume_memberio(c->v), t->member, want,
-		                   (g_get_monotonic_time() - t0) * 1000);
+		memberio_note(volume_memberio(c->v), t->member, MIO_READ, want,
+		              (g_get_monotonic_time() - t0) * 1000);
 	ssize_t rgot = got < 0 ? got
 	               : read_all(c->v, t->member, fd, recs, rwant,
 	                          (off_t)layout_record_offset(&c->lay, t->s0));
@@ -688,7 +688,7 @@ static void choose_sources(file_check *fc)
 
 /* The k positions a --rebuild run reads first: the first good chunks in
  * position order but those whose members read slower than their peers
- * now (memberio_slow, the reader's read-around, stripe.c), while the
+ * now (memberio_slow_of, the reader's read-around, stripe.c), while the
  * others are enough.  A run where they do not settle every stripe is
  * read whole all the same (stripe_pass). */
 static uint64_t run_sources(file_check *fc)
@@ -701,8 +701,8 @@ static uint64_t run_sources(file_check *fc)
 	for (int pos = 0; pos < fc->n; pos++)
 		if (fc->good >> pos & 1)
 			among |= 1ull << layout_member_of(&fc->c.lay, pos);
-	uint64_t slow = memberio_slow(volume_memberio(fc->f->v), among,
-	                              __builtin_popcountll(among) - fc->k);
+	uint64_t slow = memberio_slow_of(volume_memberio(fc->f->v), MIO_READ, among,
+	                                 __builtin_popcountll(among) - fc->k);
 	for (int pos = 0; pos < fc->n && left; pos++)
 		if (fc->good >> pos & 1 && !(slow >> layout_member_of(&fc->c.lay, pos) & 1)) {
 			sources |= 1ull << pos;

@@ -7,7 +7,7 @@
  * still queued for the same member, and never when there is a timeout; and
  * each member's latency follows the calls its worker makes; and a member
  * is judged slow by its read cost per byte against its peers'
- * (memberio_slow, from read times given here, not measured), and for
+ * (memberio_slow_of, from read times given here, not measured), and for
  * writes with the time of its syncs shared out over the bytes they made
  * durable; and a call bounded without a worker (mio_bounded) is given up
  * at its deadline.
