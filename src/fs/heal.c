@@ -42,6 +42,7 @@
 #include "fs_nodes.h"
 #include "fsck.h"
 #include "repair.h"
+#include "stripe.h"
 #include "log.h"
 #include "volume_internal.h"
 
@@ -393,13 +394,21 @@ static int regular_run(void *arg)
 
 static uint64_t regular_on(volume *v, const char *path)
 {
-	uint64_t mask = 0;
+	struct reg_probe p[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N];
+	uint64_t ask = 0, mask = 0;
 
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		struct reg_probe p = { v, mb, path };
-		if (volume_member_ok(v, mb) && volume_on_member(v, mb, regular_run, &p) == 1)
-			mask |= 1ull << mb;
+		p[mb] = (struct reg_probe){ v, mb, path };
+		args[mb] = &p[mb];
+		if (volume_member_ok(v, mb))
+			ask |= 1ull << mb;
 	}
+	volume_on_members(v, ask, regular_run, args, rcs);
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (ask >> mb & 1 && rcs[mb] == 1)
+			mask |= 1ull << mb;
 	return mask;
 }
 
