@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -886,6 +887,17 @@ static void member_call_run(void *p)
 {
 	struct member_call *c = p;
 	c->rc = c->fn(c->arg);
+}
+
+bool volume_parse_timeout(const char *s, unsigned *ms)
+{
+	char *end;
+	double secs = strtod(s, &end);
+
+	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
+		return false;
+	*ms = (unsigned)(secs * 1000 + 0.5);
+	return true;
 }
 
 bool volume_hands_off(const volume *v)

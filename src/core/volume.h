@@ -27,6 +27,11 @@ typedef struct volume volume;
 
 /* The member I/O timeout ecfs mounts with unless -o timeout= says. */
 #define VOLUME_DEFAULT_TIMEOUT_MS 10000
+/* Reads a member I/O timeout given in seconds (ecfs -o timeout=,
+ * ecfs-fsck --timeout=) into *ms; false, and *ms untouched, unless it is
+ * what VOLUME_TIMEOUT_RANGE says, the words both programs refuse it with. */
+#define VOLUME_TIMEOUT_RANGE "give seconds, from 0.01 to 86400 (0 = never)"
+bool volume_parse_timeout(const char *s, unsigned *ms);
 
 typedef struct volume_options {
 	int k, m;              /* required to create a volume; 0 = take the superblock's */

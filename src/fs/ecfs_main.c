@@ -329,15 +329,8 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 		return fail("packet=%s: not a size (a positive number, suffix K, M or G)", c->packet);
 	o->checksum = c->checksum;
 	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
-	if (c->timeout) {
-		char *end;
-		double secs = strtod(c->timeout, &end);
-		if (end == c->timeout || *end || !(secs >= 0 && secs <= 86400) ||
-		    (secs > 0 && secs < 0.01))
-			return fail("timeout=%s: give seconds, from 0.01 to 86400 (0 = never)",
-			            c->timeout);
-		o->timeout_ms = (unsigned)(secs * 1000 + 0.5);
-	}
+	if (c->timeout && !volume_parse_timeout(c->timeout, &o->timeout_ms))
+		return fail("timeout=%s: " VOLUME_TIMEOUT_RANGE, c->timeout);
 	if (c->slow_readaround && strcmp(c->slow_readaround, "on") &&
 	    strcmp(c->slow_readaround, "off"))
 		return fail("slow_readaround=%s: give on or off", c->slow_readaround);

@@ -677,19 +677,6 @@ static int finish_why(fsck *f, int status, const char *fmt, ...)
 	return status;
 }
 
-/* --timeout=SECONDS, as the daemon's -o timeout=: 0 (never) or 0.01 to
- * 86400 seconds. */
-static bool parse_timeout(const char *s, unsigned *ms)
-{
-	char *end;
-	double secs = strtod(s, &end);
-
-	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
-		return false;
-	*ms = (unsigned)(secs * 1000 + 0.5);
-	return true;
-}
-
 /* main() goes on: no exit status yet. */
 #define GO_ON (-1)
 
@@ -730,7 +717,7 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		case OPT_PROGRESS: progress = 1; break;
 		case OPT_NO_PROGRESS: progress = 0; break;
 		case OPT_TIMEOUT:
-			if (!parse_timeout(optarg, &o->timeout_ms))
+			if (!volume_parse_timeout(optarg, &o->timeout_ms))
 				bad_timeout = optarg;
 			break;
 		case 'h': usage(stdout); return FSCK_EXIT_CLEAN;
@@ -739,8 +726,7 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		}
 	}
 	/* the daemon's words for its -o timeout= (a usage error: leaked) */
-	*bad = bad_timeout ? g_strdup_printf("--timeout=%s: give seconds, from 0.01 to 86400 "
-	                                     "(0 = never)", bad_timeout)
+	*bad = bad_timeout ? g_strdup_printf("--timeout=%s: " VOLUME_TIMEOUT_RANGE, bad_timeout)
 	       : optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
 	       : dry && o->rebuild ? "-n and --rebuild exclude each other"
 	       : dry && o->repair ? "-n and -y exclude each other"
