@@ -53,6 +53,8 @@ struct intent {
 	ident from_id[64], to_id[64]; /* per member */
 	int slot;         /* its place in the members' logs */
 	uint64_t holders; /* replay: members with a valid copy */
+	uint8_t *buf;     /* the record, once sealed (intent_seal) */
+	size_t len;
 };
 
 static const char *op_name(intent_op op)
@@ -73,6 +75,7 @@ static void intent_release(intent *it)
 		return;
 	g_free(it->from);
 	g_free(it->to);
+	g_free(it->buf);
 	g_free(it);
 }
 
@@ -281,8 +284,10 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 
 /* Writes the record into its slot of the member's log, durably: fdatasync
  * of data over written blocks, one flush. */
-static int write_copy(volume *v, int idx, const intent *it, const uint8_t *buf, size_t len)
+static int write_copy(volume *v, int idx, const intent *it)
 {
+	const uint8_t *buf = it->buf;
+	size_t len = it->len;
 	int fd = open_log(v, idx, O_WRONLY), rc = 0;
 	if (fd == -ENOENT && prepare_log(v, idx) == 0) /* a member rebuilt while mounted */
 		fd = open_log(v, idx, O_WRONLY);
@@ -350,8 +355,6 @@ static void sync_parents(volume *v, int idx, const intent *it)
 struct member_task {
 	volume *v;
 	const intent *it;
-	uint8_t *buf;  /* begin: the record */
-	size_t len;
 	int op_rc;     /* end: the operation's result */
 	intent_first *first; /* begin: what to run after one member's copy */
 	intent *it_mut;      /* begin: it, whose identities are being taken */
@@ -366,11 +369,17 @@ static void begin_member(void *arg)
 {
 	const struct member_job *j = arg;
 	intent_first *first = j->t->first;
-	int rc = write_copy(j->t->v, j->idx, j->t->it, j->t->buf, j->t->len);
-	if (rc < 0)
-		volume_member_error(j->t->v, j->idx, -rc, "writing an intent");
-	else if (first && first->idx == j->idx)
+	int rc = intent_write_member(j->t->v, j->t->it, j->idx);
+	if (rc == 0 && first && first->idx == j->idx)
 		first->rc = first->fn(first->arg);
+}
+
+int intent_write_member(volume *v, const intent *it, int idx)
+{
+	int rc = write_copy(v, idx, it);
+	if (rc < 0)
+		volume_member_error(v, idx, -rc, "writing an intent");
+	return rc;
 }
 
 void intent_end_member(volume *v, const intent *it, int idx, int rc)
@@ -401,14 +410,20 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 	mio_batch_wait(&b);
 }
 
+void intent_identify_member(volume *v, intent *it, int idx)
+{
+	if (it->op == INTENT_MKDIR) /* nothing there yet to identify */
+		return;
+	it->from_id[idx] = ident_of(v, idx, it->from, NULL);
+	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE))
+		it->to_id[idx] = ident_of(v, idx, it->to, NULL);
+}
+
 /* The identities the record holds, of member idx's objects. */
 static void ident_member(void *arg)
 {
 	const struct member_job *j = arg;
-	intent *it = j->t->it_mut;
-	it->from_id[j->idx] = ident_of(j->t->v, j->idx, it->from, NULL);
-	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE))
-		it->to_id[j->idx] = ident_of(j->t->v, j->idx, it->to, NULL);
+	intent_identify_member(j->t->v, j->t->it_mut, j->idx);
 }
 
 /* With a member timeout on the members' I/O workers, all at once, so
@@ -473,13 +488,8 @@ int intent_begin(volume *v, const intent_args *a, intent **out)
 	return intent_begin_first(v, a, out, NULL);
 }
 
-int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first)
+intent *intent_new(volume *v, const intent_args *a)
 {
-	*out = NULL;
-	if (first)
-		first->rc = INTENT_NOT_RUN;
-	if (!volume_usable(v))
-		return -EIO;
 	intent *it = g_new0(intent, 1);
 	it->op = a->op;
 	it->flags = a->flags;
@@ -491,12 +501,28 @@ int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_fir
 	it->to = g_strdup(a->to);
 	it->id = next_id();
 	it->slot = take_slot();
+	return it;
+}
+
+void intent_seal(intent *it)
+{
+	if (!it->buf)
+		it->buf = encode(it, &it->len);
+}
+
+int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first)
+{
+	*out = NULL;
+	if (first)
+		first->rc = INTENT_NOT_RUN;
+	if (!volume_usable(v))
+		return -EIO;
+	intent *it = intent_new(v, a);
 	struct member_task t = { .v = v, .it = it, .first = first };
-	if (a->op != INTENT_MKDIR) /* mkdir: nothing there yet to identify */
+	if (a->op != INTENT_MKDIR)
 		identify(v, &t);
-	t.buf = encode(it, &t.len);
+	intent_seal(it);
 	on_members(v, &t, begin_member);
-	g_free(t.buf);
 	if (!volume_usable(v)) {
 		give_slot(it->slot); /* the next mount replays what was written */
 		intent_release(it);

@@ -78,6 +78,22 @@ typedef struct intent_first {
 } intent_first;
 #define INTENT_NOT_RUN INT_MIN
 int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first);
+/* intent_begin in steps, for a caller that runs each member's steps as
+ * tasks of its own (mirror.c chains them on the relay, memberio.h, so
+ * that the whole operation costs its caller one wait).  intent_new makes
+ * the intent (no member call; it may wait for a free slot);
+ * intent_identify_member takes member idx's identities of the objects
+ * (nothing for mkdir); intent_seal encodes the record once every
+ * member's identities are taken (later calls do nothing);
+ * intent_write_member writes member idx's copy of the sealed record
+ * durably and returns 0, or fails the member (volume_member_error) and
+ * returns the negative errno.  The operation may start on a member only
+ * once every member in service holds its copy; then intent_end_member on
+ * each and intent_free, as for intent_begin_first. */
+intent *intent_new(volume *v, const intent_args *a);
+void intent_identify_member(volume *v, intent *it, int idx);
+void intent_seal(intent *it);
+int intent_write_member(volume *v, const intent *it, int idx);
 /* Ends an intent after its operation returned rc: makes the operation
  * durable (fsync of the parent directories on each member, unless the
  * operation was refused) and removes the record; frees it.  While the

@@ -7,6 +7,7 @@
 #include "mirror.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -217,7 +218,8 @@ static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answe
  * there: two waits in all, after the one for the identities the intent
  * records (intent.c).  Without a timeout, or on a worker already,
  * the calls run inline one after the other, which is faster still
- * (docs/PERFORMANCE.md section 7). */
+ * (docs/PERFORMANCE.md section 7).  With every member fast enough for
+ * the relay, apply_logged_chained below takes a single wait instead. */
 static int apply_logged_parallel(struct member_run *r, const intent_args *a, const char *what)
 {
 	volume *v = r->v;
@@ -251,6 +253,198 @@ static int apply_logged_parallel(struct member_run *r, const intent_args *a, con
 	return volume_usable(v) ? answer : -EIO;
 }
 
+/* ---- logged operations chained on the relay ---- */
+
+/* When every member in service is fast (memberio.h: its tasks of a small
+ * batch go to the relay), a logged operation is one batch of tasks that
+ * follow each other on the relay thread, each stage on every member
+ * before the next: the identities, the copies of the intent (the record
+ * sealed by the first), the operation (the members in order until one
+ * decides, then the others, each ending its part of the intent at once)
+ * and the end of the intent where it was not ended yet.  Its caller waits
+ * once instead of three times.  The order is what the rounds of
+ * apply_logged_parallel keep, and each task checks it itself: it runs
+ * only once the tasks it depends on have run on every member still in
+ * service (a member failed meanwhile, by an error or given up after the
+ * timeout, counts as done; the watchdog fails it before the next relay
+ * starts).  A task that finds its turn not come (a member's tasks went to
+ * its worker after all, or no relay could be started) does nothing, and
+ * the caller runs what is left, stage by stage, after its wait. */
+enum { CH_IDENT, CH_COPY, CH_OP, CH_END, CH_STAGES };
+
+struct chain {
+	struct member_run r; /* the operation (r.idx unused) */
+	intent *it;
+	const char *what;
+	pthread_mutex_t lock; /* the state below; never held across a member call */
+	uint64_t in;          /* the members in service at the start */
+	uint64_t done[CH_STAGES]; /* bit i: member i's task of that stage has run */
+	uint64_t ended;       /* members whose part of the intent ended with the operation */
+	bool decided;
+	int answer;
+};
+
+struct chain_job {
+	struct chain *c;
+	int idx, stage;
+};
+
+/* The members of c->in still in service whose task of stage has not run. */
+static uint64_t chain_left(struct chain *c, int stage)
+{
+	uint64_t left = 0;
+	for (int idx = 0; idx < volume_n(c->r.v); idx++)
+		if ((c->in >> idx & 1) && !(c->done[stage] >> idx & 1) &&
+		    volume_member_ok(c->r.v, idx))
+			left |= 1ull << idx;
+	return left;
+}
+
+/* Under c->lock: true once member idx's task of stage may run: the
+ * previous stage has run on every member still in service, and for the
+ * operation before a member decided, on every member before idx too. */
+static bool chain_ready(struct chain *c, int stage, int idx)
+{
+	if (stage > CH_IDENT && chain_left(c, stage - 1))
+		return false;
+	if (stage == CH_OP && !c->decided)
+		return !(chain_left(c, CH_OP) & ((1ull << idx) - 1));
+	return true;
+}
+
+/* Member idx's operation: a candidate until a member decides (asked in
+ * member order, as find_primary does), then a follower once the answer
+ * is a success; each ends its part of the intent right after it. */
+static void chain_op(struct chain *c, int idx)
+{
+	volume *v = c->r.v;
+	pthread_mutex_lock(&c->lock);
+	bool decided = c->decided;
+	int answer = c->answer;
+	pthread_mutex_unlock(&c->lock);
+	if (decided && (answer < 0 || !volume_usable(v)))
+		return; /* refused: nothing here; unusable: the copies stay */
+	struct member_run r = c->r;
+	r.idx = idx;
+	int rc = member_run(&r);
+	if (member_broke(v, idx, rc, c->what))
+		return;
+	if (decided) {
+		take_answer(&c->r, idx, rc, &decided, &answer, c->what); /* logs a divergence */
+	} else {
+		pthread_mutex_lock(&c->lock);
+		take_answer(&c->r, idx, rc, &c->decided, &c->answer, c->what);
+		decided = c->decided;
+		answer = c->answer;
+		pthread_mutex_unlock(&c->lock);
+		if (!decided || answer < 0 || !volume_usable(v))
+			return;
+	}
+	if (volume_member_ok(v, idx)) {
+		intent_end_member(v, c->it, idx, answer);
+		pthread_mutex_lock(&c->lock);
+		c->ended |= 1ull << idx;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+static void chain_task(void *p)
+{
+	const struct chain_job *j = p;
+	struct chain *c = j->c;
+	volume *v = c->r.v;
+
+	pthread_mutex_lock(&c->lock);
+	bool ready = chain_ready(c, j->stage, j->idx), ended = c->ended >> j->idx & 1;
+	if (ready && j->stage == CH_COPY)
+		intent_seal(c->it);
+	int answer = c->answer;
+	pthread_mutex_unlock(&c->lock);
+	if (!ready)
+		return;
+	if (volume_member_ok(v, j->idx)) {
+		if (j->stage == CH_IDENT)
+			intent_identify_member(v, c->it, j->idx);
+		else if (j->stage == CH_COPY)
+			intent_write_member(v, c->it, j->idx);
+		else if (j->stage == CH_OP)
+			chain_op(c, j->idx);
+		else if (!ended && volume_usable(v))
+			intent_end_member(v, c->it, j->idx, answer);
+	}
+	pthread_mutex_lock(&c->lock);
+	c->done[j->stage] |= 1ull << j->idx;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The tasks of stage on the members in mask, as one small batch. */
+static void chain_submit(struct chain *c, struct chain_job (*jobs)[64], int stage, uint64_t mask,
+                         mio_batch *b)
+{
+	for (int idx = 0; idx < volume_n(c->r.v); idx++) {
+		if (!(mask >> idx & 1))
+			continue;
+		jobs[stage][idx] = (struct chain_job){ c, idx, stage };
+		memberio_submit(volume_memberio(c->r.v), idx, b, chain_task, &jobs[stage][idx]);
+	}
+}
+
+/* After the chain's wait: the tasks that found their turn not come, stage
+ * by stage, each stage's in one batch until it has run everywhere (a
+ * candidate for the operation runs once those before it have). */
+static void chain_catch_up(struct chain *c, struct chain_job (*jobs)[64])
+{
+	for (int stage = 0; stage < CH_STAGES; stage++) {
+		for (uint64_t left = chain_left(c, stage), was = 0; left && left != was;
+		     was = left, left = chain_left(c, stage)) {
+			mio_batch b;
+			mio_batch_init_small(volume_memberio(c->r.v), &b);
+			chain_submit(c, jobs, stage, left, &b);
+			mio_batch_wait(&b);
+		}
+	}
+}
+
+/* True if every member in service is fast now, so that a small batch
+ * hands all its tasks to the relay (the rule of memberio.c's to_relay). */
+static bool all_relayed(volume *v)
+{
+	memberio *mio = volume_memberio(v);
+	for (int idx = 0; idx < volume_n(v); idx++)
+		if (volume_member_ok(v, idx) && (memberio_latency_us(mio, idx) >= MEMBERIO_RELAY_US ||
+		                                 memberio_lost(mio, idx)))
+			return false;
+	return true;
+}
+
+static int apply_logged_chained(struct member_run *r, const intent_args *a, const char *what)
+{
+	volume *v = r->v;
+	if (!volume_usable(v))
+		return -EIO;
+	struct chain c = { .r = *r, .what = what, .answer = -EIO };
+	struct chain_job jobs[CH_STAGES][64];
+	mio_batch b;
+
+	c.it = intent_new(v, a);
+	pthread_mutex_init(&c.lock, NULL);
+	for (int idx = 0; idx < volume_n(v); idx++)
+		c.in |= (uint64_t)volume_member_ok(v, idx) << idx;
+	mio_batch_init_small(volume_memberio(v), &b);
+	for (int stage = 0; stage < CH_STAGES; stage++) {
+		if (stage == CH_IDENT && a->op == INTENT_MKDIR)
+			c.done[CH_IDENT] = c.in; /* nothing there yet to identify */
+		else
+			chain_submit(&c, jobs, stage, c.in, &b);
+	}
+	mio_batch_wait(&b);
+	chain_catch_up(&c, jobs);
+	pthread_mutex_destroy(&c.lock);
+	/* Unusable now: the copies left on the members replay it. */
+	intent_free(c.it);
+	return volume_usable(v) ? c.answer : -EIO;
+}
+
 int mirror_apply(volume *v, const char *path, mirror_fn fn, void *arg, const char *what)
 {
 	struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
@@ -270,6 +464,8 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 	if (volume_hands_off(v)) {
 		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
 		                        .arg = arg };
+		if (all_relayed(v))
+			return apply_logged_chained(&r, a, what);
 		return apply_logged_parallel(&r, a, what);
 	}
 	intent *it;

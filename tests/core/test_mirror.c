@@ -12,7 +12,11 @@
  * members together: the same rules, a refusal still touches no other
  * member, and a member that hangs costs the timeout and keeps its copy
  * of the intent for the next mount to replay; the other operations ask
- * the primary, then the rest together, under the same rules.  A
+ * the primary, then the rest together, under the same rules.  On fast
+ * members a logged operation's steps are chained on the relay, and no
+ * member runs it before every member holds the intent; with a member
+ * slower than the relay's threshold they go in rounds, under the same
+ * rules.  A
  * gathering query asks every member in service but one being rebuilt.
  */
 #include <errno.h>
@@ -34,6 +38,7 @@
 
 #include "core_test_util.h"
 #include "log.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
 #include "volume_internal.h"
@@ -727,6 +732,136 @@ static void test_parallel_rename_with_a_hung_member(void **state)
 #endif
 }
 
+/* ---- the order of a logged operation's steps ---- */
+
+/* What every member's intent log held each time the operation ran on a
+ * member (bit i of held[member]: member i held a record then). */
+typedef struct log_probe {
+	fixture *fx;
+	uint64_t held[N];
+	uint64_t ran;
+} log_probe;
+
+static int probe_rename(int member, int d1, const char *l1, int d2, const char *l2, void *arg)
+{
+	log_probe *p = arg;
+	uint64_t held = 0;
+	for (int mb = 0; mb < N; mb++)
+		held |= (uint64_t)(intent_log_slots(p->fx->mb.path[mb], false) != 0) << mb;
+	p->held[member] = held;
+	__atomic_fetch_or(&p->ran, 1ull << member, __ATOMIC_RELAXED);
+	return mop_renameat2(p->fx->v, member, d1, l1, d2, l2, 0);
+}
+
+/* Renames /a (on the members in `in`, those in service) to /b and
+ * returns what the logs held. */
+static log_probe probed_rename(fixture *fx, uint64_t in)
+{
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b" };
+	log_probe p = { .fx = fx };
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, probe_rename, &p, "rename"), 0);
+	assert_int_equal(p.ran, in);
+	assert_present(fx, "/a", ALL & ~in);
+	assert_present(fx, "/b", in);
+	for (int mb = 0; mb < N; mb++) {
+		char *a = member_path(&fx->mb, mb, "/a"), *b = member_path(&fx->mb, mb, "/b");
+		if (in >> mb & 1)
+			assert_int_equal(intent_log_slots(fx->mb.path[mb], false), 0);
+		assert_int_equal(in >> mb & 1 ? unlink(b) : unlink(a), 0);
+		g_free(a);
+		g_free(b);
+	}
+	return p;
+}
+
+/* True if the members in `in` ran the operation one after the other in
+ * member order, each once every member holds the record but those before
+ * it, which had cleared theirs. */
+static bool in_member_order(log_probe p, uint64_t in)
+{
+	for (int mb = 0; mb < N; mb++)
+		if ((in >> mb & 1) && p.held[mb] != (in & ~((1ull << mb) - 1)))
+			return false;
+	return true;
+}
+
+/* Members fast enough for the relay: the steps are chained there, and no
+ * member's operation runs before every member holds the record, the first
+ * member's included.  Whether they are fast is the members' latency at the
+ * time (a sync of a disk, a busy machine can push it past the threshold
+ * for a while, and the steps then go in rounds), so of up to 20 renames
+ * one must be chained, and in it every member runs after the members
+ * before it cleared their copies and before those after it did.  Member
+ * 3 failed beforehand takes no part. */
+static void test_chained_steps_in_order(void **state)
+{
+	fixture *fx = *state;
+	bool chained = false;
+	for (int i = 0; i < 20 && !chained; i++)
+		chained = in_member_order(probed_rename(fx, ALL), ALL);
+	assert_true(chained);
+
+	volume_member_error(fx->v, 3, EIO, "test");
+	chained = false;
+	for (int i = 0; i < 20 && !chained; i++)
+		chained = in_member_order(probed_rename(fx, ALL & ~0x08ull), ALL & ~0x08ull);
+	assert_true(chained);
+}
+
+/* A member slower than the relay's threshold (1 ms per call): the steps go
+ * in rounds, the slow member's on its own worker.  The first member then
+ * runs the operation right after its own copy, before the others hold
+ * theirs (the round of the copies), and the others only once all do. */
+static void test_rounds_with_a_slow_member(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	fixture *fx = *state;
+	open_with_faults(fx, "member=5,delay=1");
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0); /* member 5's calls timed */
+	assert_true(memberio_latency_us(volume_memberio(fx->v), 5) >= MEMBERIO_RELAY_US);
+	log_probe p = probed_rename(fx, ALL);
+	assert_int_equal(p.held[0] & 1, 1);
+	assert_int_not_equal(p.held[0], ALL);
+	assert_int_equal(failed_members(fx), 0);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* The rules of test_parallel_rules in rounds (member 5 slow). */
+static void test_rounds_rules(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	fixture *fx = *state;
+	for (size_t i = 0; i < sizeof(apply_rules) / sizeof(apply_rules[0]); i++) {
+		const rule_case *r = &apply_rules[i];
+		bool unusable = __builtin_popcountll(r->failed) > M;
+		open_with_faults(fx, "member=5,delay=1");
+		/* a member failed in the case before kept its copy of the intent */
+		assert_true(intent_replay(fx->v, NULL, NULL) >= 0);
+		intent_args a = { INTENT_RENAME, .from = "/x", .to = "/y" };
+		calls c = { 0 };
+		memcpy(c.rc, r->rc, sizeof(c.rc));
+		int answer = mirror_apply_logged(fx->v, &a, scripted, scripted2, &c, "test");
+		if (answer != r->answer || c.ran != (unusable ? 0x0f : r->ran) ||
+		    failed_members(fx) != r->failed)
+			fail_msg("case %zu: answer %d, ran %#llx, failed %#llx", i, answer,
+			         (unsigned long long)c.ran, (unsigned long long)failed_members(fx));
+		for (int mb = 0; mb < N && !unusable; mb++)
+			if (volume_member_ok(fx->v, mb) && intent_log_slots(fx->mb.path[mb], false))
+				fail_msg("case %zu: member %d keeps the intent", i, mb);
+	}
+	test_volume_reopen(fx);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* ---- one query on every member at once ---- */
 
 /* mirror_gather with every member's argument c. */
@@ -805,6 +940,9 @@ int main(void)
 		TT(test_parallel_rules),
 		TT(test_parallel_refusal_touches_no_other_member),
 		TT(test_parallel_rename_with_a_hung_member),
+		TT(test_chained_steps_in_order),
+		TT(test_rounds_with_a_slow_member),
+		TT(test_rounds_rules),
 		TT(test_apply_rules),
 		TT(test_entry_missing_on_one_member),
 		T(test_gather_rules),
