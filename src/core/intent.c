@@ -255,23 +255,28 @@ static int prepare_log(volume *v, int idx)
 
 /* The identity of path's object on member idx (ino 0 if it has none), and
  * its type in *mode. */
-static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
+static ident ident_at(volume *v, int idx, int d, const char *leaf, mode_t *mode)
 {
-	const char *leaf;
 	struct statx stx;
 	ident id = { 0, 0 };
-	int d = volume_parent_fd(v, idx, path, &leaf);
-	if (d < 0)
-		return id;
-	if (mop_statx(v, idx, d, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME,
-	              &stx) == 0) {
+	if (d >= 0 && mop_statx(v, idx, d, leaf, AT_SYMLINK_NOFOLLOW,
+	                        STATX_TYPE | STATX_INO | STATX_BTIME, &stx) == 0) {
 		id.ino = stx.stx_ino;
 		if (stx.stx_mask & STATX_BTIME)
 			id.btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
 		if (mode)
 			*mode = stx.stx_mode;
 	}
-	MIO_CALL(close(d));
+	return id;
+}
+
+static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
+{
+	const char *leaf;
+	int d = volume_parent_fd(v, idx, path, &leaf);
+	ident id = ident_at(v, idx, d, leaf, mode);
+	if (d >= 0)
+		MIO_CALL(close(d));
 	return id;
 }
 
@@ -284,7 +289,7 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 
 /* Writes the record into its slot of the member's log, durably: fdatasync
  * of data over written blocks, one flush. */
-static int write_copy(volume *v, int idx, const intent *it)
+static int write_copy(volume *v, int idx, const intent *it, int *keep)
 {
 	const uint8_t *buf = it->buf;
 	size_t len = it->len;
@@ -293,6 +298,8 @@ static int write_copy(volume *v, int idx, const intent *it)
 		fd = open_log(v, idx, O_WRONLY);
 	if (fd < 0)
 		return fd;
+	if (keep)
+		*keep = fd;
 	ssize_t w = mop_pwrite(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
 	if (w < 0)
 		rc = (int)w;
@@ -300,21 +307,23 @@ static int write_copy(volume *v, int idx, const intent *it)
 		rc = -EIO;
 	if (!rc)
 		rc = mop_fsync(v, idx, fd, true);
-	MIO_CALL(close(fd));
+	if (!keep)
+		MIO_CALL(close(fd));
 	return rc;
 }
 
 /* Clears the record's magic, unsynced: the next record written to the log
- * makes it durable (and redo is bound to identity meanwhile). */
-static void remove_copy(volume *v, int idx, int slot)
+ * makes it durable (and redo is bound to identity meanwhile).  logfd: the
+ * log held open, or -1. */
+static void remove_copy(volume *v, int idx, int slot, int logfd)
 {
 	static const uint8_t zero[8];
-	int fd = open_log(v, idx, O_WRONLY);
+	int fd = logfd >= 0 ? logfd : open_log(v, idx, O_WRONLY);
 	ssize_t rc = fd < 0 ? fd : mop_pwrite(v, idx, fd, zero, sizeof(zero),
 	                                      (off_t)slot * INTENT_SLOT_SIZE);
 	if (rc < 0)
 		volume_member_error(v, idx, (int)-rc, "clearing an intent");
-	if (fd >= 0)
+	if (fd >= 0 && logfd < 0)
 		MIO_CALL(close(fd));
 }
 
@@ -336,14 +345,25 @@ static bool same_parent(const char *a, const char *b)
 	return sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
-/* Makes the operation durable on member idx: its parent directories. */
-static void sync_parents(volume *v, int idx, const intent *it)
+/* A parent held open (intent_fds): synced, or the error of its open
+ * (ENOENT: the member lacks it, nothing to sync). */
+static int sync_held(volume *v, int idx, int d)
+{
+	if (d < 0)
+		return d == -ENOENT ? 0 : d;
+	return mop_fsync(v, idx, d, false);
+}
+
+/* Makes the operation durable on member idx: its parent directories,
+ * those held in f if not NULL. */
+static void sync_parents(volume *v, int idx, const intent *it, const intent_fds *f)
 {
 	int rc = 0;
+	bool two = it->to && (it->op == INTENT_LINK || !same_parent(it->from, it->to));
 	if (it->op != INTENT_LINK)
-		rc = sync_parent(v, idx, it->from);
-	if (!rc && it->to && (it->op == INTENT_LINK || !same_parent(it->from, it->to)))
-		rc = sync_parent(v, idx, it->to);
+		rc = f ? sync_held(v, idx, f->d1) : sync_parent(v, idx, it->from);
+	if (!rc && two)
+		rc = f ? sync_held(v, idx, f->d2) : sync_parent(v, idx, it->to);
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "syncing a directory");
 }
@@ -369,26 +389,59 @@ static void begin_member(void *arg)
 {
 	const struct member_job *j = arg;
 	intent_first *first = j->t->first;
-	int rc = intent_write_member(j->t->v, j->t->it, j->idx);
+	int rc = intent_write_member(j->t->v, j->t->it, j->idx, NULL);
 	if (rc == 0 && first && first->idx == j->idx)
 		first->rc = first->fn(first->arg);
 }
 
-int intent_write_member(volume *v, const intent *it, int idx)
+int intent_write_member(volume *v, const intent *it, int idx, intent_fds *f)
 {
-	int rc = write_copy(v, idx, it);
+	int rc = write_copy(v, idx, it, f ? &f->log : NULL);
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "writing an intent");
 	return rc;
 }
 
-void intent_end_member(volume *v, const intent *it, int idx, int rc)
+void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const intent_fds *f)
 {
 	/* A refused operation changed nothing (mirror.h): no sync. */
 	if (rc >= 0)
-		sync_parents(v, idx, it);
+		sync_parents(v, idx, it, f);
 	if (volume_member_ok(v, idx))
-		remove_copy(v, idx, it->slot);
+		remove_copy(v, idx, it->slot, f ? f->log : -1);
+}
+
+void intent_end_member(volume *v, const intent *it, int idx, int rc)
+{
+	intent_end_member_at(v, it, idx, rc, NULL);
+}
+
+void intent_open_member(volume *v, const intent *it, int idx, intent_fds *f)
+{
+	const char *leaf1 = NULL;
+	int d1 = volume_parent_fd(v, idx, it->from, &leaf1);
+	*f = (intent_fds){ .d1 = d1, .d2 = -EBADF, .log = -1, .leaf1 = leaf1 };
+	if (!it->to)
+		return;
+	/* one directory: one descriptor (volume_parent_fd's rule on the name) */
+	if (f->d1 >= 0 && same_parent(it->from, it->to)) {
+		f->leaf2 = strrchr(it->to, '/') + 1;
+		f->d2 = strlen(f->leaf2) > NAME_MAX ? -ENAMETOOLONG : f->d1;
+	} else {
+		f->d2 = volume_parent_fd(v, idx, it->to, &f->leaf2);
+	}
+}
+
+void intent_close_member(intent_fds *f)
+{
+	if (f->d1 >= 0)
+		MIO_CALL(close(f->d1));
+	if (f->d2 >= 0 && f->d2 != f->d1)
+		MIO_CALL(close(f->d2));
+	if (f->log >= 0)
+		MIO_CALL(close(f->log));
+	f->d1 = f->d2 = -EBADF;
+	f->log = -1;
 }
 
 static void end_member(void *arg)
@@ -410,12 +463,19 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 	mio_batch_wait(&b);
 }
 
-void intent_identify_member(volume *v, intent *it, int idx)
+void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f)
 {
+	bool exchange = it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE);
 	if (it->op == INTENT_MKDIR) /* nothing there yet to identify */
 		return;
+	if (f) {
+		it->from_id[idx] = ident_at(v, idx, f->d1, f->leaf1, NULL);
+		if (exchange)
+			it->to_id[idx] = ident_at(v, idx, f->d2, f->leaf2, NULL);
+		return;
+	}
 	it->from_id[idx] = ident_of(v, idx, it->from, NULL);
-	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE))
+	if (exchange)
 		it->to_id[idx] = ident_of(v, idx, it->to, NULL);
 }
 
@@ -423,7 +483,7 @@ void intent_identify_member(volume *v, intent *it, int idx)
 static void ident_member(void *arg)
 {
 	const struct member_job *j = arg;
-	intent_identify_member(j->t->v, j->t->it_mut, j->idx);
+	intent_identify_member(j->t->v, j->t->it_mut, j->idx, NULL);
 }
 
 /* With a member timeout on the members' I/O workers, all at once, so
@@ -735,7 +795,7 @@ static void replay_one(volume *v, const intent *it)
 			ecfs_log(LOG_INFO, "replaying %s %s: member %d: %s", op_name(it->op), it->from,
 			         idx, g_strerror(-rc));
 		if (volume_member_ok(v, idx))
-			sync_parents(v, idx, it);
+			sync_parents(v, idx, it, NULL);
 	}
 }
 

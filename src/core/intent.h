@@ -91,9 +91,22 @@ int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_fir
  * once every member in service holds its copy; then intent_end_member on
  * each and intent_free, as for intent_begin_first. */
 intent *intent_new(volume *v, const intent_args *a);
-void intent_identify_member(volume *v, intent *it, int idx);
 void intent_seal(intent *it);
-int intent_write_member(volume *v, const intent *it, int idx);
+/* A member's descriptors held through the steps, so that each step costs
+ * only its own calls: the parent directories of from and to (d2 is d1
+ * when they are one directory; a negative errno where one could not be
+ * opened) with the names there, and the log once written (-1 before).
+ * intent_open_member opens the parents (volume_parent_fd);
+ * intent_close_member closes them all.  Each step takes f NULL to open
+ * and close what it needs itself. */
+typedef struct intent_fds {
+	int d1, d2, log;
+	const char *leaf1, *leaf2;
+} intent_fds;
+void intent_open_member(volume *v, const intent *it, int idx, intent_fds *f);
+void intent_close_member(intent_fds *f);
+void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f);
+int intent_write_member(volume *v, const intent *it, int idx, intent_fds *f);
 /* Ends an intent after its operation returned rc: makes the operation
  * durable (fsync of the parent directories on each member, unless the
  * operation was refused) and removes the record; frees it.  While the
@@ -107,6 +120,7 @@ void intent_end(volume *v, intent *it, int rc);
  * intent_free gives the intent back once every member's part is over.
  * Only while the volume is usable: otherwise intent_end. */
 void intent_end_member(volume *v, const intent *it, int idx, int rc);
+void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const intent_fds *f);
 void intent_free(intent *it);
 
 /* One pending intent (for ecfs-fsck): the operation's name ("rename",

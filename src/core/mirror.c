@@ -282,6 +282,7 @@ struct chain {
 	uint64_t ended;       /* members whose part of the intent ended with the operation */
 	bool decided;
 	int answer;
+	intent_fds fds[64];   /* each member's, opened by its first task, closed by its last */
 };
 
 struct chain_job {
@@ -312,6 +313,18 @@ static bool chain_ready(struct chain *c, int stage, int idx)
 	return true;
 }
 
+/* The operation on member idx, on the parents its first task opened (as
+ * member_run on its own). */
+static int chain_call(const struct chain *c, int idx)
+{
+	const intent_fds *f = &c->fds[idx];
+	if (f->d1 < 0)
+		return f->d1;
+	if (!c->r.to)
+		return c->r.fn(idx, f->d1, f->leaf1, c->r.arg);
+	return f->d2 < 0 ? f->d2 : c->r.fn2(idx, f->d1, f->leaf1, f->d2, f->leaf2, c->r.arg);
+}
+
 /* Member idx's operation: a candidate until a member decides (asked in
  * member order, as find_primary does), then a follower once the answer
  * is a success; each ends its part of the intent right after it. */
@@ -324,9 +337,7 @@ static void chain_op(struct chain *c, int idx)
 	pthread_mutex_unlock(&c->lock);
 	if (decided && (answer < 0 || !volume_usable(v)))
 		return; /* refused: nothing here; unusable: the copies stay */
-	struct member_run r = c->r;
-	r.idx = idx;
-	int rc = member_run(&r);
+	int rc = chain_call(c, idx);
 	if (member_broke(v, idx, rc, c->what))
 		return;
 	if (decided) {
@@ -341,7 +352,7 @@ static void chain_op(struct chain *c, int idx)
 			return;
 	}
 	if (volume_member_ok(v, idx)) {
-		intent_end_member(v, c->it, idx, answer);
+		intent_end_member_at(v, c->it, idx, answer, &c->fds[idx]);
 		pthread_mutex_lock(&c->lock);
 		c->ended |= 1ull << idx;
 		pthread_mutex_unlock(&c->lock);
@@ -362,16 +373,21 @@ static void chain_task(void *p)
 	pthread_mutex_unlock(&c->lock);
 	if (!ready)
 		return;
+	intent_fds *f = &c->fds[j->idx];
 	if (volume_member_ok(v, j->idx)) {
-		if (j->stage == CH_IDENT)
-			intent_identify_member(v, c->it, j->idx);
-		else if (j->stage == CH_COPY)
-			intent_write_member(v, c->it, j->idx);
-		else if (j->stage == CH_OP)
+		if (j->stage == CH_IDENT) {
+			intent_open_member(v, c->it, j->idx, f);
+			intent_identify_member(v, c->it, j->idx, f);
+		} else if (j->stage == CH_COPY) {
+			intent_write_member(v, c->it, j->idx, f);
+		} else if (j->stage == CH_OP) {
 			chain_op(c, j->idx);
-		else if (!ended && volume_usable(v))
-			intent_end_member(v, c->it, j->idx, answer);
+		} else if (!ended && volume_usable(v)) {
+			intent_end_member_at(v, c->it, j->idx, answer, f);
+		}
 	}
+	if (j->stage == CH_END)
+		intent_close_member(f);
 	pthread_mutex_lock(&c->lock);
 	c->done[j->stage] |= 1ull << j->idx;
 	pthread_mutex_unlock(&c->lock);
@@ -428,15 +444,13 @@ static int apply_logged_chained(struct member_run *r, const intent_args *a, cons
 
 	c.it = intent_new(v, a);
 	pthread_mutex_init(&c.lock, NULL);
-	for (int idx = 0; idx < volume_n(v); idx++)
+	for (int idx = 0; idx < volume_n(v); idx++) {
 		c.in |= (uint64_t)volume_member_ok(v, idx) << idx;
-	mio_batch_init_small(volume_memberio(v), &b);
-	for (int stage = 0; stage < CH_STAGES; stage++) {
-		if (stage == CH_IDENT && a->op == INTENT_MKDIR)
-			c.done[CH_IDENT] = c.in; /* nothing there yet to identify */
-		else
-			chain_submit(&c, jobs, stage, c.in, &b);
+		c.fds[idx] = (intent_fds){ .d1 = -EBADF, .d2 = -EBADF, .log = -1 };
 	}
+	mio_batch_init_small(volume_memberio(v), &b);
+	for (int stage = 0; stage < CH_STAGES; stage++)
+		chain_submit(&c, jobs, stage, c.in, &b);
 	mio_batch_wait(&b);
 	chain_catch_up(&c, jobs);
 	pthread_mutex_destroy(&c.lock);
