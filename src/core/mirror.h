@@ -46,7 +46,7 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
  * copy of the intent (intent_begin_first), then the other members all at
  * once, each on its I/O worker, where each also ends the intent
  * (intent_end_member): so fn and fn2 may run on several members at the
- * same time and must not change anything in arg.  When every member in
+ * same time and must not change anything in arg but with atomics.  When every member in
  * service is fast enough for the relay (memberio.h), every step of the
  * operation on every member is one batch of tasks in order on the relay
  * instead, and the first member runs the operation only once every copy

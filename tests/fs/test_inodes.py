@@ -112,6 +112,50 @@ class InodeTest(H.MountedCase):
         self.assertEqual(own(snapshot(mnt)), own(renamed), "after the heal")
         self.assert_clean_unmount(v)
 
+    def test_new_directory_attributes(self):
+        """mkdir answers with the attributes the first member took as it
+        made the directory (no lookup after it): the kernel's copy right
+        after is what a lookup gives after a remount, and the member's own
+        (mode, owner, times), with the directory's identity as st_ino; with
+        the first member failed, the next one's."""
+        fields = ("st_ino", "st_mode", "st_uid", "st_gid", "st_nlink", "st_ctime_ns",
+                  "st_mtime_ns")
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        old = os.umask(0o022)
+        try:
+            os.mkdir(os.path.join(mnt, "made"), 0o751)
+            os.mkdir(os.path.join(mnt, "made/inner"), 0o700)
+        finally:
+            os.umask(old)
+        right_after = {n: os.lstat(os.path.join(mnt, n)) for n in ("made", "made/inner")}
+        self.assertEqual(right_after["made"].st_mode & 0o7777, 0o751)
+        self.assertEqual(right_after["made/inner"].st_mode & 0o7777, 0o700)
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v)
+        H.drop_caches()
+        for n, st in right_after.items():
+            fresh = os.lstat(os.path.join(mnt, n))
+            on_member = os.lstat(os.path.join(v.members[0], n))
+            for f in fields:
+                self.assertEqual(getattr(fresh, f), getattr(st, f), f"{n}: {f} after a remount")
+                if f != "st_ino":
+                    self.assertEqual(getattr(on_member, f), getattr(st, f), f"{n}: {f}")
+        self.assert_clean_unmount(v)
+
+        shutil.rmtree(v.members[0])
+        mnt = self.mount(v)
+        os.mkdir(os.path.join(mnt, "later"))
+        st = os.lstat(os.path.join(mnt, "later"))
+        on_member = os.lstat(os.path.join(v.members[1], "later"))
+        for f in fields[1:]:
+            self.assertEqual(getattr(on_member, f), getattr(st, f), f"later: {f}")
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v)
+        H.drop_caches()
+        self.assertEqual(os.lstat(os.path.join(mnt, "later")).st_ino, st.st_ino)
+        self.assert_clean_unmount(v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())
