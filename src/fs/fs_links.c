@@ -236,10 +236,48 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
+/* The attributes for link's reply, of the first member that made the link
+ * and answers queries (the one a lookup asks first): its lstat before
+ * (whose size the size cache may remember) and after (the new link
+ * count and ctime).  Claimed once (atomic): the members may run at once. */
+struct hard_link {
+	bool claimed, have;
+	int member;
+	struct stat before, after;
+};
+
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
                        const char *leaf2, void *arg)
 {
-	return mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
+	struct hard_link *nl = arg;
+	struct stat before;
+	bool take = volume_member_answers(fs_volume(), member) &&
+	            !__atomic_load_n(&nl->claimed, __ATOMIC_ACQUIRE) &&
+	            MIO_CALL(fstatat(fd1, leaf1, &before, AT_SYMLINK_NOFOLLOW)) == 0;
+	int rc = mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
+	if (rc == 0 && take && !__atomic_exchange_n(&nl->claimed, true, __ATOMIC_ACQ_REL) &&
+	    MIO_CALL(fstatat(fd2, leaf2, &nl->after, AT_SYMLINK_NOFOLLOW)) == 0) {
+		nl->before = before;
+		nl->member = member;
+		nl->have = true;
+	}
+	return rc;
+}
+
+/* link's reply from what link_member took, when that takes no member call
+ * (ecfile_stat_from: a regular file's size remembered, else any other
+ * type): true with *st filled. */
+static bool linked_attributes(const struct hard_link *nl, struct stat *st)
+{
+	struct stat sized = nl->before;
+	uint64_t ident;
+	if (!nl->have || !ecfile_stat_from(fs_volume(), nl->member, &sized, &ident) ||
+	    (sized.st_mode & S_IFMT) != (nl->after.st_mode & S_IFMT))
+		return false;
+	*st = nl->after;
+	st->st_size = sized.st_size;
+	st->st_blocks = sized.st_blocks;
+	return true;
 }
 
 void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -252,14 +290,20 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
+	struct hard_link nl = { 0 };
 	if (rc == 0) {
 		intent_args a = { INTENT_LINK, .from = from, .to = to };
-		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, NULL, "link");
+		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &nl, "link");
 	}
 	/* The new name is a name of the same node. */
 	struct fuse_entry_param e;
-	if (rc == 0)
+	struct stat st;
+	if (rc == 0 && linked_attributes(&nl, &st)) {
+		fs_entry_fill(&e, ino, &st);
+		fs_nodes_add(newparent, newname, ino, st.st_mode);
+	} else if (rc == 0) {
 		rc = fs_entry(newparent, newname, to, ino, &e);
+	}
 	if (rc < 0)
 		fs_reply_err(req, rc);
 	else if (fuse_reply_entry(req, &e) != 0)

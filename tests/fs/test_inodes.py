@@ -112,6 +112,32 @@ class InodeTest(H.MountedCase):
         self.assertEqual(own(snapshot(mnt)), own(renamed), "after the heal")
         self.assert_clean_unmount(v)
 
+    def test_link_attributes(self):
+        """link answers with the attributes the first member took around
+        its link (the size remembered from before it): what a lookup gives
+        after a remount, for a file of several stripes and an empty one."""
+        fields = ("st_ino", "st_mode", "st_nlink", "st_size", "st_blocks", "st_ctime_ns",
+                  "st_mtime_ns", "st_uid", "st_gid")
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        H.write_file(os.path.join(mnt, "f"), H.pattern(300000, 3))
+        H.write_file(os.path.join(mnt, "e"), b"")
+        right_after = {}
+        for name in ("f", "e"):
+            os.stat(os.path.join(mnt, name))  # the size remembered
+            os.link(os.path.join(mnt, name), os.path.join(mnt, name + "-link"))
+            right_after[name] = os.lstat(os.path.join(mnt, name + "-link"))
+            self.assertEqual(right_after[name].st_nlink, 2)
+        self.assertEqual(right_after["f"].st_size, 300000)
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v)
+        H.drop_caches()
+        for name, st in right_after.items():
+            fresh = os.lstat(os.path.join(mnt, name + "-link"))
+            for f in fields:
+                self.assertEqual(getattr(fresh, f), getattr(st, f), f"{name}: {f}")
+        self.assert_clean_unmount(v)
+
     def test_new_directory_attributes(self):
         """mkdir answers with the attributes the first member took as it
         made the directory (no lookup after it): the kernel's copy right
