@@ -66,17 +66,13 @@ void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid)
 	 * (uid_t)-1 tells every chown below to leave them as made. */
 	*uid = mounted->chown_new ? fuse_req_ctx(req)->uid : (uid_t)-1;
 	*gid = mounted->chown_new ? fuse_req_ctx(req)->gid : (gid_t)-1;
-	/* The daemon's own user and group: made so already (the group of a
-	 * setgid parent too, by the member filesystem), no chown needed. */
-	if (*uid == geteuid())
-		*uid = (uid_t)-1;
-	if (*gid == getegid())
-		*gid = (gid_t)-1;
 }
 
 int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 {
-	if (uid == (uid_t)-1 && gid == (gid_t)-1)
+	/* The daemon's own user and group: made so already (the group of a
+	 * setgid parent too, by the member filesystem), no chown needed. */
+	if ((uid == (uid_t)-1 || uid == geteuid()) && (gid == (gid_t)-1 || gid == getegid()))
 		return 0;
 	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid,
 	                    mop_new_object_gid(dirfd, gid), AT_SYMLINK_NOFOLLOW);
