@@ -112,11 +112,12 @@ static void futex_wake(int *word)
 static void task_done(mio_task *t, int lost_idx)
 {
 	mio_batch *b = t->batch;
+	bool each = b->wake_each; /* b may be gone once pending falls */
 
 	free(t);
 	if (lost_idx >= 0)
 		__atomic_fetch_or(&b->lost, 1ull << lost_idx, __ATOMIC_RELEASE);
-	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
+	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0 || each)
 		futex_wake(&b->pending);
 }
 
@@ -466,7 +467,14 @@ void mio_batch_init(mio_batch *b)
 	b->caller = NULL;
 	b->held = NULL;
 	b->small = false;
+	b->wake_each = false;
 	b->relayed = b->apart = 0;
+}
+
+void mio_batch_init_each(mio_batch *b)
+{
+	mio_batch_init(b);
+	b->wake_each = true;
 }
 
 void mio_batch_init_small(memberio *mio, mio_batch *b)
@@ -577,11 +585,22 @@ uint64_t mio_batch_wait(mio_batch *b)
 		b->held = NULL;
 		enqueue(b->caller, t, true);
 	}
+	return mio_batch_wait_left(b, 0);
+}
+
+uint64_t mio_batch_wait_left(mio_batch *b, int left)
+{
 	/* A count that has only fallen since it was read is slept through:
-	 * the wake-up comes when it reaches 0 (task_done). */
-	for (int left; (left = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > 0;)
-		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, left, NULL, NULL, 0);
+	 * the wake-up comes when it reaches 0, or at every task with
+	 * wake_each (task_done). */
+	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > left;)
+		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, now, NULL, NULL, 0);
 	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
+}
+
+bool mio_batch_idle(const mio_batch *b)
+{
+	return __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) == 0;
 }
 
 unsigned memberio_timeout(const memberio *mio)

@@ -44,6 +44,7 @@ typedef struct mio_batch {
 	memberio *caller; /* mio_batch_init_caller without a timeout */
 	struct mio_task *held; /* its last task, not queued yet */
 	bool small;       /* mio_batch_init_small with a timeout */
+	bool wake_each;   /* mio_batch_init_each: woken at every task done */
 	uint64_t relayed, apart; /* bit i: member i's tasks go to the relay, to its worker */
 } mio_batch;
 
@@ -83,6 +84,17 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
  * have run in part and said nothing true; the caller treats them as
  * failed with ETIMEDOUT. */
 uint64_t mio_batch_wait(mio_batch *b);
+/* For a batch whose caller goes on with the first of its answers (hedged
+ * reads, stripe.c): mio_batch_wait_left wakes at every task done, not
+ * only at the last.  Its tasks must own everything they touch, since the
+ * caller may return before the last has run; it still ends the batch with
+ * mio_batch_wait, once mio_batch_idle says every task is done. */
+void mio_batch_init_each(mio_batch *b);
+/* Waits until at most `left` tasks of the batch are pending; returns the
+ * lost mask so far.  The batch goes on. */
+uint64_t mio_batch_wait_left(mio_batch *b, int left);
+/* True once every task of the batch has run or was given up. */
+bool mio_batch_idle(const mio_batch *b);
 
 /* True on a worker thread or the relay: a task must not wait for another task (two
  * workers could wait for each other), so it runs such work inline. */

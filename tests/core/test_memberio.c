@@ -301,6 +301,34 @@ static void hang_on_the_relay(void **state)
 	close(pipefd[0]);
 }
 
+/* A batch made with mio_batch_init_each (hedged reads): its caller goes
+ * on as soon as all but one task are done, while the last still blocks
+ * (a read of a pipe until a byte comes); the batch then ends whole. */
+static void wait_for_all_but_one(void **state)
+{
+	memberio *mio = memberio_new(N, 0, NULL, NULL);
+	int pipefd[2];
+	mio_batch b;
+	jobs js;
+
+	(void)state;
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	jobs_init(&js);
+	mio_batch_init_each(&b);
+	memberio_submit(mio, 0, &b, run_job, &js.j[0]);
+	memberio_submit(mio, 1, &b, hung_call, &pipefd[0]);
+	memberio_submit(mio, 2, &b, run_job, &js.j[2]);
+	assert_int_equal(mio_batch_wait_left(&b, 1), 0);
+	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
+	assert_false(mio_batch_idle(&b));
+	assert_int_equal(write(pipefd[1], "x", 1), 1);
+	assert_int_equal(mio_batch_wait(&b), 0);
+	assert_true(mio_batch_idle(&b));
+	memberio_free(mio);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
 #define KIB 1024
 #define US 1000
 
@@ -499,6 +527,7 @@ int main(void)
 		cmocka_unit_test(bounded_waits_or_gives_up),
 		cmocka_unit_test(small_batch_on_the_relay),
 		cmocka_unit_test(hang_on_the_relay),
+		cmocka_unit_test(wait_for_all_but_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
