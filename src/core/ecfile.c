@@ -244,6 +244,7 @@ static void free_ecfile(ecfile *f)
 	cm_drain(f->cq);
 	pthread_mutex_unlock(&f->lock);
 	cm_queue_free(f->cq);
+	stripe_wait_late_reads(&f->c);
 	for (int i = 0; i < f->c.lay.n; i++)
 		volume_member_close(f->v, i, f->c.fd[i]);
 	stripe_ctx_free_buffers(&f->c);
@@ -1734,6 +1735,7 @@ ecfile *ecfile_heal_begin(volume *v, const char *path)
 
 void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 {
+	stripe_wait_late_reads(&f->c); /* before any descriptor is replaced */
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		probe_chunk pc;
 		if (!(members >> mb & 1) || !volume_member_ok(f->v, mb))

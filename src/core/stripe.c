@@ -64,8 +64,11 @@ static void forget_heads(stripe_ctx *c)
 		stripe_keep_head(c, mb, NULL, 0);
 }
 
+static void drop_hedges(stripe_ctx *c);
+
 void stripe_ctx_free_buffers(stripe_ctx *c)
 {
+	drop_hedges(c);
 	forget_heads(c);
 	journal_close(c->v, &c->jf);
 	free(c->scratch);
@@ -407,7 +410,29 @@ typedef struct fetch_task {
 	strip_judgment st[STRIPE_FETCH_RUN];
 	bool from_head; /* stripe 0 may come from stripe_ctx.head */
 	int err;
+	/* What the read needs of the context, taken when it is asked, so
+	 * that a hedged read's late task reads nothing the caller changes. */
+	int fd;
+	chunk_header hdr;
+	bool done;      /* hedged reads: set once the task has run (atomic) */
 } fetch_task;
+
+/* Sets task t up to read stripes [s0, s0+cnt) of position pos. */
+static void fetch_task_init(stripe_ctx *c, fetch_task *t, int pos, uint64_t s0, int cnt)
+{
+	t->c = c;
+	t->member = layout_member_of(&c->lay, pos);
+	t->pos = pos;
+	t->cnt = cnt;
+	t->s0 = s0;
+	t->err = 0;
+	t->from_head = false;
+	t->fd = c->fd[t->member];
+	t->hdr = c->hdr;
+	t->done = false;
+	for (int i = 0; i < cnt; i++)
+		t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
+}
 
 /* A pread of member mb's chunk from what open read of it (all of it). */
 static ssize_t head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, uint64_t off)
@@ -432,8 +457,8 @@ static void fetch_member(void *arg)
 	uint64_t strip = c->lay.strip_size;
 	uint8_t recs[STRIPE_FETCH_RUN * CHUNK_RECORD_SIZE];
 	struct iovec iov[STRIPE_FETCH_RUN], riov = { recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
-	int fd = c->fd[t->member];
-	chunk_header h = c->hdr;
+	int fd = t->fd;
+	chunk_header h = t->hdr;
 
 	for (int i = 0; i < t->cnt; i++)
 		iov[i] = (struct iovec){ t->dest[i], strip };
@@ -487,19 +512,12 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 
 	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
-		int mb = layout_member_of(&c->lay, pos);
 		fetch_task *t = &tasks[pos];
-		t->c = c;
-		t->member = mb;
-		t->pos = pos;
-		t->cnt = cnt;
-		t->s0 = s0;
-		t->err = 0;
+		fetch_task_init(c, t, pos, s0, cnt);
+		int mb = t->member;
 		t->from_head = from_head && s0 == 0 && cnt == 1 && c->head[mb];
-		for (int i = 0; i < cnt; i++) {
+		for (int i = 0; i < cnt; i++)
 			t->dest[i] = dest[pos][i];
-			t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
-		}
 		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
 			continue;
 		if (t->from_head)
@@ -539,19 +557,26 @@ static uint64_t slow_positions(stripe_ctx *c)
 	return slow;
 }
 
-/* The positions to read around the slow ones: the wanted data positions
- * first, then the other data positions and the parity ones, until enough
- * are asked that a vote over them can stand (more than m, so no
- * generation could have k strips among the unread ones, and k to decode
- * from): no more reads than k, as with every member fast. */
-static uint64_t around_positions(stripe_ctx *c, uint64_t want, uint64_t slow)
+/* The answers a read around slow members needs before its vote can
+ * stand: more than m, so that no generation could have k strips among the
+ * unread ones, and k to decode from. */
+static int around_need(const stripe_ctx *c)
 {
-	int k = c->lay.k, n = c->lay.n, need = k > c->lay.m ? k : c->lay.m + 1, got = 0;
+	return c->lay.k > c->lay.m ? c->lay.k : c->lay.m + 1;
+}
+
+/* The positions to read around the slow ones: the wanted data positions
+ * first, then the other data positions and the parity ones, until
+ * around_need are asked, and `spare` more if there are (a hedged read):
+ * no more reads than k, as with every member fast, but the spares. */
+static uint64_t around_positions(stripe_ctx *c, uint64_t want, uint64_t slow, int spare)
+{
+	int n = c->lay.n, need = around_need(c) + spare, got = 0;
 	uint64_t mask = 0;
 
 	for (int pass = 0; pass < 2; pass++)
 		for (int pos = 0; pos < n && got < need; pos++) {
-			bool first = pos < k && (want >> pos & 1);
+			bool first = pos < c->lay.k && (want >> pos & 1);
 			if ((pass == 0) != first || (slow >> pos & 1) || (mask >> pos & 1) ||
 			    !stripe_member_usable(c, layout_member_of(&c->lay, pos)))
 				continue;
@@ -650,7 +675,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	                   (size_t)c->lay.m * STRIPE_FETCH_RUN * c->lay.strip_size))
 		c->run_parity = NULL;
 	if (degraded && c->run_parity) {
-		mask = slow ? around_positions(c, all, slow) : (1ull << n) - 1;
+		mask = slow ? around_positions(c, all, slow, 0) : (1ull << n) - 1;
 		for (int j = k; j < n; j++)
 			for (int i = 0; i < cnt; i++)
 				dest[j][i] = run_parity(c, j - k, i);
@@ -766,6 +791,187 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 	return 0;
 }
 
+/* ---- hedged reads ----
+ *
+ * A read around a slow member asks one position more than its vote needs
+ * and goes on with the first answers that settle it (issue 17's
+ * fastest-k reads): the slowest of the fast members no longer sets its
+ * time.  The answer that comes last must land where nobody looks, so a
+ * hedge's tasks read into buffers of its own, with their own copy of what
+ * they read with (fetch_task_init); the context keeps a hedge until its
+ * last answer is in, ends it at a later read (reap_hedges), and waits for
+ * it before the chunks' descriptors close (stripe_wait_late_reads). */
+typedef struct stripe_hedge {
+	mio_batch batch;
+	fetch_task *tasks;         /* n, by position */
+	uint8_t *bufs;             /* n strips, by position */
+	struct stripe_hedge *next; /* stripe_ctx.late */
+} stripe_hedge;
+
+static void hedge_free(stripe_hedge *h)
+{
+	g_free(h->tasks);
+	free(h->bufs);
+	g_free(h);
+}
+
+/* A hedge whose last answer is in: ended, and kept for the next (one is
+ * enough, since hedges rarely overlap). */
+static void hedge_end(stripe_ctx *c, stripe_hedge *h)
+{
+	mio_batch_wait(&h->batch);
+	if (c->spare_hedge) {
+		hedge_free(h);
+		return;
+	}
+	h->next = NULL;
+	c->spare_hedge = h;
+}
+
+/* Ends the hedges whose last answer is in, or with wait all of them. */
+static void reap_hedges(stripe_ctx *c, bool wait)
+{
+	for (stripe_hedge **pp = &c->late; *pp;) {
+		stripe_hedge *h = *pp;
+		if (!wait && !mio_batch_idle(&h->batch)) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		hedge_end(c, h);
+	}
+}
+
+void stripe_wait_late_reads(stripe_ctx *c)
+{
+	reap_hedges(c, true);
+}
+
+/* Waits for the late answers, then frees every hedge. */
+static void drop_hedges(stripe_ctx *c)
+{
+	reap_hedges(c, true);
+	if (c->spare_hedge)
+		hedge_free(c->spare_hedge);
+	c->spare_hedge = NULL;
+}
+
+static stripe_hedge *hedge_get(stripe_ctx *c)
+{
+	stripe_hedge *h;
+
+	reap_hedges(c, false);
+	if ((h = c->spare_hedge)) {
+		c->spare_hedge = NULL;
+		return h;
+	}
+	h = g_new0(stripe_hedge, 1);
+	h->tasks = g_new(fetch_task, c->lay.n);
+	if (posix_memalign((void **)&h->bufs, 4096, c->lay.strip_size * (size_t)c->lay.n)) {
+		h->bufs = NULL;
+		hedge_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void hedged_fetch_member(void *arg)
+{
+	fetch_task *t = arg;
+
+	fetch_member(t);
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+}
+
+/* What the hedge's answers say so far: snap gets the tasks that have run
+ * (dest their strips) and those given up (erasures); the others read as
+ * unread, with the context's scratch as their strips' place, since a
+ * decode may write there.  Returns the positions answered. */
+static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, uint64_t lost,
+                              fetch_task *snap, uint8_t *(*dest)[STRIPE_FETCH_RUN])
+{
+	uint64_t answered = 0;
+
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		fetch_task *t = &h->tasks[pos];
+		if ((asked >> pos & 1) && __atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
+			snap[pos] = *t;
+			dest[pos][0] = t->dest[0];
+			answered |= 1ull << pos;
+			continue;
+		}
+		fetch_task_init(c, &snap[pos], pos, t->s0, 1);
+		dest[pos][0] = snap[pos].dest[0] = c->scratch + (size_t)pos * c->lay.strip_size;
+		if ((asked >> pos & 1) && (lost >> snap[pos].member & 1)) {
+			snap[pos].err = -ETIMEDOUT; /* given up (memberio.h) */
+			snap[pos].st[0].v = STRIP_ERR;
+			answered |= 1ull << pos;
+		}
+	}
+	return answered;
+}
+
+/* Asks stripe s of every position in mask at once, with the strips
+ * landing in the hedge's buffers.  Returns how many were asked. */
+static int hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s, uint64_t mask)
+{
+	int asked = 0;
+
+	mio_batch_init_each(&h->batch);
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		fetch_task *t = &h->tasks[pos];
+		fetch_task_init(c, t, pos, s, 1);
+		t->dest[0] = h->bufs + (size_t)pos * c->lay.strip_size;
+		if (!(mask >> pos & 1))
+			continue;
+		asked++;
+		memberio_submit(volume_memberio(c->v), t->member, &h->batch, hedged_fetch_member, t);
+	}
+	return asked;
+}
+
+/* Stripe s read around a slow member from the positions in mask (more
+ * than around_need), going on as soon as the answers in settle the vote
+ * whatever the others hold (vote_settled); the late ones are left to the
+ * hedge.  Returns 1 with the wanted strips in data and *len as
+ * vote_and_decode sets it, 0 if the vote did not stand on every answer
+ * (or no hedge could be had: the caller reads every position), or a
+ * negative errno. */
+static int fetch_hedged(stripe_ctx *c, uint64_t s, uint64_t want, uint64_t mask,
+                        uint8_t *const *data, uint64_t *len)
+{
+	int n = c->lay.n, k = c->lay.k, rc = 0;
+	uint64_t all = (1ull << n) - 1;
+	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+	stripe_hedge *h = hedge_get(c);
+
+	if (!h)
+		return 0;
+	fetch_task *snap = g_new(fetch_task, n);
+	int asked = hedge_ask(c, h, s, mask);
+	for (int left = asked - around_need(c); left >= 0 && rc == 0; left--) {
+		uint64_t lost = mio_batch_wait_left(&h->batch, left);
+		uint64_t answered = hedge_answers(c, h, mask, lost, snap, dest);
+		if (vote_settled(snap, n, k, 0, all & ~answered))
+			rc = 1;
+	}
+	if (rc == 1) {
+		rc = vote_and_decode(c, s, want, snap, dest, len);
+		for (int j = 0; j < k && rc == 0; j++)
+			if ((want >> j & 1) && data[j] != dest[j][0])
+				memcpy(data[j], dest[j][0], c->lay.strip_size);
+		rc = rc < 0 ? rc : 1;
+	}
+	g_free(snap);
+	if (mio_batch_idle(&h->batch)) {
+		hedge_end(c, h);
+	} else {
+		h->next = c->late;
+		c->late = h;
+	}
+	return rc;
+}
+
 /* Fetches stripe s as stored: a short stripe's bytes in the first *len
  * bytes of its strips (layout_strip_len). */
 static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data,
@@ -794,17 +1000,24 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	 * the vote needs, if it stands without the others), a vote on the
 	 * generation, decode. */
 	if (slow) {
-		mask = around_positions(c, want, slow);
-		fetch_positions(c, s, 1, mask, dest, tasks, false);
-		if (!vote_settled(tasks, n, k, 0, all & ~mask))
+		mask = around_positions(c, want, slow, 1);
+		if (__builtin_popcountll(mask) > around_need(c)) {
+			rc = fetch_hedged(c, s, want, mask, data, len);
+			if (rc != 0)
+				goto out; /* read, or failed */
 			mask = all;
+		} else {
+			fetch_positions(c, s, 1, mask, dest, tasks, false);
+			if (!vote_settled(tasks, n, k, 0, all & ~mask))
+				mask = all;
+		}
 	}
 	if (mask == all)
 		fetch_positions(c, s, 1, all, dest, tasks, false);
 	rc = vote_and_decode(c, s, want, tasks, dest, len);
 out:
 	g_free(tasks);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 /* A stripe fetched as stored (a short one's bytes in the first len bytes

@@ -63,12 +63,20 @@ typedef struct stripe_ctx {
 	uint64_t written_end;
 	bool inplace_unsynced; /* a journaled commit's in-place writes are not synced yet */
 	journal_files jf;      /* the journals open for writing */
+	/* Hedged reads with an answer still to come, and one ended for
+	 * reuse (stripe.c). */
+	struct stripe_hedge *late, *spare_hedge;
 } stripe_ctx;
 
 /* Allocates the scratch buffers; 0 or -ENOMEM. */
 int stripe_ctx_buffers(stripe_ctx *c);
-/* Frees them and closes the journal descriptors. */
+/* Frees them and closes the journal descriptors, once the hedged reads
+ * have had their last answers (stripe_wait_late_reads). */
 void stripe_ctx_free_buffers(stripe_ctx *c);
+/* Waits for the answers still to come to hedged reads (a read around a
+ * slow member asks one member more than it needs and goes on with the
+ * first answers): before a chunk's descriptor is closed or replaced. */
+void stripe_wait_late_reads(stripe_ctx *c);
 
 /* Hands the context the bytes read from offset 0 of member's chunk (a
  * g_malloc'd buffer it now owns; NULL: none). */

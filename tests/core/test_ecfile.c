@@ -443,6 +443,79 @@ static uint64_t header_missed(fixture *fx, int i, const char *name)
 	return missed;
 }
 
+#ifdef ECFS_FAULT_INJECTION
+/* The member holding data position 0 of name's chunks (FORMAT.md 4.1:
+ * the header's rotation, a little-endian word at offset 52). */
+static int position0_member(fixture *fx, const char *name)
+{
+	char *path = chunk_path(fx, 0, name);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	uint32_t rotation;
+
+	assert_true(len >= 56);
+	memcpy(&rotation, b + 52, 4);
+	g_free(b);
+	g_free(path);
+	return (int)rotation;
+}
+#endif
+
+/* Hedged reads (stripe.c): a strip on a member slow for reads is read
+ * from all five other members at once, and the read goes on with the
+ * first four answers.  Here the member of position 1 takes a second per
+ * read: the read returns exact before that member has answered (its read
+ * cost is still unknown then; a read that waited for it would have noted
+ * it), and the file's close waits for the late answer, which is noted.
+ * With and without a member timeout (reads bounced or in place). */
+static void hedged_read(fixture *fx, const char *name, unsigned timeout_ms)
+{
+#ifdef ECFS_FAULT_INJECTION
+	const size_t len = 4 * STRIPE;
+	uint8_t *data = g_malloc(len), *got = g_malloc(STRIP);
+	volume_options o = { .timeout_ms = timeout_ms };
+	char *msg = NULL;
+	ecfile *f;
+
+	fill_random(data, len, 31);
+	write_file(fx, name, data, len, STRIPE);
+	int slow = position0_member(fx, name + 1), late = (slow + 1) % N;
+	char *spec = g_strdup_printf("member=%d,op=read,delay=1000", late);
+	volume_close(fx->v);
+	setenv("ECFS_FAULT", spec, 1);
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
+	unsetenv("ECFS_FAULT");
+	memberio *mio = volume_memberio(fx->v);
+	memberio_force_slow(mio, MIO_READ, 1ull << slow);
+	assert_int_equal(ecfile_open(fx->v, name, 0, &f), 0);
+	assert_int_equal(ecfile_read(f, got, STRIP, 2 * STRIPE), STRIP);
+	assert_memory_equal(got, data + 2 * STRIPE, STRIP);
+	assert_int_equal(memberio_cost_us(mio, late, MIO_READ), 0);
+	assert_int_equal(ecfile_release(f), 0);
+	assert_true(memberio_cost_us(mio, late, MIO_READ) > 0);
+	char *health = volume_health_text(fx->v);
+	assert_null(strstr(health, "strips_decoded=0\n"));
+	assert_non_null(strstr(health, "members_failed=0\n"));
+	g_free(health);
+	reopen(fx); /* without the delay */
+	check_file(fx, name, data, len);
+	g_free(spec);
+	g_free(got);
+	g_free(data);
+#else
+	(void)fx;
+	(void)name;
+	(void)timeout_ms;
+	skip();
+#endif
+}
+
+static void test_hedged_read_goes_on_without_the_last(void **state)
+{
+	hedged_read(*state, "/h", 0);
+	hedged_read(*state, "/h_timeout", 5000);
+}
+
 /* Writes past slow members (-o write_quorum, stripe_leave_out_slow): of two
  * members slow for writes, only as many are left out as leave write_quorum
  * members written; they are named missed in the others' headers and the
@@ -685,6 +758,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_many_erasures_harm_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hedged_read_goes_on_without_the_last, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
