@@ -590,12 +590,27 @@ uint64_t mio_batch_wait(mio_batch *b)
 
 uint64_t mio_batch_wait_left(mio_batch *b, int left)
 {
+	mio_batch_wait_left_until(b, left, 0);
+	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
+}
+
+bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
+{
 	/* A count that has only fallen since it was read is slept through:
 	 * the wake-up comes when it reaches 0, or at every task with
 	 * wake_each (task_done). */
-	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > left;)
-		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, now, NULL, NULL, 0);
-	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
+	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > left;) {
+		struct timespec rel, *timeout = NULL;
+		if (deadline_ns) {
+			int64_t ns = deadline_ns - now_ns();
+			if (ns <= 0)
+				return false;
+			rel = (struct timespec){ ns / 1000000000, ns % 1000000000 };
+			timeout = &rel;
+		}
+		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, now, timeout, NULL, 0);
+	}
+	return true;
 }
 
 bool mio_batch_idle(const mio_batch *b)

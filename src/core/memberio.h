@@ -91,8 +91,11 @@ uint64_t mio_batch_wait(mio_batch *b);
  * mio_batch_wait, once mio_batch_idle says every task is done. */
 void mio_batch_init_each(mio_batch *b);
 /* Waits until at most `left` tasks of the batch are pending; returns the
- * lost mask so far.  The batch goes on. */
+ * lost mask so far.  The batch goes on, and may take more tasks. */
 uint64_t mio_batch_wait_left(mio_batch *b, int left);
+/* The same, giving up at deadline_ns (CLOCK_MONOTONIC): true if at most
+ * `left` are pending. */
+bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns);
 /* True once every task of the batch has run or was given up. */
 bool mio_batch_idle(const mio_batch *b);
 

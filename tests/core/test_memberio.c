@@ -303,7 +303,8 @@ static void hang_on_the_relay(void **state)
 
 /* A batch made with mio_batch_init_each (hedged reads): its caller goes
  * on as soon as all but one task are done, while the last still blocks
- * (a read of a pipe until a byte comes); the batch then ends whole. */
+ * (a read of a pipe until a byte comes), and a wait for all of them
+ * gives up at its deadline; the batch then ends whole. */
 static void wait_for_all_but_one(void **state)
 {
 	memberio *mio = memberio_new(N, 0, NULL, NULL);
@@ -321,6 +322,12 @@ static void wait_for_all_but_one(void **state)
 	assert_int_equal(mio_batch_wait_left(&b, 1), 0);
 	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
 	assert_false(mio_batch_idle(&b));
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t soon = (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec + 50000000;
+	assert_false(mio_batch_wait_left_until(&b, 0, soon)); /* the last still blocks */
+	assert_true(seconds_since(&t0) >= 0.05);
+	assert_true(mio_batch_wait_left_until(&b, 1, soon));
 	assert_int_equal(write(pipefd[1], "x", 1), 1);
 	assert_int_equal(mio_batch_wait(&b), 0);
 	assert_true(mio_batch_idle(&b));
