@@ -620,6 +620,8 @@ static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
                            uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len);
 static int unpack_in_place(stripe_ctx *c, uint64_t len, uint8_t *const *data);
+static int fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint64_t first,
+                        uint64_t spare, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *lens);
 
 /* Parity strips of a degraded run, position k+p of stripe i of the run. */
 static uint8_t *run_parity(stripe_ctx *c, int p, int i)
@@ -679,6 +681,17 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 		for (int j = k; j < n; j++)
 			for (int i = 0; i < cnt; i++)
 				dest[j][i] = run_parity(c, j - k, i);
+	}
+	uint64_t spare = slow && c->run_parity ? around_positions(c, all, slow, 1) & ~mask : 0;
+	if (spare) {
+		uint64_t lens[STRIPE_FETCH_RUN];
+		rc = fetch_hedged(c, s0, cnt, all, mask, spare, dest, lens);
+		for (int i = 0; i < cnt && rc == 1; i++)
+			if (unpack_in_place(c, lens[i], data + (size_t)i * k) < 0)
+				rc = -ENOMEM;
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		/* a vote that did not stand: the careful way below */
 	}
 	tasks = g_new(fetch_task, n);
 	fetch_positions(c, s0, cnt, mask, dest, tasks, false);
@@ -793,18 +806,20 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 
 /* ---- hedged reads ----
  *
- * A read around a slow member asks one position more than its vote needs
- * and goes on with the first answers that settle it (issue 17's
- * fastest-k reads): the slowest of the fast members no longer sets its
- * time.  The answer that comes last must land where nobody looks, so a
- * hedge's tasks read into buffers of its own, with their own copy of what
- * they read with (fetch_task_init); the context keeps a hedge until its
- * last answer is in, ends it at a later read (reap_hedges), and waits for
- * it before the chunks' descriptors close (stripe_wait_late_reads). */
+ * A read around a slow member asks the k other members it needs, and if
+ * they are late, one more, and goes on with the first answers that settle
+ * it (issue 17's fastest-k reads): a straggler among the fast members no
+ * longer sets the read's time.  The answer that comes last must land
+ * where nobody looks, so a hedge's tasks read into buffers of its own,
+ * with their own copy of what they read with (fetch_task_init); the
+ * context keeps a hedge until its last answer is in, ends it at a later
+ * read (reap_hedges), and waits for it before the chunks' descriptors
+ * close (stripe_wait_late_reads). */
 typedef struct stripe_hedge {
 	mio_batch batch;
 	fetch_task *tasks;         /* n, by position */
-	uint8_t *bufs;             /* n strips, by position */
+	uint8_t *bufs;             /* n * cap strips: position j's strip i at j * cap + i */
+	int cap;                   /* stripes per position bufs holds */
 	struct stripe_hedge *next; /* stripe_ctx.late */
 } stripe_hedge;
 
@@ -856,18 +871,25 @@ static void drop_hedges(stripe_ctx *c)
 	c->spare_hedge = NULL;
 }
 
-static stripe_hedge *hedge_get(stripe_ctx *c)
+/* A hedge with room for runs of cnt stripes, or NULL (out of memory). */
+static stripe_hedge *hedge_get(stripe_ctx *c, int cnt)
 {
 	stripe_hedge *h;
 
 	reap_hedges(c, false);
-	if ((h = c->spare_hedge)) {
-		c->spare_hedge = NULL;
-		return h;
+	h = c->spare_hedge;
+	c->spare_hedge = NULL;
+	if (h && h->cap < cnt) {
+		hedge_free(h);
+		h = NULL;
 	}
+	if (h)
+		return h;
 	h = g_new0(stripe_hedge, 1);
 	h->tasks = g_new(fetch_task, c->lay.n);
-	if (posix_memalign((void **)&h->bufs, 4096, c->lay.strip_size * (size_t)c->lay.n)) {
+	h->cap = cnt;
+	if (posix_memalign((void **)&h->bufs, 4096,
+	                   c->lay.strip_size * (size_t)c->lay.n * (size_t)cnt)) {
 		h->bufs = NULL;
 		hedge_free(h);
 		return NULL;
@@ -883,12 +905,28 @@ static void hedged_fetch_member(void *arg)
 	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
 }
 
+/* Sets up the hedge's tasks for stripes [s0, s0+cnt), each position's
+ * strips landing in the hedge's buffers, and asks those in mask. */
+static void hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s0, int cnt, uint64_t mask)
+{
+	mio_batch_init_each(&h->batch);
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		fetch_task *t = &h->tasks[pos];
+		fetch_task_init(c, t, pos, s0, cnt);
+		for (int i = 0; i < cnt; i++)
+			t->dest[i] = h->bufs + ((size_t)pos * (size_t)h->cap + (size_t)i) *
+			                         c->lay.strip_size;
+		if (mask >> pos & 1)
+			memberio_submit(volume_memberio(c->v), t->member, &h->batch,
+			                hedged_fetch_member, t);
+	}
+}
+
 /* What the hedge's answers say so far: snap gets the tasks that have run
- * (dest their strips) and those given up (erasures); the others read as
- * unread, with the context's scratch as their strips' place, since a
- * decode may write there.  Returns the positions answered. */
+ * and those given up (erasures); the others read as unread.  Returns the
+ * positions answered. */
 static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, uint64_t lost,
-                              fetch_task *snap, uint8_t *(*dest)[STRIPE_FETCH_RUN])
+                              fetch_task *snap)
 {
 	uint64_t answered = 0;
 
@@ -896,72 +934,114 @@ static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, ui
 		fetch_task *t = &h->tasks[pos];
 		if ((asked >> pos & 1) && __atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
 			snap[pos] = *t;
-			dest[pos][0] = t->dest[0];
 			answered |= 1ull << pos;
 			continue;
 		}
-		fetch_task_init(c, &snap[pos], pos, t->s0, 1);
-		dest[pos][0] = snap[pos].dest[0] = c->scratch + (size_t)pos * c->lay.strip_size;
+		fetch_task_init(c, &snap[pos], pos, t->s0, t->cnt);
 		if ((asked >> pos & 1) && (lost >> snap[pos].member & 1)) {
 			snap[pos].err = -ETIMEDOUT; /* given up (memberio.h) */
-			snap[pos].st[0].v = STRIP_ERR;
+			for (int i = 0; i < t->cnt; i++)
+				snap[pos].st[i].v = STRIP_ERR;
 			answered |= 1ull << pos;
 		}
 	}
 	return answered;
 }
 
-/* Asks stripe s of every position in mask at once, with the strips
- * landing in the hedge's buffers.  Returns how many were asked. */
-static int hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s, uint64_t mask)
+/* When the spare is asked: once the positions in mask have taken
+ * STRIPE_HEDGE_FACTOR times the slowest one's read cost (memberio.h, per
+ * 64 KiB, scaled to the read), and not before STRIPE_HEDGE_MIN_US.  So a
+ * read costs its k reads as long as they answer in their usual time, and
+ * one more only in the tail. */
+#define STRIPE_HEDGE_FACTOR 2
+#define STRIPE_HEDGE_MIN_US 200
+static int64_t hedge_deadline_ns(stripe_ctx *c, uint64_t mask, int cnt)
 {
-	int asked = 0;
+	uint64_t units = (c->lay.strip_size * (uint64_t)cnt + 65535) / 65536, slowest = 0;
 
-	mio_batch_init_each(&h->batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
-		fetch_task *t = &h->tasks[pos];
-		fetch_task_init(c, t, pos, s, 1);
-		t->dest[0] = h->bufs + (size_t)pos * c->lay.strip_size;
-		if (!(mask >> pos & 1))
-			continue;
-		asked++;
-		memberio_submit(volume_memberio(c->v), t->member, &h->batch, hedged_fetch_member, t);
+		uint64_t us = memberio_cost_us(volume_memberio(c->v), layout_member_of(&c->lay, pos),
+		                               MIO_READ);
+		if ((mask >> pos & 1) && us > slowest)
+			slowest = us;
 	}
-	return asked;
+	uint64_t wait_us = STRIPE_HEDGE_FACTOR * slowest * units;
+	if (wait_us < STRIPE_HEDGE_MIN_US)
+		wait_us = STRIPE_HEDGE_MIN_US;
+	return (g_get_monotonic_time() + (int64_t)wait_us) * 1000;
 }
 
-/* Stripe s read around a slow member from the positions in mask (more
- * than around_need), going on as soon as the answers in settle the vote
- * whatever the others hold (vote_settled); the late ones are left to the
- * hedge.  Returns 1 with the wanted strips in data and *len as
- * vote_and_decode sets it, 0 if the vote did not stand on every answer
- * (or no hedge could be had: the caller reads every position), or a
- * negative errno. */
-static int fetch_hedged(stripe_ctx *c, uint64_t s, uint64_t want, uint64_t mask,
-                        uint8_t *const *data, uint64_t *len)
+/* Every stripe of the hedge's run stands on the answers in. */
+static bool hedge_settled(const fetch_task *snap, int n, int k, int cnt, uint64_t unanswered)
+{
+	for (int i = 0; i < cnt; i++)
+		if (!vote_settled(snap, n, k, i, unanswered))
+			return false;
+	return true;
+}
+
+/* Votes and decodes stripe i of the hedge's run from the answers in snap:
+ * each wanted data strip j goes to out[j][i], decoded there if it is not
+ * among the answers; *len as vote_and_decode sets it. */
+static int hedge_decode(stripe_ctx *c, const fetch_task *snap, uint64_t answered, uint64_t want,
+                        int i, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *len)
+{
+	int n = c->lay.n;
+	fetch_task *one = g_new(fetch_task, n);
+	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
+
+	for (int j = 0; j < n; j++) {
+		bool in = answered >> j & 1, wanted = j < c->lay.k && (want >> j & 1);
+		one[j] = snap[j];
+		one[j].s0 = snap[j].s0 + (uint64_t)i;
+		one[j].cnt = 1;
+		one[j].st[0] = snap[j].st[i];
+		/* a late strip's buffer is the late task's: never a decode's */
+		dest[j][0] = in ? snap[j].dest[i] : wanted ? out[j][i] : NULL;
+	}
+	int rc = vote_and_decode(c, one[0].s0, want, one, dest, len);
+	for (int j = 0; j < c->lay.k && rc == 0; j++)
+		if ((want >> j & 1) && dest[j][0] != out[j][i])
+			memcpy(out[j][i], dest[j][0], c->lay.strip_size);
+	g_free(one);
+	return rc;
+}
+
+/* Stripes [s0, s0+cnt) read around a slow member: the positions in first
+ * (as many as around_need) are asked; if they have not all answered by
+ * hedge_deadline_ns, the position in spare is asked too.  The read goes
+ * on as soon as the answers in settle every stripe's vote whatever the
+ * others hold (vote_settled); a late one is left to the hedge.  Returns
+ * 1 with each wanted data strip j of stripe i in out[j][i] and the
+ * stripe's stored length in lens[i] (vote_and_decode), 0 if a vote did
+ * not stand on every answer (or no hedge could be had: the caller reads
+ * every position), or a negative errno. */
+static int fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint64_t first,
+                        uint64_t spare, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *lens)
 {
 	int n = c->lay.n, k = c->lay.k, rc = 0;
-	uint64_t all = (1ull << n) - 1;
-	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
-	stripe_hedge *h = hedge_get(c);
+	uint64_t all = (1ull << n) - 1, asked = first, answered = 0;
+	stripe_hedge *h = hedge_get(c, cnt);
 
 	if (!h)
 		return 0;
+	hedge_ask(c, h, s0, cnt, first);
+	if (!volume_defaults(c->v)->no_hedge &&
+	    !mio_batch_wait_left_until(&h->batch, 0, hedge_deadline_ns(c, first, cnt))) {
+		fetch_task *t = &h->tasks[__builtin_ctzll(spare)];
+		memberio_submit(volume_memberio(c->v), t->member, &h->batch, hedged_fetch_member, t);
+		asked |= spare;
+		volume_count_hedged(c->v);
+	}
 	fetch_task *snap = g_new(fetch_task, n);
-	int asked = hedge_ask(c, h, s, mask);
-	for (int left = asked - around_need(c); left >= 0 && rc == 0; left--) {
+	for (int left = __builtin_popcountll(asked) - around_need(c); left >= 0 && rc == 0; left--) {
 		uint64_t lost = mio_batch_wait_left(&h->batch, left);
-		uint64_t answered = hedge_answers(c, h, mask, lost, snap, dest);
-		if (vote_settled(snap, n, k, 0, all & ~answered))
-			rc = 1;
+		answered = hedge_answers(c, h, asked, lost, snap);
+		rc = hedge_settled(snap, n, k, cnt, all & ~answered);
 	}
-	if (rc == 1) {
-		rc = vote_and_decode(c, s, want, snap, dest, len);
-		for (int j = 0; j < k && rc == 0; j++)
-			if ((want >> j & 1) && data[j] != dest[j][0])
-				memcpy(data[j], dest[j][0], c->lay.strip_size);
-		rc = rc < 0 ? rc : 1;
-	}
+	for (int i = 0; i < cnt && rc == 1; i++)
+		if (hedge_decode(c, snap, answered, want, i, out, &lens[i]) < 0)
+			rc = -EIO;
 	g_free(snap);
 	if (mio_batch_idle(&h->batch)) {
 		hedge_end(c, h);
@@ -1000,9 +1080,10 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	 * the vote needs, if it stands without the others), a vote on the
 	 * generation, decode. */
 	if (slow) {
-		mask = around_positions(c, want, slow, 1);
-		if (__builtin_popcountll(mask) > around_need(c)) {
-			rc = fetch_hedged(c, s, want, mask, data, len);
+		mask = around_positions(c, want, slow, 0);
+		uint64_t spare = around_positions(c, want, slow, 1) & ~mask;
+		if (spare) {
+			rc = fetch_hedged(c, s, 1, want, mask, spare, dest, len);
 			if (rc != 0)
 				goto out; /* read, or failed */
 			mask = all;

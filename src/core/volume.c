@@ -89,6 +89,7 @@ struct volume {
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t changes_at_open; /* mops.made once the locks were written */
 	uint64_t decoded;      /* atomics */
+	uint64_t hedged;
 	uint64_t strip_failures;
 	uint64_t strips_healed;
 	GArray *old_fds;       /* revived members' old root fds (int), closed at the end */
@@ -290,6 +291,7 @@ static int set_defaults(volume *v, const superblock *sb, const volume_options *o
 	d->checksum = v->checksum_name;
 	d->read_only = o->read_only;
 	d->no_read_around = o->no_read_around;
+	d->no_hedge = o->no_hedge;
 	d->write_quorum = o->write_quorum == v->n ? 0 : o->write_quorum;
 	if (o->write_quorum && (o->write_quorum <= v->k || o->write_quorum > v->n)) {
 		*message = g_strdup_printf("write_quorum=%d: give all or a number of members "
@@ -1203,6 +1205,11 @@ void volume_count_decoded(volume *v, uint64_t stripes)
 	__atomic_add_fetch(&v->decoded, stripes, __ATOMIC_RELAXED);
 }
 
+void volume_count_hedged(volume *v)
+{
+	__atomic_add_fetch(&v->hedged, 1, __ATOMIC_RELAXED);
+}
+
 void volume_count_checksum_failure(volume *v, int idx)
 {
 	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
@@ -1433,8 +1440,9 @@ char *volume_health_text(volume *v)
 		                       slow >> i & 1 ? " slow" : "", i,
 		                       (unsigned long long)memberio_cost_us(v->mio, i, MIO_WRITE),
 		                       wslow >> i & 1 ? " slow" : "");
-	g_string_append_printf(s, "strips_decoded=%llu\nchecksum_failures=%llu\n",
+	g_string_append_printf(s, "strips_decoded=%llu\nreads_hedged=%llu\nchecksum_failures=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->decoded, __ATOMIC_RELAXED),
+	                       (unsigned long long)__atomic_load_n(&v->hedged, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,
 	                                                            __ATOMIC_RELAXED));
 	g_string_append_printf(s, "strips_healed=%llu\n",

@@ -43,6 +43,7 @@ typedef struct volume_options {
 	bool read_only;        /* do not take the write lock or create anything */
 	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
 	bool no_read_around;   /* read a slow member like the others (stripe.c) */
+	bool no_hedge;         /* reads around it never ask a spare member (stripe.c) */
 	int write_quorum;      /* writes may leave slow members out down to this many
 	                        * (stripe_leave_out_slow); 0 = all, every usable member */
 } volume_options;
@@ -159,6 +160,8 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   member.<idx>.write_us=<its write cost, the same per 64 KiB written>[ slow]
  *                         (slow: new writes leave it out, -o write_quorum)
  *   strips_decoded=<count since mount>
+ *   reads_hedged=<reads around a slow member that asked a spare member
+ *                because the first ones were late, since mount (stripe.c)>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>
  *   same_filesystem=0,1,2 4,5  (only if members in service share one:
@@ -168,6 +171,7 @@ char *volume_health_text(volume *v);
 
 /* Counters shown in the health report. */
 void volume_count_decoded(volume *v, uint64_t stripes);
+void volume_count_hedged(volume *v);
 void volume_count_checksum_failure(volume *v, int idx);
 
 #endif

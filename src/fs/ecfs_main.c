@@ -57,7 +57,7 @@ struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
-	char *slow_readaround, *write_quorum;
+	char *slow_readaround, *hedge, *write_quorum;
 	char *attr_timeout, *entry_timeout, *negative_timeout;
 	int kernel_cache, auto_cache, direct_io; /* set by fuse_opt */
 	bool read_only;
@@ -80,6 +80,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("heal_rate=%s", heal_rate),
 	CLI_OPT("timeout=%s", timeout),
 	CLI_OPT("slow_readaround=%s", slow_readaround),
+	CLI_OPT("hedge=%s", hedge),
 	CLI_OPT("write_quorum=%s", write_quorum),
 	CLI_OPT("attr_timeout=%s", attr_timeout),
 	CLI_OPT("entry_timeout=%s", entry_timeout),
@@ -151,6 +152,9 @@ static void usage(const char *prog)
 	       "    -o slow_readaround=on|off\n"
 	       "                           on (default): reads go around a member much\n"
 	       "                           slower than the others, decoding from the rest\n"
+	       "    -o hedge=on|off        on (default): such a read asks one member more\n"
+	       "                           when its first answers are late, and goes on\n"
+	       "                           with the first that suffice\n"
 	       "    -o write_quorum=all|N  all (default): every member gets every write;\n"
 	       "                           N (k < N <= k+m): a write may leave out members\n"
 	       "                           much slower than the others down to N, marking\n"
@@ -202,6 +206,16 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 	if (errno || end == s || *end != '\0' || n < lo || n > hi)
 		return false;
 	*out = (int)n;
+	return true;
+}
+
+/* An on|off option: false unless s is one of them (NULL: not given, on);
+ * *off set for off. */
+static bool parse_on_off(const char *s, bool *off)
+{
+	if (s && strcmp(s, "on") && strcmp(s, "off"))
+		return false;
+	*off = s && !strcmp(s, "off");
 	return true;
 }
 
@@ -331,10 +345,10 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
 	if (c->timeout && !volume_parse_timeout(c->timeout, &o->timeout_ms))
 		return fail("timeout=%s: " VOLUME_TIMEOUT_RANGE, c->timeout);
-	if (c->slow_readaround && strcmp(c->slow_readaround, "on") &&
-	    strcmp(c->slow_readaround, "off"))
+	if (!parse_on_off(c->slow_readaround, &o->no_read_around))
 		return fail("slow_readaround=%s: give on or off", c->slow_readaround);
-	o->no_read_around = c->slow_readaround && !strcmp(c->slow_readaround, "off");
+	if (!parse_on_off(c->hedge, &o->no_hedge))
+		return fail("hedge=%s: give on or off", c->hedge);
 	if (c->write_quorum && strcmp(c->write_quorum, "all")) {
 		char lo[24] = "";
 		if (o->k)
@@ -485,6 +499,7 @@ static void free_cli(struct cli *c)
 	free(c->heal_rate);
 	free(c->timeout);
 	free(c->slow_readaround);
+	free(c->hedge);
 	free(c->write_quorum);
 	free(c->attr_timeout);
 	free(c->entry_timeout);

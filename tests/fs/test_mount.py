@@ -134,6 +134,7 @@ class MountTest(H.MountedCase):
              "k=2,m=1,slow_readaround=maybe", 3, "slow_readaround"),
             ("slow_readaround empty", "k=2,m=1,slow_readaround=", 3,
              "slow_readaround"),
+            ("hedge neither on nor off", "k=2,m=1,hedge=1", 3, "hedge"),
             ("write_quorum 0", "k=2,m=1,write_quorum=0", 3, "write_quorum"),
             ("write_quorum k", "k=2,m=1,write_quorum=2", 3, "write_quorum"),
             ("write_quorum n+1", "k=2,m=1,write_quorum=4", 3, "write_quorum"),
@@ -176,17 +177,17 @@ class MountTest(H.MountedCase):
                     lambda v: v.mnt, lambda v: v.members[2] + "-nowhere")
 
     def test_slow_readaround_on_and_off(self):
-        """-o slow_readaround=on and =off both mount, and a file written
-        under one reads back under the other."""
+        """-o slow_readaround=on and =off, and -o hedge=on and =off, all
+        mount, and a file written under one reads back under the others."""
         v = self.volume(3)
         mnt = self.mount(v, "k=2,m=1,slow_readaround=off")
         data = H.pattern(300000, 7)
         H.write_file(os.path.join(mnt, "f"), data, fsync=True)
         self.assert_clean_unmount(v)
-        for value in ("on", "off"):
-            mnt = self.mount(v, f"slow_readaround={value}")
+        for opt in ("slow_readaround=on", "slow_readaround=off", "hedge=on", "hedge=off"):
+            mnt = self.mount(v, opt)
             H.drop_caches()
-            self.assert_exact(os.path.join(mnt, "f"), data, f"slow_readaround={value}:")
+            self.assert_exact(os.path.join(mnt, "f"), data, f"{opt}:")
             self.assert_clean_unmount(v)
 
     def test_background_mode(self):
