@@ -31,6 +31,8 @@ each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
   write quorum 5  all fast and one slow, read-around on, -o write_quorum=5:
                   writes may leave the slow host out (the online heal
                   catches the file up after it is closed, during the reads).
+  hedge off       one slow, read-around on, -o hedge=off: reads around the
+                  slow host never ask a spare member when their k are late.
 
 Prints a table, the ratios issue 17 sets a bar for, the CPU model; writes
 OUTDIR/latency-<case>.dat (sorted latencies and their cumulative share)
@@ -62,14 +64,16 @@ LAT_REQ = int(os.environ.get("BENCH_LAT_KIB", "64")) * 1024
 RUNS = int(os.environ.get("BENCH_RUNS", "1"))
 SLOW = float(os.environ.get("BENCH_SLOW", "10"))
 NAME = "bench"
-CASES = ("one sshfs", "fast on", "fast off", "slow on", "slow off", "fast q5", "slow q5")
+CASES = ("one sshfs", "fast on", "fast off", "slow on", "slow off", "fast q5", "slow q5",
+         "slow nohedge")
 LABEL = {"one sshfs": "one sshfs mount, fast",
          "fast on": "ecfs, all fast, read-around on",
          "fast off": "ecfs, all fast, read-around off",
          "slow on": "ecfs, one host slow, read-around on",
          "slow off": "ecfs, one host slow, read-around off",
          "fast q5": "ecfs, all fast, write_quorum=5",
-         "slow q5": "ecfs, one host slow, write_quorum=5"}
+         "slow q5": "ecfs, one host slow, write_quorum=5",
+         "slow nohedge": "ecfs, one host slow, hedge=off"}
 
 
 def die(msg):
@@ -177,8 +181,9 @@ def position0_member(v, mnt):
     return struct.unpack_from("<I", hdr, 52)[0] % N
 
 
-def ecfs_case(v, readaround, slow_rate, seed, quorum="all"):
-    mnt = v.mount(f"k={K},m={M},slow_readaround={readaround},write_quorum={quorum}")
+def ecfs_case(v, readaround, slow_rate, seed, quorum="all", hedge="on"):
+    mnt = v.mount(f"k={K},m={M},slow_readaround={readaround},write_quorum={quorum},"
+                  f"hedge={hedge}")
     slow = None
     try:
         if slow_rate:
@@ -197,9 +202,11 @@ def ecfs_case(v, readaround, slow_rate, seed, quorum="all"):
               + f"; write us/64KiB: {' '.join(wcost)}"
               + (f"; slow: member {v.hosts.index(slow)}" if slow else "")
               + (f"; left out: {' '.join(left)}" if left else "")
-              + f"; strips decoded: {res['decoded']}", file=sys.stderr)
+              + f"; strips decoded: {res['decoded']}"
+              + f", reads hedged: {h.get('reads_hedged', '-')}", file=sys.stderr)
         if h.get("members_failed") != "0":
-            die(f"a member failed during the run: {h}")
+            why = [ln for ln in v.output().splitlines() if "member" in ln]
+            die(f"a member failed during the run: {h}\n" + "\n".join(why[-20:]))
     finally:
         if slow is not None:
             tc_clear(slow)
@@ -237,6 +244,10 @@ def one_run(v, single, run, rate, results):
         print(f"bench-remote: run {run + 1}/{RUNS}: {LABEL[case]}"
               + (f" ({slow})" if slow else ""), file=sys.stderr)
         results[case].append(ecfs_case(v, "on", slow, seed + len(results[case]), "5"))
+    print(f"bench-remote: run {run + 1}/{RUNS}: {LABEL['slow nohedge']} ({rate})",
+          file=sys.stderr)
+    results["slow nohedge"].append(ecfs_case(v, "on", rate, seed + len(results["slow nohedge"]),
+                                             hedge="off"))
     return rate
 
 
@@ -307,6 +318,7 @@ def print_table(s, rate):
     print("|---|---|---|---|---|---|")
     for a, b, bar in (("fast on", "fast off", "read >= 0.95"),
                       ("slow on", "slow off", ""),
+                      ("slow on", "slow nohedge", ""),
                       ("fast on", "one sshfs", "")):
         print(f"| {a} / {b} | " + " | ".join(
             f"{ratio(a, b, k):.2f}" for k in ("write", "read", "p50", "p99"))
