@@ -25,7 +25,9 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "size_cache.h"
 #include "space.h"
+#include "volume_internal.h"
 #include "xattrs.h"
 
 void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -74,16 +76,83 @@ static int unlink_path(const char *path)
 	return mirror_apply_logged(fs_volume(), &a, unlink_member, NULL, NULL, "unlink");
 }
 
+/* A new name of an object (link, rename): the first member that made it
+ * and answers queries (the one a lookup asks first) takes the object's
+ * lstat before and after, so that the size the size cache remembers
+ * under the old ctime is remembered under the new one too (a name changes
+ * no size; else the next lookup reads the headers of every member) and a
+ * link's reply needs no lookup.  Claimed once (atomic): the members may
+ * run at once. */
+struct name_change {
+	unsigned flags; /* rename's */
+	bool claimed, have;
+	int member;
+	struct stat before, after;
+};
+
+static bool take_before(struct name_change *nc, int member, int fd, const char *leaf,
+                        struct stat *before)
+{
+	return volume_member_answers(fs_volume(), member) &&
+	       !__atomic_load_n(&nc->claimed, __ATOMIC_ACQUIRE) &&
+	       MIO_CALL(fstatat(fd, leaf, before, AT_SYMLINK_NOFOLLOW)) == 0;
+}
+
+static void take_after(struct name_change *nc, int member, int fd, const char *leaf,
+                       const struct stat *before)
+{
+	if (__atomic_exchange_n(&nc->claimed, true, __ATOMIC_ACQ_REL) ||
+	    MIO_CALL(fstatat(fd, leaf, &nc->after, AT_SYMLINK_NOFOLLOW)) != 0 ||
+	    nc->after.st_ino != before->st_ino || nc->after.st_dev != before->st_dev)
+		return;
+	nc->before = *before;
+	nc->member = member;
+	nc->have = true;
+}
+
+/* After the change (epoch: ecfile_stat_epoch before it): true if what
+ * ecfile_stat answers for the object takes no member call, with *st the
+ * attributes after it; a regular file's size, remembered for the chunk
+ * as it was, is remembered as it is now too. */
+static bool carry_size(const struct name_change *nc, uint64_t epoch, struct stat *st)
+{
+	struct stat sized = nc->before;
+	uint64_t ident;
+	if (!nc->have || (sized.st_mode & S_IFMT) != (nc->after.st_mode & S_IFMT) ||
+	    !ecfile_stat_from(fs_volume(), nc->member, &sized, &ident))
+		return false;
+	*st = nc->after;
+	if (S_ISREG(st->st_mode)) {
+		st->st_size = sized.st_size;
+		st->st_blocks = sized.st_blocks;
+		size_cache_put(volume_sizes(fs_volume()), nc->member, &nc->after, epoch,
+		               (uint64_t)sized.st_size, ident);
+	}
+	return true;
+}
+
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
                          const char *leaf2, void *arg)
 {
-	return mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, *(const unsigned *)arg);
+	struct name_change *nc = arg;
+	struct stat before;
+	bool take = !(nc->flags & RENAME_EXCHANGE) && take_before(nc, member, fd1, leaf1, &before);
+	int rc = mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, nc->flags);
+	if (rc == 0 && take)
+		take_after(nc, member, fd2, leaf2, &before);
+	return rc;
 }
 
 static int rename_path(const char *from, const char *to, unsigned flags)
 {
 	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
-	return mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &flags, "rename");
+	struct name_change nc = { .flags = flags };
+	struct stat st;
+	uint64_t epoch = ecfile_stat_epoch(fs_volume());
+	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &nc, "rename");
+	if (rc == 0)
+		carry_size(&nc, epoch, &st);
+	return rc;
 }
 
 /* A file open by its last known name is moved to the orphan folder
@@ -236,48 +305,15 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
-/* The attributes for link's reply, of the first member that made the link
- * and answers queries (the one a lookup asks first): its lstat before
- * (whose size the size cache may remember) and after (the new link
- * count and ctime).  Claimed once (atomic): the members may run at once. */
-struct hard_link {
-	bool claimed, have;
-	int member;
-	struct stat before, after;
-};
-
 static int link_member(int member, int fd1, const char *leaf1, int fd2,
                        const char *leaf2, void *arg)
 {
-	struct hard_link *nl = arg;
 	struct stat before;
-	bool take = volume_member_answers(fs_volume(), member) &&
-	            !__atomic_load_n(&nl->claimed, __ATOMIC_ACQUIRE) &&
-	            MIO_CALL(fstatat(fd1, leaf1, &before, AT_SYMLINK_NOFOLLOW)) == 0;
+	bool take = take_before(arg, member, fd1, leaf1, &before);
 	int rc = mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
-	if (rc == 0 && take && !__atomic_exchange_n(&nl->claimed, true, __ATOMIC_ACQ_REL) &&
-	    MIO_CALL(fstatat(fd2, leaf2, &nl->after, AT_SYMLINK_NOFOLLOW)) == 0) {
-		nl->before = before;
-		nl->member = member;
-		nl->have = true;
-	}
+	if (rc == 0 && take)
+		take_after(arg, member, fd2, leaf2, &before);
 	return rc;
-}
-
-/* link's reply from what link_member took, when that takes no member call
- * (ecfile_stat_from: a regular file's size remembered, else any other
- * type): true with *st filled. */
-static bool linked_attributes(const struct hard_link *nl, struct stat *st)
-{
-	struct stat sized = nl->before;
-	uint64_t ident;
-	if (!nl->have || !ecfile_stat_from(fs_volume(), nl->member, &sized, &ident) ||
-	    (sized.st_mode & S_IFMT) != (nl->after.st_mode & S_IFMT))
-		return false;
-	*st = nl->after;
-	st->st_size = sized.st_size;
-	st->st_blocks = sized.st_blocks;
-	return true;
 }
 
 void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -290,15 +326,17 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
-	struct hard_link nl = { 0 };
+	struct name_change nc = { 0 };
+	uint64_t epoch = ecfile_stat_epoch(fs_volume());
 	if (rc == 0) {
 		intent_args a = { INTENT_LINK, .from = from, .to = to };
-		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &nl, "link");
+		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &nc, "link");
 	}
-	/* The new name is a name of the same node. */
+	/* The new name is a name of the same node: its attributes as taken
+	 * around the link, with the size remembered, else looked up. */
 	struct fuse_entry_param e;
 	struct stat st;
-	if (rc == 0 && linked_attributes(&nl, &st)) {
+	if (rc == 0 && carry_size(&nc, epoch, &st)) {
 		fs_entry_fill(&e, ino, &st);
 		fs_nodes_add(newparent, newname, ino, st.st_mode);
 	} else if (rc == 0) {

@@ -115,7 +115,9 @@ class InodeTest(H.MountedCase):
     def test_link_attributes(self):
         """link answers with the attributes the first member took around
         its link (the size remembered from before it): what a lookup gives
-        after a remount, for a file of several stripes and an empty one."""
+        after a remount, for a file of several stripes and an empty one.
+        A rename keeps the size remembered, and a write after it is seen
+        through every name."""
         fields = ("st_ino", "st_mode", "st_nlink", "st_size", "st_blocks", "st_ctime_ns",
                   "st_mtime_ns", "st_uid", "st_gid")
         v = self.volume(K + M)
@@ -129,6 +131,19 @@ class InodeTest(H.MountedCase):
             right_after[name] = os.lstat(os.path.join(mnt, name + "-link"))
             self.assertEqual(right_after[name].st_nlink, 2)
         self.assertEqual(right_after["f"].st_size, 300000)
+        # The size follows a rename (remembered under the new ctime) and
+        # a write after it, through every name.
+        os.rename(os.path.join(mnt, "f-link"), os.path.join(mnt, "f-moved"))
+        H.drop_caches()
+        for name in ("f", "f-moved"):
+            self.assertEqual(os.lstat(os.path.join(mnt, name)).st_size, 300000, name)
+        with open(os.path.join(mnt, "f-moved"), "ab") as f:
+            f.write(b"more")
+        H.drop_caches()
+        for name in ("f", "f-moved"):
+            self.assertEqual(os.lstat(os.path.join(mnt, name)).st_size, 300004, name)
+        os.rename(os.path.join(mnt, "f-moved"), os.path.join(mnt, "f-link"))
+        right_after["f"] = os.lstat(os.path.join(mnt, "f-link"))
         self.assert_clean_unmount(v)
         mnt = self.mount(v)
         H.drop_caches()
