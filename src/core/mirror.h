@@ -53,6 +53,15 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
  * of the intent is written: one wait. */
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
                         void *arg, const char *what);
+#ifdef ECFS_FAULT_INJECTION
+/* Test builds: logged operations chained on the relay whatever the
+ * members' latency, so that the tasks of a member slower than the relay's
+ * threshold run on its own worker beside the relay's, and what keeps the
+ * steps in order is the chain's own check of each task's turn and the
+ * caller's catch-up after its wait (mirror.c). */
+extern bool mirror_chain_always;
+#endif
+
 /* Runs a read-only fn on the first healthy member that answers other than
  * ENOENT (a broken member is marked failed and the next one asked).  fn may run more than
  * once, so it must not keep state from a failed attempt. */
