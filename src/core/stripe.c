@@ -682,7 +682,10 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 			for (int i = 0; i < cnt; i++)
 				dest[j][i] = run_parity(c, j - k, i);
 	}
-	uint64_t spare = slow && c->run_parity ? around_positions(c, all, slow, 1) & ~mask : 0;
+	/* read around a slow member (not the plain k data strips of a run
+	 * that only a parity member slows) */
+	uint64_t spare = degraded && slow && c->run_parity
+	                 ? around_positions(c, all, slow, 1) & ~mask : 0;
 	if (spare) {
 		uint64_t lens[STRIPE_FETCH_RUN];
 		rc = fetch_hedged(c, s0, cnt, all, mask, spare, dest, lens);
