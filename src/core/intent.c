@@ -287,8 +287,8 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 	return want.ino && have.ino == want.ino && have.btime == want.btime;
 }
 
-/* Writes the record into its slot of the member's log, durably: fdatasync
- * of data over written blocks, one flush. */
+/* Writes the record into its slot of the member's log, durably, in one
+ * call (mop_pwrite_dsync): data over written blocks, one flush. */
 static int write_copy(volume *v, int idx, const intent *it, int *keep)
 {
 	const uint8_t *buf = it->buf;
@@ -300,13 +300,11 @@ static int write_copy(volume *v, int idx, const intent *it, int *keep)
 		return fd;
 	if (keep)
 		*keep = fd;
-	ssize_t w = mop_pwrite(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
+	ssize_t w = mop_pwrite_dsync(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
 	if (w < 0)
 		rc = (int)w;
 	else if ((size_t)w != len)
 		rc = -EIO;
-	if (!rc)
-		rc = mop_fsync(v, idx, fd, true);
 	if (!keep)
 		MIO_CALL(close(fd));
 	return rc;

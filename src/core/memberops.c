@@ -335,6 +335,52 @@ int mop_fsync(volume *v, int idx, int fd, bool datasync)
 	return rc;
 }
 
+/* The record of mop_pwrite_dsync: the write, then the sync if made. */
+static void record_write_sync(int idx, int fd, const struct iovec *iov, size_t done, off_t off,
+                              bool synced)
+{
+	rec_line *l = record_line("write", idx);
+	record_path_fd(l, "path", fd);
+	record_data(l, iov, 1, done, off);
+	record_done(l);
+	if (!synced)
+		return;
+	l = record_line("fsync", idx);
+	record_path_fd(l, "path", fd);
+	record_bool(l, "datasync", true);
+	record_done(l);
+}
+
+ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	bool dsync = true;
+	int sync_err = 0;
+	IO_SCOPE();
+	CHANGE_SCOPE();
+	FAULT_GATE(FAULT_WRITE, (ssize_t)len);
+#ifdef ECFS_FAULT_INJECTION
+	/* a sync fault: the write made, its sync not (failed, or lost: errno 0) */
+	if (v && fault_check(volume_faults(v), idx, FAULT_SYNC, &sync_err))
+		dsync = false;
+#endif
+	bool locked = begin();
+	ssize_t rc = dsync ? neg_errno(pwritev2(fd, &iov, 1, off, RWF_DSYNC)) : -EOPNOTSUPP;
+	bool synced = dsync && rc >= 0;
+	if (rc == -EOPNOTSUPP || rc == -EINVAL) { /* no RWF_DSYNC here, or a sync fault */
+		rc = neg_errno(pwritev(fd, &iov, 1, off));
+		if (rc >= 0 && dsync) {
+			synced = fdatasync(fd) == 0;
+			sync_err = synced ? 0 : errno;
+		}
+	}
+	if (RECORDING && rc >= 0)
+		record_write_sync(idx, fd, &iov, (size_t)rc, off, synced);
+	record_end(locked);
+	count_made(v, rc >= 0);
+	return rc >= 0 && sync_err ? -sync_err : rc;
+}
+
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 {
 	IO_SCOPE();

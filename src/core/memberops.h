@@ -68,6 +68,11 @@ ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt
 int mop_ftruncate(volume *v, int idx, int fd, off_t len);
 int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len);
 int mop_fsync(volume *v, int idx, int fd, bool datasync);
+/* mop_pwrite and then mop_fsync(datasync) in one member call (pwritev2
+ * with RWF_DSYNC; the two calls where the kernel refuses it): the same
+ * faults (a sync fault after the write made) and the same record, a
+ * write then a sync.  Returns the bytes written or a negative errno. */
+ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off);
 
 /* Namespace changes. */
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode);

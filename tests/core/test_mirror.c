@@ -898,6 +898,46 @@ static void test_chain_out_of_order(void **state)
 #endif
 }
 
+/* A sync fault on member 3 as it writes its copy of the intent (written
+ * and synced in one call, mop_pwrite_dsync): the copy is written but not
+ * synced, the member is failed and takes no part, the others rename; a
+ * lost sync (errno 0) fails nothing. */
+static void test_copy_sync_fault(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	fixture *fx = *state;
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = "/b" };
+	calls c = { .v = fx->v };
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a", "A");
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0); /* the logs made */
+	open_with_faults(fx, "member=3,op=sync,errno=EIO");
+	c.v = fx->v;
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, mop_rename_fn, &c, "rename"), 0);
+	assert_int_equal(failed_members(fx), 0x08);
+	assert_present(fx, "/b", ALL & ~0x08ull);
+	assert_present(fx, "/a", 0x08);
+	assert_int_not_equal(intent_log_slots(fx->mb.path[3], false), 0);
+	test_volume_reopen(fx);
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 1);
+	assert_present(fx, "/b", ALL);
+	assert_no_intent(fx);
+
+	intent_args back = { INTENT_RENAME, .from = "/b", .to = "/a" };
+	open_with_faults(fx, "member=3,op=sync,errno=0");
+	c = (calls){ .v = fx->v };
+	assert_int_equal(mirror_apply_logged(fx->v, &back, NULL, mop_rename_fn, &c, "rename"), 0);
+	assert_int_equal(failed_members(fx), 0);
+	assert_present(fx, "/a", ALL);
+	assert_no_intent(fx);
+	test_volume_reopen(fx);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* ---- one query on every member at once ---- */
 
 /* mirror_gather with every member's argument c. */
@@ -980,6 +1020,7 @@ int main(void)
 		TT(test_rounds_with_a_slow_member),
 		TT(test_rounds_rules),
 		TT(test_chain_out_of_order),
+		TT(test_copy_sync_fault),
 		TT(test_apply_rules),
 		TT(test_entry_missing_on_one_member),
 		T(test_gather_rules),
