@@ -500,15 +500,17 @@ static void place_members(probe *pr, int n, probe **slot)
 
 /* ---- the lock ---- */
 
-static int take_lock(volume *v, int idx, char **message)
+/* Locks member idx through its metadata directory metafd: *lockfd gets
+ * the lock file's descriptor (-1 if it did not open). */
+static int lock_member(volume *v, int idx, int metafd, int *lockfd, char **message)
 {
 	member *mb = &v->mem[idx];
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char info[256];
 
-	int fd = mop_openat(v, idx, mb->metafd, LOCK_FILE,
-	                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	mb->lockfd = fd < 0 ? -1 : fd;
+	int fd = mop_openat(v, idx, metafd, LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	                    0600);
+	*lockfd = fd < 0 ? -1 : fd;
 	if (fd < 0) {
 		*message = g_strdup_printf("cannot open the lock of member %s: %s", mb->path,
 		                           g_strerror(-fd));
@@ -516,9 +518,9 @@ static int take_lock(volume *v, int idx, char **message)
 	}
 	/* An open-file-description lock: held for the life of the daemon and
 	 * dropped by the kernel when it dies, so nothing stale is left. */
-	if (fcntl(mb->lockfd, F_OFD_SETLK, &fl) < 0) {
+	if (MIO_CALL(fcntl(fd, F_OFD_SETLK, &fl)) < 0) {
 		int e = errno;
-		ssize_t len = mop_pread(v, idx, mb->lockfd, info, sizeof(info) - 1, 0);
+		ssize_t len = mop_pread(v, idx, fd, info, sizeof(info) - 1, 0);
 		long pid = 0;
 		char host[200] = "?";
 		if (len > 0) {
@@ -536,10 +538,14 @@ static int take_lock(volume *v, int idx, char **message)
 	char host[128] = "";
 	gethostname(host, sizeof(host) - 1);
 	int len = snprintf(info, sizeof(info), "pid=%ld host=%s\n", (long)getpid(), host);
-	if (mop_ftruncate(v, idx, mb->lockfd, 0) < 0 ||
-	    mop_pwrite(v, idx, mb->lockfd, info, (size_t)len, 0) != len)
+	if (mop_ftruncate(v, idx, fd, 0) < 0 || mop_pwrite(v, idx, fd, info, (size_t)len, 0) != len)
 		ecfs_log(LOG_WARNING, "cannot record the lock owner on %s", mb->path);
 	return 0;
+}
+
+static int take_lock(volume *v, int idx, char **message)
+{
+	return lock_member(v, idx, v->mem[idx].metafd, &v->mem[idx].lockfd, message);
 }
 
 /* ---- open / close ---- */
@@ -1620,6 +1626,8 @@ typedef struct revive_call {
 	probe p;
 	struct stat st;
 	int st_rc;
+	int old_lockfd, lockfd, heal_rc; /* revive_lock */
+	char *msg;
 } revive_call;
 
 static int revive_probe(void *arg)
@@ -1651,6 +1659,20 @@ static int revive_format(void *arg)
 	return fd;
 }
 
+/* Takes the lock of the member's new directory (the old lock goes first:
+ * it would conflict with the new one if the directory is the same) and
+ * leaves the heal marker there. */
+static int revive_lock(void *arg)
+{
+	revive_call *r = arg;
+
+	if (r->old_lockfd >= 0)
+		MIO_CALL(close(r->old_lockfd));
+	int rc = lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, &r->msg);
+	r->heal_rc = rc == 0 ? mop_touchat(r->v, r->idx, r->p.metafd, HEAL_FILE, false) : 0;
+	return rc;
+}
+
 /* A member given up while a revive asked it: already failed, so said here. */
 static int revive_lost(volume *v, int idx)
 {
@@ -1672,7 +1694,7 @@ int volume_member_revive(volume *v, int idx)
 	 * hang this thread too. */
 	if (volume_member_ok(v, idx) || v->read_only || memberio_lost(v->mio, idx))
 		return 0;
-	revive_call r = { v, idx, p, { 0 }, -1 };
+	revive_call r = { v, idx, p, { 0 }, -1, -1, -1, 0, NULL };
 	if (volume_on_member(v, idx, revive_probe, &r) < 0)
 		return revive_lost(v, idx); /* its fds are the stuck worker's */
 	p = r.p;
@@ -1706,29 +1728,38 @@ int volume_member_revive(volume *v, int idx)
 	if (r.st_rc < 0)
 		goto out;
 	st = r.st;
+	/* The lock on the member's worker too, before v->lock is taken: a
+	 * member that hangs there is given up, rather than the heal thread
+	 * holding v->lock for ever. */
+	pthread_mutex_lock(&v->lock);
+	r.old_lockfd = mb->lockfd;
+	mb->lockfd = -1;
+	pthread_mutex_unlock(&v->lock);
+	r.p = p;
+	rc = volume_on_member(v, idx, revive_lock, &r);
+	msg = r.msg;
+	if (rc == -ETIMEDOUT && memberio_lost(v->mio, idx)) {
+		p.rootfd = p.metafd = -1; /* the stuck worker's */
+		rc = revive_lost(v, idx);
+		goto out;
+	}
+	if (r.heal_rc < 0)
+		ecfs_log(LOG_WARNING, "member %d (%s): cannot create " ECFS_META_DIR "/" HEAL_FILE
+		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
+		         mb->path, g_strerror(-r.heal_rc));
 	pthread_mutex_lock(&v->lock);
 	if (!v->old_fds)
 		v->old_fds = g_array_new(FALSE, FALSE, sizeof(int));
 	/* The old root and metadata fds stay open until the end: a thread
-	 * that read them before the member failed must not find them reused.
-	 * The old lock goes now (it would conflict with the new one if the
-	 * directory is the same). */
+	 * that read them before the member failed must not find them reused. */
 	if (mb->rootfd >= 0)
 		g_array_append_val(v->old_fds, mb->rootfd);
 	if (mb->metafd >= 0)
 		g_array_append_val(v->old_fds, mb->metafd);
-	if (mb->lockfd >= 0)
-		close(mb->lockfd);
 	mb->rootfd = p.rootfd;
 	mb->metafd = p.metafd;
-	mb->lockfd = -1;
+	mb->lockfd = r.lockfd;
 	p.rootfd = p.metafd = -1;
-	rc = take_lock(v, idx, &msg);
-	int hrc = rc == 0 ? mop_touchat(v, idx, mb->metafd, HEAL_FILE, false) : 0;
-	if (hrc < 0)
-		ecfs_log(LOG_WARNING, "member %d (%s): cannot create " ECFS_META_DIR "/" HEAL_FILE
-		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
-		         mb->path, g_strerror(-hrc));
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;

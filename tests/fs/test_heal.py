@@ -314,6 +314,32 @@ class HealHangTest(HealCase):
         self.assert_clean_unmount(v)
         self.assertFalse(os.path.exists(os.path.join(v.members[3], ".ecfs", "superblock")))
 
+    def test_returning_member_hangs_when_locked(self):
+        """Member 3's directory is away at the mount and comes back whole:
+        the heal takes it back, and the first change it makes there, the
+        lock, hangs.  That call is given up after the timeout as any other
+        (before, it held the volume's lock, and with it every operation
+        that takes it), and the volume keeps serving."""
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        data = self.populate(mnt)
+        self.assert_clean_unmount(v)
+        away = v.members[3] + "-away"
+        os.rename(v.members[3], away)
+        mnt = self.mount_faulty(v, "member=3,op=meta,hang", "timeout=1")
+        os.rename(away, v.members[3])
+        deadline = time.monotonic() + 30
+        while "no answer while probed for the online heal" not in v.output():
+            self.assertLess(time.monotonic(), deadline, v.log())
+            time.sleep(0.1)
+        rep = h.health(mnt)
+        self.assertEqual(rep["member.3"].split()[0], "failed", rep)
+        self.assertEqual(rep["heal"], "idle", rep)
+        self.check_all(mnt, data, "with member 3 given up:")
+        h.write_file(os.path.join(mnt, "after"), b"x" * 70000)
+        self.assert_clean_unmount(v)
+        self.assertFalse(os.path.exists(os.path.join(v.members[3], ".ecfs", "heal")))
+
     def test_other_member_hangs_mid_heal(self):
         """Member 1's reads hang part-way through the rebuild of member 3:
         member 1 is given up, the heal goes on from the k others and
