@@ -846,12 +846,17 @@ static void hedge_end(stripe_ctx *c, stripe_hedge *h)
 	c->spare_hedge = h;
 }
 
-/* Ends the hedges whose last answer is in, or with wait all of them. */
-static void reap_hedges(stripe_ctx *c, bool wait)
+/* Ends the hedges whose last answer is in, and waits for the others but
+ * the `keep` newest (each holds its buffers until its last answer). */
+#define STRIPE_HEDGES_LATE 4
+static void reap_hedges(stripe_ctx *c, int keep)
 {
-	for (stripe_hedge **pp = &c->late; *pp;) {
+	int kept = 0;
+
+	for (stripe_hedge **pp = &c->late; *pp;) { /* newest first */
 		stripe_hedge *h = *pp;
-		if (!wait && !mio_batch_idle(&h->batch)) {
+		if (kept < keep && !mio_batch_idle(&h->batch)) {
+			kept++;
 			pp = &h->next;
 			continue;
 		}
@@ -862,13 +867,13 @@ static void reap_hedges(stripe_ctx *c, bool wait)
 
 void stripe_wait_late_reads(stripe_ctx *c)
 {
-	reap_hedges(c, true);
+	reap_hedges(c, 0);
 }
 
 /* Waits for the late answers, then frees every hedge. */
 static void drop_hedges(stripe_ctx *c)
 {
-	reap_hedges(c, true);
+	reap_hedges(c, 0);
 	if (c->spare_hedge)
 		hedge_free(c->spare_hedge);
 	c->spare_hedge = NULL;
@@ -879,7 +884,7 @@ static stripe_hedge *hedge_get(stripe_ctx *c, int cnt)
 {
 	stripe_hedge *h;
 
-	reap_hedges(c, false);
+	reap_hedges(c, STRIPE_HEDGES_LATE - 1);
 	h = c->spare_hedge;
 	c->spare_hedge = NULL;
 	if (h && h->cap < cnt) {
