@@ -208,6 +208,28 @@ class RemoteTest(H.MountedCase):
             self.assertEqual(os.listdir(host.path), [], "written beneath the mount point")
         self.assert_clean_unmount(v)
 
+    def test_link_cut_mid_write(self):
+        """A host whose link goes down in the middle of a file's write:
+        every write and the fsync succeed, the member is failed, and the
+        file reads back exact from the others, also after a remount
+        without that host."""
+        v, mnt = self.remote()
+        want = H.pattern(16 * MIB, 42)
+        host = v.hosts[4]
+        with open(os.path.join(mnt, "big"), "wb", buffering=0) as f:
+            for off in range(0, len(want), MIB):
+                self.assertEqual(f.write(want[off:off + MIB]), MIB)
+                if off == 2 * MIB:
+                    host.cut()
+            os.fsync(f.fileno())
+        self.wait_failed(mnt, 4)
+        self.assert_failed(mnt, 4)
+        self.check(mnt, {"big": want}, "written across host 4's cut:")
+        self.assert_clean_unmount(v)
+        self.mount(v)
+        self.check(mnt, {"big": want}, "remounted without host 4:")
+        self.assert_clean_unmount(v)
+
     def test_sshd_stopped(self):
         v, mnt = self.remote("timeout=3")
         files = {"old": self.write(mnt, "old", 2 * MIB, 50)}
