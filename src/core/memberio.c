@@ -769,6 +769,19 @@ uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind)
 	return median_cost(&mio->w[idx]->cost[kind], &cnt) / 1000;
 }
 
+uint64_t memberio_late_us(memberio *mio, uint64_t members, size_t bytes)
+{
+	uint64_t units = (bytes + COST_UNIT - 1) / COST_UNIT, slowest = 0;
+
+	for (int i = 0; i < mio->n; i++)
+		if (members >> i & 1) {
+			uint64_t us = memberio_cost_us(mio, i, MIO_READ);
+			slowest = us > slowest ? us : slowest;
+		}
+	uint64_t us = MEMBERIO_LATE_FACTOR * slowest * units;
+	return us > MEMBERIO_LATE_MIN_US ? us : MEMBERIO_LATE_MIN_US;
+}
+
 void memberio_force_slow(memberio *mio, enum mio_cost kind, uint64_t members)
 {
 	for (int i = 0; i < mio->n; i++)

@@ -128,6 +128,15 @@ void memberio_note_sync(memberio *mio, int idx, int64_t ns);
 /* Member idx's cost of kind in microseconds per 64 KiB; 0 before its
  * first transfer of that kind. */
 uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind);
+/* Hedged reads (stripe.c, repair.c): how long reads of `bytes` from each
+ * member in `members` may take before they are late and a spare member
+ * is asked, in microseconds: MEMBERIO_LATE_FACTOR times the slowest one's
+ * read cost scaled to the read, and not less than MEMBERIO_LATE_MIN_US.
+ * So a read costs its k transfers while they answer in their usual time,
+ * and one more only in the tail. */
+#define MEMBERIO_LATE_FACTOR 2
+#define MEMBERIO_LATE_MIN_US 200
+uint64_t memberio_late_us(memberio *mio, uint64_t members, size_t bytes);
 /* The members of `among` (bit i: member i) clearly slower than their
  * peers now for kind: each with at least 4 transfers noted, a cost at
  * least MEMBERIO_SLOW_FACTOR times the lower median of those of `among`

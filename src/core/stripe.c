@@ -956,27 +956,18 @@ static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, ui
 	return answered;
 }
 
-/* When the spare is asked: once the positions in mask have taken
- * STRIPE_HEDGE_FACTOR times the slowest one's read cost (memberio.h, per
- * 64 KiB, scaled to the read), and not before STRIPE_HEDGE_MIN_US.  So a
- * read costs its k reads as long as they answer in their usual time, and
- * one more only in the tail. */
-#define STRIPE_HEDGE_FACTOR 2
-#define STRIPE_HEDGE_MIN_US 200
+/* When the spare is asked: once the positions in mask are late for a
+ * read of cnt strips each (memberio_late_us). */
 static int64_t hedge_deadline_ns(stripe_ctx *c, uint64_t mask, int cnt)
 {
-	uint64_t units = (c->lay.strip_size * (uint64_t)cnt + 65535) / 65536, slowest = 0;
+	uint64_t members = 0;
 
-	for (int pos = 0; pos < c->lay.n; pos++) {
-		uint64_t us = memberio_cost_us(volume_memberio(c->v), layout_member_of(&c->lay, pos),
-		                               MIO_READ);
-		if ((mask >> pos & 1) && us > slowest)
-			slowest = us;
-	}
-	uint64_t wait_us = STRIPE_HEDGE_FACTOR * slowest * units;
-	if (wait_us < STRIPE_HEDGE_MIN_US)
-		wait_us = STRIPE_HEDGE_MIN_US;
-	return (g_get_monotonic_time() + (int64_t)wait_us) * 1000;
+	for (int pos = 0; pos < c->lay.n; pos++)
+		if (mask >> pos & 1)
+			members |= 1ull << layout_member_of(&c->lay, pos);
+	uint64_t us = memberio_late_us(volume_memberio(c->v), members,
+	                               c->lay.strip_size * (size_t)cnt);
+	return (g_get_monotonic_time() + (int64_t)us) * 1000;
 }
 
 /* Every stripe of the hedge's run stands on the answers in. */

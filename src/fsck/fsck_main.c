@@ -603,13 +603,15 @@ static void print_summary(fsck *f, int status, const char *error)
 		                       problems->len ? "\n  " : "");
 		g_string_append_printf(j, "  \"summary\": {\"files\": %llu, \"directories\": %llu, "
 		                       "\"other\": %llu, \"bytes\": %llu, \"stripes\": %llu, "
-		                       "\"strips_rebuilt\": %llu, \"repaired\": %llu, "
+		                       "\"strips_rebuilt\": %llu, \"reads_hedged\": %llu, "
+		                       "\"repaired\": %llu, "
 		                       "\"repairable\": %llu, \"unrepairable\": %llu, "
 		                       "\"failed\": %llu},\n",
 		                       (unsigned long long)f->files, (unsigned long long)f->dirs,
 		                       (unsigned long long)f->others, (unsigned long long)f->bytes,
 		                       (unsigned long long)f->stripes,
 		                       (unsigned long long)f->strips_rebuilt,
+		                       (unsigned long long)f->reads_hedged,
 		                       (unsigned long long)f->repaired, (unsigned long long)f->repairable,
 		                       (unsigned long long)f->unrepairable, (unsigned long long)f->failed);
 		g_string_append(j, "  \"error\": ");
@@ -636,6 +638,9 @@ static void print_summary(fsck *f, int status, const char *error)
 	                      : "checked");
 	if (f->strips_rebuilt)
 		printf("ecfs-fsck: %llu strips rebuilt\n", (unsigned long long)f->strips_rebuilt);
+	if (f->reads_hedged)
+		printf("ecfs-fsck: %llu runs read a spare chunk, their first were late\n",
+		       (unsigned long long)f->reads_hedged);
 	uint64_t left = f->repairable + f->unrepairable + f->failed;
 	if (!f->repaired && !left)
 		printf("ecfs-fsck: %s\n", f->o.rebuild ? "nothing to rebuild" : "the volume is clean");

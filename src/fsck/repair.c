@@ -63,6 +63,7 @@ typedef struct member_task {
 	uint64_t wmask; /* strips of the run to write back */
 	uint64_t wgen[RUN], wsize[RUN];
 	int err;
+	bool done; /* its read has run (atomic; hedged_wait) */
 } member_task;
 
 /* One run of stripes on its way through the pass: read and judged, then
@@ -70,10 +71,13 @@ typedef struct member_task {
 typedef struct run_slot {
 	member_task task[STRIPE_MAX_N]; /* by position */
 	uint8_t *bufs;                  /* n * run strips, position-major */
-	mio_batch batch;                /* the reads or the writes in flight */
+	mio_batch reads, writes;        /* in flight */
 	uint64_t unread;                /* positions not read (rebuild: not needed) */
 	uint64_t sources;               /* positions read first (run_sources) */
+	uint64_t late;                  /* asked, but the run went on without them */
+	int64_t asked_us;               /* when the reads were asked (monotonic) */
 	bool reading, writing;
+	bool hedged;                    /* its reads may go on without the last */
 	uint64_t s0;
 	int cnt;
 } run_slot;
@@ -167,6 +171,7 @@ static int take_buffers(file_check *fc)
 	for (int i = 0; i < 2; i++) {
 		fc->slot[i].bufs = p->mem + (size_t)i * slot_bytes;
 		fc->slot[i].reading = fc->slot[i].writing = false;
+		fc->slot[i].late = 0;
 	}
 	fc->spare = p->mem + 2 * slot_bytes;
 	return 0;
@@ -214,9 +219,8 @@ static ssize_t read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t
 
 /* ---- reading and judging one member's strips ---- */
 
-static void scan_member(void *arg)
+static void scan_strips(member_task *t)
 {
-	member_task *t = arg;
 	stripe_ctx *c = &t->fc->c;
 	uint64_t strip = c->lay.strip_size;
 	uint8_t recs[RUN * CHUNK_RECORD_SIZE];
@@ -252,6 +256,14 @@ static void scan_member(void *arg)
 		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
 		                  recs + (size_t)i * CHUNK_RECORD_SIZE, t->buf + (size_t)i * strip, fd,
 		                  &t->st[i]);
+}
+
+static void scan_member(void *arg)
+{
+	member_task *t = arg;
+
+	scan_strips(t);
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
 }
 
 /* Writes the strips of the run marked in wmask, with their records,
@@ -446,7 +458,9 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	strip_judgment st[STRIPE_MAX_N] = { 0 };
 
 	for (int j = 0; j < n; j++) {
-		st[j] = rs->task[j].st[i];
+		/* a late answer is still the late task's to write */
+		if (!(rs->late >> j & 1))
+			st[j] = rs->task[j].st[i];
 		if (fc->chunk_bad >> rs->task[j].member & 1)
 			whole |= 1ull << j;
 		if (st[j].v == STRIP_GOOD && st[j].gen > fc->max_gen)
@@ -543,6 +557,29 @@ static void init_slot(file_check *fc, run_slot *rs, uint64_t s0, int cnt)
 		                               .buf = strip_buf(fc, rs, pos, 0) };
 }
 
+/* The members of the good chunks that read slower than their peers now
+ * (memberio_slow_of, the reader's read-around, stripe.c), as many as the
+ * others can spare. */
+static uint64_t slow_good_members(const file_check *fc)
+{
+	uint64_t among = 0;
+
+	for (int pos = 0; pos < fc->n; pos++)
+		if (fc->good >> pos & 1)
+			among |= 1ull << layout_member_of(&fc->c.lay, pos);
+	return memberio_slow_of(volume_memberio(fc->f->v), MIO_READ, among,
+	                        __builtin_popcountll(among) - fc->k);
+}
+
+/* A --rebuild run reading its k sources may go on without the last of
+ * them, as the daemon's reads around a slow member do (stripe.c): when
+ * they are late, one more good chunk is asked (hedged_wait). */
+static bool may_hedge(const file_check *fc, const run_slot *rs, uint64_t mask)
+{
+	return mask == rs->sources && rs->sources != fc->readable && !fc->f->o.deep &&
+	       !volume_defaults(fc->f->v)->no_hedge;
+}
+
 /* Starts reading the run's strips at the positions in mask not read yet;
  * wait: the caller waits for them at once (it may read one itself). */
 static void read_positions(file_check *fc, run_slot *rs, uint64_t mask, bool wait)
@@ -550,34 +587,36 @@ static void read_positions(file_check *fc, run_slot *rs, uint64_t mask, bool wai
 	memberio *mio = volume_memberio(fc->f->v);
 
 	rs->reading = true;
-	if (wait)
-		mio_batch_init_caller(mio, &rs->batch);
+	rs->hedged = may_hedge(fc, rs, mask);
+	if (rs->hedged)
+		mio_batch_init_each(&rs->reads);
+	else if (wait)
+		mio_batch_init_caller(mio, &rs->reads);
 	else
-		mio_batch_init(&rs->batch);
+		mio_batch_init(&rs->reads);
+	rs->asked_us = g_get_monotonic_time();
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &rs->task[pos];
 		if (!((rs->unread & mask) >> pos & 1))
 			continue;
 		rs->unread &= ~(1ull << pos);
+		t->done = false;
 		if (fc->c.fd[t->member] >= 0 && volume_member_ok(fc->f->v, t->member))
-			memberio_submit(mio, t->member, &rs->batch, scan_member, t);
+			memberio_submit(mio, t->member, &rs->reads, scan_member, t);
 		else
 			memset(t->buf, 0, (size_t)rs->cnt * fc->c.lay.strip_size);
 	}
 }
 
-static void finish_reads(file_check *fc, run_slot *rs)
+/* The tasks of positions in `which` whose members were given up: whatever
+ * they read counts for nothing, and each member is reported once as a
+ * member, not file by file. */
+static void note_lost_reads(file_check *fc, run_slot *rs, uint64_t lost, uint64_t which)
 {
-	if (!rs->reading)
-		return;
-	rs->reading = false;
-	uint64_t lost = mio_batch_wait(&rs->batch);
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &rs->task[pos];
-		if (!(lost >> t->member & 1))
+		if (!(which >> pos & 1) || !(lost >> t->member & 1))
 			continue;
-		/* given up (memberio.h): whatever it read counts for nothing,
-		 * and it is reported once as a member, not file by file */
 		fsck_member_lost(fc->f, t->member);
 		fc->quiet |= 1ull << t->member;
 		fc->unwritable |= 1ull << t->member;
@@ -589,6 +628,79 @@ static void finish_reads(file_check *fc, run_slot *rs)
 	}
 }
 
+/* A good chunk of the run not asked yet, on a member that answers and is
+ * not slow; -1 if there is none. */
+static int spare_position(const file_check *fc, const run_slot *rs)
+{
+	uint64_t slow = slow_good_members(fc);
+
+	for (int pos = 0; pos < fc->n; pos++) {
+		int mb = rs->task[pos].member;
+		if ((fc->good & rs->unread) >> pos & 1 && !(slow >> mb & 1) && fc->c.fd[mb] >= 0 &&
+		    volume_member_ok(fc->f->v, mb))
+			return pos;
+	}
+	return -1;
+}
+
+/* A hedged run's reads: if its sources are late (memberio_late_us), a
+ * spare good chunk is asked too, and the run goes on once all but one
+ * have answered.  The one left moves from the sources to rs->late (and
+ * counts as unread) until end_late_reads.  Returns the lost mask of the
+ * answers in. */
+static uint64_t hedged_wait(file_check *fc, run_slot *rs)
+{
+	memberio *mio = volume_memberio(fc->f->v);
+	uint64_t members = 0;
+
+	for (int pos = 0; pos < fc->n; pos++)
+		if (rs->sources >> pos & 1)
+			members |= 1ull << rs->task[pos].member;
+	uint64_t late_us = memberio_late_us(mio, members, (size_t)rs->cnt * fc->c.lay.strip_size);
+	int spare = spare_position(fc, rs);
+	if (spare < 0 ||
+	    mio_batch_wait_left_until(&rs->reads, 0, (rs->asked_us + (int64_t)late_us) * 1000))
+		return mio_batch_wait(&rs->reads);
+	member_task *t = &rs->task[spare];
+	t->done = false;
+	rs->unread &= ~(1ull << spare);
+	rs->sources |= 1ull << spare;
+	memberio_submit(mio, t->member, &rs->reads, scan_member, t);
+	volume_count_hedged(fc->f->v);
+	fsck_count(&fc->f->reads_hedged, 1);
+	uint64_t lost = mio_batch_wait_left(&rs->reads, 1);
+	for (int pos = 0; pos < fc->n; pos++) {
+		member_task *u = &rs->task[pos];
+		if (rs->sources >> pos & 1 && !(lost >> u->member & 1) &&
+		    !__atomic_load_n(&u->done, __ATOMIC_ACQUIRE))
+			rs->late |= 1ull << pos;
+	}
+	if (!rs->late)
+		return mio_batch_wait(&rs->reads);
+	rs->sources &= ~rs->late;
+	rs->unread |= rs->late;
+	return lost;
+}
+
+static void finish_reads(file_check *fc, run_slot *rs)
+{
+	if (!rs->reading)
+		return;
+	rs->reading = false;
+	uint64_t lost = rs->hedged ? hedged_wait(fc, rs) : mio_batch_wait(&rs->reads);
+	note_lost_reads(fc, rs, lost, ~rs->late);
+}
+
+/* Waits for the answer a hedged run went on without, before the run's
+ * slot is read into again. */
+static void end_late_reads(file_check *fc, run_slot *rs)
+{
+	if (!rs->late)
+		return;
+	note_lost_reads(fc, rs, mio_batch_wait(&rs->reads), rs->late);
+	rs->late = 0;
+}
+
 /* Starts writing the repairs judge_stripe() marked in rs (wait: as in
  * read_positions). */
 static void start_writes(file_check *fc, run_slot *rs, bool wait)
@@ -596,14 +708,14 @@ static void start_writes(file_check *fc, run_slot *rs, bool wait)
 	memberio *mio = volume_memberio(fc->f->v);
 
 	if (wait)
-		mio_batch_init_caller(mio, &rs->batch);
+		mio_batch_init_caller(mio, &rs->writes);
 	else
-		mio_batch_init(&rs->batch);
+		mio_batch_init(&rs->writes);
 	rs->writing = true;
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &rs->task[pos];
 		if (t->wmask)
-			memberio_submit(mio, t->member, &rs->batch, write_member, t);
+			memberio_submit(mio, t->member, &rs->writes, write_member, t);
 	}
 }
 
@@ -612,7 +724,7 @@ static void finish_writes(file_check *fc, run_slot *rs)
 	if (!rs->writing)
 		return;
 	rs->writing = false;
-	uint64_t lost = mio_batch_wait(&rs->batch);
+	uint64_t lost = mio_batch_wait(&rs->writes);
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &rs->task[pos];
 		if (!t->wmask)
@@ -693,16 +805,12 @@ static void choose_sources(file_check *fc)
  * read whole all the same (stripe_pass). */
 static uint64_t run_sources(file_check *fc)
 {
-	uint64_t among = 0, sources = 0;
+	uint64_t sources = 0;
 	int left = fc->k;
 
 	if (!fc->good || volume_defaults(fc->f->v)->no_read_around)
 		return fc->sources;
-	for (int pos = 0; pos < fc->n; pos++)
-		if (fc->good >> pos & 1)
-			among |= 1ull << layout_member_of(&fc->c.lay, pos);
-	uint64_t slow = memberio_slow_of(volume_memberio(fc->f->v), MIO_READ, among,
-	                                 __builtin_popcountll(among) - fc->k);
+	uint64_t slow = slow_good_members(fc);
 	for (int pos = 0; pos < fc->n && left; pos++)
 		if (fc->good >> pos & 1 && !(slow >> layout_member_of(&fc->c.lay, pos) & 1)) {
 			sources |= 1ull << pos;
@@ -739,6 +847,7 @@ static int stripe_pass(file_check *fc, uint64_t count)
 		if (cur->unread & fc->readable && !sources_agree(fc, cur)) {
 			/* --rebuild: the k strips read do not settle every stripe;
 			 * the run is read and judged whole, as a check would. */
+			end_late_reads(fc, cur);
 			read_positions(fc, cur, fc->readable, true);
 			finish_reads(fc, cur);
 		}
@@ -746,6 +855,7 @@ static int stripe_pass(file_check *fc, uint64_t count)
 		bool last = s >= count || rc;
 		if (!last) {
 			finish_writes(fc, next); /* its buffers are read into next */
+			end_late_reads(fc, next);
 			init_slot(fc, next, s, run_length(fc, s, count));
 			next->sources = run_sources(fc);
 			read_positions(fc, next, next->sources, false);
@@ -768,6 +878,8 @@ static int stripe_pass(file_check *fc, uint64_t count)
 	}
 	finish_writes(fc, cur);
 	finish_writes(fc, next);
+	end_late_reads(fc, cur);
+	end_late_reads(fc, next);
 	if (rc == 0)
 		flush_lost(fc);
 	return rc;

@@ -833,6 +833,40 @@ class SlowMemberTest(FsckCase):
             finally:
                 v.unhide(hide)
 
+    def test_rebuild_goes_on_without_a_late_member(self):
+        """--rebuild reads k good chunks per run; when one of them is late
+        (its member's reads take 300 ms each, ECFS_FAULT delay), a spare
+        good chunk is asked and the run goes on with the first k answers,
+        as the daemon's hedged reads do.  The summary counts those runs
+        (reads_hedged), and what was rebuilt is exact."""
+        v = self.volume(K + M)
+        mnt = self.mount(v, OPTS)
+        want = h.pattern(3 << 20, 7)
+        h.write_file(os.path.join(mnt, "f"), want)
+        self.assert_clean_unmount(v)
+        with open(v.chunk_path(0, "f"), "rb") as f:
+            rotation = int.from_bytes(f.read(56)[52:56], "little")  # FORMAT.md 4.1
+        late, lost = (rotation + 1) % (K + M), (rotation + K + 1) % (K + M)
+        v.lose(lost, "empty")
+        env = dict(os.environ, ECFS_FAULT=f"member={late},op=read,delay=300")
+        cmd = [FSCK, "--no-progress", "--timeout=30", "--json", "--rebuild", ":".join(v.members)]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        if "ECFS_FAULT and ECFS_RECORD are ignored" in r.stderr:
+            self.skipTest("this build has no fault injection")
+        rep = json.loads(r.stdout)
+        self.assertEqual(r.returncode, 1, r.stderr + json.dumps(rep["problems"], indent=1))
+        self.assertGreaterEqual(rep["summary"]["reads_hedged"], 1, rep["summary"])
+        self.assertEqual(rep["members"][late]["state"], "ok")
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        v.hide(late)
+        try:
+            mnt = self.mount(v, "ro")
+            self.assert_exact(os.path.join(mnt, "f"), want)
+            self.assert_clean_unmount(v)
+        finally:
+            v.unhide(late)
+
 
 if __name__ == "__main__":
     FSCK = h.take_fsck_argument()
