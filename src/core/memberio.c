@@ -533,12 +533,17 @@ static bool to_relay(memberio *mio, mio_batch *b, int idx)
 		return false;
 	if (b->relayed & bit)
 		return true;
-	if (memberio_latency_us(mio, idx) >= MEMBERIO_RELAY_US || memberio_lost(mio, idx)) {
+	if (!memberio_relays(mio, idx)) {
 		b->apart |= bit;
 		return false;
 	}
 	b->relayed |= bit;
 	return true;
+}
+
+bool memberio_relays(memberio *mio, int idx)
+{
+	return memberio_latency_us(mio, idx) < MEMBERIO_RELAY_US && !memberio_lost(mio, idx);
 }
 
 static void relay_enqueue(memberio *mio, mio_task *t)

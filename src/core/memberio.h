@@ -76,6 +76,10 @@ void mio_batch_init_caller(memberio *mio, mio_batch *b);
  * member's worker by another batch: a relayed task may overtake them. */
 #define MEMBERIO_RELAY_US 200
 void mio_batch_init_small(memberio *mio, mio_batch *b);
+/* The rule of mio_batch_init_small: member idx's small calls go to the
+ * relay now (its latency is under MEMBERIO_RELAY_US and it was not given
+ * up). */
+bool memberio_relays(memberio *mio, int idx);
 /* Queues fn(arg) on member idx's worker; a lost member's task is not run
  * and only sets its bit in b->lost. */
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg);

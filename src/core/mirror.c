@@ -422,7 +422,7 @@ static void chain_catch_up(struct chain *c, struct chain_job (*jobs)[64])
 }
 
 /* True if every member in service is fast now, so that a small batch
- * hands all its tasks to the relay (the rule of memberio.c's to_relay). */
+ * hands all its tasks to the relay (memberio_relays). */
 #ifdef ECFS_FAULT_INJECTION
 bool mirror_chain_always;
 #endif
@@ -435,8 +435,7 @@ static bool all_relayed(volume *v)
 		return true;
 #endif
 	for (int idx = 0; idx < volume_n(v); idx++)
-		if (volume_member_ok(v, idx) && (memberio_latency_us(mio, idx) >= MEMBERIO_RELAY_US ||
-		                                 memberio_lost(mio, idx)))
+		if (volume_member_ok(v, idx) && !memberio_relays(mio, idx))
 			return false;
 	return true;
 }
