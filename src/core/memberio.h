@@ -80,6 +80,9 @@ void mio_batch_init_small(memberio *mio, mio_batch *b);
  * relay now (its latency is under MEMBERIO_RELAY_US and it was not given
  * up). */
 bool memberio_relays(memberio *mio, int idx);
+/* Tests: with on, every member's small calls go to the relay whatever its
+ * latency (a busy machine can push a fast member past the threshold). */
+void memberio_force_relay(memberio *mio, bool on);
 /* Queues fn(arg) on member idx's worker; a lost member's task is not run
  * and only sets its bit in b->lost. */
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg);
