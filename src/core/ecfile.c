@@ -144,6 +144,12 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
 		         mb, (unsigned)uid, (unsigned)gid, g_strerror(-rc));
+	if (pc->created) {
+		/* Made just now (O_EXCL): empty, nothing to read. */
+		pc->empty = true;
+		pc->state = CHUNK_CORRUPT;
+		return 0;
+	}
 	uint8_t buf[CHUNK_HEADER_MAX];
 	ssize_t got = mop_pread(v, mb, pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
@@ -170,6 +176,25 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	return 0;
 }
 
+/* A new file's chunks and headers in one batch on the relay (with the
+ * member timeout, every member in service fast enough for it): each
+ * member's chunk is made, then, once every member in service has made
+ * its chunk (O_EXCL: none held one before), each writes the header the
+ * file would have been given after the wait (write_headers), so the
+ * caller waits once instead of twice.  The order on the members is the
+ * same: every chunk made, then the headers.  A task that finds its turn
+ * not come, or a chunk that was there already or failed, writes nothing,
+ * and the caller writes every header after its wait as before. */
+struct create_chain {
+	pthread_mutex_t lock;
+	uint64_t in;      /* the members in service at the start */
+	uint64_t opened;  /* bit i: member i's open has run */
+	uint64_t created; /* bit i: ... and made its chunk */
+	uint64_t written; /* bit i: member i's header is written */
+	chunk_header h;   /* the header to write (position set per member) */
+	layout lay;       /* positions only */
+};
+
 struct open_job {
 	volume *v;
 	const char *path;
@@ -179,23 +204,83 @@ struct open_job {
 	uid_t uid;
 	gid_t gid;
 	probe_chunk *pc;
+	struct create_chain *ch; /* NULL: no header written here */
+	bool header;             /* the header's task, not the open's */
 };
+
+/* Under ch->lock: true once every member in service at the start, still
+ * in service, has made its chunk. */
+static bool chain_fresh(volume *v, const struct create_chain *ch)
+{
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if ((ch->in >> mb & 1) && (!volume_member_ok(v, mb) || !(ch->created >> mb & 1)))
+			return false;
+	return true;
+}
+
+static void chain_header_run(struct open_job *j)
+{
+	struct create_chain *ch = j->ch;
+	pthread_mutex_lock(&ch->lock);
+	bool fresh = chain_fresh(j->v, ch);
+	pthread_mutex_unlock(&ch->lock);
+	if (!fresh || !volume_member_ok(j->v, j->mb))
+		return;
+	uint8_t buf[CHUNK_HEADER_MAX];
+	chunk_header h = ch->h;
+	h.position = (uint32_t)layout_position_of(&ch->lay, j->mb);
+	struct iovec iov = { buf, chunk_header_encode(&h, buf) };
+	ssize_t r = mop_transfer(j->v, j->mb, j->pc->fd, &iov, 1, 0, true);
+	if (r < 0) {
+		volume_member_error(j->v, j->mb, (int)-r, "writing a chunk header");
+		return;
+	}
+	pthread_mutex_lock(&ch->lock);
+	ch->written |= 1ull << j->mb;
+	pthread_mutex_unlock(&ch->lock);
+}
 
 static void open_job_run(void *arg)
 {
 	struct open_job *j = arg;
+	if (j->header) {
+		chain_header_run(j);
+		return;
+	}
 	j->pc->err = open_chunk(j->v, j->mb, j->path, j->create, j->flags, j->mode, j->uid,
 	                        j->gid, j->pc);
+	if (j->ch) {
+		pthread_mutex_lock(&j->ch->lock);
+		j->ch->opened |= 1ull << j->mb;
+		if (j->pc->created && j->pc->fd >= 0)
+			j->ch->created |= 1ull << j->mb;
+		pthread_mutex_unlock(&j->ch->lock);
+	}
+}
+
+/* True if a small batch hands every member in service to the relay now
+ * (memberio.h), so that a chain's tasks follow each other there. */
+static bool all_relayed(volume *v)
+{
+	memberio *mio = volume_memberio(v);
+	if (!volume_hands_off(v))
+		return false;
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (volume_member_ok(v, mb) && (memberio_latency_us(mio, mb) >= MEMBERIO_RELAY_US ||
+		                                memberio_lost(mio, mb)))
+			return false;
+	return true;
 }
 
 /* open_chunk on every usable member, all in parallel on their workers, so
  * that a member that does not answer is given up after the I/O timeout
  * (memberio.h) instead of holding the open.  pc[mb] of a member not
- * tried, or given up, is CHUNK_FAILED with no fd. */
+ * tried, or given up, is CHUNK_FAILED with no fd.  With ch, each member's
+ * header task follows in the same batch (struct create_chain). */
 static void open_chunks(volume *v, const char *path, bool create, int flags, mode_t mode,
-                        uid_t uid, gid_t gid, probe_chunk *pc)
+                        uid_t uid, gid_t gid, probe_chunk *pc, struct create_chain *ch)
 {
-	struct open_job jobs[STRIPE_MAX_N];
+	struct open_job jobs[2][STRIPE_MAX_N];
 	int n = volume_n(v);
 	mio_batch batch;
 
@@ -204,10 +289,16 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 		memset(&pc[mb], 0, sizeof(pc[mb]));
 		pc[mb].fd = -1;
 		pc[mb].state = CHUNK_FAILED;
-		jobs[mb] = (struct open_job){ v, path, create, flags, mb, mode, uid, gid, &pc[mb] };
+		jobs[0][mb] = (struct open_job){ v, path, create, flags, mb, mode, uid, gid, &pc[mb],
+		                                 ch, false };
+		jobs[1][mb] = jobs[0][mb];
+		jobs[1][mb].header = true;
 		if (volume_member_ok(v, mb))
-			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[mb]);
+			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[0][mb]);
 	}
+	for (int mb = 0; ch && mb < n; mb++)
+		if (ch->in >> mb & 1)
+			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[1][mb]);
 	uint64_t lost = mio_batch_wait(&batch);
 	for (int mb = 0; mb < n; mb++)
 		if (lost >> mb & 1) /* its descriptor, if any, stays with its worker */
@@ -237,6 +328,7 @@ static int new_header(volume *v, chunk_header *h)
 }
 
 static int write_headers(ecfile *f, bool reserve);
+static uint64_t missing_mask(ecfile *f);
 
 static void free_ecfile(ecfile *f)
 {
@@ -346,10 +438,10 @@ static int trusted_header(const chunk_header *const *hs, int n)
 }
 
 /* The header the file opens with (trusted_header), or a new one (*fresh)
- * when every chunk is empty.  0, or a negative errno: with no chunk
+ * when every chunk is empty (pre, if given).  0, or a negative errno: with no chunk
  * anywhere the first error other than ENOENT. */
 static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, chunk_header *h,
-                         bool *fresh)
+                         const chunk_header *pre, bool *fresh)
 {
 	int exists = 0, first_err = 0;
 	const chunk_header *hs[STRIPE_MAX_N] = { 0 };
@@ -376,7 +468,7 @@ static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, ch
 		}
 	if (volume_defaults(v)->read_only)
 		return -EROFS;
-	int rc = new_header(v, h);
+	int rc = pre ? (*h = *pre, 0) : new_header(v, h);
 	if (rc < 0)
 		return rc;
 	*fresh = true;
@@ -537,6 +629,39 @@ static int refused_for_space(volume *v, const char *path, probe_chunk *pc, int n
 	return full;
 }
 
+/* The chain of a create (struct create_chain) with the new file's header
+ * pre: the header written is the one write_headers would write. */
+static struct create_chain *create_chain_init(volume *v, struct create_chain *ch,
+                                              const chunk_header *pre)
+{
+	memset(ch, 0, sizeof(*ch));
+	pthread_mutex_init(&ch->lock, NULL);
+	for (int mb = 0; mb < volume_n(v); mb++)
+		ch->in |= (uint64_t)volume_member_ok(v, mb) << mb;
+	ch->h = *pre;
+	ch->h.missed = ~ch->in & ((2ull << (volume_n(v) - 1)) - 1);
+	ch->h.generation = rules_header_generation(pre->generation, pre->generation, 1, false);
+	chunk_layout(pre, 1, &ch->lay); /* positions only */
+	return ch;
+}
+
+/* True if the chain wrote the header of the new file f on every member
+ * that holds a chunk of it, the one write_headers would write now: f then
+ * takes it as written. */
+static bool headers_written(ecfile *f, const struct create_chain *ch)
+{
+	uint64_t held = 0;
+	for (int mb = 0; mb < f->c.lay.n; mb++)
+		if (f->c.fd[mb] >= 0)
+			held |= 1ull << mb;
+	if (ch->written != ch->in || held != ch->in || missing_mask(f) != ch->h.missed)
+		return false;
+	f->c.hdr.missed = ch->h.missed;
+	f->c.hdr.generation = ch->h.generation;
+	f->hdr_dirty = false;
+	return true;
+}
+
 static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
                        uid_t uid, gid_t gid, ecfile **out)
 {
@@ -551,10 +676,19 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		return -EIO;
 	if (create && (flags & O_EXCL) && name_exists(v, path))
 		return -EEXIST;
-	open_chunks(v, path, create, flags, mode, uid, gid, pc);
+	struct create_chain ch, *chp = NULL;
+	chunk_header pre;
+	if (create && all_relayed(v)) {
+		if ((rc = new_header(v, &pre)) < 0)
+			return rc;
+		chp = create_chain_init(v, &ch, &pre);
+	}
+	open_chunks(v, path, create, flags, mode, uid, gid, pc, chp);
+	if (chp)
+		pthread_mutex_destroy(&ch.lock);
 	if (create && (rc = refused_for_space(v, path, pc, n)) < 0)
 		return rc;
-	rc = choose_header(v, path, pc, n, &h, &fresh);
+	rc = choose_header(v, path, pc, n, &h, chp ? &pre : NULL, &fresh);
 	if (rc == 0) {
 		chunk_layout(&h, 1, &lay); /* positions only */
 		rc = check_chunks(v, path, pc, n, &h, &lay, &fresh);
@@ -581,7 +715,9 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	*out = f;
 
 	pthread_mutex_lock(&f->lock);
-	if (fresh)
+	if (fresh && chp && headers_written(f, &ch))
+		size_cache_headers_changed(volume_sizes(v));
+	else if (fresh)
 		rc = write_headers(f, false);
 	else
 		recover_locked(f);

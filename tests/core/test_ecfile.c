@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
+#include "chunk.h"
 #include "core_test_util.h"
 #include "ecfile.h"
 #include "log.h"
@@ -758,6 +759,86 @@ static void test_threads(void **state)
 	assert_int_equal(ecfile_release(shared), 0);
 }
 
+/* Member i's chunk header of name (1 if it has one, 0 if the chunk is
+ * empty); fails on anything else. */
+static int member_header(fixture *fx, int i, const char *name, chunk_header *h)
+{
+	char *p = chunk_path(fx, i, name + 1);
+	gchar *buf = NULL;
+	gsize len = 0;
+	const char *why;
+	assert_true(g_file_get_contents(p, &buf, &len, NULL));
+	g_free(p);
+	int rc = len ? chunk_header_decode((const uint8_t *)buf, len, h, &why) : -1;
+	g_free(buf);
+	if (!len)
+		return 0;
+	assert_int_equal(rc, 0);
+	return 1;
+}
+
+/* With the member timeout, a new file's chunks and headers are one batch
+ * on the relay (ecfile.c, struct create_chain): every member holds the
+ * header of the one file at its own position, with no missed writes, the
+ * same as write_headers gives a degraded create's.  A create over a name
+ * some members still hold (O_CREAT without O_EXCL) opens that file, and
+ * the chunk it makes on a member that lacked one gets no header of a new
+ * file. */
+static void test_create_chained(void **state)
+{
+	fixture *fx = *state;
+	volume_close(fx->v);
+	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = 10000 };
+	char *msg = NULL;
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
+
+	ecfile *f;
+	chunk_header h[N];
+	uint32_t seen = 0;
+	assert_int_equal(ecfile_create(fx->v, "/new", O_CREAT | O_RDWR, 0644, getuid(), getgid(),
+	                               &f), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(member_header(fx, i, "/new", &h[i]), 1);
+		assert_memory_equal(h[i].file_id, ecfile_file_id(f), 16);
+		assert_int_equal(h[i].generation, h[0].generation);
+		assert_int_equal(h[i].missed, 0);
+		seen |= 1u << h[i].position;
+	}
+	assert_int_equal(seen, (1u << N) - 1);
+	assert_int_equal(ecfile_write(f, "abc", 3, 0), 3);
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/new", (const uint8_t *)"abc", 3);
+
+	uint8_t data[3 * STRIPE + 5];
+	fill_random(data, sizeof(data), 7);
+	write_file(fx, "/old", data, sizeof(data), sizeof(data));
+	damage(fx, "/old", 2, REMOVE);
+	assert_int_equal(ecfile_create(fx->v, "/old", O_CREAT | O_RDWR, 0644, getuid(), getgid(),
+	                               &f), 0);
+	chunk_header other;
+	assert_int_equal(member_header(fx, 3, "/old", &other), 1);
+	assert_memory_equal(ecfile_file_id(f), other.file_id, 16);
+	if (member_header(fx, 2, "/old", &h[2]))
+		assert_memory_equal(h[2].file_id, other.file_id, 16);
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/old", data, sizeof(data));
+
+	/* A member out of service: the others' headers say it missed the
+	 * file's writes. */
+	rm_tree(fx->mb.path[5]);
+	check_file(fx, "/old", data, sizeof(data));
+	assert_false(volume_member_ok(fx->v, 5));
+	assert_int_equal(ecfile_create(fx->v, "/deg", O_CREAT | O_EXCL | O_RDWR, 0644, getuid(),
+	                               getgid(), &f), 0);
+	for (int i = 0; i < N - 1; i++) {
+		assert_int_equal(member_header(fx, i, "/deg", &h[i]), 1);
+		assert_int_equal(h[i].missed, 1u << 5);
+	}
+	assert_int_equal(ecfile_write(f, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/deg", data, sizeof(data));
+}
+
 int main(void)
 {
 	ecfs_log_init("test_ecfile", false, false);
@@ -776,6 +857,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_member_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_chained, setup, teardown),
 		cmocka_unit_test(test_every_checksum),
 		cmocka_unit_test(test_every_code),
 	};
