@@ -26,7 +26,8 @@
  * With -v, then the logged namespace operations themselves (rename,
  * link, unlink, mkdir, rmdir through mirror_apply_logged: the intent, the
  * calls, the end of the intent) on a volume of n members with m = 2, with
- * the default member timeout and without one (-o timeout=0): the storage
+ * the default member timeout and without one (-o timeout=0), and a new
+ * file's create (ecfile_create and its release, no data): the storage
  * core's part of an operation, without FUSE.
  *
  * usage: ecfs-bench-calls [-v] [-n MEMBERS] [-i ITERATIONS] [-r ROUNDS] [DIR]
@@ -45,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ecfile.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -317,6 +319,25 @@ static double time_logged(intent_op op, int iters)
 	return (now() - t) / iters * 1e6;
 }
 
+/* iters new empty files made and closed (ecfile_create, ecfile_release). */
+static double time_create(int iters)
+{
+	double t = now();
+	for (int j = 0; j < iters; j++) {
+		char a[64];
+		ecfile *f;
+		snprintf(a, sizeof(a), "/c%d", j);
+		int rc = ecfile_create(vol, a, O_CREAT | O_WRONLY, 0644, getuid(), getgid(), &f);
+		if (rc == 0)
+			rc = ecfile_release(f);
+		if (rc < 0) {
+			errno = -rc;
+			die("ecfile_create");
+		}
+	}
+	return (now() - t) / iters * 1e6;
+}
+
 /* One volume on fresh members under base, with timeout_ms; a file f<j>.0
  * put on every member for each operation, then each operation timed. */
 static void bench_logged(const char *base, int iters, unsigned timeout_ms)
@@ -348,7 +369,7 @@ static void bench_logged(const char *base, int iters, unsigned timeout_ms)
 	printf("  timeout %-4s", timeout_ms ? "on" : "off");
 	for (int i = 0; i < 5; i++) /* in this order: each uses what the last made */
 		printf("  %s %6.1f", names[i], time_logged(order[i], iters));
-	printf(" us\n");
+	printf("  create %6.1f us\n", time_create(iters));
 	volume_close(vol);
 	char cmd[4200];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
