@@ -259,15 +259,14 @@ static void open_job_run(void *arg)
 }
 
 /* True if a small batch hands every member in service to the relay now
- * (memberio.h), so that a chain's tasks follow each other there. */
+ * (memberio_relays), so that a chain's tasks follow each other there. */
 static bool all_relayed(volume *v)
 {
 	memberio *mio = volume_memberio(v);
 	if (!volume_hands_off(v))
 		return false;
 	for (int mb = 0; mb < volume_n(v); mb++)
-		if (volume_member_ok(v, mb) && (memberio_latency_us(mio, mb) >= MEMBERIO_RELAY_US ||
-		                                memberio_lost(mio, mb)))
+		if (volume_member_ok(v, mb) && !memberio_relays(mio, mb))
 			return false;
 	return true;
 }
