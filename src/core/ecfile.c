@@ -258,19 +258,6 @@ static void open_job_run(void *arg)
 	}
 }
 
-/* True if a small batch hands every member in service to the relay now
- * (memberio_relays), so that a chain's tasks follow each other there. */
-static bool all_relayed(volume *v)
-{
-	memberio *mio = volume_memberio(v);
-	if (!volume_hands_off(v))
-		return false;
-	for (int mb = 0; mb < volume_n(v); mb++)
-		if (volume_member_ok(v, mb) && !memberio_relays(mio, mb))
-			return false;
-	return true;
-}
-
 /* open_chunk on every usable member, all in parallel on their workers, so
  * that a member that does not answer is given up after the I/O timeout
  * (memberio.h) instead of holding the open.  pc[mb] of a member not
@@ -677,7 +664,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		return -EEXIST;
 	struct create_chain ch, *chp = NULL;
 	chunk_header pre;
-	if (create && all_relayed(v)) {
+	if (create && volume_all_relayed(v)) {
 		if ((rc = new_header(v, &pre)) < 0)
 			return rc;
 		chp = create_chain_init(v, &ch, &pre);

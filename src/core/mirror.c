@@ -421,23 +421,19 @@ static void chain_catch_up(struct chain *c, struct chain_job (*jobs)[64])
 	}
 }
 
-/* True if every member in service is fast now, so that a small batch
- * hands all its tasks to the relay (memberio_relays). */
 #ifdef ECFS_FAULT_INJECTION
 bool mirror_chain_always;
 #endif
 
-static bool all_relayed(volume *v)
+/* Chained when every member in service takes its calls on the relay
+ * (volume_all_relayed), or always in tests that ask for it. */
+static bool chained(volume *v)
 {
-	memberio *mio = volume_memberio(v);
 #ifdef ECFS_FAULT_INJECTION
 	if (__atomic_load_n(&mirror_chain_always, __ATOMIC_RELAXED))
 		return true;
 #endif
-	for (int idx = 0; idx < volume_n(v); idx++)
-		if (volume_member_ok(v, idx) && !memberio_relays(mio, idx))
-			return false;
-	return true;
+	return volume_all_relayed(v);
 }
 
 static int apply_logged_chained(struct member_run *r, const intent_args *a, const char *what)
@@ -485,7 +481,7 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 	if (volume_hands_off(v)) {
 		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
 		                        .arg = arg };
-		if (all_relayed(v))
+		if (chained(v))
 			return apply_logged_chained(&r, a, what);
 		return apply_logged_parallel(&r, a, what);
 	}

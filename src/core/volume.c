@@ -913,6 +913,16 @@ bool volume_hands_off(const volume *v)
 	return v->mio && memberio_timeout(v->mio) && !memberio_on_worker();
 }
 
+bool volume_all_relayed(const volume *v)
+{
+	if (!volume_hands_off(v))
+		return false;
+	for (int i = 0; i < v->n; i++)
+		if (volume_member_ok(v, i) && !memberio_relays(v->mio, i))
+			return false;
+	return true;
+}
+
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)
 {
 	struct member_call c = { fn, arg, -EIO };

@@ -74,6 +74,11 @@ int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
  * a timeout to watch them (without one the hand-off gains nothing), and
  * not from a worker already (workers could wait for each other). */
 bool volume_hands_off(const volume *v);
+/* volume_hands_off, and every member in service takes small calls on the
+ * relay now (memberio_relays): the tasks of a small batch then follow each
+ * other on one thread, so chained steps (mirror.c, a create in ecfile.c)
+ * can each wait for the ones before. */
+bool volume_all_relayed(const volume *v);
 /* volume_on_member on the members in mask at once, each with its own
  * argument: rcs[idx] = fn(args[idx]), or -ETIMEDOUT for a member given
  * up.  With a timeout the calls go out together (to the relay, for fast
