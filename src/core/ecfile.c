@@ -1542,6 +1542,11 @@ struct stat_probe {
 	bool want_ident; /* a directory's identity is asked for too */
 	bool have_header;
 	chunk_header h;
+	/* Asked in the same relay batch as the first member's probe (lead),
+	 * which runs before: skipped once the lead has answered it all. */
+	struct stat_probe *lead;
+	bool whole;      /* this probe answers it all (atomic, for the others) */
+	bool skipped;
 };
 
 /* On the member's worker (volume_on_member): its lstat and, for a regular
@@ -1549,25 +1554,36 @@ struct stat_probe {
 static int stat_probe_run(void *arg)
 {
 	struct stat_probe *p = arg;
-	const char *leaf;
 	struct stat s;
 	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h;
 
-	int pfd = volume_parent_fd(p->v, p->mb, p->path, &leaf);
-	if (pfd < 0) {
-		p->from_dir = true;
-		return p->rc = pfd;
+	if (p->lead && __atomic_load_n(&p->lead->whole, __ATOMIC_ACQUIRE)) {
+		p->skipped = true;
+		return p->rc = 0;
 	}
-	int r = MIO_CALL(fstatat(pfd, leaf, &s, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
+	int ofd = volume_object_fd(p->v, p->mb, p->path);
+	if (ofd < 0) {
+		/* ENOENT: the name or a directory above it is missing here;
+		 * another error is the answer (ENOTDIR, ENAMETOOLONG) or the
+		 * member's breakage, judged as a directory's (take_probe). */
+		p->from_dir = ofd != -ENOENT;
+		return p->rc = ofd;
+	}
+	int r = MIO_CALL(fstat(ofd, &s)) < 0 ? -errno : 0;
 	uint64_t size;
 	bool cached = r == 0 && S_ISREG(s.st_mode) &&
 	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size, &p->ident);
-	int fd = r == 0 && S_ISREG(s.st_mode) && !cached
-	         ? mop_openat(p->v, p->mb, pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
+	int fd = -1;
+	if (r == 0 && S_ISREG(s.st_mode) && !cached) {
+		/* The very inode just stat'ed, opened for reading: no second walk. */
+		char self[32];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", ofd);
+		fd = mop_openat(p->v, p->mb, AT_FDCWD, self, O_RDONLY | O_CLOEXEC, 0);
+	}
 	if (r == 0 && p->want_ident && S_ISDIR(s.st_mode))
-		p->ident = ecfile_object_ident(pfd, leaf, s.st_mode);
-	MIO_CALL(close(pfd));
+		p->ident = ecfile_object_ident(ofd, ".", s.st_mode);
+	MIO_CALL(close(ofd));
 	ssize_t got = fd >= 0 ? mop_pread(p->v, p->mb, fd, buf, sizeof(buf), 0) : -1;
 	if (fd >= 0)
 		MIO_CALL(close(fd));
@@ -1580,6 +1596,7 @@ static int stat_probe_run(void *arg)
 	p->have_header = valid;
 	if (valid)
 		p->h = h;
+	__atomic_store_n(&p->whole, r == 0 && (!S_ISREG(s.st_mode) || cached), __ATOMIC_RELEASE);
 	return p->rc = r;
 }
 
@@ -1665,6 +1682,7 @@ struct stat_answer {
 	bool whole;      /* *st and *ident are one member's whole answer */
 	int first;       /* the first member with a regular file there */
 	const chunk_header *hs[STRIPE_MAX_N]; /* their valid headers */
+	uint64_t absent; /* members that answered ENOENT */
 };
 
 /* Takes member mb's probe (which returned r) into the answer: a->whole
@@ -1672,6 +1690,10 @@ struct stat_answer {
 static void take_probe(volume *v, int mb, const struct stat_probe *p, int r,
                        struct stat_answer *a)
 {
+	if (r == -ENOENT) {
+		a->absent |= 1ull << mb; /* judged once all have answered */
+		return;
+	}
 	if (r < 0 && (p->from_dir || r == -ETIMEDOUT)) {
 		volume_member_error(v, mb, -r, "opening a directory");
 		if (r != -ENOENT && volume_member_ok(v, mb))
@@ -1755,16 +1777,34 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 		else
 			rest |= 1ull << mb;
 	}
-	if (first >= 0) {
+	/* On the relay, in order, both steps take one hand-off: the others'
+	 * probes come after the first's and skip once it answered it all. */
+	bool together = first >= 0 && rest && volume_all_relayed(v);
+	if (together) {
+		for (int mb = 0; mb < volume_n(v); mb++)
+			if (rest >> mb & 1)
+				p[mb].lead = &p[first];
+		stat_probes_run(v, rest | 1ull << first, p, rcs);
+	} else if (first >= 0) {
 		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
-		take_probe(v, first, &p[first], rcs[first], &a);
 	}
+	if (first >= 0)
+		take_probe(v, first, &p[first], rcs[first], &a);
 	if (!a.whole && rest) {
-		stat_probes_run(v, rest, p, rcs);
+		if (!together)
+			stat_probes_run(v, rest, p, rcs);
 		for (int mb = 0; mb < volume_n(v) && !a.whole; mb++)
 			if (rest >> mb & 1)
 				take_probe(v, mb, &p[mb], rcs[mb], &a);
 	}
+	/* A member without a name others hold may have lost its directory
+	 * (volume_member_error checks its root); a name no member holds is
+	 * simply not there, and needs no check of every root (three calls a
+	 * member, for the lookup before every create). */
+	if (a.whole || a.first >= 0)
+		for (int mb = 0; mb < volume_n(v); mb++)
+			if (a.absent >> mb & 1)
+				volume_member_error(v, mb, ENOENT, "stat");
 	if (a.whole)
 		return 0;
 	if (a.first < 0)

@@ -1327,6 +1327,40 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 	return fd;
 }
 
+int volume_object_fd(volume *v, int idx, const char *path)
+{
+	if (!volume_member_ok(v, idx))
+		return -EIO;
+	int rc = check_names(path);
+	if (rc < 0)
+		return rc;
+	while (*path == '/')
+		path++;
+	/* O_PATH with O_NOFOLLOW opens a trailing symlink itself, even under
+	 * RESOLVE_NO_SYMLINKS; only the components before it must not be. */
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                   RESOLVE_NO_MAGICLINKS };
+	int fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, *path ? path : ".", &how,
+	                               sizeof(how)));
+	if (fd >= 0)
+		return fd;
+	fd = -errno;
+	if (fd == -ELOOP || fd == -EXDEV)
+		return -ENOTDIR; /* a symlink where a directory should be */
+	if (fd != -ENOSYS && fd != -E2BIG)
+		return fd;
+	/* no openat2: the parent walked beneath the root, then the leaf */
+	const char *leaf;
+	int pfd = volume_parent_fd(v, idx, path, &leaf);
+	if (pfd < 0)
+		return pfd;
+	fd = (int)MIO_CALL(openat(pfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	fd = fd < 0 ? -errno : fd;
+	MIO_CALL(close(pfd));
+	return fd;
+}
+
 /* ---- caches ---- */
 
 const checksum *volume_checksum(volume *v, checksum_alg alg)

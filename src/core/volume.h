@@ -127,6 +127,12 @@ bool volume_member_error(volume *v, int idx, int err, const char *what);
  * NAME_MAX (every operation on a path comes here, so this is the one
  * place that answers it). */
 int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf);
+/* Opens `path` itself on member idx with O_PATH, resolved as above (a
+ * trailing symlink is opened, not followed), in one call where the kernel
+ * has openat2: a lookup of a name no member holds costs one call a member.
+ * Returns the fd the caller closes, or a negative errno (-ENAMETOOLONG as
+ * above; -ENOTDIR for a symlink before the last component). */
+int volume_object_fd(volume *v, int idx, const char *path);
 
 /* Names reserved at a member root, never part of the volume: the metadata
  * folder (.ecfs) and lost+found, which mkfs leaves at a filesystem's root

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -839,6 +840,79 @@ static void test_create_chained(void **state)
 	check_file(fx, "/deg", data, sizeof(data));
 }
 
+/* Lookups (ecfile_stat): a directory, a file, a name no member holds, a
+ * path through a file or through a symlink, a name too long; then with
+ * member 0's directory removed, a name no member holds is still just
+ * absent, while a name the others hold fails member 0 (its root is
+ * checked) and is answered by them.  Inline, on the members' threads, and
+ * with every member on the relay (the first member's probe and the
+ * others' in one batch, the others skipped when the first answers it
+ * all). */
+static void stat_probes(fixture *fx, unsigned timeout_ms, bool relay)
+{
+	volume_close(fx->v);
+	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = timeout_ms };
+	char *msg = NULL;
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
+	if (relay)
+		memberio_force_relay(volume_memberio(fx->v), true);
+
+	uint8_t data[STRIPE + 7];
+	fill_random(data, sizeof(data), 3);
+	write_file(fx, "/f", data, sizeof(data), sizeof(data));
+	for (int i = 0; i < N; i++) {
+		char *d = g_strdup_printf("%s/d", fx->mb.path[i]);
+		char *l = g_strdup_printf("%s/s", fx->mb.path[i]);
+		assert_int_equal(mkdir(d, 0750), 0);
+		assert_int_equal(symlink(".", l), 0);
+		g_free(d);
+		g_free(l);
+	}
+	char longname[NAME_MAX + 3] = "/";
+	memset(longname + 1, 'a', NAME_MAX + 1);
+
+	struct stat st;
+	assert_int_equal(ecfile_stat(fx->v, "/d", &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0750);
+	assert_int_equal(ecfile_stat(fx->v, "/f", &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_size, sizeof(data));
+	assert_int_equal(ecfile_stat(fx->v, "/s", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(ecfile_stat(fx->v, "/none", &st), -ENOENT);
+	assert_int_equal(ecfile_stat(fx->v, "/d/none", &st), -ENOENT);
+	assert_int_equal(ecfile_stat(fx->v, "/f/x", &st), -ENOTDIR);
+	assert_int_equal(ecfile_stat(fx->v, "/s/d", &st), -ENOTDIR);
+	assert_int_equal(ecfile_stat(fx->v, longname, &st), -ENAMETOOLONG);
+	for (int i = 0; i < N; i++)
+		assert_true(volume_member_ok(fx->v, i));
+
+	rm_tree(fx->mb.path[0]);
+	assert_int_equal(ecfile_stat(fx->v, "/none", &st), -ENOENT);
+	assert_int_equal(ecfile_stat(fx->v, "/f", &st), 0);
+	assert_int_equal(st.st_size, sizeof(data));
+	assert_false(volume_member_ok(fx->v, 0));
+	assert_int_equal(ecfile_stat(fx->v, "/d", &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	check_file(fx, "/f", data, sizeof(data));
+}
+
+static void test_stat_probes_inline(void **state)
+{
+	stat_probes(*state, 0, false);
+}
+
+static void test_stat_probes_on_workers(void **state)
+{
+	stat_probes(*state, 10000, false);
+}
+
+static void test_stat_probes_relayed(void **state)
+{
+	stat_probes(*state, 10000, true);
+}
+
 int main(void)
 {
 	ecfs_log_init("test_ecfile", false, false);
@@ -858,6 +932,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_older_header_still_current, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_chained, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat_probes_inline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat_probes_on_workers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat_probes_relayed, setup, teardown),
 		cmocka_unit_test(test_every_checksum),
 		cmocka_unit_test(test_every_code),
 	};
