@@ -1294,19 +1294,27 @@ static int check_names(const char *path)
 	return 0;
 }
 
+/* What every path on a member goes through first: the member in service,
+ * no component too long; *path loses its leading slashes. */
+static int path_usable(volume *v, int idx, const char **path)
+{
+	if (!volume_member_ok(v, idx))
+		return -EIO;
+	int rc = check_names(*path);
+	while (**path == '/')
+		(*path)++;
+	return rc;
+}
+
 int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 {
 	const char *slash;
 	char *dir;
 	int fd;
 
-	if (!volume_member_ok(v, idx))
-		return -EIO;
-	int rc = check_names(path);
+	int rc = path_usable(v, idx, &path);
 	if (rc < 0)
 		return rc;
-	while (*path == '/')
-		path++;
 	slash = strrchr(path, '/');
 	*leaf = *path ? (slash ? slash + 1 : path) : ".";
 	dir = slash ? g_strndup(path, (size_t)(slash - path)) : g_strdup(".");
@@ -1329,13 +1337,9 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 
 int volume_object_fd(volume *v, int idx, const char *path)
 {
-	if (!volume_member_ok(v, idx))
-		return -EIO;
-	int rc = check_names(path);
+	int rc = path_usable(v, idx, &path);
 	if (rc < 0)
 		return rc;
-	while (*path == '/')
-		path++;
 	/* O_PATH with O_NOFOLLOW opens a trailing symlink itself, even under
 	 * RESOLVE_NO_SYMLINKS; only the components before it must not be. */
 	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
