@@ -205,7 +205,7 @@ struct open_job {
 	gid_t gid;
 	probe_chunk *pc;
 	struct create_chain *ch; /* NULL: no header written here */
-	bool header;             /* the header's task, not the open's */
+	enum { JOB_OPEN, JOB_HEADER, JOB_REFRESH } kind;
 };
 
 /* Under ch->lock: true once every member in service at the start, still
@@ -240,11 +240,28 @@ static void chain_header_run(struct open_job *j)
 	pthread_mutex_unlock(&ch->lock);
 }
 
+/* The chain's last task: once every header is written, the directory of
+ * the new file is stat'ed for the kernel's next getattr
+ * (volume_set_refresh). */
+static void chain_refresh_run(struct open_job *j)
+{
+	struct create_chain *ch = j->ch;
+	pthread_mutex_lock(&ch->lock);
+	bool done = ch->written == ch->in && chain_fresh(j->v, ch);
+	pthread_mutex_unlock(&ch->lock);
+	if (done)
+		volume_refresh_parents(j->v, j->path, NULL);
+}
+
 static void open_job_run(void *arg)
 {
 	struct open_job *j = arg;
-	if (j->header) {
+	if (j->kind == JOB_HEADER) {
 		chain_header_run(j);
+		return;
+	}
+	if (j->kind == JOB_REFRESH) {
+		chain_refresh_run(j);
 		return;
 	}
 	j->pc->err = open_chunk(j->v, j->mb, j->path, j->create, j->flags, j->mode, j->uid,
@@ -266,7 +283,7 @@ static void open_job_run(void *arg)
 static void open_chunks(volume *v, const char *path, bool create, int flags, mode_t mode,
                         uid_t uid, gid_t gid, probe_chunk *pc, struct create_chain *ch)
 {
-	struct open_job jobs[2][STRIPE_MAX_N];
+	struct open_job jobs[2][STRIPE_MAX_N], refresh;
 	int n = volume_n(v);
 	mio_batch batch;
 
@@ -276,15 +293,21 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 		pc[mb].fd = -1;
 		pc[mb].state = CHUNK_FAILED;
 		jobs[0][mb] = (struct open_job){ v, path, create, flags, mb, mode, uid, gid, &pc[mb],
-		                                 ch, false };
+		                                 ch, JOB_OPEN };
 		jobs[1][mb] = jobs[0][mb];
-		jobs[1][mb].header = true;
+		jobs[1][mb].kind = JOB_HEADER;
 		if (volume_member_ok(v, mb))
 			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[0][mb]);
 	}
 	for (int mb = 0; ch && mb < n; mb++)
 		if (ch->in >> mb & 1)
 			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[1][mb]);
+	int last = ch ? volume_refresh_member(v, ch->in) : -1;
+	if (last >= 0) {
+		refresh = jobs[1][last];
+		refresh.kind = JOB_REFRESH;
+		memberio_submit(volume_memberio(v), last, &batch, open_job_run, &refresh);
+	}
 	uint64_t lost = mio_batch_wait(&batch);
 	for (int mb = 0; mb < n; mb++)
 		if (lost >> mb & 1) /* its descriptor, if any, stays with its worker */

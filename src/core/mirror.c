@@ -393,6 +393,19 @@ static void chain_task(void *p)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The chain's last task: once the operation has ended on every member,
+ * the directories it changed are stat'ed for the kernel's next getattr
+ * (volume_set_refresh). */
+static void chain_refresh(void *p)
+{
+	struct chain *c = p;
+	pthread_mutex_lock(&c->lock);
+	bool ended = !chain_left(c, CH_END) && c->decided && c->answer >= 0;
+	pthread_mutex_unlock(&c->lock);
+	if (ended)
+		volume_refresh_parents(c->r.v, c->r.path, c->r.to);
+}
+
 /* The tasks of stage on the members in mask, as one small batch. */
 static void chain_submit(struct chain *c, struct chain_job (*jobs)[64], int stage, uint64_t mask,
                          mio_batch *b)
@@ -454,6 +467,9 @@ static int apply_logged_chained(struct member_run *r, const intent_args *a, cons
 	mio_batch_init_small(volume_memberio(v), &b);
 	for (int stage = 0; stage < CH_STAGES; stage++)
 		chain_submit(&c, jobs, stage, c.in, &b);
+	int last = volume_refresh_member(v, c.in);
+	if (last >= 0)
+		memberio_submit(volume_memberio(v), last, &b, chain_refresh, &c);
 	mio_batch_wait(&b);
 	chain_catch_up(&c, jobs);
 	pthread_mutex_destroy(&c.lock);

@@ -68,6 +68,7 @@ typedef struct member {
 
 struct volume {
 	mop_state mops;        /* first: what the member operations see of us */
+	void (*refresh)(const char *dir); /* volume_set_refresh */
 	int n, k, m;
 	int format;            /* the superblock's: the version of the chunks */
 	member *mem;
@@ -921,6 +922,47 @@ bool volume_all_relayed(const volume *v)
 		if (volume_member_ok(v, i) && !memberio_relays(v->mio, i))
 			return false;
 	return true;
+}
+
+void volume_set_refresh(volume *v, void (*refresh)(const char *dir))
+{
+	v->refresh = refresh;
+}
+
+/* refresh for the directory holding path. */
+static void refresh_parent(volume *v, const char *path, size_t dirlen)
+{
+	char *dir = dirlen ? g_strndup(path, dirlen) : g_strdup("/");
+	v->refresh(dir);
+	g_free(dir);
+}
+
+/* The length of path's directory part ("/a/b" -> 2, "/b" -> 0: the root). */
+static size_t dir_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+void volume_refresh_parents(volume *v, const char *path, const char *path2)
+{
+	if (!v->refresh || !volume_usable(v))
+		return;
+	size_t len = dir_len(path);
+	refresh_parent(v, path, len);
+	if (path2) {
+		size_t len2 = dir_len(path2);
+		if (len2 != len || strncmp(path, path2, len) != 0)
+			refresh_parent(v, path2, len2);
+	}
+}
+
+int volume_refresh_member(volume *v, uint64_t mask)
+{
+	for (int i = 0; i < v->n; i++)
+		if ((mask >> i & 1) && volume_member_answers(v, i))
+			return i;
+	return -1;
 }
 
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg)

@@ -79,6 +79,19 @@ bool volume_hands_off(const volume *v);
  * other on one thread, so chained steps (mirror.c, a create in ecfile.c)
  * can each wait for the ones before. */
 bool volume_all_relayed(const volume *v);
+/* What a chain on the relay does last, once a namespace operation has
+ * ended on every member: the daemon's getattr of each directory it
+ * changed, so that the one the kernel asks next (every path walk asks
+ * for a changed directory's attributes again) finds them kept
+ * (attr_cache.h) instead of costing a hand-off.  refresh runs on the
+ * relay, where member calls are made inline; NULL: nothing. */
+void volume_set_refresh(volume *v, void (*refresh)(const char *dir));
+/* refresh (above) for the directories holding path and, unless NULL or the
+ * same, path2; called by the chains' last task. */
+void volume_refresh_parents(volume *v, const char *path, const char *path2);
+/* The member whose worker runs that last task: the first that answers
+ * queries (the one a getattr asks) among those in mask; -1 if none. */
+int volume_refresh_member(volume *v, uint64_t mask);
 /* volume_on_member on the members in mask at once, each with its own
  * argument: rcs[idx] = fn(args[idx]), or -ETIMEDOUT for a member given
  * up.  With a timeout the calls go out together (to the relay, for fast

@@ -615,6 +615,7 @@ static bool mount_volume(struct daemon_state *d)
 	}
 	d->state.chown_new = geteuid() == 0;
 	d->state.attrs = attr_cache_new();
+	volume_set_refresh(d->state.vol, fs_refresh_dir);
 	if (!d->vopts.read_only) {
 		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);

@@ -63,6 +63,12 @@ int fs_stat(const char *path, struct stat *st)
 	return rc;
 }
 
+void fs_refresh_dir(const char *dir)
+{
+	struct stat st;
+	fs_stat(dir, &st);
+}
+
 /* getattr's answer for node ino: by its open file if fi, else its path. */
 static int node_stat(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
 {

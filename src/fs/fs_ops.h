@@ -131,6 +131,9 @@ void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 /* The attributes of the object at path, as getattr answers them (st_ino
  * is the member's: the caller sets the node's). */
 int fs_stat(const char *path, struct stat *st);
+/* fs_stat of a directory a namespace operation changed, for the cache
+ * alone: the volume's refresh (volume_set_refresh), run on the relay. */
+void fs_refresh_dir(const char *dir);
 /* chmod of path on every member. */
 int fs_chmod_path(const char *path, mode_t mode);
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -778,13 +778,28 @@ static int member_header(fixture *fx, int i, const char *name, chunk_header *h)
 	return 1;
 }
 
+/* The directories the volume's refresh (volume_set_refresh) was given,
+ * and whether every member held the new file's header by then. */
+static fixture *refresh_fx;
+static int refreshes;
+static bool refreshed_whole;
+
+static void note_refresh(const char *dir)
+{
+	chunk_header h;
+	refreshes++;
+	refreshed_whole = strcmp(dir, "/") == 0;
+	for (int i = 0; i < N; i++)
+		refreshed_whole &= member_header(refresh_fx, i, "/new", &h) == 1;
+}
+
 /* With the member timeout, a new file's chunks and headers are one batch
  * on the relay (ecfile.c, struct create_chain): every member holds the
  * header of the one file at its own position, with no missed writes, the
  * same as write_headers gives a degraded create's.  A create over a name
  * some members still hold (O_CREAT without O_EXCL) opens that file, and
  * the chunk it makes on a member that lacked one gets no header of a new
- * file. */
+ * file.  The chain ends with the refresh of the new file's directory. */
 static void test_create_chained(void **state)
 {
 	fixture *fx = *state;
@@ -796,8 +811,15 @@ static void test_create_chained(void **state)
 	ecfile *f;
 	chunk_header h[N];
 	uint32_t seen = 0;
+	memberio_force_relay(volume_memberio(fx->v), true);
+	refresh_fx = fx;
+	volume_set_refresh(fx->v, note_refresh);
 	assert_int_equal(ecfile_create(fx->v, "/new", O_CREAT | O_RDWR, 0644, getuid(), getgid(),
 	                               &f), 0);
+	/* its last task: the directory, once every header is written */
+	assert_int_equal(refreshes, 1);
+	assert_true(refreshed_whole);
+	volume_set_refresh(fx->v, NULL);
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(member_header(fx, i, "/new", &h[i]), 1);
 		assert_memory_equal(h[i].file_id, ecfile_file_id(f), 16);

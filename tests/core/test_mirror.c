@@ -812,6 +812,68 @@ static void test_chained_steps_in_order(void **state)
 	assert_true(chained);
 }
 
+/* What the volume's refresh (volume_set_refresh) saw: the directories, in
+ * order, and whether the operation had already run on every member. */
+static struct {
+	fixture *fx;
+	const char *gone, *made; /* absent, present on every member by then */
+	int count;
+	char dirs[4][16];
+	bool done[4];
+} seen;
+
+static void note_refresh(const char *dir)
+{
+	if (seen.count >= 4)
+		return;
+	snprintf(seen.dirs[seen.count], sizeof(seen.dirs[0]), "%s", dir);
+	seen.done[seen.count++] = (!seen.gone || present(seen.fx, seen.gone) == 0) &&
+	                          present(seen.fx, seen.made) == ALL;
+}
+
+/* A chained operation's last task refreshes the directories it changed,
+ * once it has run on every member: both parents of a rename, one for a
+ * rename within a directory, the root for a new directory; nothing after
+ * a refusal. */
+static void test_chain_refreshes_parents(void **state)
+{
+	fixture *fx = *state;
+	memberio_force_relay(volume_memberio(fx->v), true);
+	volume_set_refresh(fx->v, note_refresh);
+	calls c = { .v = fx->v };
+	seen = (__typeof__(seen)){ .fx = fx, .made = "/a" };
+	intent_args mk = { INTENT_MKDIR, .from = "/a", .mode = 0755, .uid = (uid_t)-1,
+	                   .gid = (gid_t)-1 };
+	assert_int_equal(mirror_apply_logged(fx->v, &mk, mop_mkdir_fn, NULL, &c, "mkdir"), 0);
+	assert_int_equal(seen.count, 1);
+	assert_string_equal(seen.dirs[0], "/");
+	assert_true(seen.done[0]);
+
+	for (int mb = 0; mb < N; mb++)
+		put_member_file(&fx->mb, mb, "/a/x", "X");
+	seen = (__typeof__(seen)){ .fx = fx, .gone = "/a/x", .made = "/y" };
+	intent_args mv = { INTENT_RENAME, .from = "/a/x", .to = "/y" };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv, NULL, rename_fn, &c, "rename"), 0);
+	assert_int_equal(seen.count, 2);
+	assert_string_equal(seen.dirs[0], "/a");
+	assert_string_equal(seen.dirs[1], "/");
+	assert_true(seen.done[0] && seen.done[1]);
+
+	seen = (__typeof__(seen)){ .fx = fx, .gone = "/y", .made = "/z" };
+	intent_args mv2 = { INTENT_RENAME, .from = "/y", .to = "/z" };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv2, NULL, rename_fn, &c, "rename"), 0);
+	assert_int_equal(seen.count, 1);
+	assert_string_equal(seen.dirs[0], "/");
+	assert_true(seen.done[0]);
+
+	seen = (__typeof__(seen)){ .fx = fx, .made = "/z" };
+	intent_args mv3 = { INTENT_RENAME, .from = "/z", .to = "/a", .flags = RENAME_NOREPLACE };
+	assert_int_equal(mirror_apply_logged(fx->v, &mv3, NULL, rename_noreplace_fn, &c, "rename"),
+	                 -EEXIST);
+	assert_int_equal(seen.count, 0);
+	volume_set_refresh(fx->v, NULL);
+}
+
 /* A member slower than the relay's threshold (1 ms per call): the steps go
  * in rounds, the slow member's on its own worker.  The first member then
  * runs the operation right after its own copy, before the others hold
@@ -1016,6 +1078,7 @@ int main(void)
 		TT(test_parallel_refusal_touches_no_other_member),
 		TT(test_parallel_rename_with_a_hung_member),
 		TT(test_chained_steps_in_order),
+		TT(test_chain_refreshes_parents),
 		TT(test_rounds_with_a_slow_member),
 		TT(test_rounds_rules),
 		TT(test_chain_out_of_order),
