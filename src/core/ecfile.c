@@ -1682,6 +1682,22 @@ uint64_t ecfile_ident(ecfile *f)
 	return ident_of(f->id);
 }
 
+static bool ident_is(void *f, void *ident)
+{
+	return ident_of(((ecfile *)f)->id) == *(const uint64_t *)ident;
+}
+
+int ecfile_open_ident(volume *v, uint64_t ident, ecfile **out)
+{
+	volume_files_lock(v);
+	ecfile *f = volume_files_find(v, ident_is, &ident);
+	if (f)
+		f->refs++;
+	volume_files_unlock(v);
+	*out = f;
+	return f ? 0 : -ENOENT;
+}
+
 int ecfile_stat(volume *v, const char *path, struct stat *st)
 {
 	return ecfile_stat_ident(v, path, st, NULL);

@@ -30,6 +30,10 @@ int ecfile_create(volume *v, const char *path, int flags, mode_t mode,
 /* Opens an existing regular file (flags: O_TRUNC honoured).  Fails with EIO
  * if fewer than k members hold a valid chunk of it. */
 int ecfile_open(volume *v, const char *path, int flags, ecfile **out);
+/* The file already open whose identity (ecfile_ident) is ident, shared as
+ * ecfile_open would share it, without a member call; -ENOENT if no such
+ * file is open. */
+int ecfile_open_ident(volume *v, uint64_t ident, ecfile **out);
 /* Drops one reference; the last one flushes buffered data and closes. */
 int ecfile_release(ecfile *f);
 /* Releases every file still open, as the last close would: the kernel

@@ -1462,6 +1462,18 @@ void *volume_files_any(volume *v)
 	return g_hash_table_iter_next(&it, &id, &f) ? f : NULL;
 }
 
+void *volume_files_find(volume *v, bool (*match)(void *f, void *arg), void *arg)
+{
+	GHashTableIter it;
+	gpointer id, f;
+
+	g_hash_table_iter_init(&it, v->files);
+	while (g_hash_table_iter_next(&it, &id, &f))
+		if (match(f, arg))
+			return f;
+	return NULL;
+}
+
 /* ---- fault injection (test builds) ---- */
 
 /* The rules of ECFS_FAULT, and the record started (ECFS_RECORD,

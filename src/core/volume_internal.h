@@ -96,5 +96,8 @@ void volume_files_insert(volume *v, const uint8_t *id, void *f);
 void volume_files_remove(volume *v, const uint8_t id[16]);
 /* Any file still in the table, or NULL when it is empty. */
 void *volume_files_any(volume *v);
+/* The first open file for which match(f, arg) is true, or NULL (under the
+ * files lock). */
+void *volume_files_find(volume *v, bool (*match)(void *f, void *arg), void *arg);
 
 #endif

@@ -125,7 +125,8 @@ static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
 	return mop_utimensat(fs_volume(), member, dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW);
 }
 
-static int set_times(const char *path, const struct timespec tv[2])
+static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[2],
+                     struct fuse_file_info *fi)
 {
 	/* One clock reading for UTIME_NOW, so that every member stores the
 	 * same time and any of them can answer getattr. */
@@ -135,14 +136,17 @@ static int set_times(const char *path, const struct timespec tv[2])
 	for (int i = 0; i < 2; i++)
 		if (ts[i].tv_nsec == UTIME_NOW)
 			ts[i] = now;
-	struct stat st;
-	int rc = fs_member_lstat(path, &st);
-	if (rc < 0)
-		return rc;
 	/* Data still buffered in an open ecfile would reach the chunk files
-	 * later and move their mtime past the one set here (cp -p, tar). */
-	if (S_ISREG(st.st_mode) && ts[1].tv_nsec != UTIME_OMIT) {
-		rc = fs_flush_path(path);
+	 * later and move their mtime past the one set here (cp -p, tar, which
+	 * sets it right after its close: the kernel's release may not have
+	 * come yet).  A file not open holds none: its last release flushed.
+	 * Through an open file (futimens) that file is the one to flush. */
+	if (ts[1].tv_nsec != UTIME_OMIT && fi) {
+		int rc = ecfile_flush(fs_file_of(fi));
+		if (rc < 0)
+			return rc;
+	} else if (ts[1].tv_nsec != UTIME_OMIT && fs_nodes_open(ino)) {
+		int rc = fs_flush_node(ino);
 		if (rc < 0)
 			return rc;
 	}
@@ -165,7 +169,7 @@ static void wanted_times(const struct stat *attr, int to_set, struct timespec tv
 
 /* chmod, chown, truncate and utimens, in that order (as libfuse's path
  * API does them). */
-static int set_attrs(const char *path, const struct stat *attr, int to_set,
+static int set_attrs(fuse_ino_t ino, const char *path, const struct stat *attr, int to_set,
                      struct fuse_file_info *fi)
 {
 	int rc = 0;
@@ -183,7 +187,7 @@ static int set_attrs(const char *path, const struct stat *attr, int to_set,
 	                          FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {
 		struct timespec tv[2];
 		wanted_times(attr, to_set, tv);
-		rc = set_times(path, tv);
+		rc = set_times(ino, path, tv, fi);
 	}
 	return rc;
 }
@@ -194,7 +198,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	char *path = NULL;
 	int rc = fs_nodes_path(ino, &path);
 	if (rc == 0)
-		rc = set_attrs(path, attr, to_set, fi);
+		rc = set_attrs(ino, path, attr, to_set, fi);
 	g_free(path);
 	struct stat st;
 	if (rc == 0)

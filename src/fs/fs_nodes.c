@@ -286,6 +286,15 @@ void fs_nodes_opened(fuse_ino_t ino)
 	g_mutex_unlock(&table.lock);
 }
 
+bool fs_nodes_open(fuse_ino_t ino)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	bool open = n && n->opens > 0;
+	g_mutex_unlock(&table.lock);
+	return open;
+}
+
 char *fs_nodes_closed(fuse_ino_t ino)
 {
 	char *orphan = NULL;

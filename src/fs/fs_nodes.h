@@ -64,6 +64,8 @@ void fs_nodes_renamed(fuse_ino_t p1, const char *n1, fuse_ino_t p2, const char *
 
 /* Opens of node ino (files only: directories do not count). */
 void fs_nodes_opened(fuse_ino_t ino);
+/* Whether node ino is open (its last close not yet done). */
+bool fs_nodes_open(fuse_ino_t ino);
 /* The close of an open of node ino: the path of the orphan to remove
  * (g_free it), if that was the last open of an orphan, else NULL. */
 char *fs_nodes_closed(fuse_ino_t ino);

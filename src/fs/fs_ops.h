@@ -112,9 +112,10 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
                   struct fuse_file_info *fi);
-/* Makes data written through any open of path reach the members, so that
- * times set afterwards are not overwritten by a later flush. */
-int fs_flush_path(const char *path);
+/* Makes data written through any open of node ino reach the members, so
+ * that times set afterwards are not overwritten by a later flush; no
+ * member call when the daemon has no such file open. */
+int fs_flush_node(fuse_ino_t ino);
 
 /* ---- fs_dirs.c ---- */
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);

@@ -69,6 +69,32 @@ class StatTest(H.MountedCase):
         self.assertFalse(os.path.exists(self.p("a")))
         self.assert_clean_unmount(self.v)
 
+    def test_times_set_while_open(self):
+        """Times set while the file is open and its data still buffered in
+        the daemon (tar and cp -p set them right after writing, before the
+        kernel's release arrives), by path and through the descriptor, hold
+        after the close, then after a remount; a file not open takes them
+        at once."""
+        fd = os.open(self.p("t"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"t" * 100000)
+        os.utime(self.p("t"), ns=(10**18, 10**18))
+        os.write(fd, b"")
+        os.close(fd)
+        fd = os.open(self.p("u"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"u" * 5000)
+        os.utime(fd, ns=(2 * 10**18, 2 * 10**18))
+        os.close(fd)
+        H.write_file(self.p("w"), b"w" * 3)
+        os.utime(self.p("w"), ns=(3 * 10**18, 3 * 10**18))
+        for _ in range(2):
+            self.assertEqual(os.stat(self.p("t")).st_mtime_ns, 10**18)
+            self.assertEqual(os.stat(self.p("u")).st_mtime_ns, 2 * 10**18)
+            self.assertEqual(os.stat(self.p("w")).st_mtime_ns, 3 * 10**18)
+            self.assert_size("t", 100000, "times set while open")
+            self.assert_clean_unmount(self.v)
+            self.mnt = self.mount(self.v)
+        self.assert_clean_unmount(self.v)
+
     def test_with_members_lost(self):
         """A member lost after its size was remembered, and writes while
         it is gone: the size follows (it comes from the newest header)."""
