@@ -122,15 +122,97 @@ static uint64_t find_primary(struct member_run *r, int from, bool *decided, int 
 	return ran;
 }
 
+/* With every member on the relay, apply_all's steps are one batch there:
+ * each member's task runs, in member order, as a candidate until one
+ * decides, then as a follower once the answer is a success, and does
+ * nothing after a refusal.  A task that finds members before it not yet
+ * run (they went to their workers after all) leaves its member to the
+ * caller. */
+struct relayed_all {
+	struct member_run r;
+	const char *what;
+	pthread_mutex_t lock; /* the state below; never held across a member call */
+	uint64_t in, ran;     /* members asked; those whose call has run */
+	bool decided;
+	int answer;
+};
+
+struct relayed_job {
+	struct relayed_all *a;
+	struct member_run r;
+};
+
+static void relayed_task(void *p)
+{
+	struct relayed_job *j = p;
+	struct relayed_all *a = j->a;
+	volume *v = a->r.v;
+	int idx = j->r.idx;
+
+	pthread_mutex_lock(&a->lock);
+	/* a candidate's turn: every member before it has run or failed */
+	bool turn = true;
+	for (int i = 0; i < idx && !a->decided; i++)
+		if ((a->in >> i & 1) && !(a->ran >> i & 1) && volume_member_ok(v, i))
+			turn = false;
+	bool refused = a->decided && a->answer < 0;
+	pthread_mutex_unlock(&a->lock);
+	if (!turn || refused || !volume_member_ok(v, idx))
+		return;
+	int rc = member_run(&j->r);
+	bool broke = member_broke(v, idx, rc, a->what);
+	pthread_mutex_lock(&a->lock);
+	a->ran |= 1ull << idx;
+	if (!broke)
+		take_answer(&a->r, idx, rc, &a->decided, &a->answer, a->what);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static int apply_all_relayed(struct member_run *r, const char *what)
+{
+	volume *v = r->v;
+	struct relayed_all a = { .r = *r, .what = what, .answer = -EIO };
+	struct relayed_job jobs[64];
+	mio_batch b;
+
+	pthread_mutex_init(&a.lock, NULL);
+	mio_batch_init_small(volume_memberio(v), &b);
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		if (!volume_member_ok(v, idx))
+			continue;
+		a.in |= 1ull << idx;
+		jobs[idx] = (struct relayed_job){ &a, *r };
+		jobs[idx].r.idx = idx;
+		memberio_submit(volume_memberio(v), idx, &b, relayed_task, &jobs[idx]);
+	}
+	uint64_t lost = mio_batch_wait(&b);
+	pthread_mutex_destroy(&a.lock);
+	/* What the relay left: in member order, as apply_all would. */
+	for (int idx = 0; idx < volume_n(v); idx++) {
+		if (!(a.in >> idx & 1) || (a.ran >> idx & 1) || (lost >> idx & 1) ||
+		    !volume_member_ok(v, idx) || (a.decided && a.answer < 0))
+			continue;
+		int rc = run_member(r, idx);
+		if (!member_broke(v, idx, rc, what))
+			take_answer(r, idx, rc, &a.decided, &a.answer, what);
+	}
+	return volume_usable(v) ? a.answer : -EIO;
+}
+
+static bool chained(volume *v);
+
 /* The primary decides (find_primary); after a success the other members
  * run the operation at once (run_members): with a member timeout, one
  * wait for all of them instead of one hand-off after the other; without
- * one, inline in member order. */
+ * one, inline in member order.  With every member on the relay, both in
+ * one batch (apply_all_relayed). */
 static int apply_all(struct member_run *r, const char *what)
 {
 	volume *v = r->v;
 	if (!volume_usable(v))
 		return -EIO;
+	if (chained(v))
+		return apply_all_relayed(r, what);
 	bool decided = false;
 	int answer = -EIO;
 	uint64_t ran = find_primary(r, 0, &decided, &answer, what);

@@ -264,11 +264,14 @@ static const rule_case query_rules[] = {
 	{ { -EIO, -ENXIO, -EIO, 1, 1, 1 }, -EIO, 0x07, 0x07 },
 };
 
-static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool query)
+static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool query,
+                        bool relay)
 {
 	for (size_t i = 0; i < count; i++) {
 		const rule_case *r = &rules[i];
 		calls c = { 0 };
+		if (relay)
+			memberio_force_relay(volume_memberio(fx->v), true);
 		memcpy(c.rc, r->rc, sizeof(c.rc));
 		int answer = query ? mirror_query(fx->v, "/x", scripted, &c, "test")
 		                   : mirror_apply(fx->v, "/x", scripted, &c, "test");
@@ -283,12 +286,22 @@ static void check_rules(fixture *fx, const rule_case *rules, size_t count, bool 
 
 static void test_apply_rules(void **state)
 {
-	check_rules(*state, apply_rules, sizeof(apply_rules) / sizeof(apply_rules[0]), false);
+	check_rules(*state, apply_rules, sizeof(apply_rules) / sizeof(apply_rules[0]), false,
+	            false);
+}
+
+/* The same with every member on the relay: the candidates and the
+ * followers are one batch there (mirror.c, apply_all_relayed). */
+static void test_apply_rules_relayed(void **state)
+{
+	check_rules(*state, apply_rules, sizeof(apply_rules) / sizeof(apply_rules[0]), false,
+	            true);
 }
 
 static void test_query_rules(void **state)
 {
-	check_rules(*state, query_rules, sizeof(query_rules) / sizeof(query_rules[0]), true);
+	check_rules(*state, query_rules, sizeof(query_rules) / sizeof(query_rules[0]), true,
+	            false);
 }
 
 /* ---- disagreeing members ---- */
@@ -1084,6 +1097,7 @@ int main(void)
 		TT(test_chain_out_of_order),
 		TT(test_copy_sync_fault),
 		TT(test_apply_rules),
+		TT(test_apply_rules_relayed),
 		TT(test_entry_missing_on_one_member),
 		T(test_gather_rules),
 		TT(test_gather_rules),
