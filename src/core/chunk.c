@@ -218,3 +218,11 @@ void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l)
 	layout_init(l, h->k, h->m, h->strip_size, (int)h->rotation);
 	layout_set_version(l, h->version, block_align);
 }
+
+uint64_t chunk_file_ident(const uint8_t file_id[16])
+{
+	uint64_t a, b;
+	memcpy(&a, file_id, 8);
+	memcpy(&b, file_id + 8, 8);
+	return a ^ b;
+}

@@ -52,6 +52,9 @@ size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX])
  * negative errno (-EINVAL short, bad magic/size/checksum/fields, -EPROTO
  * unknown version, then in h->version) and a static reason in *why. */
 int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const char **why);
+/* The 64-bit identity of a file id (its two halves folded): the inode
+ * number a file shows (ecfile_ident) and the size cache's key for it. */
+uint64_t chunk_file_ident(const uint8_t file_id[16]);
 /* The layout a chunk header describes, for a code of that block alignment. */
 void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l);
 

@@ -725,9 +725,13 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 
 	pthread_mutex_lock(&f->lock);
 	if (fresh && chp && headers_written(f, &ch))
-		size_cache_headers_changed(volume_sizes(v));
+		rc = 0;
 	else if (fresh)
 		rc = write_headers(f, false);
+	/* A new chunk file may reuse the inode of one removed, whose size is
+	 * remembered under a ctime it may share: every size is stale. */
+	if (fresh)
+		size_cache_headers_changed(volume_sizes(v));
 	else
 		recover_locked(f);
 	if (rc == 0 && !fresh && (flags & O_TRUNC) && f->size)
@@ -1020,7 +1024,7 @@ static void set_size(ecfile *f, uint64_t size)
 		f->size = size;
 		f->hdr_dirty = true;
 		/* ahead of its headers: a size remembered for stat is stale */
-		size_cache_headers_changed(volume_sizes(f->v));
+		size_cache_file_changed(volume_sizes(f->v), chunk_file_ident(f->id));
 	}
 }
 
@@ -1559,7 +1563,7 @@ struct stat_probe {
 	int rc;          /* 0, or -errno of the member's lstat */
 	bool from_dir;   /* rc is about opening the parent directory */
 	struct stat s;
-	bool cached;     /* s is a chunk whose size the cache knows: size */
+	bool cached;     /* s is a chunk whose size is known (the size cache, an open file): size */
 	uint64_t size;
 	uint64_t ident;  /* and its identity (ecfile_ident) */
 	bool want_ident; /* a directory's identity is asked for too */
@@ -1612,6 +1616,19 @@ static int stat_probe_run(void *arg)
 		MIO_CALL(close(fd));
 	bool valid = got >= 0 && chunk_header_decode(buf, (size_t)got, &h, NULL) == 0 &&
 	             !memcmp(h.volume_uuid, volume_uuid(p->v), 16);
+	if (valid) {
+		/* A chunk of a file open in the daemon: that file knows its size
+		 * best (buffered writes included), and no other member need say
+		 * which file the name is. */
+		volume_files_lock(p->v);
+		ecfile *f = volume_files_lookup(p->v, h.file_id);
+		if (f) {
+			size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+			p->ident = chunk_file_ident(h.file_id);
+			cached = true;
+		}
+		volume_files_unlock(p->v);
+	}
 	p->s = s;
 	p->cached = cached;
 	if (cached)
@@ -1663,14 +1680,6 @@ uint64_t ecfile_new_ident(void)
 	return id;
 }
 
-/* The 64-bit identity of a file id: its two halves folded. */
-static uint64_t ident_of(const uint8_t id[16])
-{
-	uint64_t a, b;
-	memcpy(&a, id, 8);
-	memcpy(&b, id + 8, 8);
-	return a ^ b;
-}
 
 const uint8_t *ecfile_file_id(const ecfile *f)
 {
@@ -1679,12 +1688,12 @@ const uint8_t *ecfile_file_id(const ecfile *f)
 
 uint64_t ecfile_ident(ecfile *f)
 {
-	return ident_of(f->id);
+	return chunk_file_ident(f->id);
 }
 
 static bool ident_is(void *f, void *ident)
 {
-	return ident_of(((ecfile *)f)->id) == *(const uint64_t *)ident;
+	return chunk_file_ident(((ecfile *)f)->id) == *(const uint64_t *)ident;
 }
 
 int ecfile_open_ident(volume *v, uint64_t ident, ecfile **out)
@@ -1777,7 +1786,7 @@ static void finish_stat(volume *v, const struct stat_probe *p, struct stat_answe
 	*a->st = p[from].s;
 	if (ref >= 0) {
 		size = a->hs[ref]->size;
-		*a->ident = ident_of(a->hs[ref]->file_id);
+		*a->ident = chunk_file_ident(a->hs[ref]->file_id);
 		volume_files_lock(v);
 		ecfile *f = volume_files_lookup(v, a->hs[ref]->file_id);
 		if (f) {

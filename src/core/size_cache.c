@@ -23,7 +23,9 @@ typedef struct size_entry {
 struct size_cache {
 	pthread_mutex_t lock;
 	uint64_t epoch; /* atomic */
+	uint64_t floor; /* entries made before it are stale (under lock) */
 	GHashTable *sizes; /* chunk_key -> size_entry */
+	GHashTable *changed; /* file identity -> the epoch of its last change */
 };
 
 static guint key_hash(gconstpointer p)
@@ -53,6 +55,7 @@ size_cache *size_cache_new(void)
 
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->sizes = g_hash_table_new_full(key_hash, key_equal, g_free, g_free);
+	sc->changed = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	return sc;
 }
 
@@ -61,6 +64,7 @@ void size_cache_free(size_cache *sc)
 	if (!sc)
 		return;
 	g_hash_table_destroy(sc->sizes);
+	g_hash_table_destroy(sc->changed);
 	pthread_mutex_destroy(&sc->lock);
 	g_free(sc);
 }
@@ -72,19 +76,45 @@ uint64_t size_cache_epoch(size_cache *sc)
 
 void size_cache_headers_changed(size_cache *sc)
 {
-	__atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&sc->lock);
+	sc->floor = __atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL);
+	g_hash_table_remove_all(sc->changed);
+	pthread_mutex_unlock(&sc->lock);
+}
+
+void size_cache_file_changed(size_cache *sc, uint64_t ident)
+{
+	pthread_mutex_lock(&sc->lock);
+	uint64_t now = __atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL);
+	if (g_hash_table_size(sc->changed) >= SIZE_CACHE_MAX) {
+		/* forgetting whose change it was makes every entry stale */
+		sc->floor = now;
+		g_hash_table_remove_all(sc->changed);
+	} else {
+		g_hash_table_replace(sc->changed, g_memdup2(&ident, sizeof(ident)),
+		                     g_memdup2(&now, sizeof(now)));
+	}
+	pthread_mutex_unlock(&sc->lock);
+}
+
+/* Under sc->lock: no change of e's file since the epoch e was made at. */
+static bool still_current(size_cache *sc, const size_entry *e)
+{
+	if (e->epoch < sc->floor)
+		return false;
+	const uint64_t *last = g_hash_table_lookup(sc->changed, &e->ident);
+	return !last || *last <= e->epoch;
 }
 
 bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size,
                     uint64_t *ident)
 {
 	chunk_key k = key_of(mb, st);
-	uint64_t now = size_cache_epoch(sc);
 	bool hit = false;
 
 	pthread_mutex_lock(&sc->lock);
 	const size_entry *e = g_hash_table_lookup(sc->sizes, &k);
-	if (e && e->epoch == now && e->ctime_ns == ctime_ns(st)) {
+	if (e && still_current(sc, e) && e->ctime_ns == ctime_ns(st)) {
 		*size = e->size;
 		if (ident)
 			*ident = e->ident;

@@ -5,14 +5,16 @@
  *
  * A file's size lives in its chunk headers.  An entry remembers the size
  * found for the chunk (member, device, inode) that answered the lstat,
- * with that chunk's ctime and the header epoch: a count that every chunk
- * header write, of any file, on any member, raises once it is done.  An
- * entry holds only while no header was written since it was made, so a
- * write, a truncate, a create reusing the inode, a repair or a heal all
- * make it stale, and it cannot outlive a change made while it was being
- * made (the epoch is read before the headers are).  ecfs is the only
- * writer of a mounted volume; the ctime catches a change behind its back.
- * Thread-safe.
+ * with that chunk's ctime, the file's identity and the header epoch: a
+ * count that every change of a file's size or headers (on any member)
+ * raises once it is done, noting it as that file's last change.  An entry
+ * holds while its file has not changed since the epoch it was made at,
+ * so a write, a truncate, a repair or a heal of that file make it stale
+ * (writes to other files do not), and it cannot outlive a change made
+ * while it was being made (the epoch is read before the headers are).  A
+ * new file makes every entry stale (its chunk may reuse the inode, and
+ * ctime, of one removed).  ecfs is the only writer of a mounted volume;
+ * the ctime catches a change behind its back.  Thread-safe.
  */
 #ifndef ECFS_SIZE_CACHE_H
 #define ECFS_SIZE_CACHE_H
@@ -31,8 +33,11 @@ void size_cache_free(size_cache *sc);
 
 /* The header epoch now (read it before reading headers). */
 uint64_t size_cache_epoch(size_cache *sc);
-/* A chunk header was written (after the write, done or failed). */
+/* Every size remembered is stale (a new file's headers were written). */
 void size_cache_headers_changed(size_cache *sc);
+/* The size or a header of the file with identity ident (chunk_file_ident)
+ * changed: after the write, done or failed, or the change in memory. */
+void size_cache_file_changed(size_cache *sc, uint64_t ident);
 
 /* True, with *size (and the file's identity, ecfile_ident, in *ident
  * unless NULL), if the chunk of member mb whose lstat is st has a size

@@ -1291,8 +1291,9 @@ static void write_header_member(void *arg)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
 	if (r >= 0 && j->durable)
 		r = sync_chunk(j->c, j->member, true);
-	/* Whatever it did, sizes remembered before are no longer sure. */
-	size_cache_headers_changed(volume_sizes(j->c->v));
+	/* Whatever it did, the sizes remembered before for this file are no
+	 * longer sure. */
+	size_cache_file_changed(volume_sizes(j->c->v), chunk_file_ident(j->c->hdr.file_id));
 	j->err = r < 0 ? (int)r : 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The closed files' sizes (src/core/size_cache.c): an entry holds while no
- * header was written since it was made and its chunk's ctime is the same. */
+/* The closed files' sizes (src/core/size_cache.c): an entry holds while its
+ * file has not changed since it was made, no new file was made, and its
+ * chunk's ctime is the same. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,35 @@ static void test_changed_behind_its_back(void **state)
 	size_cache_free(sc);
 }
 
+/* A change of one file leaves the others' sizes remembered, also one made
+ * while another's headers were read; a change of the file itself while
+ * they were read does not. */
+static void test_per_file(void **state)
+{
+	size_cache *sc = size_cache_new();
+	struct stat a = chunk(10, 100), b = chunk(11, 100);
+	uint64_t size, epoch = size_cache_epoch(sc);
+
+	(void)state;
+	size_cache_put(sc, 0, &a, epoch, 1, 0xa);
+	size_cache_file_changed(sc, 0xb); /* another file written */
+	size_cache_put(sc, 0, &b, epoch, 2, 0xb); /* read across that write */
+	assert_true(size_cache_get(sc, 0, &a, &size, NULL));
+	assert_int_equal(size, 1);
+	assert_false(size_cache_get(sc, 0, &b, &size, NULL));
+	size_cache_put(sc, 0, &b, size_cache_epoch(sc), 3, 0xb); /* read again, after */
+	assert_true(size_cache_get(sc, 0, &b, &size, NULL));
+	assert_int_equal(size, 3);
+	size_cache_file_changed(sc, 0xa);
+	assert_false(size_cache_get(sc, 0, &a, &size, NULL));
+	assert_true(size_cache_get(sc, 0, &b, &size, NULL));
+	/* past SIZE_CACHE_MAX files changed, whose change it was is forgotten */
+	for (uint64_t i = 0; i <= SIZE_CACHE_MAX; i++)
+		size_cache_file_changed(sc, 0x1000 + i);
+	assert_false(size_cache_get(sc, 0, &b, &size, NULL));
+	size_cache_free(sc);
+}
+
 static void test_bounded(void **state)
 {
 	size_cache *sc = size_cache_new();
@@ -90,6 +120,7 @@ int main(void)
 		cmocka_unit_test(test_remembered_until_a_header_is_written),
 		cmocka_unit_test(test_made_across_a_header_write),
 		cmocka_unit_test(test_changed_behind_its_back),
+		cmocka_unit_test(test_per_file),
 		cmocka_unit_test(test_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
