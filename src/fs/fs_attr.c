@@ -20,8 +20,11 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
+#include "size_cache.h"
+#include "volume_internal.h"
 
 /* The root's last known attributes: when more than m members have failed
  * every request fails with EIO, but the root must still answer getattr, or
@@ -97,7 +100,77 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs_timeouts()->attr);
 }
 
-static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
+bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
+                    struct stat *before)
+{
+	return volume_member_answers(fs_volume(), member) &&
+	       !__atomic_load_n(&k->claimed, __ATOMIC_ACQUIRE) &&
+	       MIO_CALL(fstatat(fd, leaf, before, AT_SYMLINK_NOFOLLOW)) == 0;
+}
+
+void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
+                   const struct stat *before)
+{
+	if (__atomic_exchange_n(&k->claimed, true, __ATOMIC_ACQ_REL) ||
+	    MIO_CALL(fstatat(fd, leaf, &k->after, AT_SYMLINK_NOFOLLOW)) != 0 ||
+	    k->after.st_ino != before->st_ino || k->after.st_dev != before->st_dev)
+		return;
+	k->before = *before;
+	k->member = member;
+	k->have = true;
+}
+
+bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st)
+{
+	struct stat sized = k->before;
+	uint64_t ident;
+	if (!k->have || (sized.st_mode & S_IFMT) != (k->after.st_mode & S_IFMT) ||
+	    !ecfile_stat_from(fs_volume(), k->member, &sized, &ident))
+		return false;
+	*st = k->after;
+	if (S_ISREG(st->st_mode)) {
+		st->st_size = sized.st_size;
+		st->st_blocks = sized.st_blocks;
+		size_cache_put(volume_sizes(fs_volume()), k->member, &k->after, epoch,
+		               (uint64_t)sized.st_size, ident);
+	}
+	return true;
+}
+
+/* chmod, chown or utimens of (dirfd, leaf) on a member (attr_member),
+ * its size kept (struct kept_size). */
+struct attr_change {
+	struct kept_size kept;
+	int (*op)(int member, int dirfd, const char *leaf, const void *arg);
+	const void *arg;
+};
+
+static int attr_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct attr_change *c = arg;
+	struct stat before;
+	bool take = fs_kept_before(&c->kept, member, dirfd, leaf, &before);
+	int rc = c->op(member, dirfd, leaf, c->arg);
+	if (rc == 0 && take)
+		fs_kept_after(&c->kept, member, dirfd, leaf, &before);
+	return rc;
+}
+
+/* op(arg) on every member (mirror_apply), the size of a regular file
+ * kept remembered across it. */
+static int apply_attr(const char *path, int (*op)(int, int, const char *, const void *),
+                      const void *arg, const char *what)
+{
+	struct attr_change c = { .op = op, .arg = arg };
+	struct stat st;
+	uint64_t epoch = ecfile_stat_epoch(fs_volume());
+	int rc = mirror_apply(fs_volume(), path, attr_member, &c, what);
+	if (rc == 0)
+		fs_kept_carry(&c.kept, epoch, &st);
+	return rc;
+}
+
+static int chmod_member(int member, int dirfd, const char *leaf, const void *arg)
 {
 	return mop_fchmodat(fs_volume(), member, dirfd, leaf, *(const mode_t *)arg,
 	                    AT_SYMLINK_NOFOLLOW);
@@ -106,7 +179,7 @@ static int chmod_member(int member, int dirfd, const char *leaf, void *arg)
 int fs_chmod_path(const char *path, mode_t mode)
 {
 	mode &= 07777;
-	return mirror_apply(fs_volume(), path, chmod_member, &mode, "chmod");
+	return apply_attr(path, chmod_member, &mode, "chmod");
 }
 
 struct owner {
@@ -114,13 +187,13 @@ struct owner {
 	gid_t gid;
 };
 
-static int chown_member(int member, int dirfd, const char *leaf, void *arg)
+static int chown_member(int member, int dirfd, const char *leaf, const void *arg)
 {
 	const struct owner *o = arg;
 	return mop_fchownat(fs_volume(), member, dirfd, leaf, o->uid, o->gid, AT_SYMLINK_NOFOLLOW);
 }
 
-static int utimens_member(int member, int dirfd, const char *leaf, void *arg)
+static int utimens_member(int member, int dirfd, const char *leaf, const void *arg)
 {
 	return mop_utimensat(fs_volume(), member, dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW);
 }
@@ -150,7 +223,7 @@ static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[
 		if (rc < 0)
 			return rc;
 	}
-	return mirror_apply(fs_volume(), path, utimens_member, ts, "utimens");
+	return apply_attr(path, utimens_member, ts, "utimens");
 }
 
 /* The times setattr asks for (UTIME_OMIT for those it leaves). */
@@ -178,7 +251,7 @@ static int set_attrs(fuse_ino_t ino, const char *path, const struct stat *attr, 
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		struct owner o = { (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 		                   (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1 };
-		rc = mirror_apply(fs_volume(), path, chown_member, &o, "chown");
+		rc = apply_attr(path, chown_member, &o, "chown");
 	}
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		rc = fi ? ecfile_truncate(fs_file_of(fi), attr->st_size)

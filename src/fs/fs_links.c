@@ -76,82 +76,27 @@ static int unlink_path(const char *path)
 	return mirror_apply_logged(fs_volume(), &a, unlink_member, NULL, NULL, "unlink");
 }
 
-/* A new name of an object (link, rename): the first member that made it
- * and answers queries (the one a lookup asks first) takes the object's
- * lstat before and after, so that the size the size cache remembers
- * under the old ctime is remembered under the new one too (a name changes
- * no size; else the next lookup reads the headers of every member) and a
- * link's reply needs no lookup.  Claimed once (atomic): the members may
- * run at once. */
-struct name_change {
-	unsigned flags; /* rename's */
-	bool claimed, have;
-	int member;
-	struct stat before, after;
-};
-
-static bool take_before(struct name_change *nc, int member, int fd, const char *leaf,
-                        struct stat *before)
-{
-	return volume_member_answers(fs_volume(), member) &&
-	       !__atomic_load_n(&nc->claimed, __ATOMIC_ACQUIRE) &&
-	       MIO_CALL(fstatat(fd, leaf, before, AT_SYMLINK_NOFOLLOW)) == 0;
-}
-
-static void take_after(struct name_change *nc, int member, int fd, const char *leaf,
-                       const struct stat *before)
-{
-	if (__atomic_exchange_n(&nc->claimed, true, __ATOMIC_ACQ_REL) ||
-	    MIO_CALL(fstatat(fd, leaf, &nc->after, AT_SYMLINK_NOFOLLOW)) != 0 ||
-	    nc->after.st_ino != before->st_ino || nc->after.st_dev != before->st_dev)
-		return;
-	nc->before = *before;
-	nc->member = member;
-	nc->have = true;
-}
-
-/* After the change (epoch: ecfile_stat_epoch before it): true if what
- * ecfile_stat answers for the object takes no member call, with *st the
- * attributes after it; a regular file's size, remembered for the chunk
- * as it was, is remembered as it is now too. */
-static bool carry_size(const struct name_change *nc, uint64_t epoch, struct stat *st)
-{
-	struct stat sized = nc->before;
-	uint64_t ident;
-	if (!nc->have || (sized.st_mode & S_IFMT) != (nc->after.st_mode & S_IFMT) ||
-	    !ecfile_stat_from(fs_volume(), nc->member, &sized, &ident))
-		return false;
-	*st = nc->after;
-	if (S_ISREG(st->st_mode)) {
-		st->st_size = sized.st_size;
-		st->st_blocks = sized.st_blocks;
-		size_cache_put(volume_sizes(fs_volume()), nc->member, &nc->after, epoch,
-		               (uint64_t)sized.st_size, ident);
-	}
-	return true;
-}
-
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
                          const char *leaf2, void *arg)
 {
-	struct name_change *nc = arg;
+	struct kept_size *nc = arg;
 	struct stat before;
-	bool take = !(nc->flags & RENAME_EXCHANGE) && take_before(nc, member, fd1, leaf1, &before);
+	bool take = !(nc->flags & RENAME_EXCHANGE) && fs_kept_before(nc, member, fd1, leaf1, &before);
 	int rc = mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, nc->flags);
 	if (rc == 0 && take)
-		take_after(nc, member, fd2, leaf2, &before);
+		fs_kept_after(nc, member, fd2, leaf2, &before);
 	return rc;
 }
 
 static int rename_path(const char *from, const char *to, unsigned flags)
 {
 	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
-	struct name_change nc = { .flags = flags };
+	struct kept_size nc = { .flags = flags };
 	struct stat st;
 	uint64_t epoch = ecfile_stat_epoch(fs_volume());
 	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &nc, "rename");
 	if (rc == 0)
-		carry_size(&nc, epoch, &st);
+		fs_kept_carry(&nc, epoch, &st);
 	return rc;
 }
 
@@ -309,10 +254,10 @@ static int link_member(int member, int fd1, const char *leaf1, int fd2,
                        const char *leaf2, void *arg)
 {
 	struct stat before;
-	bool take = take_before(arg, member, fd1, leaf1, &before);
+	bool take = fs_kept_before(arg, member, fd1, leaf1, &before);
 	int rc = mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
 	if (rc == 0 && take)
-		take_after(arg, member, fd2, leaf2, &before);
+		fs_kept_after(arg, member, fd2, leaf2, &before);
 	return rc;
 }
 
@@ -326,7 +271,7 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
-	struct name_change nc = { 0 };
+	struct kept_size nc = { 0 };
 	uint64_t epoch = ecfile_stat_epoch(fs_volume());
 	if (rc == 0) {
 		intent_args a = { INTENT_LINK, .from = from, .to = to };
@@ -336,7 +281,7 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	 * around the link, with the size remembered, else looked up. */
 	struct fuse_entry_param e;
 	struct stat st;
-	if (rc == 0 && carry_size(&nc, epoch, &st)) {
+	if (rc == 0 && fs_kept_carry(&nc, epoch, &st)) {
 		fs_entry_fill(&e, ino, &st);
 		fs_nodes_add(newparent, newname, ino, st.st_mode);
 	} else if (rc == 0) {

@@ -129,6 +129,30 @@ void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 /* ---- fs_attr.c ---- */
+/* A change that keeps an object's size (a new name, chmod, chown,
+ * utimens): the first member that makes it and answers queries (the one a
+ * lookup asks first) takes the object's lstat before and after, so that
+ * the size the size cache remembers under the old ctime is remembered
+ * under the new one too (else the next stat reads the headers of every
+ * member) and a link's reply needs no lookup.  Claimed once (atomic): the
+ * members may run at once. */
+struct kept_size {
+	unsigned flags; /* the caller's own (rename's flags) */
+	bool claimed, have;
+	int member;
+	struct stat before, after;
+};
+/* Before the change on member, of (fd, leaf): true if this member takes
+ * the lstats; then fs_kept_after once its change is made. */
+bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
+                    struct stat *before);
+void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
+                   const struct stat *before);
+/* After the change (epoch: ecfile_stat_epoch before it): true if what
+ * ecfile_stat answers for the object takes no member call, with *st the
+ * attributes after it; a regular file's size, remembered for the chunk
+ * as it was, is remembered as it is now too. */
+bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st);
 /* The attributes of the object at path, as getattr answers them (st_ino
  * is the member's: the caller sets the node's). */
 int fs_stat(const char *path, struct stat *st);
