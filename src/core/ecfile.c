@@ -1707,6 +1707,16 @@ int ecfile_open_ident(volume *v, uint64_t ident, ecfile **out)
 	return f ? 0 : -ENOENT;
 }
 
+bool ecfile_stat_open(volume *v, uint64_t ident, struct stat *st)
+{
+	volume_files_lock(v);
+	ecfile *f = volume_files_find(v, ident_is, &ident);
+	if (f)
+		fill_size(st, __atomic_load_n(&f->size, __ATOMIC_RELAXED));
+	volume_files_unlock(v);
+	return f != NULL;
+}
+
 int ecfile_stat(volume *v, const char *path, struct stat *st)
 {
 	return ecfile_stat_ident(v, path, st, NULL);

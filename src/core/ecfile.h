@@ -34,6 +34,9 @@ int ecfile_open(volume *v, const char *path, int flags, ecfile **out);
  * ecfile_open would share it, without a member call; -ENOENT if no such
  * file is open. */
 int ecfile_open_ident(volume *v, uint64_t ident, ecfile **out);
+/* If the file whose identity is ident is open, the size it knows (buffered
+ * writes included) goes into *st, which holds a chunk's lstat, and true. */
+bool ecfile_stat_open(volume *v, uint64_t ident, struct stat *st);
 /* Drops one reference; the last one flushes buffered data and closes. */
 int ecfile_release(ecfile *f);
 /* Releases every file still open, as the last close would: the kernel

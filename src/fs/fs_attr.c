@@ -156,17 +156,33 @@ static int attr_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
+/* What setattr answers, when the change itself told it (apply_attr). */
+struct attr_reply {
+	fuse_ino_t ino;
+	bool have;
+	struct stat st;
+};
+
 /* op(arg) on every member (mirror_apply), the size of a regular file
- * kept remembered across it. */
+ * kept remembered across it.  With out, the attributes after it: the
+ * first member's lstat taken around the change, with the size remembered
+ * or the open file's, when either is known (else out->have is false). */
 static int apply_attr(const char *path, int (*op)(int, int, const char *, const void *),
-                      const void *arg, const char *what)
+                      const void *arg, const char *what, struct attr_reply *out)
 {
 	struct attr_change c = { .op = op, .arg = arg };
 	struct stat st;
 	uint64_t epoch = ecfile_stat_epoch(fs_volume());
 	int rc = mirror_apply(fs_volume(), path, attr_member, &c, what);
-	if (rc == 0)
-		fs_kept_carry(&c.kept, epoch, &st);
+	bool carried = rc == 0 && fs_kept_carry(&c.kept, epoch, &st);
+	if (out && rc == 0) {
+		out->have = carried;
+		if (!carried && c.kept.have && S_ISREG(c.kept.after.st_mode)) {
+			st = c.kept.after;
+			out->have = fs_node_stat_open(out->ino, &st);
+		}
+		out->st = st;
+	}
 	return rc;
 }
 
@@ -176,10 +192,15 @@ static int chmod_member(int member, int dirfd, const char *leaf, const void *arg
 	                    AT_SYMLINK_NOFOLLOW);
 }
 
-int fs_chmod_path(const char *path, mode_t mode)
+static int chmod_with(const char *path, mode_t mode, struct attr_reply *out)
 {
 	mode &= 07777;
-	return apply_attr(path, chmod_member, &mode, "chmod");
+	return apply_attr(path, chmod_member, &mode, "chmod", out);
+}
+
+int fs_chmod_path(const char *path, mode_t mode)
+{
+	return chmod_with(path, mode, NULL);
 }
 
 struct owner {
@@ -199,7 +220,7 @@ static int utimens_member(int member, int dirfd, const char *leaf, const void *a
 }
 
 static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[2],
-                     struct fuse_file_info *fi)
+                     struct fuse_file_info *fi, struct attr_reply *out)
 {
 	/* One clock reading for UTIME_NOW, so that every member stores the
 	 * same time and any of them can answer getattr. */
@@ -223,7 +244,7 @@ static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[
 		if (rc < 0)
 			return rc;
 	}
-	return apply_attr(path, utimens_member, ts, "utimens");
+	return apply_attr(path, utimens_member, ts, "utimens", out);
 }
 
 /* The times setattr asks for (UTIME_OMIT for those it leaves). */
@@ -241,26 +262,29 @@ static void wanted_times(const struct stat *attr, int to_set, struct timespec tv
 }
 
 /* chmod, chown, truncate and utimens, in that order (as libfuse's path
- * API does them). */
-static int set_attrs(fuse_ino_t ino, const char *path, const struct stat *attr, int to_set,
-                     struct fuse_file_info *fi)
+ * API does them); out says what the last change told of the attributes
+ * after them all. */
+static int set_attrs(const char *path, const struct stat *attr, int to_set,
+                     struct fuse_file_info *fi, struct attr_reply *out)
 {
 	int rc = 0;
 	if (to_set & FUSE_SET_ATTR_MODE)
-		rc = fs_chmod_path(path, attr->st_mode);
+		rc = chmod_with(path, attr->st_mode, out);
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		struct owner o = { (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 		                   (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1 };
-		rc = apply_attr(path, chown_member, &o, "chown");
+		rc = apply_attr(path, chown_member, &o, "chown", out);
 	}
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
 		rc = fi ? ecfile_truncate(fs_file_of(fi), attr->st_size)
 		        : ecfile_truncate_path(fs_volume(), path, attr->st_size);
+		out->have = false;
+	}
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 	                          FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {
 		struct timespec tv[2];
 		wanted_times(attr, to_set, tv);
-		rc = set_times(ino, path, tv, fi);
+		rc = set_times(out->ino, path, tv, fi, out);
 	}
 	return rc;
 }
@@ -269,12 +293,17 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                 struct fuse_file_info *fi)
 {
 	char *path = NULL;
+	struct attr_reply out = { .ino = ino };
 	int rc = fs_nodes_path(ino, &path);
 	if (rc == 0)
-		rc = set_attrs(ino, path, attr, to_set, fi);
+		rc = set_attrs(path, attr, to_set, fi, &out);
 	g_free(path);
-	struct stat st;
-	if (rc == 0)
+	/* The attributes after the change, as the change itself saw them, or
+	 * asked for as getattr asks. */
+	struct stat st = out.st;
+	if (rc == 0 && out.have)
+		st.st_ino = ino;
+	else if (rc == 0)
 		rc = node_stat(ino, fi, &st);
 	if (rc < 0)
 		fs_reply_err(req, rc);

@@ -256,15 +256,34 @@ void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 }
 
+/* The file identities node ino may stand for: a regular file's node id
+ * is its identity, moved past the ids libfuse reserves (fs_nodes_ino). */
+static int node_idents(fuse_ino_t ino, uint64_t ids[2])
+{
+	ids[0] = ino;
+	ids[1] = ino - 2;
+	return ino == 2 || ino == 3 ? 2 : 1;
+}
+
 int fs_flush_node(fuse_ino_t ino)
 {
-	/* A regular file's node id is its identity (fs_nodes_ino), moved
-	 * past the ids libfuse reserves. */
-	ecfile *f;
-	volume *v = fs_volume();
-	if (ecfile_open_ident(v, ino, &f) < 0 && (ino > 3 || ecfile_open_ident(v, ino - 2, &f) < 0))
+	uint64_t ids[2];
+	ecfile *f = NULL;
+	for (int i = 0, n = node_idents(ino, ids); i < n && !f; i++)
+		if (ecfile_open_ident(fs_volume(), ids[i], &f) < 0)
+			f = NULL;
+	if (!f)
 		return 0; /* not open in the daemon: nothing buffered */
 	int rc = ecfile_flush(f);
 	int rc2 = ecfile_release(f);
 	return rc < 0 ? rc : rc2;
+}
+
+bool fs_node_stat_open(fuse_ino_t ino, struct stat *st)
+{
+	uint64_t ids[2];
+	for (int i = 0, n = node_idents(ino, ids); i < n; i++)
+		if (ecfile_stat_open(fs_volume(), ids[i], st))
+			return true;
+	return false;
 }

@@ -116,6 +116,9 @@ void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
  * that times set afterwards are not overwritten by a later flush; no
  * member call when the daemon has no such file open. */
 int fs_flush_node(fuse_ino_t ino);
+/* If node ino is a regular file open in the daemon: its size in *st
+ * (which holds a chunk's lstat), and true. */
+bool fs_node_stat_open(fuse_ino_t ino, struct stat *st);
 
 /* ---- fs_dirs.c ---- */
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
