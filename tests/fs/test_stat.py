@@ -95,6 +95,34 @@ class StatTest(H.MountedCase):
             self.mnt = self.mount(self.v)
         self.assert_clean_unmount(self.v)
 
+    def test_attribute_changes_keep_the_size(self):
+        """chmod, chown and utime answer with the attributes they leave,
+        the size included: of a file open with writes buffered (the open
+        file's size), and of a closed one (the size remembered, carried
+        across the change)."""
+        fd = os.open(self.p("o"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"o" * 70000)
+        os.chmod(self.p("o"), 0o600)
+        st = os.stat(self.p("o"))
+        self.assertEqual((st.st_size, st.st_mode & 0o777), (70000, 0o600))
+        os.chown(self.p("o"), 123, 456)
+        st = os.stat(self.p("o"))
+        self.assertEqual((st.st_size, st.st_uid, st.st_gid), (70000, 123, 456))
+        os.write(fd, b"p" * 5)
+        os.close(fd)
+        self.assert_size("o", 70005, "closed")
+        os.chmod(self.p("o"), 0o640)
+        os.utime(self.p("o"), ns=(5 * 10**17, 5 * 10**17))
+        st = os.stat(self.p("o"))
+        self.assertEqual((st.st_size, st.st_mode & 0o777, st.st_mtime_ns),
+                         (70005, 0o640, 5 * 10**17))
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+        st = os.stat(self.p("o"))
+        self.assertEqual((st.st_size, st.st_mode & 0o777, st.st_uid, st.st_mtime_ns),
+                         (70005, 0o640, 123, 5 * 10**17))
+        self.assert_clean_unmount(self.v)
+
     def test_with_members_lost(self):
         """A member lost after its size was remembered, and writes while
         it is gone: the size follows (it comes from the newest header)."""
