@@ -187,6 +187,10 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
  * and the caller writes every header after its wait as before. */
 struct create_chain {
 	pthread_mutex_t lock;
+	bool excl;        /* O_EXCL: each member first looks for the name */
+	uint64_t probed;  /* bit i: member i has looked */
+	bool exists;      /* ... and some member holds the name */
+	bool unsure;      /* an open found a member that had not looked yet */
 	uint64_t in;      /* the members in service at the start */
 	uint64_t opened;  /* bit i: member i's open has run */
 	uint64_t created; /* bit i: ... and made its chunk */
@@ -205,7 +209,7 @@ struct open_job {
 	gid_t gid;
 	probe_chunk *pc;
 	struct create_chain *ch; /* NULL: no header written here */
-	enum { JOB_OPEN, JOB_HEADER, JOB_REFRESH } kind;
+	enum { JOB_PROBE, JOB_OPEN, JOB_HEADER, JOB_REFRESH } kind;
 };
 
 /* Under ch->lock: true once every member in service at the start, still
@@ -253,9 +257,53 @@ static void chain_refresh_run(struct open_job *j)
 		volume_refresh_parents(j->v, j->path, NULL);
 }
 
+/* Whether member mb holds something at path (O_EXCL). */
+static bool holds_name(volume *v, int mb, const char *path)
+{
+	int fd = volume_object_fd(v, mb, path);
+	if (fd >= 0)
+		MIO_CALL(close(fd));
+	return fd >= 0;
+}
+
+/* O_EXCL: whether member j->mb holds anything at the name (name_exists,
+ * but on the relay ahead of the opens). */
+static void chain_probe_run(struct open_job *j)
+{
+	struct create_chain *ch = j->ch;
+	bool held = holds_name(j->v, j->mb, j->path);
+	pthread_mutex_lock(&ch->lock);
+	ch->probed |= 1ull << j->mb;
+	ch->exists |= held;
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Under ch->lock, for an O_EXCL create: true once every member in service
+ * has looked for the name and none holds it.  A member that has not
+ * looked yet makes the chain unsure: no chunk is made, and the caller
+ * starts again without a chain. */
+static bool chain_name_free(volume *v, struct create_chain *ch)
+{
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if ((ch->in >> mb & 1) && volume_member_ok(v, mb) && !(ch->probed >> mb & 1))
+			ch->unsure = true;
+	return !ch->exists && !ch->unsure;
+}
+
 static void open_job_run(void *arg)
 {
 	struct open_job *j = arg;
+	if (j->kind == JOB_PROBE) {
+		chain_probe_run(j);
+		return;
+	}
+	if (j->kind == JOB_OPEN && j->ch && j->ch->excl) {
+		pthread_mutex_lock(&j->ch->lock);
+		bool go = chain_name_free(j->v, j->ch);
+		pthread_mutex_unlock(&j->ch->lock);
+		if (!go)
+			return; /* the caller answers EEXIST, or starts again */
+	}
 	if (j->kind == JOB_HEADER) {
 		chain_header_run(j);
 		return;
@@ -283,7 +331,7 @@ static void open_job_run(void *arg)
 static void open_chunks(volume *v, const char *path, bool create, int flags, mode_t mode,
                         uid_t uid, gid_t gid, probe_chunk *pc, struct create_chain *ch)
 {
-	struct open_job jobs[2][STRIPE_MAX_N], refresh;
+	struct open_job jobs[3][STRIPE_MAX_N], refresh;
 	int n = volume_n(v);
 	mio_batch batch;
 
@@ -296,9 +344,15 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 		                                 ch, JOB_OPEN };
 		jobs[1][mb] = jobs[0][mb];
 		jobs[1][mb].kind = JOB_HEADER;
+		jobs[2][mb] = jobs[0][mb];
+		jobs[2][mb].kind = JOB_PROBE;
+	}
+	for (int mb = 0; ch && ch->excl && mb < n; mb++)
+		if (ch->in >> mb & 1)
+			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[2][mb]);
+	for (int mb = 0; mb < n; mb++)
 		if (volume_member_ok(v, mb))
 			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[0][mb]);
-	}
 	for (int mb = 0; ch && mb < n; mb++)
 		if (ch->in >> mb & 1)
 			memberio_submit(volume_memberio(v), mb, &batch, open_job_run, &jobs[1][mb]);
@@ -391,21 +445,17 @@ static uint64_t finish_create(volume *v, const char *path, const chunk_header *h
 	return made;
 }
 
-/* Whether any member in service has something at path (O_EXCL). */
+static int name_probe_run(void *arg)
+{
+	const member_at *p = arg;
+	return holds_name(p->v, p->mb, p->path);
+}
+
+/* Whether any member in service has something at path (O_EXCL), asked on
+ * the members' workers, so that one that hangs costs the timeout. */
 static bool name_exists(volume *v, const char *path)
 {
-	for (int mb = 0; mb < volume_n(v); mb++) {
-		const char *leaf;
-		struct stat st;
-		int pfd = volume_member_ok(v, mb) ? volume_parent_fd(v, mb, path, &leaf) : -1;
-		if (pfd < 0)
-			continue;
-		int r = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
-		close(pfd);
-		if (r == 0)
-			return true;
-	}
-	return false;
+	return volume_members_where(v, path, name_probe_run) != 0;
 }
 
 static void close_chunks(probe_chunk *pc, int n)
@@ -586,15 +636,9 @@ static int open_again(ecfile *f, probe_chunk *pc, int n, int flags)
 }
 
 /* Removes the chunk member mb made for a create that failed. */
-struct uncreate {
-	volume *v;
-	int mb;
-	const char *path;
-};
-
 static int uncreate_run(void *arg)
 {
-	const struct uncreate *u = arg;
+	const member_at *u = arg;
 	const char *leaf;
 	int pfd = volume_parent_fd(u->v, u->mb, u->path, &leaf);
 
@@ -609,7 +653,7 @@ static int uncreate_run(void *arg)
 static void uncreate(volume *v, const char *path, const probe_chunk *pc, int n)
 {
 	for (int mb = 0; mb < n; mb++) {
-		struct uncreate u = { v, mb, path };
+		member_at u = { v, mb, path };
 		if (pc[mb].created)
 			volume_on_member(v, mb, uncreate_run, &u);
 	}
@@ -683,18 +727,29 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	*out = NULL;
 	if (!volume_usable(v))
 		return -EIO;
-	if (create && (flags & O_EXCL) && name_exists(v, path))
-		return -EEXIST;
 	struct create_chain ch, *chp = NULL;
 	chunk_header pre;
 	if (create && volume_all_relayed(v)) {
 		if ((rc = new_header(v, &pre)) < 0)
 			return rc;
 		chp = create_chain_init(v, &ch, &pre);
+		ch.excl = flags & O_EXCL;
 	}
+	if (create && (flags & O_EXCL) && !chp && name_exists(v, path))
+		return -EEXIST;
 	open_chunks(v, path, create, flags, mode, uid, gid, pc, chp);
 	if (chp)
 		pthread_mutex_destroy(&ch.lock);
+	if (chp && ch.excl && (ch.exists || ch.unsure)) {
+		/* no chunk was made: the name is taken, or ask again apart */
+		close_chunks(pc, n);
+		if (ch.exists)
+			return -EEXIST;
+		if (name_exists(v, path))
+			return -EEXIST;
+		chp = NULL;
+		open_chunks(v, path, create, flags, mode, uid, gid, pc, NULL);
+	}
 	if (create && (rc = refused_for_space(v, path, pc, n)) < 0)
 		return rc;
 	rc = choose_header(v, path, pc, n, &h, chp ? &pre : NULL, &fresh);

@@ -1009,6 +1009,26 @@ void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const 
 	on_members(v, mask, fn, args, rcs, true);
 }
 
+uint64_t volume_members_where(volume *v, const char *path, int (*fn)(void *))
+{
+	member_at p[64];
+	void *args[64];
+	int rcs[64];
+	uint64_t ask = 0, where = 0;
+
+	for (int mb = 0; mb < v->n; mb++) {
+		p[mb] = (member_at){ v, mb, path };
+		args[mb] = &p[mb];
+		if (volume_member_ok(v, mb))
+			ask |= 1ull << mb;
+	}
+	volume_on_members(v, ask, fn, args, rcs);
+	for (int mb = 0; mb < v->n; mb++)
+		if ((ask >> mb & 1) && rcs[mb] == 1)
+			where |= 1ull << mb;
+	return where;
+}
+
 void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
                              void *const *args, int *rcs)
 {

@@ -70,6 +70,15 @@ void volume_member_close(volume *v, int idx, int fd);
  * nothing of the caller's to write into); reads go through mop_pread or
  * mio_bounce.  Inline on a worker thread, and without a timeout. */
 int volume_on_member(volume *v, int idx, int (*fn)(void *), void *arg);
+/* The argument of many such calls: a path on one member. */
+typedef struct member_at {
+	volume *v;
+	int mb;
+	const char *path;
+} member_at;
+/* The members in service for which fn(a member_at of path) returned 1,
+ * asked at once (volume_on_members). */
+uint64_t volume_members_where(volume *v, const char *path, int (*fn)(void *));
 /* Whether member calls are handed to the members' I/O workers: only with
  * a timeout to watch them (without one the hand-off gains nothing), and
  * not from a worker already (workers could wait for each other). */

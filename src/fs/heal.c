@@ -371,15 +371,9 @@ static void left_out(void *arg, const char *path, const uint8_t *id, uint64_t me
 }
 
 /* A regular file at path on each member in service that answers so. */
-struct reg_probe {
-	volume *v;
-	int mb;
-	const char *path;
-};
-
 static int regular_run(void *arg)
 {
-	const struct reg_probe *p = arg;
+	const member_at *p = arg;
 	const char *leaf;
 	struct stat st;
 	int pfd = volume_parent_fd(p->v, p->mb, p->path, &leaf);
@@ -394,22 +388,7 @@ static int regular_run(void *arg)
 
 static uint64_t regular_on(volume *v, const char *path)
 {
-	struct reg_probe p[STRIPE_MAX_N];
-	void *args[STRIPE_MAX_N];
-	int rcs[STRIPE_MAX_N];
-	uint64_t ask = 0, mask = 0;
-
-	for (int mb = 0; mb < volume_n(v); mb++) {
-		p[mb] = (struct reg_probe){ v, mb, path };
-		args[mb] = &p[mb];
-		if (volume_member_ok(v, mb))
-			ask |= 1ull << mb;
-	}
-	volume_on_members(v, ask, regular_run, args, rcs);
-	for (int mb = 0; mb < volume_n(v); mb++)
-		if (ask >> mb & 1 && rcs[mb] == 1)
-			mask |= 1ull << mb;
-	return mask;
+	return volume_members_where(v, path, regular_run);
 }
 
 /* Rebuilds the chunks of the file at path (file id c->id) on the members

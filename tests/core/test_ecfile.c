@@ -832,6 +832,24 @@ static void test_create_chained(void **state)
 	assert_int_equal(ecfile_release(f), 0);
 	check_file(fx, "/new", (const uint8_t *)"abc", 3);
 
+	/* O_EXCL: the members look for the name first, in the same batch; a
+	 * name any member holds (here member 4 alone) makes no chunk. */
+	assert_int_equal(ecfile_create(fx->v, "/new", O_CREAT | O_EXCL | O_RDWR, 0644, getuid(),
+	                               getgid(), &f), -EEXIST);
+	put_member_file(&fx->mb, 4, "/stray", "S");
+	assert_int_equal(ecfile_create(fx->v, "/stray", O_CREAT | O_EXCL | O_RDWR, 0644, getuid(),
+	                               getgid(), &f), -EEXIST);
+	for (int i = 0; i < N; i++) {
+		char *c = member_path(&fx->mb, i, "/stray");
+		struct stat st;
+		assert_int_equal(lstat(c, &st) == 0, i == 4);
+		g_free(c);
+	}
+	assert_int_equal(ecfile_create(fx->v, "/excl", O_CREAT | O_EXCL | O_RDWR, 0644, getuid(),
+	                               getgid(), &f), 0);
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/excl", NULL, 0);
+
 	uint8_t data[3 * STRIPE + 5];
 	fill_random(data, sizeof(data), 7);
 	write_file(fx, "/old", data, sizeof(data), sizeof(data));
