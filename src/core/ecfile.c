@@ -91,37 +91,40 @@ static void keep_head(probe_chunk *pc, const uint8_t *buf, size_t got)
 	pc->head_len = got;
 }
 
+/* The group a chunk just made must have: the caller's, or its
+ * directory's if that is setgid (mop_new_object_gid). */
+static gid_t new_chunk_gid(volume *v, int mb, const char *path, gid_t gid)
+{
+	char *dir = g_path_get_dirname(path);
+	int dfd = volume_object_fd(v, mb, dir);
+	g_free(dir);
+	if (dfd < 0)
+		return gid;
+	gid = mop_new_object_gid(dfd, gid);
+	MIO_CALL(close(dfd));
+	return gid;
+}
+
 static int open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
                       uid_t uid, gid_t gid, probe_chunk *pc)
 {
-	const char *leaf;
 	int acc = volume_defaults(v)->read_only ? O_RDONLY : O_RDWR;
-	int pfd = volume_parent_fd(v, mb, path, &leaf);
 	struct stat st;
 
 	pc->fd = -1;
 	pc->state = CHUNK_MISSING;
+	/* The chunk opened (and made) in one call beneath the member root. */
+	if (create) {
+		pc->fd = volume_open_beneath(v, mb, path,
+		                             acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		pc->created = pc->fd >= 0;
+		if (pc->fd == -EEXIST && !(flags & O_EXCL))
+			pc->fd = volume_open_beneath(v, mb, path, acc | O_NOFOLLOW | O_CLOEXEC, 0);
+	} else {
+		pc->fd = volume_open_beneath(v, mb, path, acc | O_NOFOLLOW | O_CLOEXEC, 0);
+	}
 	/* Errors make this chunk an erasure; the caller fails the open only
 	 * if no member has the file (then the error is the answer). */
-	if (pfd < 0) {
-		if (volume_member_error(v, mb, -pfd, "opening a directory"))
-			pc->state = CHUNK_FAILED;
-		else if (pfd != -ENOENT)
-			pc->state = CHUNK_CORRUPT;
-		return pc->state == CHUNK_FAILED ? 0 : pfd;
-	}
-	if (create) {
-		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		                    mode);
-		pc->created = pc->fd >= 0;
-		if (pc->created)
-			gid = mop_new_object_gid(pfd, gid);
-		if (pc->fd == -EEXIST && !(flags & O_EXCL))
-			pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
-	} else {
-		pc->fd = mop_openat(v, mb, pfd, leaf, acc | O_NOFOLLOW | O_CLOEXEC, 0);
-	}
-	MIO_CALL(close(pfd));
 	if (pc->fd < 0) {
 		int e = -pc->fd;
 		pc->fd = -1;
@@ -138,9 +141,14 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		return -EINVAL;
 	}
 	/* Owned by the caller: already so if the daemon runs with the
-	 * caller's fsuid/fsgid, else chown it (root daemon). */
-	int rc = pc->created && (st.st_uid != uid || st.st_gid != gid)
-	         ? mop_fchown(v, mb, pc->fd, uid, gid) : 0;
+	 * caller's fsuid/fsgid (or the directory gave the group), else chown
+	 * it (root daemon), to the directory's group if that is setgid. */
+	int rc = 0;
+	if (pc->created && (st.st_uid != uid || st.st_gid != gid)) {
+		gid = new_chunk_gid(v, mb, path, gid);
+		if (st.st_uid != uid || st.st_gid != gid)
+			rc = mop_fchown(v, mb, pc->fd, uid, gid);
+	}
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot chown the chunk on member %d to %u:%u: %s", path,
 		         mb, (unsigned)uid, (unsigned)gid, g_strerror(-rc));

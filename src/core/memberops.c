@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -209,7 +210,18 @@ int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsign
 	return (int)neg_errno(statx(dirfd, name, flags, mask, stx));
 }
 
-int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode)
+/* openat, or with beneath openat2 resolving as MOP_RESOLVE says. */
+static int open_from(int dirfd, const char *name, int flags, mode_t mode, bool beneath)
+{
+	if (!beneath)
+		return openat(dirfd, name, flags, mode);
+	struct open_how how = { .flags = (uint64_t)flags, .resolve = MOP_RESOLVE,
+	                        .mode = flags & O_CREAT ? mode : 0 };
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+static int open_recorded(volume *v, int idx, int dirfd, const char *name, int flags,
+                         mode_t mode, bool beneath)
 {
 	bool changes = flags & (O_CREAT | O_TRUNC);
 	struct stat st;
@@ -219,7 +231,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
 	if (!RECORDING || !changes) {
-		int fd = (int)neg_errno(openat(dirfd, name, flags, mode));
+		int fd = (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
 		count_made(v, changes && fd >= 0);
 		return fd;
 	}
@@ -227,7 +239,7 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	bool locked = begin();
 	bool existed = !(flags & O_CREAT) ||
 	               (!(flags & O_EXCL) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
-	int fd = (int)neg_errno(openat(dirfd, name, flags, mode));
+	int fd = (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
 	if (fd >= 0 && !existed)
 		rec_fd("create", idx, fd, ST_MODE);
 	else if (fd >= 0 && (flags & O_TRUNC)) {
@@ -239,6 +251,17 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
 	record_end(locked);
 	count_made(v, fd >= 0 && (!existed || (flags & O_TRUNC)));
 	return fd;
+}
+
+int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode)
+{
+	return open_recorded(v, idx, dirfd, name, flags, mode, false);
+}
+
+int mop_openat_beneath(volume *v, int idx, int rootfd, const char *path, int flags,
+                       mode_t mode)
+{
+	return open_recorded(v, idx, rootfd, path, flags, mode, true);
 }
 
 int mop_touchat(volume *v, int idx, int dirfd, const char *name, bool sync_dir)

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -58,6 +59,12 @@ int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsign
 
 /* Opens: recorded when flags include O_CREAT (and the file was created). */
 int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_t mode);
+/* The same for path beneath rootfd, resolved in one call with no symlink
+ * followed and nothing outside it (openat2 with MOP_RESOLVE); -ENOSYS
+ * where the kernel has no openat2. */
+#define MOP_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+int mop_openat_beneath(volume *v, int idx, int rootfd, const char *path, int flags,
+                       mode_t mode);
 /* An empty marker file (dirfd, name), mode 0600, made if missing; with
  * sync_dir, dirfd is synced after, so the marker outlives a power cut. */
 int mop_touchat(volume *v, int idx, int dirfd, const char *name, bool sync_dir);

@@ -1383,8 +1383,7 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 	/* openat2 keeps the walk beneath the member root with no symlink
 	 * followed, in one system call. */
 	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	                                   RESOLVE_NO_MAGICLINKS };
+	                        .resolve = MOP_RESOLVE };
 	fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, dir, &how, sizeof(how)));
 	if (fd < 0) {
 		fd = -errno;
@@ -1397,6 +1396,19 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 	return fd;
 }
 
+/* Where the kernel has no openat2: the parent walked beneath the root
+ * (volume_parent_fd), then the leaf opened there (mop_openat). */
+static int open_by_parent(volume *v, int idx, const char *path, int flags, mode_t mode)
+{
+	const char *leaf;
+	int pfd = volume_parent_fd(v, idx, path, &leaf);
+	if (pfd < 0)
+		return pfd;
+	int fd = mop_openat(v, idx, pfd, leaf, flags, mode);
+	MIO_CALL(close(pfd));
+	return fd;
+}
+
 int volume_object_fd(volume *v, int idx, const char *path)
 {
 	int rc = path_usable(v, idx, &path);
@@ -1405,8 +1417,7 @@ int volume_object_fd(volume *v, int idx, const char *path)
 	/* O_PATH with O_NOFOLLOW opens a trailing symlink itself, even under
 	 * RESOLVE_NO_SYMLINKS; only the components before it must not be. */
 	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	                                   RESOLVE_NO_MAGICLINKS };
+	                        .resolve = MOP_RESOLVE };
 	int fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, *path ? path : ".", &how,
 	                               sizeof(how)));
 	if (fd >= 0)
@@ -1416,15 +1427,18 @@ int volume_object_fd(volume *v, int idx, const char *path)
 		return -ENOTDIR; /* a symlink where a directory should be */
 	if (fd != -ENOSYS && fd != -E2BIG)
 		return fd;
-	/* no openat2: the parent walked beneath the root, then the leaf */
-	const char *leaf;
-	int pfd = volume_parent_fd(v, idx, path, &leaf);
-	if (pfd < 0)
-		return pfd;
-	fd = (int)MIO_CALL(openat(pfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-	fd = fd < 0 ? -errno : fd;
-	MIO_CALL(close(pfd));
-	return fd;
+	return open_by_parent(v, idx, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+}
+
+int volume_open_beneath(volume *v, int idx, const char *path, int flags, mode_t mode)
+{
+	int rc = path_usable(v, idx, &path);
+	if (rc < 0)
+		return rc;
+	int fd = mop_openat_beneath(v, idx, v->mem[idx].rootfd, *path ? path : ".", flags, mode);
+	if (fd != -ENOSYS && fd != -E2BIG)
+		return fd;
+	return open_by_parent(v, idx, path, flags, mode);
 }
 
 /* ---- caches ---- */

@@ -155,6 +155,11 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf);
  * Returns the fd the caller closes, or a negative errno (-ENAMETOOLONG as
  * above; -ENOTDIR for a symlink before the last component). */
 int volume_object_fd(volume *v, int idx, const char *path);
+/* Opens `path` on member idx (mop_openat_beneath: recorded, faults
+ * injected) in one call where the kernel has openat2; as
+ * volume_parent_fd's walk and then the leaf elsewhere.  Returns the fd or
+ * a negative errno (ELOOP for a symlink anywhere on the path). */
+int volume_open_beneath(volume *v, int idx, const char *path, int flags, mode_t mode);
 
 /* Names reserved at a member root, never part of the volume: the metadata
  * folder (.ecfs) and lost+found, which mkfs leaves at a filesystem's root
