@@ -1803,7 +1803,7 @@ struct stat_answer {
 	bool whole;      /* *st and *ident are one member's whole answer */
 	int first;       /* the first member with a regular file there */
 	const chunk_header *hs[STRIPE_MAX_N]; /* their valid headers */
-	uint64_t absent; /* members that answered ENOENT */
+	uint64_t absent; /* members that answered ENOENT (judged at the end) */
 };
 
 /* Takes member mb's probe (which returned r) into the answer: a->whole
@@ -1918,14 +1918,14 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 			if (rest >> mb & 1)
 				take_probe(v, mb, &p[mb], rcs[mb], &a);
 	}
-	/* A member without a name others hold may have lost its directory
-	 * (volume_member_error checks its root); a name no member holds is
-	 * simply not there, and needs no check of every root (three calls a
-	 * member, for the lookup before every create). */
-	if (a.whole || a.first >= 0)
-		for (int mb = 0; mb < volume_n(v); mb++)
-			if (a.absent >> mb & 1)
-				volume_member_error(v, mb, ENOENT, "stat");
+	/* A member without the name may have lost its directory: its root is
+	 * checked (volume_member_error), also when no member holds the name,
+	 * since a directory unmounted lazily under the volume still answers
+	 * through its descriptor: the lookup before a create is where that is
+	 * seen first. */
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (a.absent >> mb & 1)
+			volume_member_error(v, mb, ENOENT, "stat");
 	if (a.whole)
 		return 0;
 	if (a.first < 0)
