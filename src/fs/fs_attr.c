@@ -111,10 +111,14 @@ bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
 void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
                    const struct stat *before)
 {
+	/* into a local first: a call given up must find nothing of the
+	 * caller's to write into when it returns (volume_on_member) */
+	struct stat after;
 	if (__atomic_exchange_n(&k->claimed, true, __ATOMIC_ACQ_REL) ||
-	    MIO_CALL(fstatat(fd, leaf, &k->after, AT_SYMLINK_NOFOLLOW)) != 0 ||
-	    k->after.st_ino != before->st_ino || k->after.st_dev != before->st_dev)
+	    MIO_CALL(fstatat(fd, leaf, &after, AT_SYMLINK_NOFOLLOW)) != 0 ||
+	    after.st_ino != before->st_ino || after.st_dev != before->st_dev)
 		return;
+	k->after = after;
 	k->before = *before;
 	k->member = member;
 	k->have = true;
