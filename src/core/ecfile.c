@@ -200,8 +200,7 @@ struct create_chain {
 	bool exists;      /* ... and some member holds the name */
 	bool unsure;      /* an open found a member that had not looked yet */
 	uint64_t in;      /* the members in service at the start */
-	uint64_t opened;  /* bit i: member i's open has run */
-	uint64_t created; /* bit i: ... and made its chunk */
+	uint64_t created; /* bit i: member i's open has made its chunk */
 	uint64_t written; /* bit i: member i's header is written */
 	chunk_header h;   /* the header to write (position set per member) */
 	layout lay;       /* positions only */
@@ -322,11 +321,9 @@ static void open_job_run(void *arg)
 	}
 	j->pc->err = open_chunk(j->v, j->mb, j->path, j->create, j->flags, j->mode, j->uid,
 	                        j->gid, j->pc);
-	if (j->ch) {
+	if (j->ch && j->pc->created && j->pc->fd >= 0) {
 		pthread_mutex_lock(&j->ch->lock);
-		j->ch->opened |= 1ull << j->mb;
-		if (j->pc->created && j->pc->fd >= 0)
-			j->ch->created |= 1ull << j->mb;
+		j->ch->created |= 1ull << j->mb;
 		pthread_mutex_unlock(&j->ch->lock);
 	}
 }
@@ -751,9 +748,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	if (chp && ch.excl && (ch.exists || ch.unsure)) {
 		/* no chunk was made: the name is taken, or ask again apart */
 		close_chunks(pc, n);
-		if (ch.exists)
-			return -EEXIST;
-		if (name_exists(v, path))
+		if (ch.exists || name_exists(v, path))
 			return -EEXIST;
 		chp = NULL;
 		open_chunks(v, path, create, flags, mode, uid, gid, pc, NULL);
@@ -1624,7 +1619,8 @@ struct stat_probe {
 	int mb;
 	const char *path;
 	int rc;          /* 0, or -errno of the member's lstat */
-	bool from_dir;   /* rc is about opening the parent directory */
+	bool from_dir;   /* rc, not ENOENT, came from opening the object: an
+	                  * answer (ENOTDIR, ENAMETOOLONG) or breakage */
 	struct stat s;
 	bool cached;     /* s is a chunk whose size is known (the size cache, an open file): size */
 	uint64_t size;
@@ -1636,7 +1632,6 @@ struct stat_probe {
 	 * which runs before: skipped once the lead has answered it all. */
 	struct stat_probe *lead;
 	bool whole;      /* this probe answers it all (atomic, for the others) */
-	bool skipped;
 };
 
 /* On the member's worker (volume_on_member): its lstat and, for a regular
@@ -1648,10 +1643,8 @@ static int stat_probe_run(void *arg)
 	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h;
 
-	if (p->lead && __atomic_load_n(&p->lead->whole, __ATOMIC_ACQUIRE)) {
-		p->skipped = true;
-		return p->rc = 0;
-	}
+	if (p->lead && __atomic_load_n(&p->lead->whole, __ATOMIC_ACQUIRE))
+		return p->rc = 0; /* not taken: the lead answered it all */
 	int ofd = volume_object_fd(p->v, p->mb, p->path);
 	if (ofd < 0) {
 		/* ENOENT: the name or a directory above it is missing here;
@@ -1743,7 +1736,6 @@ uint64_t ecfile_new_ident(void)
 	return id;
 }
 
-
 const uint8_t *ecfile_file_id(const ecfile *f)
 {
 	return f->id;
@@ -1803,7 +1795,6 @@ struct stat_answer {
 	bool whole;      /* *st and *ident are one member's whole answer */
 	int first;       /* the first member with a regular file there */
 	const chunk_header *hs[STRIPE_MAX_N]; /* their valid headers */
-	uint64_t absent; /* members that answered ENOENT (judged at the end) */
 };
 
 /* Takes member mb's probe (which returned r) into the answer: a->whole
@@ -1811,17 +1802,19 @@ struct stat_answer {
 static void take_probe(volume *v, int mb, const struct stat_probe *p, int r,
                        struct stat_answer *a)
 {
-	if (r == -ENOENT) {
-		a->absent |= 1ull << mb; /* judged once all have answered */
-		return;
-	}
 	if (r < 0 && (p->from_dir || r == -ETIMEDOUT)) {
 		volume_member_error(v, mb, -r, "opening a directory");
-		if (r != -ENOENT && volume_member_ok(v, mb))
+		if (volume_member_ok(v, mb))
 			a->rc = r;
 		return;
 	}
 	if (r < 0) {
+		/* ENOENT: the name, or a directory above it, is not there.  The
+		 * member may have lost its directory: volume_member_error checks
+		 * its root, also when no member holds the name, since a
+		 * directory unmounted lazily under the volume still answers
+		 * through its descriptor, and the lookup before a create is
+		 * where that is seen first. */
 		volume_member_error(v, mb, -r, "stat");
 		return;
 	}
@@ -1918,14 +1911,6 @@ int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *id
 			if (rest >> mb & 1)
 				take_probe(v, mb, &p[mb], rcs[mb], &a);
 	}
-	/* A member without the name may have lost its directory: its root is
-	 * checked (volume_member_error), also when no member holds the name,
-	 * since a directory unmounted lazily under the volume still answers
-	 * through its descriptor: the lookup before a create is where that is
-	 * seen first. */
-	for (int mb = 0; mb < volume_n(v); mb++)
-		if (a.absent >> mb & 1)
-			volume_member_error(v, mb, ENOENT, "stat");
 	if (a.whole)
 		return 0;
 	if (a.first < 0)

@@ -210,14 +210,18 @@ int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsign
 	return (int)neg_errno(statx(dirfd, name, flags, mask, stx));
 }
 
+int mop_openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = { .flags = (uint64_t)flags, .resolve = MOP_RESOLVE,
+	                        .mode = flags & O_CREAT ? mode : 0 };
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
 /* openat, or with beneath openat2 resolving as MOP_RESOLVE says. */
 static int open_from(int dirfd, const char *name, int flags, mode_t mode, bool beneath)
 {
-	if (!beneath)
-		return openat(dirfd, name, flags, mode);
-	struct open_how how = { .flags = (uint64_t)flags, .resolve = MOP_RESOLVE,
-	                        .mode = flags & O_CREAT ? mode : 0 };
-	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return beneath ? mop_openat2_beneath(dirfd, name, flags, mode)
+	               : openat(dirfd, name, flags, mode);
 }
 
 static int open_recorded(volume *v, int idx, int dirfd, const char *name, int flags,

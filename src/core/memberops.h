@@ -63,6 +63,10 @@ int mop_openat(volume *v, int idx, int dirfd, const char *name, int flags, mode_
  * followed and nothing outside it (openat2 with MOP_RESOLVE); -ENOSYS
  * where the kernel has no openat2. */
 #define MOP_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+/* The bare openat2 of path beneath dirfd as MOP_RESOLVE says: the fd, or
+ * -1 with errno (no wrapper's faults or record; the caller brackets it
+ * with MIO_CALL when it is a member call of its own). */
+int mop_openat2_beneath(int dirfd, const char *path, int flags, mode_t mode);
 int mop_openat_beneath(volume *v, int idx, int rootfd, const char *path, int flags,
                        mode_t mode);
 /* An empty marker file (dirfd, name), mode 0600, made if missing; with

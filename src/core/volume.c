@@ -16,7 +16,6 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -24,7 +23,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -1382,9 +1380,8 @@ int volume_parent_fd(volume *v, int idx, const char *path, const char **leaf)
 	dir = slash ? g_strndup(path, (size_t)(slash - path)) : g_strdup(".");
 	/* openat2 keeps the walk beneath the member root with no symlink
 	 * followed, in one system call. */
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-	                        .resolve = MOP_RESOLVE };
-	fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, dir, &how, sizeof(how)));
+	fd = MIO_CALL(mop_openat2_beneath(v->mem[idx].rootfd, dir,
+	                                  O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
 	if (fd < 0) {
 		fd = -errno;
 		if (fd == -ENOSYS || fd == -E2BIG)
@@ -1416,10 +1413,8 @@ int volume_object_fd(volume *v, int idx, const char *path)
 		return rc;
 	/* O_PATH with O_NOFOLLOW opens a trailing symlink itself, even under
 	 * RESOLVE_NO_SYMLINKS; only the components before it must not be. */
-	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-	                        .resolve = MOP_RESOLVE };
-	int fd = (int)MIO_CALL(syscall(SYS_openat2, v->mem[idx].rootfd, *path ? path : ".", &how,
-	                               sizeof(how)));
+	int fd = MIO_CALL(mop_openat2_beneath(v->mem[idx].rootfd, *path ? path : ".",
+	                                      O_PATH | O_NOFOLLOW | O_CLOEXEC, 0));
 	if (fd >= 0)
 		return fd;
 	fd = -errno;

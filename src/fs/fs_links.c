@@ -79,24 +79,24 @@ static int unlink_path(const char *path)
 static int rename_member(int member, int fd1, const char *leaf1, int fd2,
                          const char *leaf2, void *arg)
 {
-	struct kept_size *nc = arg;
+	struct kept_size *kept = arg;
 	struct stat before;
-	bool take = !(nc->flags & RENAME_EXCHANGE) && fs_kept_before(nc, member, fd1, leaf1, &before);
-	int rc = mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, nc->flags);
+	bool take = !(kept->flags & RENAME_EXCHANGE) && fs_kept_before(kept, member, fd1, leaf1, &before);
+	int rc = mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, kept->flags);
 	if (rc == 0 && take)
-		fs_kept_after(nc, member, fd2, leaf2, &before);
+		fs_kept_after(kept, member, fd2, leaf2, &before);
 	return rc;
 }
 
 static int rename_path(const char *from, const char *to, unsigned flags)
 {
 	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
-	struct kept_size nc = { .flags = flags };
+	struct kept_size kept = { .flags = flags };
 	struct stat st;
 	uint64_t epoch = ecfile_stat_epoch(fs_volume());
-	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &nc, "rename");
+	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &kept, "rename");
 	if (rc == 0)
-		fs_kept_carry(&nc, epoch, &st);
+		fs_kept_carry(&kept, epoch, &st);
 	return rc;
 }
 
@@ -271,17 +271,17 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
-	struct kept_size nc = { 0 };
+	struct kept_size kept = { 0 };
 	uint64_t epoch = ecfile_stat_epoch(fs_volume());
 	if (rc == 0) {
 		intent_args a = { INTENT_LINK, .from = from, .to = to };
-		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &nc, "link");
+		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &kept, "link");
 	}
 	/* The new name is a name of the same node: its attributes as taken
 	 * around the link, with the size remembered, else looked up. */
 	struct fuse_entry_param e;
 	struct stat st;
-	if (rc == 0 && fs_kept_carry(&nc, epoch, &st)) {
+	if (rc == 0 && fs_kept_carry(&kept, epoch, &st)) {
 		fs_entry_fill(&e, ino, &st);
 		fs_nodes_add(newparent, newname, ino, st.st_mode);
 	} else if (rc == 0) {
