@@ -38,6 +38,7 @@
 #include "memberops.h"
 #include "mounts.h"
 #include "record.h"
+#include "root_watch.h"
 #include "superblock.h"
 #include "volume_internal.h"
 
@@ -85,6 +86,7 @@ struct volume {
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
 	size_cache *sizes;     /* closed files' sizes, for stat */
+	root_watch *watch;     /* members whose roots are known unchanged */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t changes_at_open; /* mops.made once the locks were written */
 	uint64_t decoded;      /* atomics */
@@ -807,6 +809,31 @@ static int lock_members(volume *v, bool read_only, char **message)
 	return 0;
 }
 
+/* A member's root, for a task on its worker. */
+struct root_check {
+	volume *v;
+	int idx;
+};
+
+static int watch_root_call(void *arg)
+{
+	struct root_check *rc = arg;
+	member *mb = &rc->v->mem[rc->idx];
+
+	root_watch_member(rc->v->watch, rc->idx, mb->path, mb->rootfd, ECFS_META_DIR);
+	return 0;
+}
+
+/* Member idx's root watched from now on, if it is in service (on its
+ * worker: the calls ask the member). */
+static void watch_root(volume *v, int idx)
+{
+	struct root_check rc = { v, idx };
+
+	if (volume_member_ok(v, idx))
+		volume_on_member(v, idx, watch_root_call, &rc);
+}
+
 /* Starts the member workers; the fault rules (*faults, taken over) apply
  * from here on: the lock files are no member operation a rule counts. */
 static int start_members(volume *v, struct fault_rules **faults, unsigned timeout_ms,
@@ -823,6 +850,9 @@ static int start_members(volume *v, struct fault_rules **faults, unsigned timeou
 		*message = g_strdup("cannot start the member I/O threads");
 		return -ENOMEM;
 	}
+	v->watch = root_watch_new(v->n);
+	for (int i = 0; i < v->n; i++)
+		watch_root(v, i);
 	return 0;
 }
 
@@ -1049,6 +1079,7 @@ void volume_close(volume *v)
 	memberio_free(v->mio);
 	space_free(v->room);
 	size_cache_free(v->sizes);
+	root_watch_free(v->watch);
 	for (int i = 0; i < v->n; i++) {
 		g_free(v->mem[i].path);
 		g_free(v->mem[i].why);
@@ -1133,12 +1164,17 @@ static void fail_member(volume *v, int idx, const char *why)
 	pthread_mutex_unlock(&v->lock);
 }
 
-/* The member root still the directory we opened, and still ours? */
+/* The member root still the directory we opened, and still ours?  Asked
+ * of the member unless its watch saw nothing since it last was (a
+ * local member: root_watch.h). */
 static const char *root_changed(volume *v, int idx)
 {
 	member *mb = &v->mem[idx];
 	struct stat st, now;
+	uint64_t epoch;
 
+	if (root_watch_quiet(v->watch, idx, &epoch))
+		return NULL;
 	if (fstat(mb->rootfd, &st) < 0) /* a dead mount: not a removal */
 		return "the member directory does not answer";
 	if (st.st_nlink == 0)
@@ -1147,16 +1183,13 @@ static const char *root_changed(volume *v, int idx)
 		return "the member directory was replaced";
 	if (fstatat(mb->rootfd, ECFS_META_DIR "/" SUPERBLOCK_FILE, &now, AT_SYMLINK_NOFOLLOW) < 0)
 		return "the member's superblock vanished";
+	root_watch_verified(v->watch, idx, epoch);
 	return NULL;
 }
 
 /* The root check of one member, on its worker: the calls are timed
  * (memberio.h), so a member that stopped answering is failed by the
  * watchdog instead of holding the thread that asked. */
-struct root_check {
-	volume *v;
-	int idx;
-};
 
 static void check_root(void *arg)
 {
@@ -1904,10 +1937,9 @@ int volume_member_revive(volume *v, int idx)
 	}
 	pthread_mutex_unlock(&v->lock);
 	if (rc == 1)
-		ecfs_log(LOG_WARNING, "member %d (%s) is back in service: rebuilding it online", idx,
-		         mb->path);
-	else
-		ecfs_log(LOG_WARNING, "member %d (%s): %s", idx, mb->path, msg);
+		watch_root(v, idx);
+	ecfs_log(LOG_WARNING, "member %d (%s)%s%s", idx, mb->path,
+	         rc == 1 ? " is back in service: rebuilding it online" : ": ", rc == 1 ? "" : msg);
 	g_free(msg);
 out:
 	probe_free(&p);
