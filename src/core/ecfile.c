@@ -1720,11 +1720,7 @@ void ecfile_store_object_ident(volume *v, int idx, int dirfd, const char *leaf,
 
 	for (int i = 0; i < 8; i++)
 		b[i] = (uint8_t)(ident >> (8 * i));
-	int fd = MIO_CALL(openat(dirfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-	if (fd < 0)
-		return;
-	mop_fsetxattr(v, idx, fd, ECFILE_IDENT_XATTR, b, sizeof(b), 0);
-	MIO_CALL(close(fd));
+	mop_lsetxattrat(v, idx, dirfd, leaf, ECFILE_IDENT_XATTR, b, sizeof(b), 0);
 }
 
 uint64_t ecfile_new_ident(void)

@@ -578,19 +578,23 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
 	return rc;
 }
 
-int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,
-                  size_t size, int flags)
+/* setxattr of the object at dirfd/leaf (leaf "": dirfd's own object),
+ * through /proc/self/fd, without following a symlink at leaf. */
+static int set_xattr(volume *v, int idx, int dirfd, const char *leaf, const char *name,
+                     const void *value, size_t size, int flags)
 {
-	char path[40];
+	char path[PATH_MAX];
 
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d%s%s", dirfd, *leaf ? "/" : "", leaf);
 	bool locked = begin();
-	int rc = (int)neg_errno(setxattr(proc_path(fd, path), name, value, size, flags));
+	int rc = (int)neg_errno(*leaf ? lsetxattr(path, name, value, size, flags)
+	                              : setxattr(path, name, value, size, flags));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("setxattr", idx);
-		record_path_fd(l, "path", fd);
+		record_path_at(l, "path", dirfd, leaf);
 		record_str(l, "name", name);
 		record_hex(l, "hex", value, size);
 		record_done(l);
@@ -598,6 +602,18 @@ int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *valu
 	record_end(locked);
 	count_made(v, rc >= 0);
 	return rc;
+}
+
+int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,
+                  size_t size, int flags)
+{
+	return set_xattr(v, idx, fd, "", name, value, size, flags);
+}
+
+int mop_lsetxattrat(volume *v, int idx, int dirfd, const char *leaf, const char *name,
+                    const void *value, size_t size, int flags)
+{
+	return set_xattr(v, idx, dirfd, leaf, name, value, size, flags);
 }
 
 int mop_fremovexattr(volume *v, int idx, int fd, const char *name)

@@ -108,6 +108,9 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
                   const struct timespec ts[2], int flags);
 int mop_fsetxattr(volume *v, int idx, int fd, const char *name, const void *value,
                   size_t size, int flags);
+/* setxattr of dirfd/leaf itself, a symlink at leaf not followed: one call. */
+int mop_lsetxattrat(volume *v, int idx, int dirfd, const char *leaf, const char *name,
+                    const void *value, size_t size, int flags);
 int mop_fremovexattr(volume *v, int idx, int fd, const char *name);
 
 /* Positioned I/O of a whole iovec through the wrappers above (iov is

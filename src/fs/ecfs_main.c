@@ -614,6 +614,8 @@ static bool mount_volume(struct daemon_state *d)
 		return false;
 	}
 	d->state.chown_new = geteuid() == 0;
+	d->state.uid = geteuid();
+	d->state.gid = getegid();
 	d->state.attrs = attr_cache_new();
 	volume_set_refresh(d->state.vol, fs_refresh_dir);
 	if (!d->vopts.read_only) {

@@ -72,7 +72,7 @@ int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
 {
 	/* The daemon's own user and group: made so already (the group of a
 	 * setgid parent too, by the member filesystem), no chown needed. */
-	if ((uid == (uid_t)-1 || uid == geteuid()) && (gid == (gid_t)-1 || gid == getegid()))
+	if ((uid == (uid_t)-1 || uid == mounted->uid) && (gid == (gid_t)-1 || gid == mounted->gid))
 		return 0;
 	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid,
 	                    mop_new_object_gid(dirfd, gid), AT_SYMLINK_NOFOLLOW);

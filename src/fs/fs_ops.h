@@ -35,6 +35,8 @@ struct fs_timeouts {
 struct ecfs_fs {
 	volume *vol;
 	bool chown_new; /* running as root: hand new objects to the caller */
+	uid_t uid;      /* the daemon's own: what new objects are made with */
+	gid_t gid;
 	attr_cache *attrs; /* what getattr answered, for the next one */
 	struct fs_timeouts timeouts;
 	bool kernel_cache; /* -o kernel_cache: keep the page cache at open */
