@@ -345,11 +345,29 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 	return rc;
 }
 
+/* A member whose filesystem keeps nothing across a power loss (tmpfs,
+ * ramfs) has no order of writes to keep against one, and the daemon's
+ * own crash loses nothing the kernel holds: its syncs are not made.  A
+ * recorded run (RECORD.md) stands for disks and makes them all. */
+static bool sync_pointless(volume *v, int idx)
+{
+	const mop_state *s = (const mop_state *)(const void *)v;
+	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
+	       !(RECORDING && record_active());
+}
+
+bool mop_syncs(volume *v, int idx)
+{
+	return !sync_pointless(v, idx);
+}
+
 int mop_fsync(volume *v, int idx, int fd, bool datasync)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_SYNC, 0);
+	if (sync_pointless(v, idx))
+		return 0;
 	bool locked = begin();
 	int rc = (int)neg_errno(datasync ? fdatasync(fd) : fsync(fd));
 	if (RECORDING && rc == 0) {
@@ -381,7 +399,7 @@ static void record_write_sync(int idx, int fd, const struct iovec *iov, size_t d
 ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	bool dsync = true;
+	bool dsync = !sync_pointless(v, idx);
 	int sync_err = 0;
 	IO_SCOPE();
 	CHANGE_SCOPE();

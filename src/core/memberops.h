@@ -38,6 +38,7 @@ typedef struct mop_state {
 	uint64_t reads;             /* mop_reads (atomic) */
 	uint64_t made;              /* changes that succeeded (atomic): what a member
 	                             * failed meanwhile missed (volume_missed.c) */
+	uint64_t memory_only;       /* members on tmpfs or ramfs (atomic): mop_fsync */
 } mop_state;
 
 /* A count that every mutating wrapper below raises once its call has
@@ -79,6 +80,10 @@ ssize_t mop_pwritev(volume *v, int idx, int fd, const struct iovec *iov, int cnt
 int mop_ftruncate(volume *v, int idx, int fd, off_t len);
 int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len);
 int mop_fsync(volume *v, int idx, int fd, bool datasync);
+/* False if mop_fsync makes no call on member idx: its filesystem keeps
+ * nothing across a power loss (tmpfs, ramfs), so there is no order of
+ * writes to keep against one (a recorded run syncs as a disk would). */
+bool mop_syncs(volume *v, int idx);
 /* mop_pwrite and then mop_fsync(datasync) in one member call (pwritev2
  * with RWF_DSYNC; the two calls where the kernel refuses it): the same
  * faults (a sync fault after the write made) and the same record, a

@@ -5,8 +5,10 @@
 #include "mounts.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 
 #include <glib.h>
 
@@ -19,11 +21,14 @@ mount_info mount_info_of_root(int rootfd)
 	mount_info mi = { 0 };
 	struct statx sx;
 	struct stat up;
+	struct statfs sf;
 
 	if (statx(rootfd, "", AT_EMPTY_PATH, STATX_INO, &sx) < 0 ||
 	    fstatat(rootfd, "..", &up, 0) < 0)
 		return mi;
 	mi.known = true;
+	mi.memory_only = fstatfs(rootfd, &sf) == 0 &&
+	                 (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 	mi.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	mi.parent = up.st_dev;
 	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)

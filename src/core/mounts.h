@@ -18,6 +18,7 @@
 typedef struct mount_info {
 	bool known;
 	bool root;
+	bool memory_only; /* tmpfs or ramfs: nothing survives a power loss */
 	dev_t dev, parent;
 } mount_info;
 

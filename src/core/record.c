@@ -120,6 +120,11 @@ uint64_t record_count(void)
 	return __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
 }
 
+bool record_active(void)
+{
+	return __atomic_load_n(&recording, __ATOMIC_ACQUIRE);
+}
+
 bool record_begin(void)
 {
 	if (!__atomic_load_n(&recording, __ATOMIC_ACQUIRE) &&

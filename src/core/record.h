@@ -42,6 +42,8 @@ void record_close(void);
 /* Mutating member operations so far (the last seq). */
 uint64_t record_count(void);
 
+/* ECFS_RECORD is set: every change is being recorded. */
+bool record_active(void);
 /* Takes the process-wide mutex if recording or abort_after is set;
  * returns whether it did. */
 bool record_begin(void);

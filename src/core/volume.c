@@ -562,6 +562,16 @@ static gboolean id_equal(gconstpointer a, gconstpointer b)
 	return memcmp(a, b, 16) == 0;
 }
 
+/* Member idx's syncs are skipped if it is on tmpfs or ramfs (mop_fsync). */
+static void note_memory_only(volume *v, int idx)
+{
+	uint64_t bit = 1ull << idx;
+	if (v->mem[idx].mi.memory_only)
+		__atomic_or_fetch(&v->mops.memory_only, bit, __ATOMIC_RELAXED);
+	else
+		__atomic_and_fetch(&v->mops.memory_only, ~bit, __ATOMIC_RELAXED);
+}
+
 static volume *volume_alloc(int n)
 {
 	volume *v = g_new0(volume, 1);
@@ -744,6 +754,7 @@ static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool r
 		struct stat st;
 		mb->path = g_strdup(p->path);
 		mb->mi = p->mi;
+		note_memory_only(v, i);
 		if (p->state == P_UNMOUNTED) {
 			/* nothing may write to the filesystem beneath (ecfs-fsck -y would) */
 			close(p->rootfd);
@@ -1928,6 +1939,7 @@ int volume_member_revive(volume *v, int idx)
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;
 		mb->mi = p.mi;
+		note_memory_only(v, idx);
 		__atomic_store_n(&mb->root_lost, false, __ATOMIC_RELAXED);
 		mb->warned_strip = false;
 		__atomic_store_n(&mb->healing, true, __ATOMIC_RELEASE);

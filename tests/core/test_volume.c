@@ -3,7 +3,7 @@
  * Unit tests of volume_open (src/core/volume.c) on real member directories:
  * creation, reopening, members in the wrong order, foreign and duplicate
  * members, an empty member (replaced disk), too many missing members,
- * broken superblocks, and the lock.
+ * broken superblocks, the lock, and which members are synced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 
 #include "core_test_util.h"
 #include "log.h"
+#include "memberops.h"
 #include "volume.h"
 
 static int setup(void **state)
@@ -292,6 +293,31 @@ static void test_member_vanishes(void **state)
 	volume_close(v);
 }
 
+/* Members on tmpfs keep nothing across a power loss: their syncs are not
+ * made (an fsync of a bad descriptor "succeeds" there), while a member on
+ * the disk of /tmp syncs as asked (and gets EBADF). */
+static void test_memory_only_members_skip_syncs(void **state)
+{
+	members *mb = *state;
+	char *shm = g_strdup("/dev/shm/ecfs-volume-XXXXXX"), *paths[6];
+	volume *v;
+	char *msg;
+
+	assert_non_null(g_mkdtemp(shm));
+	for (int i = 0; i < 6; i++) {
+		paths[i] = i < 3 ? g_strdup(mb->path[i]) : g_strdup_printf("%s/m%d", shm, i);
+		assert_int_equal(g_mkdir_with_parents(paths[i], 0755), 0);
+	}
+	assert_int_equal(open_paths(paths, 6, 4, 2, &v, &msg), 0);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(mop_fsync(v, i, -1, i % 2 == 0), i < 3 ? -EBADF : 0);
+	volume_close(v);
+	rm_tree(shm);
+	for (int i = 0; i < 6; i++)
+		g_free(paths[i]);
+	g_free(shm);
+}
+
 static void test_paths(void **state)
 {
 	members *mb = *state;
@@ -341,6 +367,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_vanishes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memory_only_members_skip_syncs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
