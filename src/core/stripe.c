@@ -265,7 +265,40 @@ int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *dat
 	return stripe_write_strips(c, member, s, 1, data, &gen, &size);
 }
 
-/* Runs fn on the member of every task with err == 0 (all in parallel) and
+/* Per member, a stage that moves at most this many bytes and waits on no
+ * disk is a batch of small calls (mio_batch_init_small): on the relay
+ * when the members are fast, one wake-up for all instead of one each.
+ * A small file's strips, records and headers are a few KiB a member. */
+#define STRIPE_RELAY_BYTES (16 * 1024)
+
+static void stage_batch_init(stripe_ctx *c, mio_batch *b, bool small)
+{
+	if (small)
+		mio_batch_init_small(volume_memberio(c->v), b);
+	else
+		mio_batch_init_caller(volume_memberio(c->v), b);
+}
+
+/* A commit stage of small writes: no journal (synced), and the strips of
+ * every task at most STRIPE_RELAY_BYTES. */
+static bool commit_stage_small(const stripe_ctx *c, const commit_task *tasks,
+                               void (*fn)(void *))
+{
+	if (fn != commit_member)
+		return false;
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		const commit_task *t = &tasks[pos];
+		uint64_t bytes = 0;
+		for (int i = 0; t->err == 0 && i < t->cnt; i++)
+			bytes += layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size);
+		if (bytes > STRIPE_RELAY_BYTES)
+			return false;
+	}
+	return true;
+}
+
+/* Runs fn on the member of every task with err == 0 (all in parallel, or
+ * on the relay for a small stage: commit_stage_small) and
  * counts the members that succeeded.  A member that fails is out of this
  * file's writes from now on (so the caller's missed mask names it), and
  * out of the volume if the error says the member is broken.  A full
@@ -278,7 +311,7 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 	mio_batch batch;
 	int ok = 0;
 
-	mio_batch_init_caller(volume_memberio(c->v), &batch);
+	stage_batch_init(c, &batch, commit_stage_small(c, tasks, fn));
 	for (int pos = 0; pos < c->lay.n; pos++)
 		if (tasks[pos].err == 0)
 			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
@@ -1225,7 +1258,22 @@ typedef struct member_job {
 	int err; /* 1: not run (member not usable), 0, or -errno */
 } member_job;
 
-/* Runs fn on every usable member's worker, in parallel; a member given up
+static void sync_member(void *arg);
+
+/* True if the job makes a sync that waits on some usable member's disk
+ * (mop_syncs): such a stage runs on the members' workers, in parallel. */
+static bool job_syncs(stripe_ctx *c, void (*fn)(void *), const member_job *how)
+{
+	if (!how->durable && !how->sync_first && fn != sync_member)
+		return false;
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stripe_member_usable(c, mb) && mop_syncs(c->v, mb))
+			return true;
+	return false;
+}
+
+/* Runs fn on every usable member's worker, in parallel (or on the relay
+ * when the job makes no sync that waits on a disk); a member given up
  * (memberio.h) gets -ETIMEDOUT.  A member that fails is out of this file
  * (and of the volume if the error says the member is broken), and fewer
  * than k that succeed fail the step with EIO.  A full member stays in
@@ -1238,7 +1286,7 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 	mio_batch batch;
 	int ok = 0, full = 0;
 
-	mio_batch_init_caller(volume_memberio(c->v), &batch);
+	stage_batch_init(c, &batch, !job_syncs(c, fn, &how));
 	for (int mb = 0; mb < c->lay.n; mb++) {
 		jobs[mb] = how;
 		jobs[mb].c = c;

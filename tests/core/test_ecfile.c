@@ -880,6 +880,42 @@ static void test_create_chained(void **state)
 	check_file(fx, "/deg", data, sizeof(data));
 }
 
+/* A small file's strips, records and headers go to the relay
+ * (stripe.c, commit_stage_small).  Member 2 hangs at its first write after
+ * the new file's header: the commit gives that member up within the
+ * timeout, the relay's other tasks run, and the file reads back exact. */
+static void test_small_commit_relayed_past_a_hang(void **state)
+{
+#ifdef ECFS_FAULT_INJECTION
+	fixture *fx = *state;
+	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = 300 };
+	char *msg = NULL;
+	ecfile *f;
+
+	volume_close(fx->v);
+	setenv("ECFS_FAULT", "member=2,op=write,after=1,hang", 1);
+	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
+	unsetenv("ECFS_FAULT");
+	memberio_force_relay(volume_memberio(fx->v), true);
+	assert_int_equal(ecfile_create(fx->v, "/small", O_CREAT | O_RDWR, 0644, getuid(),
+	                               getgid(), &f), 0);
+	assert_true(volume_member_ok(fx->v, 2));
+	gint64 t0 = g_get_monotonic_time();
+	assert_int_equal(ecfile_write(f, "small file", 10, 0), 10);
+	assert_int_equal(ecfile_release(f), 0);
+	gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+	if (took_ms > 300 + 5000)
+		fail_msg("the commit took %lld ms with a 300 ms timeout", (long long)took_ms);
+	assert_false(volume_member_ok(fx->v, 2));
+	for (int i = 0; i < N; i++)
+		assert_int_equal(volume_member_ok(fx->v, i), i != 2);
+	check_file(fx, "/small", (const uint8_t *)"small file", 10);
+#else
+	(void)state;
+	print_message("needs a -Dfault_injection=true build to make a member hang\n");
+#endif
+}
+
 /* Lookups (ecfile_stat): a directory, a file, a name no member holds, a
  * path through a file or through a symlink, a name too long; then with
  * member 0's directory removed, a name no member holds is still just
@@ -975,6 +1011,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stat_probes_inline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stat_probes_on_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stat_probes_relayed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_commit_relayed_past_a_hang, setup,
+		                                teardown),
 		cmocka_unit_test(test_every_checksum),
 		cmocka_unit_test(test_every_code),
 	};
