@@ -103,12 +103,6 @@ cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_f
 	q->batch_bytes = batch_bytes;
 	q->run = run;
 	q->owner = owner;
-	for (int i = 0; i < CM_DEPTH; i++)
-		if (posix_memalign((void **)&q->slot[i].data, 4096, batch_bytes)) {
-			q->slot[i].data = NULL;
-			cm_queue_free(q);
-			return NULL;
-		}
 	return q;
 }
 
@@ -140,6 +134,13 @@ cm_batch *cm_reserve(cm_queue *q)
 {
 	for (int i = 0; i < CM_DEPTH; i++)
 		if (!q->used[i]) {
+			/* Memory at a batch's first use: most files never fill one
+			 * (a small file's data stays in its partial stripe). */
+			if (!q->slot[i].data &&
+			    posix_memalign((void **)&q->slot[i].data, 4096, q->batch_bytes)) {
+				q->slot[i].data = NULL;
+				return NULL;
+			}
 			q->used[i] = true;
 			q->slot[i].next = NULL;
 			return &q->slot[i];

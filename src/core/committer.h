@@ -40,8 +40,9 @@ typedef struct cm_queue cm_queue;
  * held.  Returns 0 or a negative errno, which is latched. */
 typedef int (*cm_run_fn)(void *owner, cm_batch *b);
 
-/* A queue of CM_DEPTH batches of batch_bytes each, allocated now.  NULL if
- * out of memory (the owner then commits synchronously). */
+/* A queue of CM_DEPTH batches of batch_bytes each, each allocated at its
+ * first use.  NULL if out of memory (the owner then commits
+ * synchronously). */
 cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_fn run,
                        void *owner);
 /* Frees an idle queue (drain it first). */
@@ -53,7 +54,8 @@ int cm_free_slots(const cm_queue *q);
  * released meanwhile, so the caller re-checks its state afterwards; it
  * never is by cm_reserve and cm_submit. */
 void cm_wait_slots(cm_queue *q, int need);
-/* A free batch to fill (NULL if all are in flight: wait first). */
+/* A free batch to fill: NULL if all are in flight (wait first), or if
+ * its memory cannot be had (commit synchronously). */
 cm_batch *cm_reserve(cm_queue *q);
 /* Queues a batch from cm_reserve, filled in. */
 void cm_submit(cm_queue *q, cm_batch *b);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -695,6 +696,13 @@ int main(int argc, char *argv[])
 	 * caller's umask is already applied (by the kernel, or with ACLs by
 	 * xattrs_create_mode), or a default ACL on the member replaces it. */
 	umask(0);
+	/* Every open file takes stripe buffers of up to a few MiB and gives
+	 * them back at close.  Past glibc's mmap threshold each would be a
+	 * fresh mapping, zero-filled, and unmapped at once (a TLB shootdown
+	 * on every CPU running the daemon): kept in the heap, and the heap
+	 * not trimmed below what a few open files use, they are reused. */
+	mallopt(M_MMAP_THRESHOLD, 16 << 20);
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
 
 	int status = parse_command_line(&d, argv[0]);
 	if (status == GO_ON)
