@@ -205,41 +205,38 @@ static intent *decode(const uint8_t *b, size_t room, int n)
 
 /* ---- member helpers ---- */
 
-static int fsync_at(volume *v, int idx, const char *dir)
+static int fsync_at(volume *v, int idx, int root, const char *dir)
 {
-	int fd = MIO_CALL(openat(volume_root_fd(v, idx), dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	                                O_CLOEXEC));
+	int fd = MIO_CALL(openat(root, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	int rc = fd < 0 ? -errno : mop_fsync(v, idx, fd, false);
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	return rc;
 }
 
-static int open_log(volume *v, int idx, int flags)
+static int open_log(volume *v, int idx, int root, int flags)
 {
-	return mop_openat(v, idx, volume_root_fd(v, idx), INTENT_LOG,
-	                  flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return mop_openat(v, idx, root, INTENT_LOG, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
-/* Makes the member's log exist, whole and durable: its slots written (so
- * that a record write later changes data only, and fdatasync has no
- * metadata to commit), the file and its folder synced. */
-static int prepare_log(volume *v, int idx)
+/* Makes the log beneath member idx's root exist, whole and durable: its
+ * slots written (so that a record write later changes data only, and
+ * fdatasync has no metadata to commit), the file and its folder synced.
+ * Returns it open for reading and writing, or a negative errno. */
+static int prepare_log(volume *v, int idx, int root)
 {
-	int root = volume_root_fd(v, idx), rc = mop_mkdirat(v, idx, root, INTENT_DIR, 0700);
+	int rc = mop_mkdirat(v, idx, root, INTENT_DIR, 0700);
 	struct stat st;
 	if (rc == 0)
-		rc = fsync_at(v, idx, ECFS_META_DIR);
+		rc = fsync_at(v, idx, root, ECFS_META_DIR);
 	else if (rc == -EEXIST)
 		rc = 0;
-	int fd = rc < 0 ? rc : open_log(v, idx, O_RDWR | O_CREAT);
+	int fd = rc < 0 ? rc : open_log(v, idx, root, O_RDWR | O_CREAT);
 	if (fd < 0)
 		return fd;
 	if (MIO_CALL(fstat(fd, &st)) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size == (off_t)INTENT_SLOTS * INTENT_SLOT_SIZE) {
-		MIO_CALL(close(fd));
-		return 0;
-	}
+	    st.st_size == (off_t)INTENT_SLOTS * INTENT_SLOT_SIZE)
+		return fd;
 	uint8_t *zero = g_malloc0(INTENT_SLOT_SIZE);
 	for (int i = 0; i < INTENT_SLOTS && !rc; i++) {
 		ssize_t w = mop_pwrite(v, idx, fd, zero, INTENT_SLOT_SIZE, (off_t)i * INTENT_SLOT_SIZE);
@@ -249,8 +246,31 @@ static int prepare_log(volume *v, int idx)
 	g_free(zero);
 	if (!rc)
 		rc = mop_fsync(v, idx, fd, false);
-	MIO_CALL(close(fd));
-	return rc < 0 ? rc : fsync_at(v, idx, INTENT_DIR);
+	if (!rc)
+		rc = fsync_at(v, idx, root, INTENT_DIR);
+	if (rc < 0)
+		MIO_CALL(close(fd));
+	return rc < 0 ? rc : fd;
+}
+
+/* Member idx's log, held open by the volume for the mount (its fd is
+ * never closed while mounted: volume_hold_log_fd), so a logged operation
+ * makes no open or close of it.  Opened by the first operation that
+ * needs it (or by the mount's replay), and again once the member's
+ * directory was replaced (volume_member_revive drops the old one); made
+ * if missing: a member rebuilt while mounted.  The descriptor is the
+ * member's like its root's: one that stays in service keeps both, and
+ * nothing of ours replaces .ecfs beneath a root in service. */
+static int log_fd(volume *v, int idx)
+{
+	int fd = volume_log_fd(v, idx);
+	if (fd >= 0)
+		return fd;
+	int root = volume_root_fd(v, idx);
+	fd = open_log(v, idx, root, O_RDWR);
+	if (fd == -ENOENT)
+		fd = prepare_log(v, idx, root);
+	return fd < 0 ? fd : volume_hold_log_fd(v, idx, root, fd, false);
 }
 
 /* The identity of path's object on member idx (ino 0 if it has none), and
@@ -288,41 +308,28 @@ static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *
 }
 
 /* Writes the record into its slot of the member's log, durably, in one
- * call (mop_pwrite_dsync): data over written blocks, one flush. */
-static int write_copy(volume *v, int idx, const intent *it, int *keep)
+ * call (mop_pwrite_dsync): data over written blocks, one flush.  Several
+ * operations write their own slots through the one fd at once. */
+static int write_copy(volume *v, int idx, const intent *it)
 {
-	const uint8_t *buf = it->buf;
-	size_t len = it->len;
-	int fd = open_log(v, idx, O_WRONLY), rc = 0;
-	if (fd == -ENOENT && prepare_log(v, idx) == 0) /* a member rebuilt while mounted */
-		fd = open_log(v, idx, O_WRONLY);
+	int fd = log_fd(v, idx);
 	if (fd < 0)
 		return fd;
-	if (keep)
-		*keep = fd;
-	ssize_t w = mop_pwrite_dsync(v, idx, fd, buf, len, (off_t)it->slot * INTENT_SLOT_SIZE);
-	if (w < 0)
-		rc = (int)w;
-	else if ((size_t)w != len)
-		rc = -EIO;
-	if (!keep)
-		MIO_CALL(close(fd));
-	return rc;
+	ssize_t w = mop_pwrite_dsync(v, idx, fd, it->buf, it->len,
+	                             (off_t)it->slot * INTENT_SLOT_SIZE);
+	return w < 0 ? (int)w : (size_t)w != it->len ? -EIO : 0;
 }
 
 /* Clears the record's magic, unsynced: the next record written to the log
- * makes it durable (and redo is bound to identity meanwhile).  logfd: the
- * log held open, or -1. */
-static void remove_copy(volume *v, int idx, int slot, int logfd)
+ * makes it durable (and redo is bound to identity meanwhile). */
+static void remove_copy(volume *v, int idx, int slot)
 {
 	static const uint8_t zero[8];
-	int fd = logfd >= 0 ? logfd : open_log(v, idx, O_WRONLY);
+	int fd = log_fd(v, idx);
 	ssize_t rc = fd < 0 ? fd : mop_pwrite(v, idx, fd, zero, sizeof(zero),
 	                                      (off_t)slot * INTENT_SLOT_SIZE);
 	if (rc < 0)
 		volume_member_error(v, idx, (int)-rc, "clearing an intent");
-	if (fd >= 0 && logfd < 0)
-		MIO_CALL(close(fd));
 }
 
 static int sync_parent(volume *v, int idx, const char *path)
@@ -387,14 +394,14 @@ static void begin_member(void *arg)
 {
 	const struct member_job *j = arg;
 	intent_first *first = j->t->first;
-	int rc = intent_write_member(j->t->v, j->t->it, j->idx, NULL);
+	int rc = intent_write_member(j->t->v, j->t->it, j->idx);
 	if (rc == 0 && first && first->idx == j->idx)
 		first->rc = first->fn(first->arg);
 }
 
-int intent_write_member(volume *v, const intent *it, int idx, intent_fds *f)
+int intent_write_member(volume *v, const intent *it, int idx)
 {
-	int rc = write_copy(v, idx, it, f ? &f->log : NULL);
+	int rc = write_copy(v, idx, it);
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "writing an intent");
 	return rc;
@@ -406,7 +413,7 @@ void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const in
 	if (rc >= 0)
 		sync_parents(v, idx, it, f);
 	if (volume_member_ok(v, idx))
-		remove_copy(v, idx, it->slot, f ? f->log : -1);
+		remove_copy(v, idx, it->slot);
 }
 
 void intent_end_member(volume *v, const intent *it, int idx, int rc)
@@ -418,7 +425,7 @@ void intent_open_member(volume *v, const intent *it, int idx, intent_fds *f)
 {
 	const char *leaf1 = NULL;
 	int d1 = volume_parent_fd(v, idx, it->from, &leaf1);
-	*f = (intent_fds){ .d1 = d1, .d2 = -EBADF, .log = -1, .leaf1 = leaf1 };
+	*f = (intent_fds){ .d1 = d1, .d2 = -EBADF, .leaf1 = leaf1 };
 	if (!it->to)
 		return;
 	/* one directory: one descriptor (volume_parent_fd's rule on the name) */
@@ -436,10 +443,7 @@ void intent_close_member(intent_fds *f)
 		MIO_CALL(close(f->d1));
 	if (f->d2 >= 0 && f->d2 != f->d1)
 		MIO_CALL(close(f->d2));
-	if (f->log >= 0)
-		MIO_CALL(close(f->log));
 	f->d1 = f->d2 = -EBADF;
-	f->log = -1;
 }
 
 static void end_member(void *arg)
@@ -636,9 +640,12 @@ static void read_log(void *arg)
 	static const uint8_t zero[8];
 	struct log_job *j = arg;
 	volume *v = j->v;
-	int rc = j->replay ? prepare_log(v, j->idx) : 0;
-	int fd = rc < 0 ? rc : open_log(v, j->idx, O_RDONLY);
+	int root = volume_root_fd(v, j->idx);
+	int fd = j->replay ? prepare_log(v, j->idx, root) : open_log(v, j->idx, root, O_RDONLY);
 
+	/* the log just made ready is the one the mount's operations use */
+	if (fd >= 0 && j->replay)
+		fd = volume_hold_log_fd(v, j->idx, root, fd, true);
 	if (fd < 0) {
 		if (fd != -ENOENT)
 			volume_member_error(v, j->idx, -fd, "reading the intent log");
@@ -657,7 +664,8 @@ static void read_log(void *arg)
 			g_ptr_array_add(j->found, it);
 	}
 	g_free(slot);
-	MIO_CALL(close(fd));
+	if (!j->replay)
+		MIO_CALL(close(fd));
 }
 
 /* The valid records in the usable members' logs, by id.  *dirty gets the
@@ -708,15 +716,13 @@ static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 static void clear_log(volume *v, int idx)
 {
 	static const uint8_t zero[8];
-	int fd = open_log(v, idx, O_WRONLY), rc = fd < 0 ? fd : 0;
+	int fd = log_fd(v, idx), rc = fd < 0 ? fd : 0;
 	for (int i = 0; i < INTENT_SLOTS && !rc; i++) {
 		ssize_t w = mop_pwrite(v, idx, fd, zero, sizeof(zero), (off_t)i * INTENT_SLOT_SIZE);
 		rc = w < 0 ? (int)w : 0;
 	}
 	if (!rc)
 		rc = mop_fsync(v, idx, fd, true);
-	if (fd >= 0)
-		MIO_CALL(close(fd));
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "clearing the intent log");
 }

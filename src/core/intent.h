@@ -95,18 +95,18 @@ void intent_seal(intent *it);
 /* A member's descriptors held through the steps, so that each step costs
  * only its own calls: the parent directories of from and to (d2 is d1
  * when they are one directory; a negative errno where one could not be
- * opened) with the names there, and the log once written (-1 before).
- * intent_open_member opens the parents (volume_parent_fd);
- * intent_close_member closes them all.  Each step takes f NULL to open
- * and close what it needs itself. */
+ * opened) with the names there.  intent_open_member opens them
+ * (volume_parent_fd); intent_close_member closes them.  Each step takes
+ * f NULL to open and close what it needs itself.  The member's log is
+ * the volume's, held open for the mount (volume_log_fd). */
 typedef struct intent_fds {
-	int d1, d2, log;
+	int d1, d2;
 	const char *leaf1, *leaf2;
 } intent_fds;
 void intent_open_member(volume *v, const intent *it, int idx, intent_fds *f);
 void intent_close_member(intent_fds *f);
 void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f);
-int intent_write_member(volume *v, const intent *it, int idx, intent_fds *f);
+int intent_write_member(volume *v, const intent *it, int idx);
 /* Ends an intent after its operation returned rc: makes the operation
  * durable (fsync of the parent directories on each member, unless the
  * operation was refused) and removes the record; frees it.  While the

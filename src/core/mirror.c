@@ -461,7 +461,7 @@ static void chain_task(void *p)
 			intent_open_member(v, c->it, j->idx, f);
 			intent_identify_member(v, c->it, j->idx, f);
 		} else if (j->stage == CH_COPY) {
-			intent_write_member(v, c->it, j->idx, f);
+			intent_write_member(v, c->it, j->idx);
 		} else if (j->stage == CH_OP) {
 			chain_op(c, j->idx);
 		} else if (!ended && volume_usable(v)) {
@@ -544,7 +544,7 @@ static int apply_logged_chained(struct member_run *r, const intent_args *a, cons
 	pthread_mutex_init(&c.lock, NULL);
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		c.in |= (uint64_t)volume_member_ok(v, idx) << idx;
-		c.fds[idx] = (intent_fds){ .d1 = -EBADF, .d2 = -EBADF, .log = -1 };
+		c.fds[idx] = (intent_fds){ .d1 = -EBADF, .d2 = -EBADF };
 	}
 	mio_batch_init_small(volume_memberio(v), &b);
 	for (int stage = 0; stage < CH_STAGES; stage++)

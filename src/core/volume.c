@@ -52,6 +52,7 @@
 typedef struct member {
 	char *path;
 	int rootfd, metafd, lockfd;
+	int logfd;       /* the intent log held open (volume_hold_log_fd), -1 if none */
 	dev_t dev;
 	ino_t ino;
 	bool failed;
@@ -93,12 +94,17 @@ struct volume {
 	uint64_t hedged;
 	uint64_t strip_failures;
 	uint64_t strips_healed;
-	GArray *old_fds;       /* revived members' old root fds (int), closed at the end */
+	GArray *old_fds;       /* replaced member fds (struct old_fd), closed at the end */
 	char *(*health_hook)(void *); /* extra health lines (the online heal) */
 	void *health_arg;
 	void (*left_out_hook)(void *, const char *, const uint8_t *, uint64_t);
 	void *left_out_arg;           /* the online heal's: files to catch up */
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
+};
+
+/* A member fd replaced while mounted (keep_old_fd). */
+struct old_fd {
+	int idx, fd;
 };
 
 _Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
@@ -579,7 +585,7 @@ static volume *volume_alloc(int n)
 	v->n = n;
 	v->mem = g_new0(member, n);
 	for (int i = 0; i < n; i++)
-		v->mem[i].rootfd = v->mem[i].metafd = v->mem[i].lockfd = -1;
+		v->mem[i].rootfd = v->mem[i].metafd = v->mem[i].lockfd = v->mem[i].logfd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_mutex_init(&v->cache_lock, NULL);
 	pthread_mutex_init(&v->files_lock, NULL);
@@ -1084,8 +1090,13 @@ void volume_close(volume *v)
 	for (int i = 0; i < v->n; i++) {
 		member *mb = &v->mem[i];
 		volume_member_close(v, i, mb->lockfd); /* releases the OFD lock */
+		volume_member_close(v, i, mb->logfd);
 		volume_member_close(v, i, mb->metafd);
 		volume_member_close(v, i, mb->rootfd);
+	}
+	for (guint i = 0; v->old_fds && i < v->old_fds->len; i++) {
+		const struct old_fd *o = &g_array_index(v->old_fds, struct old_fd, i);
+		volume_member_close(v, o->idx, o->fd);
 	}
 	memberio_free(v->mio);
 	space_free(v->room);
@@ -1102,8 +1113,6 @@ void volume_close(volume *v)
 	pthread_mutex_destroy(&v->lock);
 	pthread_mutex_destroy(&v->cache_lock);
 	pthread_mutex_destroy(&v->files_lock);
-	for (guint i = 0; v->old_fds && i < v->old_fds->len; i++)
-		close(g_array_index(v->old_fds, int, i));
 	if (v->old_fds)
 		g_array_free(v->old_fds, TRUE);
 	g_free(v->checksum_name);
@@ -1130,6 +1139,56 @@ size_cache *volume_sizes(volume *v) { return v->sizes; }
 int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
+
+/* Under v->lock: fd, member idx's, stays open until volume_close (which
+ * closes it unless the member was given up, like the member's own fds). */
+static void keep_old_fd(volume *v, int idx, int fd)
+{
+	struct old_fd o = { idx, fd };
+	if (fd < 0)
+		return;
+	if (!v->old_fds)
+		v->old_fds = g_array_new(FALSE, FALSE, sizeof(struct old_fd));
+	g_array_append_val(v->old_fds, o);
+}
+
+int volume_log_fd(volume *v, int idx)
+{
+	return __atomic_load_n(&v->mem[idx].logfd, __ATOMIC_ACQUIRE);
+}
+
+/* The log fd is owned by the member, like its root fd, and never closed
+ * while mounted: the simplest design that is right under the I/O
+ * timeout.  A call on it may be given up and left stuck in the kernel
+ * (DESIGN.md section 5) and may still write a record when it returns, so
+ * the fd must not be closed (its number then reused for another file)
+ * while such a call may exist; a reference count would never drop for a
+ * stuck call either, so it would keep the fd open all the same, at the
+ * cost of a count on every operation.  So one replaced (its member's
+ * directory replaced, or its log made again) joins the old fds, closed
+ * at volume_close, and the operations find the new one at their next
+ * volume_log_fd (a thread that read the old one writes to the old file,
+ * which nothing reads any more). */
+int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace)
+{
+	member *mb = &v->mem[idx];
+	int use = fd, spare = -1;
+
+	pthread_mutex_lock(&v->lock);
+	if (mb->rootfd != root) {
+		keep_old_fd(v, idx, fd); /* the root was replaced meanwhile: this call's only */
+	} else if (mb->logfd < 0 || replace) {
+		keep_old_fd(v, idx, mb->logfd);
+		__atomic_store_n(&mb->logfd, fd, __ATOMIC_RELEASE);
+	} else {
+		use = mb->logfd; /* another thread's came first */
+		spare = fd;
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (spare >= 0)
+		MIO_CALL(close(spare));
+	return use;
+}
 
 bool volume_member_ok(const volume *v, int idx)
 {
@@ -1923,14 +1982,14 @@ int volume_member_revive(volume *v, int idx)
 		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
 		         mb->path, g_strerror(-r.heal_rc));
 	pthread_mutex_lock(&v->lock);
-	if (!v->old_fds)
-		v->old_fds = g_array_new(FALSE, FALSE, sizeof(int));
-	/* The old root and metadata fds stay open until the end: a thread
-	 * that read them before the member failed must not find them reused. */
-	if (mb->rootfd >= 0)
-		g_array_append_val(v->old_fds, mb->rootfd);
-	if (mb->metafd >= 0)
-		g_array_append_val(v->old_fds, mb->metafd);
+	/* The old root, metadata and intent log fds stay open until the end:
+	 * a thread that read them before the member failed must not find
+	 * them reused.  The new directory's log is opened (or made) by the
+	 * next logged operation (intent.c). */
+	keep_old_fd(v, idx, mb->rootfd);
+	keep_old_fd(v, idx, mb->metafd);
+	keep_old_fd(v, idx, mb->logfd);
+	__atomic_store_n(&mb->logfd, -1, __ATOMIC_RELEASE);
 	mb->rootfd = p.rootfd;
 	mb->metafd = p.metafd;
 	mb->lockfd = r.lockfd;

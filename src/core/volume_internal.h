@@ -30,6 +30,18 @@ int *volume_xattr_marks(volume *v);
 int volume_root_fd(const volume *v, int idx);
 /* Directory fd of member idx's .ecfs (owned by the volume). */
 int volume_meta_fd(const volume *v, int idx);
+/* Member idx's intent log (intent.c), held open by the volume for the
+ * mount: its fd, or -1 while none is held (not yet opened, or dropped
+ * when the member's directory was replaced by volume_member_revive). */
+int volume_log_fd(volume *v, int idx);
+/* Offers fd, the log opened beneath root (member idx's root fd when it
+ * was opened), as the one held.  It is held if root is still the
+ * member's and none is held yet, or replace is true (the log was just
+ * made again: the old one is dropped); a dropped fd, or one opened
+ * beneath a root replaced meanwhile, stays open until volume_close.
+ * Returns the fd to use: fd, or the one another thread had made held
+ * first (then fd is closed). */
+int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);

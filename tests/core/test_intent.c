@@ -9,8 +9,10 @@
  * bound to the identity of the object; records found on some members only;
  * and torn, foreign or malicious records refused without harm.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@
 #include "intent.h"
 #include "log.h"
 #include "volume.h"
+#include "volume_internal.h"
 
 #define K 4
 #define M 2
@@ -620,21 +623,153 @@ static void test_two_intents(void **state)
 	}
 }
 
-/* A member whose intent folder is gone gets it back, whole, at replay. */
+/* ---- the logs held open ---- */
+
+/* An operation that changes nothing, logged: from here the volume holds
+ * every member's log open. */
+static void log_nothing(fixture *fx)
+{
+	intent_args a = { INTENT_UNLINK, .from = "/nothing" };
+	intent *it;
+	assert_int_equal(intent_begin(fx->v, &a, &it), 0);
+	intent_end(fx->v, it, -ENOENT);
+}
+
+/* The descriptors of this process open on member mb's log file (the one
+ * now at its path; -1 if there is none). */
+static int log_fds(fixture *fx, int mb)
+{
+	char *p = g_strdup_printf("%s/%s", fx->mb.path[mb], LOG_PATH);
+	struct stat log, st;
+	int count = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	if (stat(p, &log) < 0)
+		count = -1;
+	for (struct dirent *e; count >= 0 && (e = readdir(d));)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d) &&
+		    fstat(atoi(e->d_name), &st) == 0 && st.st_dev == log.st_dev &&
+		    st.st_ino == log.st_ino)
+			count++;
+	closedir(d);
+	g_free(p);
+	return count;
+}
+
+/* The rename a, cut short after member 0, replays to /b on every member
+ * (crash_during checks that every member's log at its path took the
+ * record). */
+static void rename_cut_short(fixture *fx)
+{
+	intent_args a = { INTENT_RENAME, .from = "/a", .to = "/b" };
+	crash_during(fx, &a, 0x1, (1ull << N) - 1);
+	replay_one(fx, "rename", &a, N);
+	for (int mb = 0; mb < N; mb++) {
+		assert_content(fx, mb, "/a", NULL);
+		assert_content(fx, mb, "/b", "A");
+	}
+}
+
+/* A member whose intent folder is gone gets it back, whole, at replay,
+ * and the log the volume held open before is not the one written next. */
 static void test_replay_makes_the_log(void **state)
 {
 	fixture *fx = *state;
 	char *dir = g_strdup_printf("%s/%s", fx->mb.path[3], INTENT_DIR);
 	size_t len;
 
+	log_nothing(fx);
 	rm_tree(dir);
 	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0);
 	uint8_t *d = read_log(fx, 3, &len);
 	assert_non_null(d);
 	assert_int_equal(len, SLOTS * SLOT_SIZE);
 	assert_logs_clean(fx);
+	assert_int_equal(log_fds(fx, 3), 1);
+	put_file_all(fx, "/a", "A");
+	rename_cut_short(fx);
 	g_free(d);
 	g_free(dir);
+}
+
+/* A member's directory replaced by an empty one while the volume is open
+ * (a new disk, taken back by the online heal: volume_member_revive) gets
+ * a log of its own, and the records go there, not to the log of the old
+ * directory that the volume held open. */
+static void test_log_of_a_revived_member(void **state)
+{
+	fixture *fx = *state;
+
+	log_nothing(fx);
+	assert_int_equal(log_fds(fx, 3), 1);
+	rm_tree(fx->mb.path[3]);
+	assert_int_equal(mkdir(fx->mb.path[3], 0755), 0);
+	assert_true(volume_member_error(fx->v, 3, EIO, "test"));
+	assert_int_equal(volume_member_revive(fx->v, 3), 1);
+	assert_int_equal(log_fds(fx, 3), -1); /* made by the next logged operation */
+	put_file_all(fx, "/a", "A"); /* member 3's as the heal rebuilds it */
+	log_nothing(fx);
+	assert_int_equal(log_fds(fx, 3), 1);
+	rename_cut_short(fx);
+}
+
+/* Logged operations from several threads at once, each in its own slot
+ * of the one log every member holds open: each is logged and ended on
+ * every member, and each log is opened once. */
+enum { THREADS = 8, ROUNDS = 40 };
+
+struct renamer {
+	fixture *fx;
+	int t, bad;
+};
+
+static void *renamer_run(void *arg)
+{
+	struct renamer *r = arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		char *from = g_strdup_printf("/t%d-%d", r->t, i), *to = g_strdup_printf("%s.new", from);
+		intent_args a = { INTENT_RENAME, .from = from, .to = to };
+		intent *it;
+		if (intent_begin(r->fx->v, &a, &it) < 0)
+			r->bad++;
+		for (int mb = 0; mb < N && it; mb++)
+			r->bad += __builtin_popcountll(record_slots(r->fx, mb)) < 1;
+		for (int mb = 0; mb < N && it; mb++)
+			apply_on_member(r->fx, mb, &a);
+		intent_end(r->fx->v, it, 0);
+		g_free(from);
+		g_free(to);
+	}
+	return NULL;
+}
+
+static void test_logged_at_once(void **state)
+{
+	fixture *fx = *state;
+	struct renamer r[THREADS];
+	pthread_t th[THREADS];
+
+	for (int t = 0; t < THREADS; t++)
+		for (int i = 0; i < ROUNDS; i++) {
+			char *name = g_strdup_printf("/t%d-%d", t, i);
+			put_file_all(fx, name, name);
+			g_free(name);
+		}
+	for (int t = 0; t < THREADS; t++) {
+		r[t] = (struct renamer){ fx, t, 0 };
+		assert_int_equal(pthread_create(&th[t], NULL, renamer_run, &r[t]), 0);
+	}
+	for (int t = 0; t < THREADS; t++) {
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+		assert_int_equal(r[t].bad, 0);
+	}
+	assert_logs_clean(fx);
+	for (int mb = 0; mb < N; mb++) {
+		assert_true(volume_member_ok(fx->v, mb));
+		assert_int_equal(log_fds(fx, mb), 1);
+		assert_content(fx, mb, "/t7-39.new", "/t7-39");
+	}
 }
 
 /* ---- records that are no records ---- */
@@ -765,6 +900,8 @@ int main(void)
 		T(test_replay_rmdir_not_empty),
 		T(test_two_intents),
 		T(test_replay_makes_the_log),
+		T(test_log_of_a_revived_member),
+		T(test_logged_at_once),
 		T(test_malformed_records_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

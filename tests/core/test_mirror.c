@@ -718,12 +718,13 @@ static void hang_in_rename(fixture *fx, int hung)
 }
 
 /* Member 4 hangs in the first read after the open's (the replay reads
- * its log: an open and 64 slots): the statx that takes the identity of
- * /a there for the intent.  The rename still takes only the timeout, and
- * member 4, failed before its copy was written, is left as it was. */
+ * its 64 slots through the log it made ready and keeps open): the statx
+ * that takes the identity of /a there for the intent.  The rename still
+ * takes only the timeout, and member 4, failed before its copy was
+ * written, is left as it was. */
 static void hang_in_identity(fixture *fx)
 {
-	uint64_t ran = rename_with_a_hang(fx, "member=4,op=read,after=65,hang", 4);
+	uint64_t ran = rename_with_a_hang(fx, "member=4,op=read,after=64,hang", 4);
 	assert_int_equal(ran, ALL & ~(1ull << 4));
 	assert_no_intent(fx);
 	reopen_after_a_hang(fx, 4);

@@ -351,7 +351,7 @@ class HealHangTest(HealCase):
         self.assert_clean_unmount(v)
         shutil.rmtree(v.members[3])
         os.mkdir(v.members[3], 0o755)
-        # past the mount's reads of member 1 (its intent log: 65), well
+        # past the mount's reads of member 1 (its intent log: 64), well
         # within the rebuild's (several for each of the 100 files)
         mnt = self.mount_faulty(v, "member=1,op=read,after=150,hang", "timeout=1")
         deadline = time.monotonic() + HEAL_TIMEOUT
