@@ -76,6 +76,7 @@ typedef struct probe_chunk {
 	int err; /* open_chunks: what open_chunk returned */
 	enum chunk_state state;
 	bool valid, empty, created;
+	struct stat st; /* the chunk's, once opened */
 	chunk_header h;
 	uint8_t *head; /* the whole chunk, when the header read got all of it */
 	size_t head_len;
@@ -140,6 +141,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		pc->state = CHUNK_CORRUPT;
 		return -EINVAL;
 	}
+	pc->st = st;
 	/* Owned by the caller: already so if the daemon runs with the
 	 * caller's fsuid/fsgid (or the directory gave the group), else chown
 	 * it (root daemon), to the directory's group if that is setgid. */
@@ -689,6 +691,16 @@ static int refused_for_space(volume *v, const char *path, probe_chunk *pc, int n
 
 /* The chain of a create (struct create_chain) with the new file's header
  * pre: the header written is the one write_headers would write. */
+/* A chunk made here, or any chunk of a new file, may have the inode of
+ * one removed, whose size is remembered under a ctime it may share: the
+ * size cache forgets them. */
+static void forget_made(volume *v, const probe_chunk *pc, int n, bool fresh)
+{
+	for (int mb = 0; mb < n; mb++)
+		if (pc[mb].fd >= 0 && (fresh || pc[mb].created))
+			size_cache_chunk_made(volume_sizes(v), mb, &pc[mb].st);
+}
+
 static struct create_chain *create_chain_init(volume *v, struct create_chain *ch,
                                               const chunk_header *pre)
 {
@@ -764,6 +776,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		close_chunks(pc, n);
 		return rc;
 	}
+	forget_made(v, pc, n, fresh);
 
 	volume_files_lock(v);
 	ecfile *f = volume_files_lookup(v, h.file_id);
@@ -786,11 +799,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		rc = 0;
 	else if (fresh)
 		rc = write_headers(f, false);
-	/* A new chunk file may reuse the inode of one removed, whose size is
-	 * remembered under a ctime it may share: every size is stale. */
-	if (fresh)
-		size_cache_headers_changed(volume_sizes(v));
-	else
+	if (!fresh)
 		recover_locked(f);
 	if (rc == 0 && !fresh && (flags & O_TRUNC) && f->size)
 		rc = truncate_locked(f, 0);
@@ -1593,16 +1602,31 @@ static void fill_size(struct stat *st, uint64_t size)
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }
 
+/* Under f->lock, the committer drained: true if the headers on the
+ * members hold f->size (nothing buffered, no header write pending). */
+static bool headers_current(const ecfile *f)
+{
+	return !f->hdr_dirty && f->c.hdr.size == f->size &&
+	       (f->buf_stripe < 0 || f->lo == f->hi);
+}
+
 int ecfile_fstat(ecfile *f, struct stat *st)
 {
 	int rc = -EIO;
 
 	pthread_mutex_lock(&f->lock);
 	cm_drain(f->cq); /* the stripe context is the committer's meanwhile */
+	uint64_t epoch = size_cache_epoch(volume_sizes(f->v));
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		if (!stripe_member_usable(&f->c, mb))
 			continue;
 		if (fstat(f->c.fd[mb], st) == 0) {
+			/* What a stat of the closed file will find, while
+			 * nothing changes it (size_cache.h): a file just made
+			 * is looked up, renamed or linked without its headers. */
+			if (headers_current(f))
+				size_cache_put(volume_sizes(f->v), mb, st, epoch, f->size,
+				               chunk_file_ident(f->id));
 			fill_size(st, f->size);
 			rc = 0;
 			break;

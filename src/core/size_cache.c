@@ -18,6 +18,7 @@ typedef struct size_entry {
 	int64_t ctime_ns;
 	uint64_t size;
 	uint64_t ident;
+	bool none; /* the chunk was made at epoch: nothing known of it */
 } size_entry;
 
 struct size_cache {
@@ -74,14 +75,6 @@ uint64_t size_cache_epoch(size_cache *sc)
 	return __atomic_load_n(&sc->epoch, __ATOMIC_ACQUIRE);
 }
 
-void size_cache_headers_changed(size_cache *sc)
-{
-	pthread_mutex_lock(&sc->lock);
-	sc->floor = __atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL);
-	g_hash_table_remove_all(sc->changed);
-	pthread_mutex_unlock(&sc->lock);
-}
-
 void size_cache_file_changed(size_cache *sc, uint64_t ident)
 {
 	pthread_mutex_lock(&sc->lock);
@@ -114,7 +107,7 @@ bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *siz
 
 	pthread_mutex_lock(&sc->lock);
 	const size_entry *e = g_hash_table_lookup(sc->sizes, &k);
-	if (e && still_current(sc, e) && e->ctime_ns == ctime_ns(st)) {
+	if (e && !e->none && still_current(sc, e) && e->ctime_ns == ctime_ns(st)) {
 		*size = e->size;
 		if (ident)
 			*ident = e->ident;
@@ -124,18 +117,41 @@ bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *siz
 	return hit;
 }
 
+/* Under sc->lock: e for key k, unless the entry there was made later. */
+static void store(size_cache *sc, const chunk_key *k, const size_entry *e)
+{
+	const size_entry *old = g_hash_table_lookup(sc->sizes, k);
+	if (old && old->epoch > e->epoch)
+		return;
+	if (!old && g_hash_table_size(sc->sizes) >= SIZE_CACHE_MAX) {
+		/* What was forgotten may be a chunk made since e was read. */
+		g_hash_table_remove_all(sc->sizes);
+		sc->floor = __atomic_load_n(&sc->epoch, __ATOMIC_ACQUIRE);
+	}
+	if (e->epoch < sc->floor)
+		return;
+	g_hash_table_replace(sc->sizes, g_memdup2(k, sizeof(*k)), g_memdup2(e, sizeof(*e)));
+}
+
+void size_cache_chunk_made(size_cache *sc, int mb, const struct stat *st)
+{
+	chunk_key k = key_of(mb, st);
+
+	pthread_mutex_lock(&sc->lock);
+	size_entry e = { .epoch = __atomic_add_fetch(&sc->epoch, 1, __ATOMIC_ACQ_REL),
+	                 .none = true };
+	store(sc, &k, &e);
+	pthread_mutex_unlock(&sc->lock);
+}
+
 void size_cache_put(size_cache *sc, int mb, const struct stat *st, uint64_t epoch,
                     uint64_t size, uint64_t ident)
 {
-	chunk_key *k = g_new(chunk_key, 1);
-	size_entry *e = g_new(size_entry, 1);
+	chunk_key k = key_of(mb, st);
+	size_entry e = { .epoch = epoch, .ctime_ns = ctime_ns(st), .size = size,
+	                 .ident = ident };
 
-	*k = key_of(mb, st);
-	*e = (size_entry){ .epoch = epoch, .ctime_ns = ctime_ns(st), .size = size,
-	                   .ident = ident };
 	pthread_mutex_lock(&sc->lock);
-	if (g_hash_table_size(sc->sizes) >= SIZE_CACHE_MAX)
-		g_hash_table_remove_all(sc->sizes);
-	g_hash_table_replace(sc->sizes, k, e);
+	store(sc, &k, &e);
 	pthread_mutex_unlock(&sc->lock);
 }

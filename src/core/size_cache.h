@@ -12,9 +12,11 @@
  * so a write, a truncate, a repair or a heal of that file make it stale
  * (writes to other files do not), and it cannot outlive a change made
  * while it was being made (the epoch is read before the headers are).  A
- * new file makes every entry stale (its chunk may reuse the inode, and
- * ctime, of one removed).  ecfs is the only writer of a mounted volume;
- * the ctime catches a change behind its back.  Thread-safe.
+ * chunk just made may reuse the inode, and the ctime, of one removed: its
+ * maker forgets that chunk, and a size read before then is not taken for
+ * it (an entry is never replaced by one made at an older epoch).  ecfs is
+ * the only writer of a mounted volume; the ctime catches a change behind
+ * its back.  Thread-safe.
  */
 #ifndef ECFS_SIZE_CACHE_H
 #define ECFS_SIZE_CACHE_H
@@ -33,8 +35,9 @@ void size_cache_free(size_cache *sc);
 
 /* The header epoch now (read it before reading headers). */
 uint64_t size_cache_epoch(size_cache *sc);
-/* Every size remembered is stale (a new file's headers were written). */
-void size_cache_headers_changed(size_cache *sc);
+/* The chunk of member mb whose lstat is st was just made: whatever is
+ * remembered for its inode is another file's. */
+void size_cache_chunk_made(size_cache *sc, int mb, const struct stat *st);
 /* The size or a header of the file with identity ident (chunk_file_ident)
  * changed: after the write, done or failed, or the change in memory. */
 void size_cache_file_changed(size_cache *sc, uint64_t ident);
@@ -45,7 +48,9 @@ void size_cache_file_changed(size_cache *sc, uint64_t ident);
 bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *size,
                     uint64_t *ident);
 /* Remembers size and identity for that chunk, found by reading headers
- * after the epoch was `epoch`. */
+ * (or the open file, with its headers written) after the epoch was
+ * `epoch`; not if the entry there was made later, or the cache started
+ * again empty since. */
 void size_cache_put(size_cache *sc, int mb, const struct stat *st, uint64_t epoch,
                     uint64_t size, uint64_t ident);
 

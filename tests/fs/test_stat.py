@@ -8,7 +8,9 @@ a remount, against the bytes it must hold.
 usage: test_stat.py ECFS_BINARY [unittest args]"""
 
 import os
+import stat
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,6 +69,64 @@ class StatTest(H.MountedCase):
         self.mnt = self.mount(self.v)
         self.assert_size("d", 65536, "remounted")
         self.assertFalse(os.path.exists(self.p("a")))
+        self.assert_clean_unmount(self.v)
+
+    def linked(self, src, dst, size, nlink, what):
+        """Links src to dst: the kernel's copy of dst right after is the
+        link's reply, which must hold the file's size and link count."""
+        os.link(self.p(src), self.p(dst))
+        st = os.lstat(self.p(dst))
+        self.assertEqual((st.st_size, st.st_nlink), (size, nlink), what)
+        self.assertEqual(os.lstat(self.p(src)).st_ino, st.st_ino, what)
+
+    def chunk_atimes(self, names):
+        """{(member, name): atime} of the chunk files of names."""
+        return {(i, n): os.lstat(self.v.chunk_path(i, n)).st_atime_ns
+                for i in range(K + M) for n in names}
+
+    def test_new_files_named_without_their_headers(self):
+        """Files just made are renamed, linked and looked up with the size
+        their create knew, remembered for their chunks (the creates of the
+        others leave it so): no member reads a chunk header, which would
+        move its chunk's atime (relatime: older than the header write)."""
+        names = [f"n{i}" for i in range(8)]
+        for n in names:
+            os.close(os.open(self.p(n), os.O_CREAT | os.O_WRONLY, 0o644))
+        before = self.chunk_atimes(names)
+        time.sleep(0.05)  # a read from now on stamps another atime
+        for n in names:
+            os.rename(self.p(n), self.p(n + "r"))
+            self.linked(n + "r", n + "l", 0, 2, "linked after a rename")
+        H.drop_caches()  # (as root) the names looked up again
+        for n in names:
+            for name in (n + "r", n + "l"):
+                self.assertEqual(os.lstat(self.p(name)).st_size, 0, name)
+        after = self.chunk_atimes([n + "r" for n in names])
+        self.assertEqual(list(after.values()), list(before.values()),
+                         "a chunk header was read")
+        with open(self.p("n0r"), "rb") as f:  # an open reads them: seen
+            self.assertEqual(f.read(), b"")
+        moved = self.chunk_atimes(["n0r"])
+        self.assertTrue(all(moved[(i, "n0r")] != before[(i, "n0")] for i in range(K + M)),
+                        "the atimes show no read")
+        self.assert_clean_unmount(self.v)
+
+    def test_made_on_a_removed_chunk(self):
+        """A file made right after another is removed may get its chunk
+        inodes, and their ctimes: never the removed file's size or inode
+        number (mknod makes a file without the open a create answers by)."""
+        for i in range(30):
+            H.write_file(self.p("a"), b"a" * (5000 + i))
+            self.assert_size("a", 5000 + i, "written")
+            ino = os.lstat(self.p("a")).st_ino
+            os.unlink(self.p("a"))
+            os.mknod(self.p("b"), stat.S_IFREG | 0o644)
+            st = os.lstat(self.p("b"))
+            self.assertEqual(st.st_size, 0, f"round {i}")
+            self.assertNotEqual(st.st_ino, ino, f"round {i}")
+            self.linked("b", "c", 0, 2, f"round {i}")
+            os.unlink(self.p("b"))
+            os.unlink(self.p("c"))
         self.assert_clean_unmount(self.v)
 
     def test_times_set_while_open(self):
