@@ -141,6 +141,17 @@ bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st)
 	return true;
 }
 
+bool fs_kept_open(const struct kept_size *k, fuse_ino_t ino, struct stat *st)
+{
+	if (!k->have || !S_ISREG(k->after.st_mode))
+		return false;
+	struct stat opened = k->after;
+	if (!fs_node_stat_open(ino, &opened))
+		return false;
+	*st = opened;
+	return true;
+}
+
 /* chmod, chown or utimens of (dirfd, leaf) on a member (attr_member),
  * its size kept (struct kept_size). */
 struct attr_change {
@@ -180,11 +191,7 @@ static int apply_attr(const char *path, int (*op)(int, int, const char *, const 
 	int rc = mirror_apply(fs_volume(), path, attr_member, &c, what);
 	bool carried = rc == 0 && fs_kept_carry(&c.kept, epoch, &st);
 	if (out && rc == 0) {
-		out->have = carried;
-		if (!carried && c.kept.have && S_ISREG(c.kept.after.st_mode)) {
-			st = c.kept.after;
-			out->have = fs_node_stat_open(out->ino, &st);
-		}
+		out->have = carried || fs_kept_open(&c.kept, out->ino, &st);
 		out->st = st;
 	}
 	return rc;

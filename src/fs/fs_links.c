@@ -278,10 +278,11 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &kept, "link");
 	}
 	/* The new name is a name of the same node: its attributes as taken
-	 * around the link, with the size remembered, else looked up. */
+	 * around the link, with the size remembered or the open file's, else
+	 * looked up. */
 	struct fuse_entry_param e;
 	struct stat st;
-	if (rc == 0 && fs_kept_carry(&kept, epoch, &st)) {
+	if (rc == 0 && (fs_kept_carry(&kept, epoch, &st) || fs_kept_open(&kept, ino, &st))) {
 		fs_entry_fill(&e, ino, &st);
 		fs_nodes_add(newparent, newname, ino, st.st_mode);
 	} else if (rc == 0) {

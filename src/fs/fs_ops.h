@@ -158,6 +158,9 @@ void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
  * attributes after it; a regular file's size, remembered for the chunk
  * as it was, is remembered as it is now too. */
 bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st);
+/* Else, for a regular file open in the daemon as node ino: true, with *st
+ * the attributes after the change and the open file's size. */
+bool fs_kept_open(const struct kept_size *k, fuse_ino_t ino, struct stat *st);
 /* The attributes of the object at path, as getattr answers them (st_ino
  * is the member's: the caller sets the node's). */
 int fs_stat(const char *path, struct stat *st);

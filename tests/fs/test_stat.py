@@ -84,6 +84,38 @@ class StatTest(H.MountedCase):
         return {(i, n): os.lstat(self.v.chunk_path(i, n)).st_atime_ns
                 for i in range(K + M) for n in names}
 
+    def test_link_answers_the_size(self):
+        """link answers with the file's size, without a lookup when it is
+        known: of a file open with its writes still in the daemon (its
+        size, with no chunk header read: see chunk_atimes), of one whose
+        remembered size a write made stale, of one written and never
+        looked at, truncated by path, and after a remount."""
+        fd = os.open(self.p("w"), os.O_CREAT | os.O_WRONLY, 0o644)
+        before = self.chunk_atimes(["w"])
+        time.sleep(0.05)
+        os.write(fd, b"w" * 70000)
+        self.linked("w", "w1", 70000, 2, "open, written")
+        self.assertEqual(self.chunk_atimes(["w"]), before, "a chunk header was read")
+        os.write(fd, b"x" * 5)
+        self.linked("w", "w2", 70005, 3, "open, appended after a link")
+        os.close(fd)
+        for name in ("w", "w1", "w2"):
+            self.assert_size(name, 70005, "closed")
+        H.write_file(self.p("s"), b"s" * 100)
+        self.assert_size("s", 100, "written")
+        with open(self.p("s"), "ab") as f:
+            f.write(b"t" * 23)
+        self.linked("s", "s1", 123, 2, "appended after its size was remembered")
+        H.write_file(self.p("j"), H.pattern(300001, 5))
+        self.linked("j", "j1", 300001, 2, "written, never looked at")
+        os.truncate(self.p("j"), 5)
+        self.linked("j1", "j2", 5, 3, "truncated by path")
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+        self.linked("j2", "j3", 5, 4, "remounted")
+        self.linked("w2", "w3", 70005, 4, "remounted")
+        self.assert_clean_unmount(self.v)
+
     def test_new_files_named_without_their_headers(self):
         """Files just made are renamed, linked and looked up with the size
         their create knew, remembered for their chunks (the creates of the
