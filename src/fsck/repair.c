@@ -391,9 +391,15 @@ static int create_chunk_run(void *arg)
 		if (sfd >= 0)
 			MIO_CALL(close(sfd));
 	}
-	if (fd < 0)
+	if (fd < 0) {
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                0600);
+		/* A new inode, maybe one removed whose size the daemon
+		 * remembers under a ctime it may share (size_cache.h). */
+		struct stat st;
+		if (fd >= 0 && MIO_CALL(fstat(fd, &st)) == 0)
+			size_cache_chunk_made(volume_sizes(f->v), mb, &st);
+	}
 	/* Made since the namespace was read (in the daemon, opening an empty
 	 * file finishes its create): it is rebuilt whole all the same. */
 	if (fd == -EEXIST)
