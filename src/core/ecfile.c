@@ -1564,6 +1564,10 @@ int ecfile_release(ecfile *f)
 		cm_drain(f->cq);
 		if (f->c.jf.open && stripe_sync(&f->c, true) == 0)
 			stripe_remove_journals(&f->c);
+		/* A stat, chmod or utimens after the close (tar x sets the times
+		 * then) finds the size without reading the headers. */
+		if (!f->hdr_dirty && f->c.hdr.size == f->size)
+			stripe_remember_size(&f->c);
 		pthread_mutex_unlock(&f->lock);
 	}
 	volume_files_lock(v);

@@ -1339,23 +1339,45 @@ static void write_header_member(void *arg)
 		r = mop_transfer(j->c->v, j->member, fd, &iov, 1, 0, true);
 	if (r >= 0 && j->durable)
 		r = sync_chunk(j->c, j->member, true);
+	struct stat st; /* a local: a call given up writes nothing of the file's */
+	bool stated = r >= 0 && MIO_CALL(fstat(fd, &st)) == 0;
 	/* Whatever it did, the sizes remembered before for this file are no
 	 * longer sure. */
 	size_cache_file_changed(volume_sizes(j->c->v), chunk_file_ident(j->c->hdr.file_id));
+	if (stated) {
+		j->c->header_stat[j->member] = st;
+		__atomic_or_fetch(&j->c->header_stats, 1ull << j->member, __ATOMIC_RELEASE);
+	}
 	j->err = r < 0 ? (int)r : 0;
+}
+
+void stripe_remember_size(stripe_ctx *c)
+{
+	uint64_t stats = __atomic_load_n(&c->header_stats, __ATOMIC_ACQUIRE);
+	uint64_t epoch = size_cache_epoch(volume_sizes(c->v)); /* after the round's changes */
+
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (stats >> mb & 1)
+			size_cache_put(volume_sizes(c->v), mb, &c->header_stat[mb], epoch, c->hdr.size,
+			               chunk_file_ident(c->hdr.file_id));
+}
+
+/* A round of header writes; the chunks' stats after it replace those of
+ * the last round. */
+static int header_round(stripe_ctx *c, member_job how)
+{
+	__atomic_store_n(&c->header_stats, 0, __ATOMIC_RELAXED);
+	return on_usable_members(c, write_header_member, how, "writing a chunk header");
 }
 
 int stripe_write_headers(stripe_ctx *c)
 {
-	return on_usable_members(c, write_header_member, (member_job){ 0 },
-	                         "writing a chunk header");
+	return header_round(c, (member_job){ 0 });
 }
 
 int stripe_write_headers_durable(stripe_ctx *c, bool sync_first)
 {
-	return on_usable_members(c, write_header_member,
-	                         (member_job){ .durable = true, .sync_first = sync_first },
-	                         "writing a chunk header");
+	return header_round(c, (member_job){ .durable = true, .sync_first = sync_first });
 }
 
 static void sync_member(void *arg)

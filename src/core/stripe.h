@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -66,7 +67,18 @@ typedef struct stripe_ctx {
 	/* Hedged reads with an answer still to come, and one ended for
 	 * reuse (stripe.c). */
 	struct stripe_hedge *late, *spare_hedge;
+	/* Each chunk's lstat right after the last header round wrote it (bit
+	 * mb of header_stats, atomic), for stripe_remember_size. */
+	struct stat header_stat[STRIPE_MAX_N];
+	uint64_t header_stats;
 } stripe_ctx;
+
+/* The file closes with its headers holding its size (hdr.size): that
+ * size is remembered (size_cache.h) for every chunk stat'ed after the last
+ * header round, so a stat, chmod or utimens of the closed file need not
+ * read the headers again.  A chunk written since has another ctime, and
+ * its entry never matches. */
+void stripe_remember_size(stripe_ctx *c);
 
 /* Allocates the scratch buffers; 0 or -ENOMEM. */
 int stripe_ctx_buffers(stripe_ctx *c);

@@ -143,6 +143,32 @@ class StatTest(H.MountedCase):
                         "the atimes show no read")
         self.assert_clean_unmount(self.v)
 
+    def test_closed_files_set_without_their_headers(self):
+        """tar x sets a file's times (and cp its mode) once it is closed:
+        the size the file's last header round wrote is remembered at its
+        close, so those changes answer with it and read no chunk header,
+        also after other files were made.  A header read after utime
+        would stamp its chunk's atime anew (relatime: the atime set is
+        older than the chunk's mtime)."""
+        sizes = {"c0": 0, "c1": 3000, "c2": 100000}
+        for n, size in sizes.items():
+            H.write_file(self.p(n), b"c" * size)
+        H.write_file(self.p("other"), b"o")
+        time.sleep(0.2)  # the kernel's release of each comes after close()
+        for n, size in sizes.items():
+            os.utime(self.p(n), ns=(10**18, 2 * 10**18))
+            os.chmod(self.p(n), 0o600)
+            st = os.lstat(self.p(n))
+            self.assertEqual((st.st_size, st.st_mode & 0o777, st.st_mtime_ns),
+                             (size, 0o600, 2 * 10**18), n)
+        self.assertEqual(set(self.chunk_atimes(sizes).values()), {10**18},
+                         "a chunk header was read")
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v)
+        for n, size in sizes.items():
+            self.assert_size(n, size, "remounted")
+        self.assert_clean_unmount(self.v)
+
     def test_made_on_a_removed_chunk(self):
         """A file made right after another is removed may get its chunk
         inodes, and their ctimes: never the removed file's size or inode
