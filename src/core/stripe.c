@@ -191,7 +191,7 @@ static void commit_member(void *arg)
 {
 	commit_task *t = arg;
 	stripe_ctx *c = t->c;
-	struct iovec iov[STRIPE_BATCH], riov;
+	struct iovec iov[1 + STRIPE_BATCH], *strips = iov + 1;
 	ssize_t r;
 
 	t->err = t->have_recs ? 0 : make_records(t);
@@ -199,19 +199,26 @@ static void commit_member(void *arg)
 		return;
 	size_t bytes = 0;
 	for (int i = 0; i < t->cnt; i++) {
-		iov[i] = (struct iovec){ (void *)t->strips[i],
-		                         layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
-		bytes += iov[i].iov_len;
+		strips[i] = (struct iovec){ (void *)t->strips[i],
+		                            layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
+		bytes += strips[i].iov_len;
 	}
-	/* Strips first, then their records: until both are down the pair does
-	 * not verify, so a torn commit reads as an erasure, never as data. */
+	/* The strips and their records: until both are down the pair does not
+	 * verify, so a torn commit reads as an erasure, never as data, in
+	 * whichever order they land.  Where the records lie just before the
+	 * strips (stripe 0 of a version-2 chunk: every small file), one write. */
+	int fd = c->fd[t->member];
+	off_t at = (off_t)layout_strip_offset(&c->lay, t->s0),
+	      rat = (off_t)layout_record_offset(&c->lay, t->s0);
+	size_t rlen = (size_t)t->cnt * CHUNK_RECORD_SIZE;
+	iov[0] = (struct iovec){ t->recs, rlen };
 	int64_t t0 = g_get_monotonic_time();
-	r = mop_transfer(c->v, t->member, c->fd[t->member], iov, t->cnt,
-	              (off_t)layout_strip_offset(&c->lay, t->s0), true);
-	if (r >= 0) {
-		riov = (struct iovec){ t->recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
-		r = mop_transfer(c->v, t->member, c->fd[t->member], &riov, 1,
-		              (off_t)layout_record_offset(&c->lay, t->s0), true);
+	if (rat + (off_t)rlen == at) {
+		r = mop_transfer(c->v, t->member, fd, iov, 1 + t->cnt, rat, true);
+	} else {
+		r = mop_transfer(c->v, t->member, fd, strips, t->cnt, at, true);
+		if (r >= 0)
+			r = mop_transfer(c->v, t->member, fd, iov, 1, rat, true);
 	}
 	/* the member's write cost (memberio_slow_of, stripe_leave_out_slow) */
 	if (r >= 0)

@@ -850,10 +850,11 @@ static void test_member_errors(void **state)
 
 	ctx_close(&fx->c);
 	volume_close(fx->v);
-	/* A member's first write is its chunk header, then each commit
-	 * writes its strips and then its records. */
+	/* A member's first write is its chunk header; then stripe 0's commit
+	 * writes its record and strip in one (they lie together), a later
+	 * commit its strips and then its records. */
 	snprintf(spec, sizeof(spec), "member=%d,op=write,after=1,errno=EIO;"
-	         "member=%d,op=read,errno=EIO;member=%d,op=write,after=3,errno=27", w, r, big);
+	         "member=%d,op=read,errno=EIO;member=%d,op=write,after=2,errno=27", w, r, big);
 	setenv("ECFS_FAULT", spec, 1);
 	fx->v = open_volume(&fx->mb, false);
 	unsetenv("ECFS_FAULT");
