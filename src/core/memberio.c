@@ -15,6 +15,7 @@
 #include "memberio.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,9 +79,12 @@ struct memberio {
 	pthread_mutex_t rlock;
 	pthread_cond_t rwake, rdone;
 	mio_task *rhead, *rtail;
+	unsigned rposted;  /* tasks queued on the relay so far (atomic): what
+	                    * an idle relay watches while it spins */
 	worker *relay; /* the thread running it now; NULL: none, use the workers */
 	bool rstop;
 	bool relay_all; /* memberio_force_relay (tests) */
+	unsigned spin_us; /* memberio_set_spin (atomic) */
 };
 
 static __thread worker *self;
@@ -96,6 +100,12 @@ static int64_t now_ns(void)
 static int64_t now_ms(void)
 {
 	return now_ns() / 1000000;
+}
+
+/* How long the relay and its callers stay awake (memberio_set_spin). */
+static int64_t spin_ns(const memberio *mio)
+{
+	return (int64_t)__atomic_load_n(&mio->spin_us, __ATOMIC_RELAXED) * 1000;
 }
 
 static void futex_wake(int *word)
@@ -211,6 +221,15 @@ static void *relay_main(void *arg)
 	self = r;
 	pthread_mutex_lock(&mio->rlock);
 	for (;;) {
+		if (!mio->rhead && !mio->rstop) {
+			unsigned seen = __atomic_load_n(&mio->rposted, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&mio->rlock);
+			int64_t end = now_ns() + spin_ns(mio);
+			while (__atomic_load_n(&mio->rposted, __ATOMIC_ACQUIRE) == seen &&
+			       !__atomic_load_n(&mio->rstop, __ATOMIC_RELAXED) && now_ns() < end)
+				sched_yield(); /* awake, but second to any thread that has work */
+			pthread_mutex_lock(&mio->rlock);
+		}
 		while (!mio->rhead && !mio->rstop)
 			pthread_cond_wait(&mio->rwake, &mio->rlock);
 		mio_task *t = mio->rhead;
@@ -267,7 +286,7 @@ static worker *relay_start(memberio *mio)
 static void relay_stop(memberio *mio)
 {
 	pthread_mutex_lock(&mio->rlock);
-	mio->rstop = true;
+	__atomic_store_n(&mio->rstop, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&mio->rwake);
 	while (mio->relay && !mio->relay->done)
 		pthread_cond_wait(&mio->rdone, &mio->rlock);
@@ -470,6 +489,7 @@ void mio_batch_init(mio_batch *b)
 	b->small = false;
 	b->wake_each = false;
 	b->relayed = b->apart = 0;
+	b->spin_ns = 0;
 }
 
 void mio_batch_init_each(mio_batch *b)
@@ -482,6 +502,12 @@ void mio_batch_init_small(memberio *mio, mio_batch *b)
 {
 	mio_batch_init_caller(mio, b);
 	b->small = mio->timeout_ms != 0;
+	b->spin_ns = spin_ns(mio);
+}
+
+void memberio_set_spin(memberio *mio, unsigned us)
+{
+	__atomic_store_n(&mio->spin_us, us, __ATOMIC_RELAXED);
 }
 
 void mio_batch_init_caller(memberio *mio, mio_batch *b)
@@ -563,8 +589,9 @@ static void relay_enqueue(memberio *mio, mio_task *t)
 		return;
 	}
 	append(&mio->rhead, &mio->rtail, t);
+	__atomic_add_fetch(&mio->rposted, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mio->rlock);
-	pthread_cond_signal(&mio->rwake);
+	pthread_cond_signal(&mio->rwake); /* no system call while it spins */
 }
 
 void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), void *arg)
@@ -607,8 +634,25 @@ uint64_t mio_batch_wait_left(mio_batch *b, int left)
 	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
+/* Stays awake up to the spin time for a batch that went wholly to the
+ * relay to fall to left tasks; true if it did. */
+static bool spin_for_relay(mio_batch *b, int left)
+{
+	if (!b->relayed || b->apart || !b->spin_ns)
+		return false;
+	int64_t end = now_ns() + b->spin_ns;
+	while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) > left) {
+		if (now_ns() >= end)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
 bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
 {
+	if (!deadline_ns && spin_for_relay(b, left))
+		return true;
 	/* A count that has only fallen since it was read is slept through:
 	 * the wake-up comes when it reaches 0, or at every task with
 	 * wake_each (task_done). */

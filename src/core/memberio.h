@@ -46,6 +46,7 @@ typedef struct mio_batch {
 	bool small;       /* mio_batch_init_small with a timeout */
 	bool wake_each;   /* mio_batch_init_each: woken at every task done */
 	uint64_t relayed, apart; /* bit i: member i's tasks go to the relay, to its worker */
+	int64_t spin_ns;  /* mio_batch_init_small: how long its caller stays awake for it */
 } mio_batch;
 
 /* Called from the watchdog thread once per member given up. */
@@ -80,6 +81,15 @@ void mio_batch_init_small(memberio *mio, mio_batch *b);
  * relay now (its latency is under MEMBERIO_RELAY_US and it was not given
  * up). */
 bool memberio_relays(memberio *mio, int idx);
+/* Waking a sleeping thread costs tens of microseconds on a virtual
+ * machine (an interrupt to another CPU), more than a relayed batch of
+ * namespace calls takes.  With us > 0 the relay stays awake that long
+ * for its next task once it has none, and the caller of a small batch
+ * that went wholly to the relay that long for its end, before either
+ * sleeps: one request's batches, and the next request's, meet a thread
+ * that is running.  Awake means yielding the CPU to any thread that has
+ * work; an idle daemon sleeps after that time.  0 (the default): never. */
+void memberio_set_spin(memberio *mio, unsigned us);
 /* Tests: with on, every member's small calls go to the relay whatever its
  * latency (a busy machine can push a fast member past the threshold). */
 void memberio_force_relay(memberio *mio, bool on);

@@ -853,14 +853,16 @@ static void watch_root(volume *v, int idx)
 
 /* Starts the member workers; the fault rules (*faults, taken over) apply
  * from here on: the lock files are no member operation a rule counts. */
-static int start_members(volume *v, struct fault_rules **faults, unsigned timeout_ms,
+static int start_members(volume *v, struct fault_rules **faults, const volume_options *opts,
                          char **message)
 {
 	v->mops.faults = *faults;
 	*faults = NULL;
-	v->mio = memberio_new(v->n, timeout_ms, member_timed_out, v);
-	if (v->mio)
+	v->mio = memberio_new(v->n, opts->timeout_ms, member_timed_out, v);
+	if (v->mio) {
 		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
+		memberio_set_spin(v->mio, opts->spin_us);
+	}
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();
 	if (!v->mio) {
@@ -906,7 +908,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	if (rc == 0)
 		rc = set_defaults(v, &pr[ref].sb, opts, message);
 	if (rc == 0)
-		rc = start_members(v, &faults, opts->timeout_ms, message);
+		rc = start_members(v, &faults, opts, message);
 	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);

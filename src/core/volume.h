@@ -27,6 +27,8 @@ typedef struct volume volume;
 
 /* The member I/O timeout ecfs mounts with unless -o timeout= says. */
 #define VOLUME_DEFAULT_TIMEOUT_MS 10000
+/* The daemon's -o spin: a request's next batch comes within it (PERFORMANCE.md 7). */
+#define VOLUME_DEFAULT_SPIN_US 200
 /* Reads a member I/O timeout given in seconds (ecfs -o timeout=,
  * ecfs-fsck --timeout=) into *ms; false, and *ms untouched, unless it is
  * what VOLUME_TIMEOUT_RANGE says, the words both programs refuse it with. */
@@ -46,6 +48,7 @@ typedef struct volume_options {
 	bool no_hedge;         /* reads around it never ask a spare member (stripe.c) */
 	int write_quorum;      /* writes may leave slow members out down to this many
 	                        * (stripe_leave_out_slow); 0 = all, every usable member */
+	unsigned spin_us;      /* the relay stays awake this long (memberio_set_spin) */
 } volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of

@@ -58,7 +58,7 @@ struct cli {
 	char *members;   /* the MEMBER:MEMBER:... argument */
 	int positional;  /* non-option arguments seen */
 	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
-	char *slow_readaround, *hedge, *write_quorum;
+	char *slow_readaround, *hedge, *write_quorum, *spin;
 	char *attr_timeout, *entry_timeout, *negative_timeout;
 	int kernel_cache, auto_cache, direct_io; /* set by fuse_opt */
 	bool read_only;
@@ -83,6 +83,7 @@ static const struct fuse_opt cli_spec[] = {
 	CLI_OPT("slow_readaround=%s", slow_readaround),
 	CLI_OPT("hedge=%s", hedge),
 	CLI_OPT("write_quorum=%s", write_quorum),
+	CLI_OPT("spin=%s", spin),
 	CLI_OPT("attr_timeout=%s", attr_timeout),
 	CLI_OPT("entry_timeout=%s", entry_timeout),
 	CLI_OPT("negative_timeout=%s", negative_timeout),
@@ -162,6 +163,10 @@ static void usage(const char *prog)
 	       "                           their chunks stale; the online heal catches\n"
 	       "                           them up (a file so written survives N-k losses\n"
 	       "                           until then)\n"
+	       "    -o spin=MICROSECONDS   after a batch of member calls, the thread that\n"
+	       "                           makes them, and a request waiting for them, stay\n"
+	       "                           awake this long (yielding the CPU) before they\n"
+	       "                           sleep: a wake-up costs more (default %d, 0 = never)\n"
 	       "    -o entry_timeout=T     seconds the kernel keeps names, listings (default %g)\n"
 	       "    -o attr_timeout=T      seconds it keeps attributes (default %g)\n"
 	       "    -o negative_timeout=T  seconds it keeps that a name does not exist\n"
@@ -174,8 +179,8 @@ static void usage(const char *prog)
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
 	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
 	       "apply to files created from now on; each file keeps its own.\n\n",
-	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0, DEFAULT_ENTRY_TIMEOUT,
-	       DEFAULT_ATTR_TIMEOUT);
+	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0, VOLUME_DEFAULT_SPIN_US,
+	       DEFAULT_ENTRY_TIMEOUT, DEFAULT_ATTR_TIMEOUT);
 }
 
 /* Parses a positive size with an optional K, M or G (binary) suffix. */
@@ -350,6 +355,10 @@ static bool build_options(const struct cli *c, int n, volume_options *o)
 		return fail("slow_readaround=%s: give on or off", c->slow_readaround);
 	if (!parse_on_off(c->hedge, &o->no_hedge))
 		return fail("hedge=%s: give on or off", c->hedge);
+	int spin = VOLUME_DEFAULT_SPIN_US;
+	if (c->spin && !parse_int(c->spin, 0, 100000, &spin))
+		return fail("spin=%s: give microseconds, from 0 (never) to 100000", c->spin);
+	o->spin_us = (unsigned)spin;
 	if (c->write_quorum && strcmp(c->write_quorum, "all")) {
 		char lo[24] = "";
 		if (o->k)
@@ -502,6 +511,7 @@ static void free_cli(struct cli *c)
 	free(c->slow_readaround);
 	free(c->hedge);
 	free(c->write_quorum);
+	free(c->spin);
 	free(c->attr_timeout);
 	free(c->entry_timeout);
 	free(c->negative_timeout);

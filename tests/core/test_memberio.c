@@ -14,7 +14,8 @@
  * A batch of small calls (mio_batch_init_small) runs on the one relay
  * thread when its members are fast, on the workers of those that are not;
  * a call that hangs on the relay gives up its member only, and a new relay
- * runs the rest of the batch and the batches after it.
+ * runs the rest of the batch and the batches after it, also when the
+ * relay stays awake between batches.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -254,7 +255,7 @@ static double seconds_since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static void hang_on_the_relay(void **state)
+static void hang_on_a_relay_spinning_for(unsigned spin_us)
 {
 	memberio *mio = memberio_new(N, 200, note_lost, NULL);
 	int pipefd[2];
@@ -262,7 +263,9 @@ static void hang_on_the_relay(void **state)
 	jobs js;
 	struct timespec t0;
 
-	(void)state;
+	lost_calls = 0;
+	lost_idx = -1;
+	memberio_set_spin(mio, spin_us);
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	jobs_init(&js);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -299,6 +302,21 @@ static void hang_on_the_relay(void **state)
 	close(pipefd[1]); /* the stuck relay returns into mio_io_end and stops there */
 	usleep(20000);
 	close(pipefd[0]);
+}
+
+static void hang_on_the_relay(void **state)
+{
+	(void)state;
+	hang_on_a_relay_spinning_for(0);
+}
+
+/* The same with the relay and its callers awake between batches
+ * (memberio_set_spin): the spinning relay is replaced like a sleeping
+ * one, its callers see the same results, and memberio_free stops it. */
+static void hang_on_a_spinning_relay(void **state)
+{
+	(void)state;
+	hang_on_a_relay_spinning_for(5000);
 }
 
 /* A batch made with mio_batch_init_each (hedged reads): its caller goes
@@ -534,6 +552,7 @@ int main(void)
 		cmocka_unit_test(bounded_waits_or_gives_up),
 		cmocka_unit_test(small_batch_on_the_relay),
 		cmocka_unit_test(hang_on_the_relay),
+		cmocka_unit_test(hang_on_a_spinning_relay),
 		cmocka_unit_test(wait_for_all_but_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
