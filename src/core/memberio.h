@@ -20,7 +20,7 @@
  *
  * The relay: on two cores, waking a thread costs more than a small member
  * call on a local filesystem, so a batch of small calls (namespace
- * operations, lookups, chunk opens; never strips) made with
+ * operations, lookups, chunk opens, a small file's strips) made with
  * mio_batch_init_small hands the tasks of its fast members to one relay
  * thread that runs them one after the other: one wake-up instead of one
  * per member.  Each call there is bracketed as its member's, so a call
@@ -67,7 +67,7 @@ void mio_batch_init(mio_batch *b);
  * timeout only: with one, every member call is made and watched on its
  * worker. */
 void mio_batch_init_caller(memberio *mio, mio_batch *b);
-/* For a batch of small member calls (no strips) its caller waits for
+/* For a batch of small member calls (a few KiB at most) its caller waits for
  * before it submits more: with a timeout, the tasks of each member whose
  * latency is under MEMBERIO_RELAY_US go to the relay, one after the other
  * on one thread (the first task of a member in the batch decides where
