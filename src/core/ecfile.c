@@ -1547,6 +1547,14 @@ int ecfile_fsync(ecfile *f, int datasync)
 	return rc;
 }
 
+/* Under f->lock, the committer drained: true if the headers on the
+ * members hold f->size (nothing buffered, no header write pending). */
+static bool headers_current(const ecfile *f)
+{
+	return !f->hdr_dirty && f->c.hdr.size == f->size &&
+	       (f->buf_stripe < 0 || f->lo == f->hi);
+}
+
 int ecfile_release(ecfile *f)
 {
 	volume *v = f->v;
@@ -1566,7 +1574,7 @@ int ecfile_release(ecfile *f)
 			stripe_remove_journals(&f->c);
 		/* A stat, chmod or utimens after the close (tar x sets the times
 		 * then) finds the size without reading the headers. */
-		if (!f->hdr_dirty && f->c.hdr.size == f->size)
+		if (headers_current(f))
 			stripe_remember_size(&f->c);
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -1604,14 +1612,6 @@ static void fill_size(struct stat *st, uint64_t size)
 {
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-}
-
-/* Under f->lock, the committer drained: true if the headers on the
- * members hold f->size (nothing buffered, no header write pending). */
-static bool headers_current(const ecfile *f)
-{
-	return !f->hdr_dirty && f->c.hdr.size == f->size &&
-	       (f->buf_stripe < 0 || f->lo == f->hi);
 }
 
 int ecfile_fstat(ecfile *f, struct stat *st)
