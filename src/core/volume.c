@@ -1262,7 +1262,6 @@ static const char *root_changed(volume *v, int idx)
 /* The root check of one member, on its worker: the calls are timed
  * (memberio.h), so a member that stopped answering is failed by the
  * watchdog instead of holding the thread that asked. */
-
 static void check_root(void *arg)
 {
 	struct root_check *rc = arg;
@@ -1917,6 +1916,26 @@ static int revive_lost(volume *v, int idx)
 	return 0;
 }
 
+/* Under v->lock: member idx takes the revived directory's root and
+ * metadata fds (p's, p left without them) and its lock.  The old root,
+ * metadata and intent log fds stay open until the end: a thread that read
+ * them before the member failed must not find them reused.  The new
+ * directory's log is opened (or made) by the next logged operation
+ * (intent.c). */
+static void take_new_fds(volume *v, int idx, probe *p, int lockfd)
+{
+	member *mb = &v->mem[idx];
+
+	keep_old_fd(v, idx, mb->rootfd);
+	keep_old_fd(v, idx, mb->metafd);
+	keep_old_fd(v, idx, mb->logfd);
+	__atomic_store_n(&mb->logfd, -1, __ATOMIC_RELEASE);
+	mb->rootfd = p->rootfd;
+	mb->metafd = p->metafd;
+	mb->lockfd = lockfd;
+	p->rootfd = p->metafd = -1;
+}
+
 int volume_member_revive(volume *v, int idx)
 {
 	volume_set_journals_none(v, false); /* it may bring journals back */
@@ -1984,18 +2003,7 @@ int volume_member_revive(volume *v, int idx)
 		         " (a rebuild cut short is not resumed at the next mount): %s", idx,
 		         mb->path, g_strerror(-r.heal_rc));
 	pthread_mutex_lock(&v->lock);
-	/* The old root, metadata and intent log fds stay open until the end:
-	 * a thread that read them before the member failed must not find
-	 * them reused.  The new directory's log is opened (or made) by the
-	 * next logged operation (intent.c). */
-	keep_old_fd(v, idx, mb->rootfd);
-	keep_old_fd(v, idx, mb->metafd);
-	keep_old_fd(v, idx, mb->logfd);
-	__atomic_store_n(&mb->logfd, -1, __ATOMIC_RELEASE);
-	mb->rootfd = p.rootfd;
-	mb->metafd = p.metafd;
-	mb->lockfd = r.lockfd;
-	p.rootfd = p.metafd = -1;
+	take_new_fds(v, idx, &p, r.lockfd);
 	if (rc == 0) {
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;
@@ -2009,10 +2017,13 @@ int volume_member_revive(volume *v, int idx)
 		rc = 1;
 	}
 	pthread_mutex_unlock(&v->lock);
-	if (rc == 1)
+	if (rc == 1) {
 		watch_root(v, idx);
-	ecfs_log(LOG_WARNING, "member %d (%s)%s%s", idx, mb->path,
-	         rc == 1 ? " is back in service: rebuilding it online" : ": ", rc == 1 ? "" : msg);
+		ecfs_log(LOG_WARNING, "member %d (%s) is back in service: rebuilding it online", idx,
+		         mb->path);
+	} else {
+		ecfs_log(LOG_WARNING, "member %d (%s): %s", idx, mb->path, msg);
+	}
 	g_free(msg);
 out:
 	probe_free(&p);
