@@ -155,10 +155,11 @@ static size_t iov_total(const struct iovec *iov, int cnt)
 
 /* The xattr calls go through /proc/self/fd/N so that they also work on
  * an O_PATH descriptor, which is how symlinks and special files are
- * reached without following them (fs_xattr.c). */
-static const char *proc_path(int fd, char buf[40])
+ * reached without following them (fs_xattr.c); /proc/self/fd/N/leaf
+ * reaches an entry of directory N in the same call. */
+static const char *proc_path(int fd, const char *leaf, char buf[PATH_MAX])
 {
-	snprintf(buf, 40, "/proc/self/fd/%d", fd);
+	snprintf(buf, PATH_MAX, "/proc/self/fd/%d%s%s", fd, *leaf ? "/" : "", leaf);
 	return buf;
 }
 
@@ -349,16 +350,11 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
  * ramfs) has no order of writes to keep against one, and the daemon's
  * own crash loses nothing the kernel holds: its syncs are not made.  A
  * recorded run (RECORD.md) stands for disks and makes them all. */
-static bool sync_pointless(volume *v, int idx)
-{
-	const mop_state *s = (const mop_state *)(const void *)v;
-	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
-	       !(RECORDING && record_active());
-}
-
 bool mop_syncs(volume *v, int idx)
 {
-	return !sync_pointless(v, idx);
+	const mop_state *s = (const mop_state *)(const void *)v;
+	return !v || !(__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) ||
+	       (RECORDING && record_active());
 }
 
 int mop_fsync(volume *v, int idx, int fd, bool datasync)
@@ -366,7 +362,7 @@ int mop_fsync(volume *v, int idx, int fd, bool datasync)
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_SYNC, 0);
-	if (sync_pointless(v, idx))
+	if (!mop_syncs(v, idx))
 		return 0;
 	bool locked = begin();
 	int rc = (int)neg_errno(datasync ? fdatasync(fd) : fsync(fd));
@@ -399,7 +395,7 @@ static void record_write_sync(int idx, int fd, const struct iovec *iov, size_t d
 ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	bool dsync = !sync_pointless(v, idx);
+	bool dsync = mop_syncs(v, idx);
 	int sync_err = 0;
 	IO_SCOPE();
 	CHANGE_SCOPE();
@@ -630,7 +626,7 @@ static int set_xattr(volume *v, int idx, int dirfd, const char *leaf, const char
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d%s%s", dirfd, *leaf ? "/" : "", leaf);
+	proc_path(dirfd, leaf, path);
 	bool locked = begin();
 	int rc = (int)neg_errno(*leaf ? lsetxattr(path, name, value, size, flags)
 	                              : setxattr(path, name, value, size, flags));
@@ -660,13 +656,13 @@ int mop_lsetxattrat(volume *v, int idx, int dirfd, const char *leaf, const char 
 
 int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 {
-	char path[40];
+	char path[PATH_MAX];
 
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = (int)neg_errno(removexattr(proc_path(fd, path), name));
+	int rc = (int)neg_errno(removexattr(proc_path(fd, "", path), name));
 	if (RECORDING && rc == 0) {
 		rec_line *l = record_line("removexattr", idx);
 		record_path_fd(l, "path", fd);
