@@ -6,12 +6,16 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
 #include <glib.h>
 
+#ifndef F2FS_SUPER_MAGIC
+#define F2FS_SUPER_MAGIC 0xF2F52010
+#endif
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000 /* linux/stat.h of 5.8 */
 #endif
@@ -27,8 +31,7 @@ mount_info mount_info_of_root(int rootfd)
 	    fstatat(rootfd, "..", &up, 0) < 0)
 		return mi;
 	mi.known = true;
-	mi.memory_only = fstatfs(rootfd, &sf) == 0 &&
-	                 (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	mi.fs_type = fstatfs(rootfd, &sf) == 0 ? (unsigned long)sf.f_type : 0;
 	mi.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	mi.parent = up.st_dev;
 	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
@@ -36,6 +39,22 @@ mount_info mount_info_of_root(int rootfd)
 	else /* before Linux 5.8: the root of another filesystem than its parent's, or / */
 		mi.root = up.st_dev != mi.dev || up.st_ino == sx.stx_ino;
 	return mi;
+}
+
+bool mounts_memory_only(const mount_info *mi)
+{
+	return mi->fs_type == TMPFS_MAGIC || mi->fs_type == RAMFS_MAGIC;
+}
+
+bool mounts_local(const mount_info *mi)
+{
+	switch (mi->fs_type) {
+	case TMPFS_MAGIC: case RAMFS_MAGIC: case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC: case F2FS_SUPER_MAGIC:
+		return true;
+	default:
+		return false;
+	}
 }
 
 int mounts_unmounted_beside(const mount_info *mi, int n, int i)

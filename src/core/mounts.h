@@ -18,13 +18,20 @@
 typedef struct mount_info {
 	bool known;
 	bool root;
-	bool memory_only; /* tmpfs or ramfs: nothing survives a power loss */
+	unsigned long fs_type; /* statfs's f_type, 0 if unknown */
 	dev_t dev, parent;
 } mount_info;
 
 /* The mount_info of the directory rootfd (known false if it cannot be
  * asked). */
 mount_info mount_info_of_root(int rootfd);
+
+/* Its filesystem keeps nothing across a power loss: tmpfs or ramfs. */
+bool mounts_memory_only(const mount_info *mi);
+/* Its filesystem changes only through this kernel, which reports every
+ * change to inotify: local disks and memory.  A network or FUSE member
+ * can be changed on its server, unseen. */
+bool mounts_local(const mount_info *mi);
 
 /* Member i looks like a disk that did not mount: more than half of the
  * members are mount points (a volume of disks), and member i is not one

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,16 +14,11 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <glib.h>
 
 #include "superblock.h"
-
-#ifndef F2FS_SUPER_MAGIC
-#define F2FS_SUPER_MAGIC 0xF2F52010
-#endif
 
 /* The watches' masks: a directory on the way to the root (or the root)
  * removed, moved, or its permissions changed (a member made unreadable
@@ -70,24 +64,6 @@ void root_watch_free(root_watch *w)
 	g_free(w);
 }
 
-/* Filesystems whose every change goes through this kernel's VFS, so that
- * inotify sees it: local disks and memory.  A network or FUSE member can
- * be changed on its server, unseen. */
-static bool local_fs(int fd)
-{
-	struct statfs sf;
-
-	if (fstatfs(fd, &sf) < 0)
-		return false;
-	switch ((unsigned long)sf.f_type) {
-	case TMPFS_MAGIC: case RAMFS_MAGIC: case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC:
-	case BTRFS_SUPER_MAGIC: case F2FS_SUPER_MAGIC:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Watches path and every directory above it for removal or a move: each
  * would make the path lead elsewhere. */
 static bool watch_path(root_watch *w, const char *path)
@@ -106,7 +82,7 @@ static bool watch_path(root_watch *w, const char *path)
 }
 
 void root_watch_member(root_watch *w, int idx, const char *path, int rootfd,
-                       const char *meta_dir)
+                       const char *meta_dir, bool local)
 {
 	char real[PATH_MAX], meta[PATH_MAX];
 	struct stat a, b;
@@ -118,7 +94,7 @@ void root_watch_member(root_watch *w, int idx, const char *path, int rootfd,
 	/* The path the root checks stat must be the one watched: absolute, no
 	 * symbolic link on the way, leading to rootfd's directory.  These ask
 	 * the member, so they are made without the lock. */
-	bool ok = w->inotify >= 0 && w->mounts >= 0 && rootfd >= 0 && local_fs(rootfd) &&
+	bool ok = w->inotify >= 0 && w->mounts >= 0 && rootfd >= 0 && local &&
 	          path[0] == '/' && realpath(path, real) && strcmp(real, path) == 0 &&
 	          stat(path, &a) == 0 && fstat(rootfd, &b) == 0 && a.st_dev == b.st_dev &&
 	          a.st_ino == b.st_ino;

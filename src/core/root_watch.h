@@ -37,9 +37,11 @@ void root_watch_free(root_watch *w);
 /* Watches member idx, whose root directory is at path (opened as rootfd)
  * and holds the superblock in meta_dir, from now on, and forgets any
  * verdict on it (a root taken again by the online heal is verified
- * anew).  Does nothing for a member that cannot be watched (above). */
+ * anew).  local: its filesystem changes only through this kernel
+ * (mounts_local).  Does nothing for a member that cannot be watched
+ * (above). */
 void root_watch_member(root_watch *w, int idx, const char *path, int rootfd,
-                       const char *meta_dir);
+                       const char *meta_dir, bool local);
 
 /* True if member idx is watched, was verified, and nothing that could
  * change its root happened since.  Otherwise false, with *epoch set to

@@ -572,7 +572,7 @@ static gboolean id_equal(gconstpointer a, gconstpointer b)
 static void note_memory_only(volume *v, int idx)
 {
 	uint64_t bit = 1ull << idx;
-	if (v->mem[idx].mi.memory_only)
+	if (mounts_memory_only(&v->mem[idx].mi))
 		__atomic_or_fetch(&v->mops.memory_only, bit, __ATOMIC_RELAXED);
 	else
 		__atomic_and_fetch(&v->mops.memory_only, ~bit, __ATOMIC_RELAXED);
@@ -837,7 +837,8 @@ static int watch_root_call(void *arg)
 	struct root_check *rc = arg;
 	member *mb = &rc->v->mem[rc->idx];
 
-	root_watch_member(rc->v->watch, rc->idx, mb->path, mb->rootfd, ECFS_META_DIR);
+	root_watch_member(rc->v->watch, rc->idx, mb->path, mb->rootfd, ECFS_META_DIR,
+	                  mounts_local(&mb->mi));
 	return 0;
 }
 

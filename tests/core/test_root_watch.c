@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
+#include "mounts.h"
 #include "root_watch.h"
 #include "superblock.h"
 #include "volume.h"
@@ -46,6 +47,14 @@ static char *meta(const fixture *fx)
 	return g_build_filename(fx->root, ECFS_META_DIR, NULL);
 }
 
+/* Whether the member's filesystem is one the watch can vouch for, as
+ * volume.c asks it (mounts.h). */
+static bool local(const fixture *fx)
+{
+	mount_info mi = mount_info_of_root(fx->rootfd);
+	return mounts_local(&mi);
+}
+
 static int setup_in(void **state, const char *tmp)
 {
 	fixture *fx = g_new0(fixture, 1);
@@ -61,7 +70,7 @@ static int setup_in(void **state, const char *tmp)
 	fx->rootfd = open(fx->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fx->rootfd >= 0);
 	fx->w = root_watch_new(2);
-	root_watch_member(fx->w, 0, fx->root, fx->rootfd, ECFS_META_DIR);
+	root_watch_member(fx->w, 0, fx->root, fx->rootfd, ECFS_META_DIR, local(fx));
 	*state = fx;
 	return 0;
 }
@@ -115,7 +124,7 @@ static void test_quiet_only_once_verified(void **state)
 	assert_false(root_watch_quiet(fx->w, 1, &epoch));
 	verify(fx);
 	/* Watching a member again (the heal took a new root) forgets it. */
-	root_watch_member(fx->w, 0, fx->root, fx->rootfd, ECFS_META_DIR);
+	root_watch_member(fx->w, 0, fx->root, fx->rootfd, ECFS_META_DIR, local(fx));
 	verify(fx);
 }
 
@@ -218,12 +227,12 @@ static void test_symlinked_path_never_quiet(void **state)
 	uint64_t epoch;
 
 	assert_int_equal(symlink(fx->up, link), 0);
-	root_watch_member(fx->w, 1, via, fx->rootfd, ECFS_META_DIR);
+	root_watch_member(fx->w, 1, via, fx->rootfd, ECFS_META_DIR, local(fx));
 	assert_false(root_watch_quiet(fx->w, 1, &epoch));
 	root_watch_verified(fx->w, 1, epoch);
 	assert_false(root_watch_quiet(fx->w, 1, &epoch));
 	/* nor one whose path leads to another directory than its fd's */
-	root_watch_member(fx->w, 1, fx->up, fx->rootfd, ECFS_META_DIR);
+	root_watch_member(fx->w, 1, fx->up, fx->rootfd, ECFS_META_DIR, local(fx));
 	root_watch_verified(fx->w, 1, epoch);
 	assert_false(root_watch_quiet(fx->w, 1, &epoch));
 	g_free(link);
