@@ -624,7 +624,6 @@ static bool mount_volume(struct daemon_state *d)
 		g_free(message);
 		return false;
 	}
-	d->state.chown_new = geteuid() == 0;
 	d->state.uid = geteuid();
 	d->state.gid = getegid();
 	d->state.attrs = attr_cache_new();

@@ -64,8 +64,9 @@ void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid)
 {
 	/* Not root: objects can only belong to the daemon's user, and
 	 * (uid_t)-1 tells every chown below to leave them as made. */
-	*uid = mounted->chown_new ? fuse_req_ctx(req)->uid : (uid_t)-1;
-	*gid = mounted->chown_new ? fuse_req_ctx(req)->gid : (gid_t)-1;
+	bool to_caller = mounted->uid == 0;
+	*uid = to_caller ? fuse_req_ctx(req)->uid : (uid_t)-1;
+	*gid = to_caller ? fuse_req_ctx(req)->gid : (gid_t)-1;
 }
 
 int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)

@@ -34,8 +34,8 @@ struct fs_timeouts {
 /* The state shared by every operation. */
 struct ecfs_fs {
 	volume *vol;
-	bool chown_new; /* running as root: hand new objects to the caller */
-	uid_t uid;      /* the daemon's own: what new objects are made with */
+	uid_t uid;      /* the daemon's own: what new objects are made with (root:
+	                 * handed to the caller, fs_new_owner) */
 	gid_t gid;
 	attr_cache *attrs; /* what getattr answered, for the next one */
 	struct fs_timeouts timeouts;
