@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib.h>
 
 #include "ecfile.h"
+#include "listing.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "mirror.h"
@@ -34,19 +34,13 @@
  * path API gives the same). */
 #define FUSE_UNKNOWN_INO 0xffffffffu
 
-/* One name of a listing. */
-struct dir_entry {
-	char *name;
-	unsigned char type; /* DT_* */
-};
-
 /* An open directory: the path it was opened with and, from the first
  * readdir at offset 0, the listing (the union of the members' entries);
  * offsets handed to the kernel are indices in it. */
 struct dir_handle {
 	char *path;       /* as opened, if the node has lost its name */
 	bool is_root;     /* hide the metadata folder */
-	GArray *entries;  /* struct dir_entry; NULL until listed */
+	listing *entries; /* NULL until listed */
 };
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
@@ -56,11 +50,7 @@ static struct dir_handle *dir_of(const struct fuse_file_info *fi)
 
 static void free_entries(struct dir_handle *h)
 {
-	if (!h->entries)
-		return;
-	for (guint i = 0; i < h->entries->len; i++)
-		g_free(g_array_index(h->entries, struct dir_entry, i).name);
-	g_array_free(h->entries, TRUE);
+	listing_free(h->entries);
 	h->entries = NULL;
 }
 
@@ -254,10 +244,8 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* True for an entry of the root that names the volume's metadata. */
-static bool hidden_entry(bool is_root, const char *name)
+static bool hidden_in_root(const char *name)
 {
-	if (!is_root)
-		return false;
 	char path[NAME_MAX + 2];
 	path[0] = '/';
 	strncpy(path + 1, name, NAME_MAX);
@@ -265,104 +253,43 @@ static bool hidden_entry(bool is_root, const char *name)
 	return volume_path_reserved(path);
 }
 
-/* One member's names, listed on its worker. */
-struct member_list {
-	bool is_root;
-	GArray *names; /* struct dir_entry */
-};
-
-static void free_names(GArray *names)
-{
-	for (guint i = 0; i < names->len; i++)
-		g_free(g_array_index(names, struct dir_entry, i).name);
-	g_array_set_size(names, 0);
-}
-
-/* Bytes of entries asked for per getdents64 call: a directory of ten
- * thousand names in one or two calls. */
-#define LIST_BUF_SIZE (256 * 1024)
-
-/* The fields of the kernel's struct linux_dirent64 (getdents64(2)). */
-struct kernel_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-/* Lists the member's directory into its own array, by getdents64 with a
- * large buffer of the worker's (a call given up must not write into the
- * caller's memory), so that there are few member calls to time and
- * watch.  Entries are added only between member calls, so a listing given
- * up adds nothing more. */
+/* Reads the member's directory into its part of the listing. */
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	struct member_list *ml = arg;
 	int fd = open_dir_at(dirfd, leaf);
 	if (fd < 0)
 		return fd;
-	free_names(ml->names); /* what an attempt before this one left */
-	char *buf = g_malloc(LIST_BUF_SIZE);
-	long got;
-	while ((got = MIO_CALL(syscall(SYS_getdents64, fd, buf, LIST_BUF_SIZE))) > 0) {
-		for (long at = 0; at < got;) {
-			const struct kernel_dirent64 *de = (const void *)(buf + at);
-			at += de->d_reclen;
-			if (hidden_entry(ml->is_root, de->d_name))
-				continue;
-			struct dir_entry e = { .name = g_strdup(de->d_name), .type = de->d_type };
-			g_array_append_val(ml->names, e);
-		}
-	}
-	int rc = got < 0 ? -errno : 0;
-	g_free(buf);
+	int rc = listing_part_read(arg, fd);
 	MIO_CALL(close(fd));
 	return rc;
 }
 
 /* Lists the directory: the union of the names the members in service
- * hold (not one being rebuilt), all listed at once (mirror_gather), so
+ * hold (not one being rebuilt), all read at once (mirror_gather), so
  * that a name some members lost, or a create cut short made on a few
- * only, is listed.  Names come in the first member's order, then the
- * names only the next ones hold. */
+ * only, is listed (listing.h). */
 static int make_listing(struct dir_handle *h, const char *path)
 {
 	volume *v = fs_volume();
-	struct member_list lists[64];
+	listing_part parts[64];
 	void *args[64];
 	int err;
 
 	free_entries(h);
 	for (int i = 0; i < volume_n(v); i++) {
-		lists[i] = (struct member_list){ h->is_root, g_array_new(FALSE, FALSE,
-		                                                         sizeof(struct dir_entry)) };
-		args[i] = &lists[i];
+		listing_part_init(&parts[i]);
+		args[i] = &parts[i];
 	}
 	uint64_t whole = mirror_gather(v, path, list_member, args, &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
-	h->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
-	for (int i = 0; i < volume_n(v); i++) {
-		for (guint j = 0; (whole >> i & 1) && j < lists[i].names->len; j++) {
-			struct dir_entry *e = &g_array_index(lists[i].names, struct dir_entry, j);
-			if (g_hash_table_contains(seen, e->name))
-				continue;
-			g_array_append_val(h->entries, *e);
-			g_hash_table_add(seen, e->name);
-			e->name = NULL; /* now the listing's */
-		}
-		free_names(lists[i].names);
-		g_array_free(lists[i].names, TRUE);
-	}
-	g_hash_table_destroy(seen);
+	h->entries = listing_union(parts, volume_n(v), whole, h->is_root ? hidden_in_root : NULL);
 	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */
 }
 
 /* What a readdirplus reply gives with its names: what a lookup of each
  * would answer, taken from one member for the names of one reply. */
 struct reply_attrs {
-	const struct dir_entry *entries; /* the reply's names */
+	const struct listing_entry *entries; /* the reply's names */
 	guint count;
 	struct stat *st;   /* count of them */
 	uint64_t *ident;   /* their identities (ecfile_stat_ident) */
@@ -402,7 +329,7 @@ static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 static void take_attrs(struct dir_handle *h, const char *path, guint first,
                        struct reply_attrs *ra)
 {
-	ra->entries = &g_array_index(h->entries, struct dir_entry, first);
+	ra->entries = listing_at(h->entries, first);
 	ra->st = g_new(struct stat, ra->count);
 	ra->ident = g_new(uint64_t, ra->count);
 	ra->have = g_new0(bool, ra->count);
@@ -431,8 +358,8 @@ static guint plus_fit(fuse_req_t req, const struct dir_handle *h, off_t off, siz
 {
 	size_t used = 0;
 	guint i = (guint)off;
-	for (; i < h->entries->len; i++) {
-		const char *name = g_array_index(h->entries, struct dir_entry, i).name;
+	for (; i < listing_len(h->entries); i++) {
+		const char *name = listing_at(h->entries, i)->name;
 		used += fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
 		if (used > size)
 			break;
@@ -443,7 +370,7 @@ static guint plus_fit(fuse_req_t req, const struct dir_handle *h, off_t off, siz
 /* Adds an entry of the listing to the reply in buf (size bytes, used of
  * them); false if it does not fit.  plus: readdirplus, whose entries
  * with attributes (st not NULL) count as lookups of their names. */
-static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct dir_entry *e, bool plus,
+static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry *e, bool plus,
                       const struct stat *st, uint64_t ident, char *buf, size_t size,
                       size_t *used, off_t next)
 {
@@ -489,8 +416,8 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	g_free(path);
 	char *buf = g_malloc(size);
 	size_t used = 0;
-	for (guint i = (guint)off; i < h->entries->len; i++) {
-		const struct dir_entry *e = &g_array_index(h->entries, struct dir_entry, i);
+	for (guint i = (guint)off; i < listing_len(h->entries); i++) {
+		const struct listing_entry *e = listing_at(h->entries, i);
 		guint r = i - (guint)off;
 		bool with = r < ra.count && ra.have[r];
 		if (!add_entry(req, ino, e, plus, with ? &ra.st[r] : NULL, with ? ra.ident[r] : 0,

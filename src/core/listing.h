@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A directory's listing as the union of its members' (DESIGN.md section
+ * 4).  Each member's directory is read with getdents64 into blocks of
+ * its own, and the union keeps the names where the kernel put them:
+ * no copy of a name, no allocation per name.  Members made their entries
+ * in the same order, so their listings mostly match record for record;
+ * the union compares each member's names with the first's in step, and
+ * only a name out of step is looked up in a hash set of the names so far.
+ */
+#ifndef ECFS_LISTING_H
+#define ECFS_LISTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+/* getdents64 output of one member's directory, in the order it came. */
+typedef struct listing_part {
+	GPtrArray *blocks; /* struct listing_block * */
+} listing_part;
+
+void listing_part_init(listing_part *p);
+void listing_part_clear(listing_part *p);
+
+/* Reads the directory open at fd to its end into p, dropping what an
+ * earlier attempt left.  Each getdents64 is one member call (MIO_CALL)
+ * into a block of its own, handed to p only once the call returned, so
+ * a call given up on a worker writes nothing of the caller's.  Returns 0
+ * or -errno. */
+int listing_part_read(listing_part *p, int fd);
+
+struct listing_entry {
+	const char *name;
+	unsigned char type; /* DT_* */
+};
+
+typedef struct listing {
+	GArray *entries;   /* struct listing_entry */
+	GPtrArray *blocks; /* where the names lie */
+} listing;
+
+/* The union of the parts whose bit is set in `whole` (at most 64 parts),
+ * names a part repeats counted once: the first part's names in its
+ * order, then each name only a later part holds, where it comes in that
+ * part.  Names for which hidden (if not NULL) is true are left out.
+ * Takes the blocks it keeps from the parts; clears them all. */
+listing *listing_union(listing_part *parts, int count, uint64_t whole,
+                       bool (*hidden)(const char *name));
+void listing_free(listing *l);
+
+static inline guint listing_len(const listing *l)
+{
+	return l->entries->len;
+}
+
+static inline const struct listing_entry *listing_at(const listing *l, guint i)
+{
+	return &g_array_index(l->entries, struct listing_entry, i);
+}
+
+#endif
