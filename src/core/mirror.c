@@ -595,8 +595,8 @@ int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn
 
 /* ---- one query on several members at once ---- */
 
-uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int *err,
-                       const char *what)
+uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int most,
+                       int *err, const char *what)
 {
 	struct member_run runs[64];
 	int rcs[64];
@@ -605,8 +605,10 @@ uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *a
 	*err = -ENOENT;
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		runs[idx] = (struct member_run){ .v = v, .path = path, .fn = fn, .arg = args[idx] };
-		if (volume_member_answers(v, idx))
+		if (most > 0 && volume_member_answers(v, idx)) {
 			ask |= 1ull << idx;
+			most--;
+		}
 	}
 	if (volume_usable(v))
 		run_members(v, ask, runs, rcs, true); /* listings: each on its worker */

@@ -67,15 +67,15 @@ extern bool mirror_chain_always;
  * once, so it must not keep state from a failed attempt. */
 int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg, const char *what);
 
-/* Runs a read-only fn on every member that answers namespace queries
- * (volume_member_answers), at once on their I/O workers with a member
+/* Runs a read-only fn on the first `most` members that answer namespace
+ * queries (volume_member_answers), at once on their I/O workers with a member
  * timeout (inline, one after the other, without): each member gets its
  * own argument, args[member].  A member that breaks (volume_member_error)
  * or is given up counts for nothing.  Returns the mask of the members
  * whose fn returned 0; if none, 0 and in *err the first answer other than
  * ENOENT, else ENOENT (EIO if the volume became unusable). */
-uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int *err,
-                       const char *what);
+uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *args, int most,
+                       int *err, const char *what);
 
 /* Wraps a libc call that returns -1/errno into 0/-errno. */
 static inline int mirror_errno(int rc)

@@ -64,6 +64,8 @@ typedef struct member {
 	uint64_t strip_failures;
 	bool root_lost;  /* failed because its directory went away (heal may revive it) */
 	bool healing;    /* back in service, being rebuilt by the online heal */
+	bool locked;     /* its lock is this process's (lock_member) */
+	bool left_open;  /* its lock file held the text of an open that never closed */
 } member;
 
 struct volume {
@@ -100,6 +102,7 @@ struct volume {
 	void (*left_out_hook)(void *, const char *, const uint8_t *, uint64_t);
 	void *left_out_arg;           /* the online heal's: files to catch up */
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
+	bool names_unsettled;  /* volume_settled.c */
 };
 
 /* A member fd replaced while mounted (keep_old_fd). */
@@ -542,12 +545,48 @@ static int lock_member(volume *v, int idx, int metafd, int *lockfd, char **messa
 		*message = g_strdup_printf("cannot lock member %s: %s", mb->path, g_strerror(e));
 		return -e;
 	}
+	mb->locked = true;
+	/* volume_close empties the text: one still there is the mark of an
+	 * open that never closed (a crash, a power loss; volume_settled.c).
+	 * It is synced, so that a power loss cannot take the mark away. */
+	mb->left_open = mop_pread(v, idx, fd, info, 1, 0) > 0;
 	char host[128] = "";
 	gethostname(host, sizeof(host) - 1);
 	int len = snprintf(info, sizeof(info), "pid=%ld host=%s\n", (long)getpid(), host);
-	if (mop_ftruncate(v, idx, fd, 0) < 0 || mop_pwrite(v, idx, fd, info, (size_t)len, 0) != len)
+	if (mop_ftruncate(v, idx, fd, 0) < 0 || mop_pwrite(v, idx, fd, info, (size_t)len, 0) != len ||
+	    mop_fsync(v, idx, fd, true) < 0)
 		ecfs_log(LOG_WARNING, "cannot record the lock owner on %s", mb->path);
 	return 0;
+}
+
+/* The lock text of member idx, if the lock is ours, emptied: the volume
+ * was closed, not cut short.  Not synced: a power loss that undoes it only
+ * makes the next open take the names for unsettled. */
+static int clear_lock_text(void *arg)
+{
+	const struct { volume *v; int idx; } *c = arg;
+	return mop_ftruncate(c->v, c->idx, c->v->mem[c->idx].lockfd, 0);
+}
+
+static void clear_lock_texts(volume *v)
+{
+	for (int i = 0; i < v->n; i++) {
+		struct { volume *v; int idx; } c = { v, i };
+		if (v->mem[i].locked && volume_member_ok(v, i))
+			volume_on_member(v, i, clear_lock_text, &c);
+	}
+}
+
+/* A read-only open takes no lock: whether a lock text is there (an open
+ * that never closed, or one in use now). */
+static bool lock_text_left(volume *v, int idx)
+{
+	char c;
+	int fd = openat(v->mem[idx].metafd, LOCK_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	bool left = fd >= 0 && mop_pread(v, idx, fd, &c, 1, 0) > 0;
+	if (fd >= 0)
+		close(fd);
+	return left;
 }
 
 static int take_lock(volume *v, int idx, char **message)
@@ -806,6 +845,11 @@ static int lock_members(volume *v, bool read_only, char **message)
 		for (int i = 0; i < v->n; i++)
 			if (!v->mem[i].failed && (rc = take_lock(v, i, message)) < 0)
 				return rc;
+	bool left_open = false;
+	for (int i = 0; i < v->n; i++)
+		if (!v->mem[i].failed)
+			left_open |= read_only ? lock_text_left(v, i) : v->mem[i].left_open;
+	volume_settle_open(v, left_open, read_only);
 	int by[64];
 	uint64_t stale = volume_missed_stale(v, by);
 	v->changes_at_open = v->mops.made; /* the locks are no change to miss */
@@ -1088,6 +1132,7 @@ void volume_close(volume *v)
 	if (!v)
 		return;
 	fault_release(v->mops.faults); /* no join waits on a hung member */
+	clear_lock_texts(v);
 	/* The workers are idle by now (every batch was waited for), or lost,
 	 * and then these descriptors stay open. */
 	for (int i = 0; i < v->n; i++) {
@@ -1140,6 +1185,7 @@ memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }
 int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
+bool *volume_unsettled_flag(volume *v) { return &v->names_unsettled; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
 

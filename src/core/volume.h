@@ -133,6 +133,12 @@ int volume_failed_count(const volume *v);
 /* In service and not being rebuilt by the online heal: may answer
  * namespace queries (a healing member's namespace may be incomplete). */
 bool volume_member_answers(volume *v, int idx);
+/* True while every name is on every member that answers, or on none
+ * (volume_settled.c): a listing may then read m + 1 of them. */
+bool volume_names_settled(volume *v);
+/* Every member is whole again (ecfs-fsck -y): the names are settled.
+ * 0, or the first error of a member. */
+int volume_names_settle(volume *v);
 /* True while no more than m members are failed. */
 bool volume_usable(const volume *v);
 

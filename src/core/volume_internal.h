@@ -26,6 +26,12 @@ size_cache *volume_sizes(volume *v);
 /* What xattrs.c knows of its markers on the volume: two ints it reads and
  * writes atomically, 0 at open. */
 int *volume_xattr_marks(volume *v);
+/* Whether the names may be unsettled (volume_settled.c): set at open. */
+bool *volume_unsettled_flag(volume *v);
+/* At open, once the locks are taken and before anything is written:
+ * left_open if a member's lock showed an open that never closed.  Marks
+ * the names unsettled on every member in service then (not read_only). */
+void volume_settle_open(volume *v, bool left_open, bool read_only);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Directory fd of member idx's .ecfs (owned by the volume). */

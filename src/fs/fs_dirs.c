@@ -264,23 +264,30 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-/* Lists the directory: the union of the names the members in service
- * hold (not one being rebuilt), all read at once (mirror_gather), so
- * that a name some members lost, or a create cut short made on a few
- * only, is listed (listing.h). */
+/* Lists the directory: the union of the names the members that answer
+ * hold (not one being rebuilt), read at once (mirror_gather), so that a
+ * name some members lost, or a create cut short made on a few only, is
+ * listed (listing.h).  While the names are settled (volume_names_settled),
+ * the first m + 1 of them hold every name that k members hold; a member
+ * among them that cannot list it (broken, or without the directory) makes
+ * the listing read them all. */
 static int make_listing(struct dir_handle *h, const char *path)
 {
 	volume *v = fs_volume();
 	listing_part parts[64];
 	void *args[64];
 	int err;
+	int width = volume_names_settled(v) ? volume_m(v) + 1 : volume_n(v), answering = 0;
 
 	free_entries(h);
 	for (int i = 0; i < volume_n(v); i++) {
 		listing_part_init(&parts[i]);
 		args[i] = &parts[i];
+		answering += volume_member_answers(v, i);
 	}
-	uint64_t whole = mirror_gather(v, path, list_member, args, &err, "readdir");
+	uint64_t whole = mirror_gather(v, path, list_member, args, width, &err, "readdir");
+	if (whole && __builtin_popcountll(whole) < width && width < answering)
+		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	h->entries = listing_union(parts, volume_n(v), whole, h->is_root ? hidden_in_root : NULL);
 	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */

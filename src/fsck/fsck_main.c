@@ -826,12 +826,17 @@ static int check_volume(fsck *f, bool mounted)
 			fsck_member_lost(f, i);
 	fsck_progress(f, true);
 	clear_progress(output_of(f));
-	/* Every member whole again: none missed anything any more. */
+	/* Every member whole again: none missed anything any more, and every
+	 * name is on every member (a listing may read m + 1 of them). */
 	if (f->o.repair && rc == 0 && !f->repairable && !f->unrepairable && !f->failed &&
-	    volume_failed_count(f->v) == 0)
+	    volume_failed_count(f->v) == 0) {
 		for (int i = 0; i < f->n; i++)
 			if (volume_healing_mask(f->v) >> i & 1)
 				volume_missed_healed(f->v, i, (uint64_t)g_get_real_time());
+		if (volume_names_settle(f->v) < 0)
+			fprintf(stderr, "ecfs-fsck: note: cannot mark the names settled: a listing "
+			        "still reads every member\n");
+	}
 
 	int status = FSCK_EXIT_CLEAN;
 	if (f->repaired)

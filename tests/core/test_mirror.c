@@ -1021,7 +1021,7 @@ static uint64_t gather(fixture *fx, calls *c, int *err)
 	void *args[N];
 	for (int mb = 0; mb < N; mb++)
 		args[mb] = c;
-	return mirror_gather(fx->v, "/", scripted, args, err, "readdir");
+	return mirror_gather(fx->v, "/", scripted, args, 64, err, "readdir");
 }
 
 /* Every member in service is asked; a member lacking the object or

@@ -333,6 +333,55 @@ static void test_memory_only_members_skip_syncs(void **state)
 	g_free(shm);
 }
 
+/* Whether member i's .ecfs holds name. */
+static bool meta_has(members *mb, int i, const char *name)
+{
+	char *p = g_strdup_printf("%s/.ecfs/%s", mb->path[i], name);
+	bool has = g_file_test(p, G_FILE_TEST_EXISTS);
+	g_free(p);
+	return has;
+}
+
+/* The names are settled while every open was closed; an open that never
+ * closed (its lock text left, as a killed daemon leaves it) marks them
+ * unsettled on every member, for every later open, until settled again. */
+static void test_names_unsettled_after_an_open_never_closed(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+
+	create(mb);
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	assert_true(volume_names_settled(v));
+	volume_close(v);
+	char *lock = g_strdup_printf("%s/.ecfs/lock", mb->path[3]);
+	gsize len = 1;
+	char *text = NULL;
+	assert_true(g_file_get_contents(lock, &text, &len, NULL));
+	assert_int_equal(len, 0); /* emptied at close */
+	g_free(text);
+	assert_true(g_file_set_contents(lock, "pid=1 host=gone\n", -1, NULL));
+	g_free(lock);
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+		assert_false(volume_names_settled(v));
+		for (int i = 0; i < 6; i++)
+			assert_true(meta_has(mb, i, "unsettled"));
+		volume_close(v); /* clean: the mark stays all the same */
+	}
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	assert_int_equal(volume_names_settle(v), 0);
+	assert_true(volume_names_settled(v));
+	volume_close(v);
+	for (int i = 0; i < 6; i++)
+		assert_false(meta_has(mb, i, "unsettled"));
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	assert_true(volume_names_settled(v));
+	volume_close(v);
+}
+
 static void test_paths(void **state)
 {
 	members *mb = *state;
@@ -382,6 +431,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_vanishes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names_unsettled_after_an_open_never_closed, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_memory_only_members_skip_syncs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
