@@ -195,6 +195,8 @@ static void test_record(void **state)
 	uint64_t w = record_count();
 	assert_int_equal(w - before, 10);
 	volume_close(v);
+	assert_int_equal(record_count() - w, 3); /* each member's lock text emptied */
+	w = record_count();
 
 	size_t len;
 	char *p = g_build_filename(dir, "ops.jsonl", NULL);
