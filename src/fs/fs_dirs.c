@@ -360,33 +360,49 @@ static void free_attrs(struct reply_attrs *ra)
 	g_free(ra->have);
 }
 
-/* How many entries from off fill a readdirplus reply of size bytes. */
-static guint plus_fit(fuse_req_t req, const struct dir_handle *h, off_t off, size_t size)
+/* How many entries from off fill a reply of size bytes (plus:
+ * readdirplus). */
+static guint reply_fit(fuse_req_t req, const struct dir_handle *h, off_t off, size_t size,
+                       bool plus)
 {
 	size_t used = 0;
 	guint i = (guint)off;
 	for (; i < listing_len(h->entries); i++) {
 		const char *name = listing_at(h->entries, i)->name;
-		used += fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+		used += plus ? fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)
+		             : fuse_add_direntry(req, NULL, 0, name, NULL, 0);
 		if (used > size)
 			break;
 	}
 	return i - (guint)off;
 }
 
+/* The node ids of entries [first, first + count) that the kernel knows,
+ * 0 for the others, all asked at once (fs_nodes_lookup_names). */
+static fuse_ino_t *known_inos(fuse_ino_t ino, const struct dir_handle *h, guint first,
+                              guint count)
+{
+	const char **names = g_new(const char *, count);
+	fuse_ino_t *inos = g_new(fuse_ino_t, count);
+	for (guint i = 0; i < count; i++)
+		names[i] = listing_at(h->entries, first + i)->name;
+	fs_nodes_lookup_names(ino, names, count, inos);
+	g_free(names);
+	return inos;
+}
+
 /* Adds an entry of the listing to the reply in buf (size bytes, used of
  * them); false if it does not fit.  plus: readdirplus, whose entries
- * with attributes (st not NULL) count as lookups of their names. */
+ * with attributes (st not NULL) count as lookups of their names; known:
+ * the node id of the name, if the kernel knows it (else 0). */
 static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry *e, bool plus,
-                      const struct stat *st, uint64_t ident, char *buf, size_t size,
-                      size_t *used, off_t next)
+                      const struct stat *st, uint64_t ident, fuse_ino_t known, char *buf,
+                      size_t size, size_t *used, off_t next)
 {
 	struct fuse_entry_param ep = { .attr.st_mode = (mode_t)DTTOIF(e->type) };
-	ep.attr.st_ino = FUSE_UNKNOWN_INO;
+	ep.attr.st_ino = known ? known : FUSE_UNKNOWN_INO;
 	if (st)
 		fs_entry_fill(&ep, fs_nodes_ino(ino, e->name, ident, st), st);
-	else if ((ep.attr.st_ino = fs_nodes_lookup_name(ino, e->name)) == 0)
-		ep.attr.st_ino = FUSE_UNKNOWN_INO;
 	size_t n = plus ? fuse_add_direntry_plus(req, buf + *used, size - *used, e->name, &ep, next)
 	                : fuse_add_direntry(req, buf + *used, size - *used, e->name, &ep.attr, next);
 	if (n > size - *used)
@@ -417,20 +433,22 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* readdirplus: the names come with what a lookup of each would
 	 * answer, so the kernel need not look them up one by one. */
-	struct reply_attrs ra = { .count = plus ? plus_fit(req, h, off, size) : 0 };
+	guint fit = reply_fit(req, h, off, size, plus);
+	struct reply_attrs ra = { .count = plus ? fit : 0 };
 	if (plus)
 		take_attrs(h, where, (guint)off, &ra);
 	g_free(path);
+	fuse_ino_t *known = known_inos(ino, h, (guint)off, fit);
 	char *buf = g_malloc(size);
 	size_t used = 0;
-	for (guint i = (guint)off; i < listing_len(h->entries); i++) {
-		const struct listing_entry *e = listing_at(h->entries, i);
-		guint r = i - (guint)off;
+	for (guint r = 0; r < fit; r++) {
+		guint i = (guint)off + r;
 		bool with = r < ra.count && ra.have[r];
-		if (!add_entry(req, ino, e, plus, with ? &ra.st[r] : NULL, with ? ra.ident[r] : 0,
-		               buf, size, &used, (off_t)i + 1))
+		if (!add_entry(req, ino, listing_at(h->entries, i), plus, with ? &ra.st[r] : NULL,
+		               with ? ra.ident[r] : 0, known[r], buf, size, &used, (off_t)i + 1))
 			break; /* the reply is full: the kernel asks again from i */
 	}
+	g_free(known);
 	free_attrs(&ra);
 	fuse_reply_buf(req, buf, used);
 	g_free(buf);

@@ -14,16 +14,12 @@
 
 #include <glib.h>
 
+#include "fs_names.h"
+
 /* The parent of orphans' names: no node has id 0. */
 #define ORPHAN_PARENT 0
 /* The deepest path the table builds. */
 #define MAX_DEPTH 4096
-
-typedef struct name_key {
-	fuse_ino_t parent;
-	char *name;
-	struct node *node;
-} name_key;
 
 typedef struct node {
 	fuse_ino_t ino;
@@ -32,34 +28,15 @@ typedef struct node {
 	mode_t type;
 	off_t size;              /* at the last open (auto_cache) */
 	struct timespec mtime;
-	GPtrArray *names; /* name_key *, owned by the names table */
+	GPtrArray *names; /* name_key *, owned by the names index */
 } node;
 
 static struct {
 	GMutex lock;
 	GHashTable *nodes; /* &node->ino -> node */
-	GHashTable *names; /* name_key -> name_key (itself) */
+	name_index names;
 	unsigned orphans;  /* orphan names given */
 } table;
-
-static guint key_hash(gconstpointer p)
-{
-	const name_key *k = p;
-	return g_str_hash(k->name) ^ (guint)(k->parent * 0x9e3779b97f4a7c15ull >> 32);
-}
-
-static gboolean key_equal(gconstpointer a, gconstpointer b)
-{
-	const name_key *x = a, *y = b;
-	return x->parent == y->parent && strcmp(x->name, y->name) == 0;
-}
-
-static void key_free(gpointer p)
-{
-	name_key *k = p;
-	g_free(k->name);
-	g_free(k);
-}
 
 static void node_free(gpointer p)
 {
@@ -89,15 +66,14 @@ static node *node_make(fuse_ino_t ino, mode_t type)
 
 static name_key *name_get(fuse_ino_t parent, const char *name)
 {
-	name_key k = { parent, (char *)name, NULL };
-	return g_hash_table_lookup(table.names, &k);
+	return names_find(&table.names, parent, name);
 }
 
 /* Drops a name from its node and the table. */
 static void name_drop(name_key *k)
 {
 	g_ptr_array_remove(k->node->names, k);
-	g_hash_table_remove(table.names, k);
+	names_remove(&table.names, k);
 }
 
 static void name_bind(fuse_ino_t parent, const char *name, node *n)
@@ -107,9 +83,8 @@ static void name_bind(fuse_ino_t parent, const char *name, node *n)
 		return;
 	if (k)
 		name_drop(k);
-	k = g_new(name_key, 1);
-	*k = (name_key){ parent, g_strdup(name), n };
-	g_hash_table_add(table.names, k);
+	k = name_key_new(parent, name, n, n->ino);
+	names_add(&table.names, k);
 	g_ptr_array_add(n->names, k);
 }
 
@@ -127,7 +102,7 @@ void fs_nodes_init(void)
 {
 	g_mutex_init(&table.lock);
 	table.nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, node_free);
-	table.names = g_hash_table_new_full(key_hash, key_equal, key_free, NULL);
+	names_init(&table.names);
 	node_make(FUSE_ROOT_ID, S_IFDIR)->nlookup = 1;
 }
 
@@ -135,9 +110,9 @@ void fs_nodes_free(void)
 {
 	if (!table.nodes)
 		return;
-	g_hash_table_destroy(table.names);
+	names_free(&table.names);
 	g_hash_table_destroy(table.nodes);
-	table.names = table.nodes = NULL;
+	table.nodes = NULL;
 	g_mutex_clear(&table.lock);
 }
 
@@ -348,6 +323,18 @@ fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name)
 	fuse_ino_t ino = k ? k->node->ino : 0;
 	g_mutex_unlock(&table.lock);
 	return ino;
+}
+
+void fs_nodes_lookup_names(fuse_ino_t parent, const char *const *names, size_t count,
+                           fuse_ino_t *inos)
+{
+	name_key **keys = g_new(name_key *, count);
+	g_mutex_lock(&table.lock);
+	names_find_many(&table.names, parent, names, count, keys);
+	for (size_t i = 0; i < count; i++)
+		inos[i] = keys[i] ? keys[i]->ino : 0;
+	g_mutex_unlock(&table.lock);
+	g_free(keys);
 }
 
 bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st)

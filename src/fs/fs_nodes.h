@@ -83,6 +83,10 @@ bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st);
 
 /* The node (parent, name) is known as, or 0. */
 fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name);
+/* inos[i] = fs_nodes_lookup_name(parent, names[i]) for i < count, under
+ * one lock and with the index's misses overlapped (a listing's reply). */
+void fs_nodes_lookup_names(fuse_ino_t parent, const char *const *names, size_t count,
+                           fuse_ino_t *inos);
 
 /* ---- what the kernel keeps, when the daemon changes it ----
  * The kernel keeps names and attributes for the timeouts the daemon
