@@ -106,6 +106,38 @@ class BehindTest(H.MountedCase):
         self.assert_clean_unmount(v)
         self.assert_repaired(v)
 
+    def test_killed_mount_lists_every_member_until_repaired(self):
+        """A daemon killed while mounted leaves its lock text: the next
+        mount says so, marks the names unsettled on every member, and
+        lists a name only member 5 holds (as a create cut short can leave
+        it), which a listing of settled names would not; ecfs-fsck -y
+        settles the names and the mark goes."""
+        v, mnt = self.setup_volume()
+        v.proc.kill()
+        v.proc.wait(timeout=20)
+        v.proc = None
+        subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        with open(os.path.join(v.members[5], "d/late"), "wb"):
+            pass  # an empty chunk, as a create makes it before its header
+        mnt = self.mount(v, OPTS)
+        self.assertIn("not closed cleanly", v.output())
+        marks = [os.path.exists(os.path.join(m, ".ecfs/unsettled")) for m in v.members]
+        self.assertEqual(marks, [True] * (K + M))
+        self.assertEqual(sorted(os.listdir(os.path.join(mnt, "d"))), ["a", "b", "late"])
+        self.assertEqual(read(os.path.join(mnt, "d/a")), A)
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v, OPTS)  # a clean unmount leaves the mark
+        self.assertIn("names may not be on every member", v.output())
+        self.assert_clean_unmount(v)
+        r = self.fsck(v, "-y")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        marks = [os.path.exists(os.path.join(m, ".ecfs/unsettled")) for m in v.members]
+        self.assertEqual(marks, [False] * (K + M))
+        mnt = self.mount(v, OPTS)
+        self.assertNotIn("a listing reads every member", v.output())
+        self.assertEqual(sorted(os.listdir(os.path.join(mnt, "d"))), ["a", "b"])
+        self.assert_clean_unmount(v)
+
     def test_chunk_swapped_for_another_files(self):
         """The chunk of d/a on two members replaced by d/b's (same volume,
         another file id): d/a still reads as itself, with its own size and
