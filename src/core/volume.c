@@ -562,16 +562,21 @@ static int lock_member(volume *v, int idx, int metafd, int *lockfd, char **messa
 /* The lock text of member idx, if the lock is ours, emptied: the volume
  * was closed, not cut short.  Not synced: a power loss that undoes it only
  * makes the next open take the names for unsettled. */
+struct lock_call {
+	volume *v;
+	int idx;
+};
+
 static int clear_lock_text(void *arg)
 {
-	const struct { volume *v; int idx; } *c = arg;
+	const struct lock_call *c = arg;
 	return mop_ftruncate(c->v, c->idx, c->v->mem[c->idx].lockfd, 0);
 }
 
 static void clear_lock_texts(volume *v)
 {
 	for (int i = 0; i < v->n; i++) {
-		struct { volume *v; int idx; } c = { v, i };
+		struct lock_call c = { v, i };
 		if (v->mem[i].locked && volume_member_ok(v, i))
 			volume_on_member(v, i, clear_lock_text, &c);
 	}

@@ -269,8 +269,9 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
  * name some members lost, or a create cut short made on a few only, is
  * listed (listing.h).  While the names are settled (volume_names_settled),
  * the first m + 1 of them hold every name that k members hold; a member
- * among them that cannot list it (broken, or without the directory) makes
- * the listing read them all. */
+ * among them that cannot list it (broken, or without the directory: also
+ * all of them, if the others still have it) makes the listing read them
+ * all. */
 static int make_listing(struct dir_handle *h, const char *path)
 {
 	volume *v = fs_volume();
@@ -286,7 +287,7 @@ static int make_listing(struct dir_handle *h, const char *path)
 		answering += volume_member_answers(v, i);
 	}
 	uint64_t whole = mirror_gather(v, path, list_member, args, width, &err, "readdir");
-	if (whole && __builtin_popcountll(whole) < width && width < answering)
+	if (__builtin_popcountll(whole) < width && width < answering)
 		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	h->entries = listing_union(parts, volume_n(v), whole, h->is_root ? hidden_in_root : NULL);
