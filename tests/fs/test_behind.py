@@ -58,11 +58,13 @@ class BehindTest(H.MountedCase):
 
     def test_entry_removed_on_one_member(self):
         """A chunk and a whole directory removed from members while
-        mounted: every file reads back exactly, the names stay listed, and
-        a write into the directory goes on with the member as an erasure."""
+        mounted: every file reads back exactly, the names stay listed (the
+        directory is gone from member 2, one of the first m + 1 members a
+        listing reads), and a write into the directory goes on with the
+        member as an erasure."""
         v, mnt = self.setup_volume()
         os.unlink(os.path.join(v.members[1], "d/a"))
-        shutil.rmtree(os.path.join(v.members[4], "d"))
+        shutil.rmtree(os.path.join(v.members[2], "d"))
         time.sleep(CACHES_LAPSE)
         self.assertEqual(sorted(os.listdir(os.path.join(mnt, "d"))), ["a", "b"])
         self.assertEqual(read(os.path.join(mnt, "d/a")), A)
