@@ -560,8 +560,10 @@ static int lock_member(volume *v, int idx, int metafd, int *lockfd, char **messa
 }
 
 /* The lock text of member idx, if the lock is ours, emptied: the volume
- * was closed, not cut short.  Not synced: a power loss that undoes it only
- * makes the next open take the names for unsettled. */
+ * was closed, not cut short.  Also on a member failed meanwhile (unless
+ * it hung): it may come back at the next open, and a failure is no crash.
+ * Not synced: a power loss that undoes it only makes the next open take
+ * the names for unsettled. */
 struct lock_call {
 	volume *v;
 	int idx;
@@ -577,7 +579,7 @@ static void clear_lock_texts(volume *v)
 {
 	for (int i = 0; i < v->n; i++) {
 		struct lock_call c = { v, i };
-		if (v->mem[i].locked && volume_member_ok(v, i))
+		if (v->mem[i].locked && !(v->mio && memberio_lost(v->mio, i)))
 			volume_on_member(v, i, clear_lock_text, &c);
 	}
 }

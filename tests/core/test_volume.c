@@ -342,9 +342,10 @@ static bool meta_has(members *mb, int i, const char *name)
 	return has;
 }
 
-/* The names are settled while every open was closed; an open that never
- * closed (its lock text left, as a killed daemon leaves it) marks them
- * unsettled on every member, for every later open, until settled again. */
+/* The names are settled while every open was closed (a member failed
+ * meanwhile included); an open that never closed (its lock text left, as
+ * a killed daemon leaves it) marks them unsettled on every member, for
+ * every later open, until settled again. */
 static void test_names_unsettled_after_an_open_never_closed(void **state)
 {
 	members *mb = *state;
@@ -352,6 +353,10 @@ static void test_names_unsettled_after_an_open_never_closed(void **state)
 	char *msg;
 
 	create(mb);
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	assert_true(volume_names_settled(v));
+	assert_true(volume_member_error(v, 2, EIO, "test")); /* a failure is no crash */
+	volume_close(v);
 	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
 	assert_true(volume_names_settled(v));
 	volume_close(v);
