@@ -26,6 +26,13 @@ size_cache *volume_sizes(volume *v);
 /* What xattrs.c knows of its markers on the volume: two ints it reads and
  * writes atomically, 0 at open. */
 int *volume_xattr_marks(volume *v);
+/* A mark on the volume (volume_marks.c): the empty file .ecfs/<name>
+ * made, synced, on every member in service (make), or whether a member in
+ * service holds it: 0, -ENOENT, or the first error of a member that stays
+ * in service (what names the step in the log of a member that breaks). */
+int volume_mark(volume *v, const char *name, bool make, const char *what);
+/* The mark removed from every member in service: 0 or the first error. */
+int volume_unmark(volume *v, const char *name);
 /* Whether the names may be unsettled (volume_settled.c): set at open. */
 bool *volume_unsettled_flag(volume *v);
 /* At open, once the locks are taken and before anything is written:

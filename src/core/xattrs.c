@@ -61,43 +61,11 @@ enum { MARK_UNKNOWN, MARK_NONE, MARK_SET };
 enum { MARK_CAPS, MARK_ACLS };
 static const char *const marker_file[] = { XATTRS_CAPS_MARKER, XATTRS_ACLS_MARKER };
 
-struct mark_run {
-	volume *v;
-	int mb, which;
-	bool make;
-};
-
-static int mark_member(void *arg)
-{
-	const struct mark_run *r = arg;
-	int meta = volume_meta_fd(r->v, r->mb);
-	const char *file = marker_file[r->which];
-	if (!r->make) {
-		struct stat st;
-		return MIO_CALL(fstatat(meta, file, &st, AT_SYMLINK_NOFOLLOW)) < 0 ? -errno : 0;
-	}
-	return mop_touchat(r->v, r->mb, meta, file, true);
-}
-
-/* The marker on every member in service (make), or whether one holds it:
- * 0, -ENOENT, or the first error of a member that stays in service. */
+/* The marker on every member in service (make), or whether one holds it
+ * (volume_mark). */
 static int marker(volume *v, int which, bool make)
 {
-	int err = 0;
-	for (int mb = 0; mb < volume_n(v); mb++) {
-		if (!volume_member_ok(v, mb))
-			continue;
-		struct mark_run r = { v, mb, which, make };
-		int rc = volume_on_member(v, mb, mark_member, &r);
-		if (rc == 0 && !make)
-			return 0;
-		if (rc < 0 && (make || rc != -ENOENT) &&
-		    !volume_member_error(v, mb, -rc, "xattrs marker") && !err)
-			err = rc;
-	}
-	if (!volume_usable(v))
-		return -EIO;
-	return err ? err : make ? 0 : -ENOENT;
+	return volume_mark(v, marker_file[which], make, "xattrs marker");
 }
 
 /* False only if no attribute of the kind was ever set on the volume. */
