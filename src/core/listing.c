@@ -32,21 +32,26 @@ void listing_part_init(listing_part *p)
 	p->blocks = g_ptr_array_new();
 }
 
+/* Frees the part's blocks (those the listing took are NULL). */
+static void drop_blocks(listing_part *p)
+{
+	for (guint i = 0; i < p->blocks->len; i++)
+		g_free(g_ptr_array_index(p->blocks, i));
+	g_ptr_array_set_size(p->blocks, 0);
+}
+
 void listing_part_clear(listing_part *p)
 {
 	if (!p->blocks)
 		return;
-	for (guint i = 0; i < p->blocks->len; i++)
-		g_free(g_ptr_array_index(p->blocks, i));
+	drop_blocks(p);
 	g_ptr_array_free(p->blocks, TRUE);
 	p->blocks = NULL;
 }
 
 int listing_part_read(listing_part *p, int fd)
 {
-	for (guint i = 0; i < p->blocks->len; i++)
-		g_free(g_ptr_array_index(p->blocks, i));
-	g_ptr_array_set_size(p->blocks, 0);
+	drop_blocks(p); /* what an earlier attempt left */
 	for (;;) {
 		struct listing_block *b = g_malloc(sizeof(*b) + LISTING_BLOCK_SIZE);
 		long got = MIO_CALL(syscall(SYS_getdents64, fd, b->bytes, LISTING_BLOCK_SIZE));
@@ -58,6 +63,20 @@ int listing_part_read(listing_part *p, int fd)
 		b->used = (size_t)got;
 		g_ptr_array_add(p->blocks, g_realloc(b, sizeof(*b) + b->used));
 	}
+}
+
+/* The first record of block from *at that hidden (if not NULL) does not
+ * leave out, *at moved past it; NULL at the block's end. */
+static const struct kernel_dirent64 *next_record(const struct listing_block *block, size_t *at,
+                                                 bool (*hidden)(const char *))
+{
+	while (*at < block->used) {
+		const struct kernel_dirent64 *de = (const void *)(block->bytes + *at);
+		*at += de->d_reclen;
+		if (!hidden || !hidden(de->d_name))
+			return de;
+	}
+	return NULL;
 }
 
 /* ---- a set of the names listed so far, by their index in entries ---- */
@@ -138,11 +157,8 @@ static bool merge_block(listing *l, struct name_set *s, guint first_len, guint *
                         const struct listing_block *block, bool (*hidden)(const char *))
 {
 	bool kept = false;
-	for (size_t at = 0; at < block->used;) {
-		const struct kernel_dirent64 *de = (const void *)(block->bytes + at);
-		at += de->d_reclen;
-		if (hidden && hidden(de->d_name))
-			continue;
+	size_t at = 0;
+	for (const struct kernel_dirent64 *de; (de = next_record(block, &at, hidden));) {
 		if (*cursor < first_len && !strcmp(entry_name(l->entries, *cursor), de->d_name)) {
 			(*cursor)++;
 			continue;
@@ -165,11 +181,8 @@ static bool merge_block(listing *l, struct name_set *s, guint first_len, guint *
 static void take_first(listing *l, const struct listing_block *block,
                        bool (*hidden)(const char *))
 {
-	for (size_t at = 0; at < block->used;) {
-		const struct kernel_dirent64 *de = (const void *)(block->bytes + at);
-		at += de->d_reclen;
-		if (hidden && hidden(de->d_name))
-			continue;
+	size_t at = 0;
+	for (const struct kernel_dirent64 *de; (de = next_record(block, &at, hidden));) {
 		struct listing_entry e = { de->d_name, de->d_type };
 		g_array_append_val(l->entries, e);
 	}
