@@ -188,12 +188,18 @@ static void take_first(listing *l, const struct listing_block *block,
 	}
 }
 
+static listing *empty_listing(guint count)
+{
+	listing *l = g_new(listing, 1);
+	l->entries = g_array_sized_new(FALSE, FALSE, sizeof(struct listing_entry), count);
+	l->blocks = g_ptr_array_new_with_free_func(g_free);
+	return l;
+}
+
 listing *listing_union(listing_part *parts, int count, uint64_t whole,
                        bool (*hidden)(const char *name))
 {
-	listing *l = g_new(listing, 1);
-	l->entries = g_array_new(FALSE, FALSE, sizeof(struct listing_entry));
-	l->blocks = g_ptr_array_new_with_free_func(g_free);
+	listing *l = empty_listing(0);
 	struct name_set set = { 0 };
 	guint first_len = 0;
 	bool first = true;
@@ -222,6 +228,24 @@ listing *listing_union(listing_part *parts, int count, uint64_t whole,
 	g_free(set.slots);
 	g_free(set.hashes);
 	return l;
+}
+
+listing *listing_new(guint count, size_t bytes)
+{
+	listing *l = empty_listing(count);
+	struct listing_block *block = g_malloc(sizeof(*block) + bytes);
+	block->used = 0;
+	g_ptr_array_add(l->blocks, block);
+	return l;
+}
+
+void listing_append(listing *l, const char *name, unsigned char type)
+{
+	struct listing_block *block = g_ptr_array_index(l->blocks, 0);
+	size_t len = strlen(name) + 1;
+	struct listing_entry e = { memcpy(block->bytes + block->used, name, len), type };
+	block->used += len;
+	g_array_append_val(l->entries, e);
 }
 
 void listing_free(listing *l)

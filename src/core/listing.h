@@ -51,6 +51,12 @@ listing *listing_union(listing_part *parts, int count, uint64_t whole,
                        bool (*hidden)(const char *name));
 void listing_free(listing *l);
 
+/* An empty listing with room for names of `bytes` bytes in all (their
+ * terminating NULs included), to fill with listing_append. */
+listing *listing_new(guint count, size_t bytes);
+/* Appends a copy of name (which must fit what listing_new was told). */
+void listing_append(listing *l, const char *name, unsigned char type);
+
 static inline guint listing_len(const listing *l)
 {
 	return l->entries->len;

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+#include "fs_dirnames.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <glib.h>
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* The names of one directory: name -> its DT_* type + 1, and the bytes
+ * of the names with their NULs (a listing's size). */
+struct held_dir {
+	GHashTable *names;
+	size_t bytes;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static GHashTable *dirs; /* uint64_t dir -> struct held_dir */
+static size_t held;      /* names in all of them, and one for each */
+static uint64_t generation;
+
+static struct held_dir *held_new(void)
+{
+	struct held_dir *d = g_new(struct held_dir, 1);
+	d->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	d->bytes = 0;
+	return d;
+}
+
+static void held_free(gpointer d)
+{
+	g_hash_table_destroy(((struct held_dir *)d)->names);
+	g_free(d);
+}
+
+static void clear_all(void)
+{
+	if (dirs)
+		g_hash_table_destroy(dirs);
+	dirs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, held_free);
+	held = 0;
+}
+
+static struct held_dir *held_of(uint64_t dir)
+{
+	return dirs ? g_hash_table_lookup(dirs, &dir) : NULL;
+}
+
+static void drop(uint64_t dir)
+{
+	struct held_dir *d = held_of(dir);
+	if (!d)
+		return;
+	held -= g_hash_table_size(d->names) + 1;
+	g_hash_table_remove(dirs, &dir);
+}
+
+/* Holds d (counted in held already, but for the one of its own) for dir,
+ * in place of what was held of it. */
+static void hold(uint64_t dir, struct held_dir *d)
+{
+	if (!dirs)
+		clear_all();
+	drop(dir);
+	held++;
+	g_hash_table_replace(dirs, g_memdup2(&dir, sizeof dir), d);
+}
+
+/* The type of name in dir, or -1 if dir is not held or has no name. */
+static int type_in(uint64_t dir, const char *name)
+{
+	struct held_dir *d = held_of(dir);
+	gpointer value;
+	if (!d || !g_hash_table_lookup_extended(d->names, name, NULL, &value))
+		return -1;
+	return GPOINTER_TO_INT(value) - 1;
+}
+
+static bool put(struct held_dir *d, const char *name, int type)
+{
+	char *key = g_strdup(name);
+	if (!g_hash_table_replace(d->names, key, GINT_TO_POINTER(type + 1)))
+		return false;
+	d->bytes += strlen(key) + 1;
+	return true;
+}
+
+/* name of type in dir, if dir is held and the type known. */
+static void put_in(uint64_t dir, const char *name, int type)
+{
+	struct held_dir *d = held_of(dir);
+	if (d && type >= 0 && put(d, name, type) && ++held > DIRNAMES_MAX)
+		clear_all();
+}
+
+static void take_out(uint64_t dir, const char *name)
+{
+	struct held_dir *d = held_of(dir);
+	if (d && g_hash_table_remove(d->names, name)) {
+		d->bytes -= strlen(name) + 1;
+		held--;
+	}
+}
+
+uint64_t fs_dirnames_generation(void)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t g = generation;
+	pthread_mutex_unlock(&lock);
+	return g;
+}
+
+void fs_dirnames_listed(uint64_t dir, const listing *l, uint64_t since)
+{
+	pthread_mutex_lock(&lock);
+	if (since == generation && held + listing_len(l) + 1 <= DIRNAMES_MAX) {
+		struct held_dir *d = held_new();
+		for (guint i = 0; i < listing_len(l); i++)
+			held += put(d, listing_at(l, i)->name, listing_at(l, i)->type);
+		hold(dir, d);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_made(uint64_t dir)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	hold(dir, held_new());
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_added(uint64_t dir, const char *name, mode_t mode)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	put_in(dir, name, IFTODT(mode));
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_changed(uint64_t dir, const char *name, mode_t mode, int rc)
+{
+	if (rc == 0)
+		fs_dirnames_added(dir, name, mode);
+	else
+		fs_dirnames_drop(dir);
+}
+
+void fs_dirnames_removed(uint64_t dir, const char *name)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	take_out(dir, name);
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_renamed(uint64_t p1, const char *n1, uint64_t p2, const char *n2,
+                         unsigned flags)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	int t1 = type_in(p1, n1), t2 = type_in(p2, n2);
+	bool exchange = flags & RENAME_EXCHANGE;
+	/* A name that comes from a directory not held here is of a type not
+	 * known: the directory it comes to is no longer known whole. */
+	if (t1 < 0)
+		drop(p2);
+	if (exchange && t2 < 0)
+		drop(p1);
+	if (exchange)
+		put_in(p1, n1, t2);
+	else
+		take_out(p1, n1);
+	put_in(p2, n2, t1);
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_drop(uint64_t dir)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	drop(dir);
+	pthread_mutex_unlock(&lock);
+}
+
+void fs_dirnames_drop_all(void)
+{
+	pthread_mutex_lock(&lock);
+	generation++;
+	clear_all();
+	pthread_mutex_unlock(&lock);
+}
+
+listing *fs_dirnames_listing(uint64_t dir)
+{
+	listing *l = NULL;
+	pthread_mutex_lock(&lock);
+	struct held_dir *d = held_of(dir);
+	if (d) {
+		l = listing_new(g_hash_table_size(d->names), d->bytes);
+		GHashTableIter it;
+		gpointer name, value;
+		g_hash_table_iter_init(&it, d->names);
+		while (g_hash_table_iter_next(&it, &name, &value))
+			listing_append(l, name, (unsigned char)(GPOINTER_TO_INT(value) - 1));
+	}
+	pthread_mutex_unlock(&lock);
+	return l;
+}

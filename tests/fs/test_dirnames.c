@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* The names the daemon holds whole (src/fs/fs_dirnames.c): a directory is
+ * listed from here only once it was made or listed, every change after
+ * shows in its listing, a change it cannot follow (a failed one, a name
+ * of a type not known) drops it, a listing read before a change is not
+ * held, and past DIRNAMES_MAX names everything goes. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "fs_dirnames.h"
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static gint by_text(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dir's listing as "name/type" sorted and joined by spaces, or NULL if
+ * it is not held (g_free it). */
+static char *listed(uint64_t dir)
+{
+	listing *l = fs_dirnames_listing(dir);
+	if (!l)
+		return NULL;
+	GPtrArray *items = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; i < listing_len(l); i++)
+		g_ptr_array_add(items, g_strdup_printf("%s/%d", listing_at(l, i)->name,
+		                                       listing_at(l, i)->type));
+	g_ptr_array_sort(items, by_text);
+	g_ptr_array_add(items, NULL);
+	char *s = g_strjoinv(" ", (char **)items->pdata);
+	g_ptr_array_free(items, TRUE);
+	listing_free(l);
+	return s;
+}
+
+#define assert_listed(dir, want)                    \
+	do {                                            \
+		char *got_ = listed(dir);                   \
+		assert_non_null(got_);                      \
+		assert_string_equal(got_, want);            \
+		g_free(got_);                               \
+	} while (0)
+
+static int fresh(void **state)
+{
+	(void)state;
+	fs_dirnames_drop_all();
+	return 0;
+}
+
+static void test_made_then_changed(void **state)
+{
+	(void)state;
+	assert_null(fs_dirnames_listing(10));
+	fs_dirnames_added(10, "early", S_IFREG); /* not held: nothing to add to */
+	assert_null(fs_dirnames_listing(10));
+	fs_dirnames_made(10);
+	assert_listed(10, "");
+	fs_dirnames_added(10, "f", S_IFREG);
+	fs_dirnames_added(10, "d", S_IFDIR);
+	fs_dirnames_added(10, "l", S_IFLNK);
+	fs_dirnames_added(10, "f", S_IFREG); /* again: once */
+	fs_dirnames_changed(10, "p", S_IFIFO, 0);
+	assert_listed(10, "d/4 f/8 l/10 p/1");
+	fs_dirnames_removed(10, "f");
+	fs_dirnames_removed(10, "absent");
+	assert_listed(10, "d/4 l/10 p/1");
+	fs_dirnames_changed(10, "x", S_IFREG, -ENOSPC); /* may be on some members */
+	assert_null(fs_dirnames_listing(10));
+}
+
+static void test_renames(void **state)
+{
+	(void)state;
+	fs_dirnames_made(1);
+	fs_dirnames_made(2);
+	fs_dirnames_added(1, "a", S_IFREG);
+	fs_dirnames_added(1, "b", S_IFDIR);
+	fs_dirnames_added(2, "c", S_IFLNK);
+	fs_dirnames_renamed(1, "a", 1, "a2", 0);
+	assert_listed(1, "a2/8 b/4");
+	fs_dirnames_renamed(1, "a2", 2, "c", 0); /* over c */
+	assert_listed(1, "b/4");
+	assert_listed(2, "c/8");
+	fs_dirnames_added(2, "e", S_IFDIR);
+	fs_dirnames_renamed(1, "b", 2, "e", RENAME_EXCHANGE);
+	assert_listed(1, "b/4");
+	assert_listed(2, "c/8 e/4");
+	fs_dirnames_renamed(2, "c", 1, "b", RENAME_EXCHANGE);
+	assert_listed(1, "b/8");
+	assert_listed(2, "c/4 e/4");
+	/* From a directory not held: its type is not known. */
+	fs_dirnames_renamed(3, "z", 1, "z", 0);
+	assert_null(fs_dirnames_listing(1));
+	assert_listed(2, "c/4 e/4");
+	fs_dirnames_renamed(2, "c", 3, "c", 0); /* to one not held */
+	assert_listed(2, "e/4");
+	fs_dirnames_renamed(2, "e", 4, "q", RENAME_EXCHANGE);
+	assert_null(fs_dirnames_listing(2));
+}
+
+static void test_listing_held_unless_changed_meanwhile(void **state)
+{
+	(void)state;
+	listing *l = listing_new(2, 16);
+	listing_append(l, "x", DT_REG);
+	listing_append(l, "sub", DT_DIR);
+	uint64_t before = fs_dirnames_generation();
+	fs_dirnames_removed(77, "x"); /* a change after the members were read */
+	fs_dirnames_listed(20, l, before);
+	assert_null(fs_dirnames_listing(20));
+	fs_dirnames_listed(20, l, fs_dirnames_generation());
+	assert_listed(20, "sub/4 x/8");
+	fs_dirnames_added(20, "y", S_IFREG);
+	assert_listed(20, "sub/4 x/8 y/8");
+	fs_dirnames_drop(20);
+	assert_null(fs_dirnames_listing(20));
+	listing_free(l);
+}
+
+static void test_everything_dropped_past_the_bound(void **state)
+{
+	(void)state;
+	fs_dirnames_made(30);
+	fs_dirnames_made(31);
+	fs_dirnames_added(31, "kept until the bound", S_IFREG);
+	char name[32];
+	for (int i = 0; i < DIRNAMES_MAX - 3; i++) {
+		snprintf(name, sizeof name, "n%d", i);
+		fs_dirnames_added(30, name, S_IFREG);
+	}
+	listing *l = fs_dirnames_listing(30);
+	assert_non_null(l);
+	assert_int_equal(listing_len(l), DIRNAMES_MAX - 3);
+	listing_free(l);
+	assert_listed(31, "kept until the bound/8");
+	fs_dirnames_added(30, "one more", S_IFREG);
+	assert_null(fs_dirnames_listing(30));
+	assert_null(fs_dirnames_listing(31));
+	fs_dirnames_made(30); /* held again from scratch */
+	assert_listed(30, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_made_then_changed, fresh),
+		cmocka_unit_test_setup(test_renames, fresh),
+		cmocka_unit_test_setup(test_listing_held_unless_changed_meanwhile, fresh),
+		cmocka_unit_test_setup(test_everything_dropped_past_the_bound, fresh),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
