@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -126,16 +127,22 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	rc = make_dir(req, path, mode, &nd);
 	/* The attributes taken as it was made, for a name the table does
 	 * not know yet (else fs_entry keeps its node). */
+	struct fuse_entry_param e;
 	if (rc == 0 && nd.have_st && !fs_nodes_lookup_name(parent, name)) {
-		struct fuse_entry_param e;
 		fs_entry_fill(&e, fs_nodes_ino(parent, name, nd.ident, &nd.st), &nd.st);
 		fs_nodes_add(parent, name, e.ino, nd.st.st_mode);
-		if (fuse_reply_entry(req, &e) != 0)
-			fs_nodes_forget(e.ino, 1); /* the request was interrupted */
-	} else {
-		fs_reply_entry(req, parent, name, path, rc);
+	} else if (rc == 0) {
+		rc = fs_entry(parent, name, path, 0, &e);
 	}
 	g_free(path);
+	/* Known whole before the kernel can make a name in it. */
+	if (rc == 0)
+		fs_dirnames_made(e.ino);
+	fs_dirnames_changed(parent, name, S_IFDIR, rc);
+	if (rc < 0)
+		fs_reply_err(req, rc);
+	else if (fuse_reply_entry(req, &e) != 0)
+		fs_nodes_forget(e.ino, 1); /* the request was interrupted */
 }
 
 static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
@@ -153,8 +160,13 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		intent_args a = { INTENT_RMDIR, .from = path };
 		rc = mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		fs_dirnames_drop(fs_nodes_lookup_name(parent, name));
+		fs_dirnames_removed(parent, name);
 		fs_nodes_unlinked(parent, name);
+	} else {
+		fs_dirnames_drop(parent);
+	}
 	g_free(path);
 	fs_reply_err(req, rc);
 }
@@ -264,15 +276,31 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-/* Lists the directory: the union of the names the members that answer
- * hold (not one being rebuilt), read at once (mirror_gather), so that a
- * name some members lost, or a create cut short made on a few only, is
- * listed (listing.h).  While the names are settled (volume_names_settled),
- * the first m + 1 of them hold every name that k members hold; a member
- * among them that cannot list it (broken, or without the directory: also
- * all of them, if the others still have it) makes the listing read them
- * all. */
-static int make_listing(struct dir_handle *h, const char *path)
+/* Reads the start of the member's directory: what a listing does to its
+ * access time (relatime), with no listing to make. */
+static int touch_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	char buf[256];
+	int fd = open_dir_at(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	long got = MIO_CALL(syscall(SYS_getdents64, fd, buf, sizeof buf));
+	int rc = got < 0 ? -errno : 0;
+	MIO_CALL(close(fd));
+	return rc;
+}
+
+/* Lists the directory ino at path: from what the daemon holds of its
+ * names (fs_dirnames.h), else the union of the names the members that
+ * answer hold (not one being rebuilt), read at once (mirror_gather), so
+ * that a name some members lost, or a create cut short made on a few
+ * only, is listed (listing.h).  While the names are settled
+ * (volume_names_settled), the first m + 1 of them hold every name that k
+ * members hold; a member among them that cannot list it (broken, or
+ * without the directory: also all of them, if the others still have it)
+ * makes the listing read them all.  A listing of as many members as that
+ * takes is held from then on. */
+static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 {
 	volume *v = fs_volume();
 	listing_part parts[64];
@@ -281,6 +309,13 @@ static int make_listing(struct dir_handle *h, const char *path)
 	int width = volume_names_settled(v) ? volume_m(v) + 1 : volume_n(v), answering = 0;
 
 	free_entries(h);
+	uint64_t since = fs_dirnames_generation();
+	if ((h->entries = fs_dirnames_listing(ino))) {
+		void *none[64] = { 0 };
+		mirror_gather(v, path, touch_member, none, width, &err, "readdir");
+		attr_cache_listed(fs_attrs());
+		return 0;
+	}
 	for (int i = 0; i < volume_n(v); i++) {
 		listing_part_init(&parts[i]);
 		args[i] = &parts[i];
@@ -291,6 +326,8 @@ static int make_listing(struct dir_handle *h, const char *path)
 		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	h->entries = listing_union(parts, volume_n(v), whole, h->is_root ? hidden_in_root : NULL);
+	if (__builtin_popcountll(whole) >= width)
+		fs_dirnames_listed(ino, h->entries, since);
 	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */
 }
 
@@ -424,7 +461,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (off == 0 || !h->entries) {
 		/* First call, or rewinddir: a fresh listing. */
 		uint64_t changes = fs_stamp().changes;
-		int rc = make_listing(h, where);
+		int rc = make_listing(h, ino, where);
 		if (rc < 0) {
 			g_free(path);
 			fs_reply_err(req, rc);

@@ -137,6 +137,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		                  xattrs_create_mode(fs_volume(), path, mode & 07777,
 		                                     fuse_req_ctx(req)->umask),
 		                  uid, gid, &f);
+	fs_dirnames_changed(parent, name, S_IFREG, rc);
 	if (rc == 0 && (rc = ecfile_fstat(f, &st)) < 0)
 		ecfile_release(f);
 	g_free(path);

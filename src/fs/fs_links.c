@@ -132,8 +132,12 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = keep_orphan(parent, name, path);
 	if (rc == 0)
 		rc = unlink_path(path);
-	if (rc >= 0)
+	if (rc >= 0) {
+		fs_dirnames_removed(parent, name);
 		fs_nodes_unlinked(parent, name);
+	} else {
+		fs_dirnames_drop(parent);
+	}
 	g_free(path);
 	fs_reply_err(req, rc < 0 ? rc : 0);
 }
@@ -175,8 +179,13 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = rename_over(newparent, newname, from, to, flags);
-	if (rc == 0)
+	if (rc == 0) {
+		fs_dirnames_renamed(parent, name, newparent, newname, flags);
 		fs_nodes_renamed(parent, name, newparent, newname, flags);
+	} else {
+		fs_dirnames_drop(parent);
+		fs_dirnames_drop(newparent);
+	}
 	g_free(from);
 	g_free(to);
 	fs_reply_err(req, rc);
@@ -213,6 +222,7 @@ void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const cha
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + strlen(target));
 	if (rc == 0)
 		rc = mirror_apply(fs_volume(), path, symlink_member, &nl, "symlink");
+	fs_dirnames_changed(parent, name, S_IFLNK, rc);
 	fs_reply_entry(req, parent, name, path, rc);
 	g_free(path);
 }
@@ -288,6 +298,7 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	} else if (rc == 0) {
 		rc = fs_entry(newparent, newname, to, ino, &e);
 	}
+	fs_dirnames_changed(newparent, newname, rc == 0 ? e.attr.st_mode : 0, rc);
 	if (rc < 0)
 		fs_reply_err(req, rc);
 	else if (fuse_reply_entry(req, &e) != 0)
@@ -341,6 +352,8 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 		fs_reply_err(req, rc);
 		return;
 	}
-	fs_reply_entry(req, parent, name, path, make_node(req, path, mode, rdev));
+	rc = make_node(req, path, mode, rdev);
+	fs_dirnames_changed(parent, name, mode, rc);
+	fs_reply_entry(req, parent, name, path, rc);
 	g_free(path);
 }

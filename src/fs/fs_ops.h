@@ -16,6 +16,7 @@
 #ifndef ECFS_FS_OPS_H
 #define ECFS_FS_OPS_H
 
+#include "fs_dirnames.h"
 #include "fs_nodes.h"
 
 #include <stdbool.h>

@@ -39,6 +39,7 @@
 
 #include "ecfile.h"
 #include "memberio.h"
+#include "fs_dirnames.h"
 #include "fs_nodes.h"
 #include "fsck.h"
 #include "repair.h"
@@ -108,9 +109,12 @@ static void log_problem(void *arg, fsck *f, const fsck_report *r)
 	if (r->len)
 		g_string_append_printf(line, ": bytes %llu-%llu", (unsigned long long)r->off,
 		                       (unsigned long long)(r->off + r->len - 1));
-	/* What the kernel keeps of a name repaired goes (fs_nodes.h). */
+	/* What the kernel keeps of a name repaired goes (fs_nodes.h), and
+	 * the names the daemon holds whole, since a repair may remove one. */
 	if (r->path && r->st == FSCK_REPAIRED)
 		fs_nodes_inval_path(r->path);
+	if (r->st == FSCK_REPAIRED)
+		fs_dirnames_drop_all();
 	/* Rebuilding a member repairs every file on it: those are expected. */
 	ecfs_log(r->st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str,
 	         r->detail, r->st == FSCK_REPAIRED ? "repaired"

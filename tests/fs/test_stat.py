@@ -403,6 +403,47 @@ class StatTest(H.MountedCase):
             check("unlinked while open")
         self.assert_clean_unmount(self.v)
 
+    def test_listings_with_names_from_an_earlier_mount(self):
+        """A directory made through the mount is listed from the names the
+        daemon holds (DESIGN.md section 4), one made by an earlier mount
+        too once it was listed.  Names that come into one (rename,
+        exchange, link), from one held or not, list with their types as a
+        plain directory lists them."""
+        os.mkdir(self.p("old"))
+        os.mkdir(self.p("old/sub"))
+        H.write_file(self.p("old/f"), b"f")
+        os.symlink("f", self.p("old/l"))
+        os.mkdir(self.p("other"))
+        H.write_file(self.p("other/q"), b"q")
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v, f"k={K},m={M}")
+        os.mkdir(self.p("new"))
+        os.mkfifo(self.p("new/p"))
+        self.assertEqual(sorted(os.listdir(self.p("old"))), ["f", "l", "sub"])
+        os.rename(self.p("old/f"), self.p("new/f"))
+        os.link(self.p("new/f"), self.p("new/g"))
+        os.rename(self.p("old/l"), self.p("new/l"))
+        H.renameat2(self.p("old/sub"), self.p("new/p"), H.RENAME_EXCHANGE)
+        os.rename(self.p("other/q"), self.p("new/q"))  # from one never listed
+        want_new = {"f": "file", "g": "file", "l": "link", "p": "dir", "q": "file"}
+        want_old = {"sub": "fifo"}
+
+        def kinds(d):
+            got = {}
+            for entry in os.scandir(d):  # the types the listing gives
+                got[entry.name] = ("link" if entry.is_symlink() else "dir" if entry.is_dir()
+                                   else "file" if entry.is_file() else "fifo")
+            return got
+
+        for _ in range(2):
+            self.assertEqual(kinds(self.p("new")), want_new)
+            self.assertEqual(kinds(self.p("old")), want_old)
+            time.sleep(1.2)  # past the kernel's copies: the daemon's answers
+        os.rename(self.p("new/q"), self.p("new/q2"))
+        want_new["q2"] = want_new.pop("q")
+        self.assertEqual(kinds(self.p("new")), want_new)
+        self.assert_clean_unmount(self.v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())
