@@ -177,26 +177,32 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_release(NULL, ino, fi);
 }
 
-/* The read buffer of each request thread, as large as the largest read. */
-static __thread char *read_buf;
-static __thread size_t read_cap;
+/* The read buffer of each request thread, as large as the largest read;
+ * freed when the thread ends (libfuse ends idle ones). */
+struct read_buffer {
+	size_t cap;
+	char bytes[];
+};
+
+static GPrivate read_buffer_of_thread = G_PRIVATE_INIT(g_free);
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	if (size > read_cap) {
-		char *grown = realloc(read_buf, size);
+	struct read_buffer *rb = g_private_get(&read_buffer_of_thread);
+	if (!rb || size > rb->cap) {
+		struct read_buffer *grown = g_try_realloc(rb, sizeof(*rb) + size);
 		if (!grown) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		read_buf = grown;
-		read_cap = size;
+		grown->cap = size;
+		g_private_set(&read_buffer_of_thread, rb = grown);
 	}
-	ssize_t n = ecfile_read(fs_file_of(fi), read_buf, size, off);
+	ssize_t n = ecfile_read(fs_file_of(fi), rb->bytes, size, off);
 	if (n < 0)
 		fs_reply_err(req, (int)n);
 	else
-		fuse_reply_buf(req, read_buf, (size_t)n);
+		fuse_reply_buf(req, rb->bytes, (size_t)n);
 }
 
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
