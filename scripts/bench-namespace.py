@@ -16,8 +16,12 @@ of them alike: N creates, N stats, R*N renames, N links, N unlinks (of
 the links), N mkdirs, N rmdirs, then L listings (os.listdir) of a
 directory of D entries made for it (not timed), one listing per turn:
 the first ("first readdir", right after the entries were made, which
-nothing has cached) and the others ("readdir", which the kernel may
-serve from what it kept of the first) are reported apart.
+the kernel has not cached: ecfs lists it from the names its daemon holds)
+and the others ("readdir", which the kernel may serve from what it kept
+of the first) are reported apart.  Then, three times, every target is
+unmounted and mounted again over the same members and the directory
+listed once more ("readdir after remount": nothing kept anywhere, ecfs
+reads m + 1 members).
 ecfs runs with its default member timeout unless ECFS_OPTS adds options.
 
 Environment: DIR, N (default 1000), R (rename rounds, default 3), B
@@ -37,8 +41,9 @@ import time
 
 K, M = 4, 2
 OPS = ("create", "stat", "rename", "link", "unlink", "mkdir", "rmdir", "first readdir",
-       "readdir")
+       "readdir", "readdir after remount")
 FLAGS = os.O_CREAT | os.O_WRONLY
+REMOUNTS = 3  # per run, each followed by one listing
 
 
 def die(msg):
@@ -91,6 +96,15 @@ def listing(big, entries):
         die(f"{big}: a listing did not give {entries} names")
 
 
+def timed_listings(trees, entries, first, turns, op):
+    """One listing of each tree's big directory, in turns from first."""
+    labels = list(trees)
+    for label in labels[first % len(labels):] + labels[:first % len(labels)]:
+        t = time.perf_counter()
+        listing(os.path.join(trees[label], "big"), entries)
+        turns[label][op].append(time.perf_counter() - t)
+
+
 def one_run(trees, cfg, turns):
     """Every operation on every tree ({label: mount point}), in turns;
     appends each turn's mean seconds per call to turns[label][op]."""
@@ -113,16 +127,12 @@ def one_run(trees, cfg, turns):
         for j in range(entries):
             os.close(os.open(f"{big}/e{j}", FLAGS, 0o644))
     for i in range(listings):
-        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
-            t = time.perf_counter()
-            listing(os.path.join(trees[label], "big"), entries)
-            turns[label]["first readdir" if i == 0 else "readdir"].append(
-                time.perf_counter() - t)
+        timed_listings(trees, entries, i, turns, "first readdir" if i == 0 else "readdir")
 
 
 def mount_all(base, targets):
     """Mounts every target over six fresh member directories; returns
-    ({label: mount point}, [(process, mount point)])."""
+    ({label: mount point}, [(process, mount point, argv)])."""
     trees, procs = {}, []
     for label, argv in targets:
         root = tempfile.mkdtemp(prefix=f"{label}.", dir=base)
@@ -131,14 +141,22 @@ def mount_all(base, targets):
             os.mkdir(m)
         mnt = os.path.join(root, "mnt")
         os.mkdir(mnt)
-        procs.append((mount(argv + [":".join(dirs)], mnt), mnt))
+        argv = argv + [":".join(dirs)]
+        procs.append((mount(argv, mnt), mnt, argv))
         trees[label] = mnt
         os.mkdir(os.path.join(mnt, "d"))
     return trees, procs
 
 
+def remount_all(procs):
+    """Unmounts every target and mounts it again over its members."""
+    for i, (p, mnt, argv) in enumerate(procs):
+        unmount(p, mnt)
+        procs[i] = (mount(argv, mnt), mnt, argv)
+
+
 def fmt(op, secs, unit=True):
-    if op.endswith("readdir"):
+    if "readdir" in op:
         return f"{secs * 1e3:.1f}" + (" ms" if unit else "")
     return f"{secs * 1e6:.0f}" + (" us" if unit else "")
 
@@ -187,8 +205,11 @@ def main():
             trees, procs = mount_all(base, targets)
             try:
                 one_run(trees, cfg, turns)
+                for i in range(REMOUNTS):
+                    remount_all(procs)
+                    timed_listings(trees, cfg[3], i, turns, "readdir after remount")
             finally:
-                for p, mnt in procs:
+                for p, mnt, _ in procs:
                     unmount(p, mnt)
                 for entry in os.listdir(base):
                     shutil.rmtree(os.path.join(base, entry))
