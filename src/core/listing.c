@@ -193,6 +193,7 @@ static listing *empty_listing(guint count)
 	listing *l = g_new(listing, 1);
 	l->entries = g_array_sized_new(FALSE, FALSE, sizeof(struct listing_entry), count);
 	l->blocks = g_ptr_array_new_with_free_func(g_free);
+	l->refs = 1;
 	return l;
 }
 
@@ -248,9 +249,15 @@ void listing_append(listing *l, const char *name, unsigned char type)
 	g_array_append_val(l->entries, e);
 }
 
-void listing_free(listing *l)
+listing *listing_ref(listing *l)
 {
-	if (!l)
+	g_atomic_int_inc(&l->refs);
+	return l;
+}
+
+void listing_unref(listing *l)
+{
+	if (!l || !g_atomic_int_dec_and_test(&l->refs))
 		return;
 	g_array_free(l->entries, TRUE);
 	g_ptr_array_free(l->blocks, TRUE);

@@ -37,9 +37,12 @@ struct listing_entry {
 	unsigned char type; /* DT_* */
 };
 
+/* Shared by reference, never changed once made (but by listing_append
+ * before it is shared). */
 typedef struct listing {
 	GArray *entries;   /* struct listing_entry */
 	GPtrArray *blocks; /* where the names lie */
+	gint refs;
 } listing;
 
 /* The union of the parts whose bit is set in `whole` (at most 64 parts),
@@ -49,7 +52,10 @@ typedef struct listing {
  * Takes the blocks it keeps from the parts; clears them all. */
 listing *listing_union(listing_part *parts, int count, uint64_t whole,
                        bool (*hidden)(const char *name));
-void listing_free(listing *l);
+/* One more reference to l; listing_unref drops one, and frees l with the
+ * last (NULL: nothing). */
+listing *listing_ref(listing *l);
+void listing_unref(listing *l);
 
 /* An empty listing with room for names of `bytes` bytes in all (their
  * terminating NULs included), to fill with listing_append. */

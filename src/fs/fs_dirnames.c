@@ -13,11 +13,15 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-/* The names of one directory: name -> its DT_* type + 1, and the bytes
- * of the names with their NULs (a listing's size). */
+/* The names of one directory, as a table (name -> its DT_* type + 1),
+ * made at the first change, and as a listing, made at the first listing
+ * after one: a directory listed from the members and not changed since
+ * costs no copy of its names, and one listed again none either. */
 struct held_dir {
-	GHashTable *names;
-	size_t bytes;
+	GHashTable *names; /* NULL until a change */
+	listing *snapshot; /* NULL from a change to the next listing */
+	size_t bytes;      /* of the names with their NULs, while names */
+	guint count;       /* of names, counted in held */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -25,17 +29,17 @@ static GHashTable *dirs; /* uint64_t dir -> struct held_dir */
 static size_t held;      /* names in all of them, and one for each */
 static uint64_t generation;
 
-static struct held_dir *held_new(void)
+static GHashTable *names_new(void)
 {
-	struct held_dir *d = g_new(struct held_dir, 1);
-	d->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	d->bytes = 0;
-	return d;
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
 
-static void held_free(gpointer d)
+static void held_free(gpointer p)
 {
-	g_hash_table_destroy(((struct held_dir *)d)->names);
+	struct held_dir *d = p;
+	if (d->names)
+		g_hash_table_destroy(d->names);
+	listing_unref(d->snapshot);
 	g_free(d);
 }
 
@@ -57,19 +61,34 @@ static void drop(uint64_t dir)
 	struct held_dir *d = held_of(dir);
 	if (!d)
 		return;
-	held -= g_hash_table_size(d->names) + 1;
+	held -= d->count + 1;
 	g_hash_table_remove(dirs, &dir);
 }
 
-/* Holds d (counted in held already, but for the one of its own) for dir,
- * in place of what was held of it. */
+/* Holds d for dir, in place of what was held of it. */
 static void hold(uint64_t dir, struct held_dir *d)
 {
 	if (!dirs)
 		clear_all();
 	drop(dir);
-	held++;
+	held += d->count + 1;
 	g_hash_table_replace(dirs, g_memdup2(&dir, sizeof dir), d);
+}
+
+/* d's names as a table, to change: the listing made of them goes. */
+static GHashTable *names_to_change(struct held_dir *d)
+{
+	if (!d->names) {
+		d->names = names_new();
+		for (guint i = 0; i < listing_len(d->snapshot); i++) {
+			const struct listing_entry *e = listing_at(d->snapshot, i);
+			g_hash_table_replace(d->names, g_strdup(e->name), GINT_TO_POINTER(e->type + 1));
+			d->bytes += strlen(e->name) + 1;
+		}
+	}
+	listing_unref(d->snapshot);
+	d->snapshot = NULL;
+	return d->names;
 }
 
 /* The type of name in dir, or -1 if dir is not held or has no name. */
@@ -77,33 +96,32 @@ static int type_in(uint64_t dir, const char *name)
 {
 	struct held_dir *d = held_of(dir);
 	gpointer value;
-	if (!d || !g_hash_table_lookup_extended(d->names, name, NULL, &value))
+	if (!d || !g_hash_table_lookup_extended(names_to_change(d), name, NULL, &value))
 		return -1;
 	return GPOINTER_TO_INT(value) - 1;
-}
-
-static bool put(struct held_dir *d, const char *name, int type)
-{
-	char *key = g_strdup(name);
-	if (!g_hash_table_replace(d->names, key, GINT_TO_POINTER(type + 1)))
-		return false;
-	d->bytes += strlen(key) + 1;
-	return true;
 }
 
 /* name of type in dir, if dir is held and the type known. */
 static void put_in(uint64_t dir, const char *name, int type)
 {
 	struct held_dir *d = held_of(dir);
-	if (d && type >= 0 && put(d, name, type) && ++held > DIRNAMES_MAX)
+	if (!d || type < 0)
+		return;
+	char *key = g_strdup(name);
+	if (!g_hash_table_replace(names_to_change(d), key, GINT_TO_POINTER(type + 1)))
+		return;
+	d->bytes += strlen(key) + 1;
+	d->count++;
+	if (++held > DIRNAMES_MAX)
 		clear_all();
 }
 
 static void take_out(uint64_t dir, const char *name)
 {
 	struct held_dir *d = held_of(dir);
-	if (d && g_hash_table_remove(d->names, name)) {
+	if (d && g_hash_table_remove(names_to_change(d), name)) {
 		d->bytes -= strlen(name) + 1;
+		d->count--;
 		held--;
 	}
 }
@@ -116,13 +134,13 @@ uint64_t fs_dirnames_generation(void)
 	return g;
 }
 
-void fs_dirnames_listed(uint64_t dir, const listing *l, uint64_t since)
+void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t since)
 {
 	pthread_mutex_lock(&lock);
 	if (since == generation && held + listing_len(l) + 1 <= DIRNAMES_MAX) {
-		struct held_dir *d = held_new();
-		for (guint i = 0; i < listing_len(l); i++)
-			held += put(d, listing_at(l, i)->name, listing_at(l, i)->type);
+		struct held_dir *d = g_new0(struct held_dir, 1);
+		d->snapshot = listing_ref(l);
+		d->count = listing_len(l);
 		hold(dir, d);
 	}
 	pthread_mutex_unlock(&lock);
@@ -132,7 +150,9 @@ void fs_dirnames_made(uint64_t dir)
 {
 	pthread_mutex_lock(&lock);
 	generation++;
-	hold(dir, held_new());
+	struct held_dir *d = g_new0(struct held_dir, 1);
+	d->names = names_new();
+	hold(dir, d);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -202,14 +222,16 @@ listing *fs_dirnames_listing(uint64_t dir)
 	listing *l = NULL;
 	pthread_mutex_lock(&lock);
 	struct held_dir *d = held_of(dir);
-	if (d) {
-		l = listing_new(g_hash_table_size(d->names), d->bytes);
+	if (d && !d->snapshot) {
+		d->snapshot = listing_new(d->count, d->bytes);
 		GHashTableIter it;
 		gpointer name, value;
 		g_hash_table_iter_init(&it, d->names);
 		while (g_hash_table_iter_next(&it, &name, &value))
-			listing_append(l, name, (unsigned char)(GPOINTER_TO_INT(value) - 1));
+			listing_append(d->snapshot, name, (unsigned char)(GPOINTER_TO_INT(value) - 1));
 	}
+	if (d)
+		l = listing_ref(d->snapshot);
 	pthread_mutex_unlock(&lock);
 	return l;
 }

@@ -30,9 +30,10 @@
  * back to fs_dirnames_listed. */
 uint64_t fs_dirnames_generation(void);
 
-/* A listing of directory dir read from the members: held if no change
- * came between generation (taken before it was read) and now. */
-void fs_dirnames_listed(uint64_t dir, const listing *l, uint64_t generation);
+/* A listing of directory dir read from the members: held (a reference
+ * to it, which must not change from then on) if no change came between
+ * generation (taken before it was read) and now. */
+void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t generation);
 /* dir was just made: it holds no name. */
 void fs_dirnames_made(uint64_t dir);
 /* name was made in dir, of type mode (its S_IFMT bits). */
@@ -49,7 +50,7 @@ void fs_dirnames_renamed(uint64_t p1, const char *n1, uint64_t p2, const char *n
 void fs_dirnames_drop(uint64_t dir);
 void fs_dirnames_drop_all(void);
 
-/* A listing of dir (listing_free it), or NULL if its names are not held. */
+/* A listing of dir (listing_unref it), or NULL if its names are not held. */
 listing *fs_dirnames_listing(uint64_t dir);
 
 #endif

@@ -51,7 +51,7 @@ static struct dir_handle *dir_of(const struct fuse_file_info *fi)
 
 static void free_entries(struct dir_handle *h)
 {
-	listing_free(h->entries);
+	listing_unref(h->entries);
 	h->entries = NULL;
 }
 

@@ -114,7 +114,7 @@ static void test_same_names_listed_once(void **state)
 	static const char *const want[] = { "a", "b" };
 	assert_names(l, want, 2);
 	assert_int_equal(listing_len(l), 4); /* and . and .. once each */
-	listing_free(l);
+	listing_unref(l);
 }
 
 static void test_names_only_later_members_hold(void **state)
@@ -137,7 +137,7 @@ static void test_names_only_later_members_hold(void **state)
 		if (!strncmp(n, "only", 4))
 			assert_true(seen_a);
 	}
-	listing_free(l);
+	listing_unref(l);
 }
 
 static void test_members_left_out(void **state)
@@ -149,10 +149,10 @@ static void test_members_left_out(void **state)
 	listing *l = list(d, 1u << 1 | 1u << 2, NULL); /* member 0 not asked */
 	static const char *const want[] = { "one", "two" };
 	assert_names(l, want, 2);
-	listing_free(l);
+	listing_unref(l);
 	l = list(d, 0, NULL);
 	assert_int_equal(listing_len(l), 0);
-	listing_free(l);
+	listing_unref(l);
 }
 
 static bool hide_secret(const char *name)
@@ -170,7 +170,7 @@ static void test_hidden_names(void **state)
 	listing *l = list(d, 7, hide_secret);
 	static const char *const want[] = { "shown" };
 	assert_names(l, want, 1);
-	listing_free(l);
+	listing_unref(l);
 }
 
 /* Thousands of names, the members out of step (one lacks a name, one has
@@ -200,7 +200,7 @@ static void test_many_names_out_of_step(void **state)
 		assert_string_equal(g_ptr_array_index(a, i), name);
 	}
 	g_ptr_array_free(a, TRUE);
-	listing_free(l);
+	listing_unref(l);
 }
 
 int main(void)

@@ -2,8 +2,9 @@
 /* The names the daemon holds whole (src/fs/fs_dirnames.c): a directory is
  * listed from here only once it was made or listed, every change after
  * shows in its listing, a change it cannot follow (a failed one, a name
- * of a type not known) drops it, a listing read before a change is not
- * held, and past DIRNAMES_MAX names everything goes. */
+ * of a type not known) drops it, a listing given out never changes, a
+ * listing read before a change is not held, and past DIRNAMES_MAX names
+ * everything goes. */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -43,7 +44,7 @@ static char *listed(uint64_t dir)
 	g_ptr_array_add(items, NULL);
 	char *s = g_strjoinv(" ", (char **)items->pdata);
 	g_ptr_array_free(items, TRUE);
-	listing_free(l);
+	listing_unref(l);
 	return s;
 }
 
@@ -76,7 +77,10 @@ static void test_made_then_changed(void **state)
 	fs_dirnames_added(10, "f", S_IFREG); /* again: once */
 	fs_dirnames_changed(10, "p", S_IFIFO, 0);
 	assert_listed(10, "d/4 f/8 l/10 p/1");
+	listing *before = fs_dirnames_listing(10); /* a listing given out */
 	fs_dirnames_removed(10, "f");
+	assert_int_equal(listing_len(before), 4); /* does not change */
+	listing_unref(before);
 	fs_dirnames_removed(10, "absent");
 	assert_listed(10, "d/4 l/10 p/1");
 	fs_dirnames_changed(10, "x", S_IFREG, -ENOSPC); /* may be on some members */
@@ -129,7 +133,7 @@ static void test_listing_held_unless_changed_meanwhile(void **state)
 	assert_listed(20, "sub/4 x/8 y/8");
 	fs_dirnames_drop(20);
 	assert_null(fs_dirnames_listing(20));
-	listing_free(l);
+	listing_unref(l);
 }
 
 static void test_everything_dropped_past_the_bound(void **state)
@@ -146,7 +150,7 @@ static void test_everything_dropped_past_the_bound(void **state)
 	listing *l = fs_dirnames_listing(30);
 	assert_non_null(l);
 	assert_int_equal(listing_len(l), DIRNAMES_MAX - 3);
-	listing_free(l);
+	listing_unref(l);
 	assert_listed(31, "kept until the bound/8");
 	fs_dirnames_added(30, "one more", S_IFREG);
 	assert_null(fs_dirnames_listing(30));
