@@ -470,10 +470,16 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		note_listed(ino, changes);
 	}
 	/* readdirplus: the names come with what a lookup of each would
-	 * answer, so the kernel need not look them up one by one. */
+	 * answer, so the kernel need not look them up one by one.  The
+	 * kernel asks for them in the first reply of every listing, and in
+	 * later ones only when names are being looked up: a first reply that
+	 * holds less than half of the listing gives names only, since the
+	 * lookups it would spare are few of those a tool that stats every
+	 * name makes, and a tool that only lists pays for it. */
 	guint fit = reply_fit(req, h, off, size, plus);
-	struct reply_attrs ra = { .count = plus ? fit : 0 };
-	if (plus)
+	bool with_attrs = plus && (off > 0 || 2 * (size_t)fit >= listing_len(h->entries));
+	struct reply_attrs ra = { .count = with_attrs ? fit : 0 };
+	if (with_attrs)
 		take_attrs(h, where, (guint)off, &ra);
 	g_free(path);
 	fuse_ino_t *known = known_inos(ino, h, (guint)off, fit);
