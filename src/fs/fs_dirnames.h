@@ -24,7 +24,7 @@
 #include "listing.h"
 
 /* Names held in all directories at most. */
-#define DIRNAMES_MAX (512 * 1024)
+#define DIRNAMES_MAX (256 * 1024)
 
 /* Counts the changes: taken before a listing reads the members, given
  * back to fs_dirnames_listed. */
