@@ -2034,6 +2034,7 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 			continue;
 		memset(&pc, 0, sizeof(pc));
 		open_chunk(f->v, mb, path, false, 0, 0, 0, 0, &pc);
+		g_free(pc.head); /* a small chunk read whole: the file reads its own */
 		/* Taken back only if the heal left it current.  Even a chunk this
 		 * file holds as usable is taken again: its fd may be one into the
 		 * member's old directory, from before the member failed and was
