@@ -75,8 +75,8 @@ static void hold(uint64_t dir, struct held_dir *d)
 	g_hash_table_replace(dirs, g_memdup2(&dir, sizeof dir), d);
 }
 
-/* d's names as a table, to change: the listing made of them goes. */
-static GHashTable *names_to_change(struct held_dir *d)
+/* d's names as a table. */
+static GHashTable *table_of(struct held_dir *d)
 {
 	if (!d->names) {
 		d->names = names_new();
@@ -86,6 +86,13 @@ static GHashTable *names_to_change(struct held_dir *d)
 			d->bytes += strlen(e->name) + 1;
 		}
 	}
+	return d->names;
+}
+
+/* d's names as a table, to change: the listing made of them goes. */
+static GHashTable *names_to_change(struct held_dir *d)
+{
+	table_of(d);
 	listing_unref(d->snapshot);
 	d->snapshot = NULL;
 	return d->names;
@@ -215,6 +222,15 @@ void fs_dirnames_drop_all(void)
 	generation++;
 	clear_all();
 	pthread_mutex_unlock(&lock);
+}
+
+bool fs_dirnames_absent(uint64_t dir, const char *name)
+{
+	pthread_mutex_lock(&lock);
+	struct held_dir *d = held_of(dir);
+	bool absent = d && !g_hash_table_contains(table_of(d), name);
+	pthread_mutex_unlock(&lock);
+	return absent;
 }
 
 listing *fs_dirnames_listing(uint64_t dir)

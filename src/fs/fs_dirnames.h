@@ -5,19 +5,23 @@
  * names since made through the daemon (which updates it here before it
  * answers the change).  A listing of such a directory is served from
  * here, with no member read (DESIGN.md section 4): a first listing after
- * the names were made costs no getdents of m + 1 members.
+ * the names were made costs no getdents of m + 1 members, and a lookup of
+ * a name that is not there (the kernel's before every create) no stat of
+ * every member.
  *
  * What is held here is what ecfs made.  A name put on a member behind the
- * daemon's back is not listed until the directory is read from the members
- * again (the next mount, or once it was dropped here); a name a member
- * lost stays listed, as a listing from the members lists it.  A change
- * that failed drops its directories, since it may have been made on some
- * members; so does everything past DIRNAMES_MAX names in all (all are
- * dropped then, and come back as they are listed again).  Thread-safe.
+ * daemon's back is neither listed nor found until the directory is read
+ * from the members again (the next mount, or once it was dropped here); a
+ * name a member lost stays listed, as a listing from the members lists
+ * it.  A change that failed drops its directories, since it may have been
+ * made on some members; so does everything past DIRNAMES_MAX names in all
+ * (all are dropped then, and come back as they are listed again).
+ * Thread-safe.
  */
 #ifndef ECFS_FS_DIRNAMES_H
 #define ECFS_FS_DIRNAMES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,6 +54,9 @@ void fs_dirnames_renamed(uint64_t p1, const char *n1, uint64_t p2, const char *n
 void fs_dirnames_drop(uint64_t dir);
 void fs_dirnames_drop_all(void);
 
+/* True if dir is held and has no name `name` (a lookup's answer with no
+ * member asked). */
+bool fs_dirnames_absent(uint64_t dir, const char *name);
 /* A listing of dir (listing_unref it), or NULL if its names are not held. */
 listing *fs_dirnames_listing(uint64_t dir);
 

@@ -35,7 +35,7 @@ void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	char *path = NULL;
 	int rc = fs_nodes_child(parent, name, &path);
-	if (rc == 0 && volume_path_reserved(path))
+	if (rc == 0 && (volume_path_reserved(path) || fs_dirnames_absent(parent, name)))
 		rc = -ENOENT;
 	if (rc == 0)
 		rc = fs_entry(parent, name, path, 0, &e);

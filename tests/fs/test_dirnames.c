@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The names the daemon holds whole (src/fs/fs_dirnames.c): a directory is
- * listed from here only once it was made or listed, every change after
- * shows in its listing, a change it cannot follow (a failed one, a name
+ * listed from here only once it was made or listed, and a name it lacks
+ * is absent; every change after shows in its listing, a change it cannot follow (a failed one, a name
  * of a type not known) drops it, a listing given out never changes, a
  * listing read before a change is not held, and past DIRNAMES_MAX names
  * everything goes. */
@@ -69,8 +69,10 @@ static void test_made_then_changed(void **state)
 	assert_null(fs_dirnames_listing(10));
 	fs_dirnames_added(10, "early", S_IFREG); /* not held: nothing to add to */
 	assert_null(fs_dirnames_listing(10));
+	assert_false(fs_dirnames_absent(10, "f")); /* not known: the members say */
 	fs_dirnames_made(10);
 	assert_listed(10, "");
+	assert_true(fs_dirnames_absent(10, "f"));
 	fs_dirnames_added(10, "f", S_IFREG);
 	fs_dirnames_added(10, "d", S_IFDIR);
 	fs_dirnames_added(10, "l", S_IFLNK);
@@ -83,8 +85,11 @@ static void test_made_then_changed(void **state)
 	listing_unref(before);
 	fs_dirnames_removed(10, "absent");
 	assert_listed(10, "d/4 l/10 p/1");
+	assert_true(fs_dirnames_absent(10, "f"));
+	assert_false(fs_dirnames_absent(10, "d"));
 	fs_dirnames_changed(10, "x", S_IFREG, -ENOSPC); /* may be on some members */
 	assert_null(fs_dirnames_listing(10));
+	assert_false(fs_dirnames_absent(10, "x"));
 }
 
 static void test_renames(void **state)
@@ -128,6 +133,8 @@ static void test_listing_held_unless_changed_meanwhile(void **state)
 	fs_dirnames_listed(20, l, before);
 	assert_null(fs_dirnames_listing(20));
 	fs_dirnames_listed(20, l, fs_dirnames_generation());
+	assert_true(fs_dirnames_absent(20, "y"));
+	assert_false(fs_dirnames_absent(20, "sub"));
 	assert_listed(20, "sub/4 x/8");
 	fs_dirnames_added(20, "y", S_IFREG);
 	assert_listed(20, "sub/4 x/8 y/8");
