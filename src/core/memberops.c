@@ -235,19 +235,19 @@ static int open_recorded(volume *v, int idx, int dirfd, const char *name, int fl
 	IO_SCOPE();
 	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
-	if (!RECORDING || !changes) {
-		int fd = (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
-		count_made(v, changes && fd >= 0);
-		return fd;
-	}
-	/* Under the record's lock nothing else of ours creates it meanwhile. */
+	if (!changes)
+		return (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
+	/* Under the record's lock nothing else of ours creates it meanwhile.
+	 * An open that finds the file there changes nothing: not counted, or
+	 * a member failed meanwhile would be recorded as having missed it
+	 * (volume_missed.c), in every build alike. */
 	bool locked = begin();
 	bool existed = !(flags & O_CREAT) ||
 	               (!(flags & O_EXCL) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
 	int fd = (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
-	if (fd >= 0 && !existed)
+	if (RECORDING && fd >= 0 && !existed)
 		rec_fd("create", idx, fd, ST_MODE);
-	else if (fd >= 0 && (flags & O_TRUNC)) {
+	else if (RECORDING && fd >= 0 && (flags & O_TRUNC)) {
 		rec_line *l = record_line("truncate", idx);
 		record_path_fd(l, "path", fd);
 		record_int(l, "len", 0);
