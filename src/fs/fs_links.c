@@ -177,9 +177,13 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = -ENOENT;
 	if (rc == 0 && volume_path_reserved(to))
 		rc = -EPERM;
+	/* A directory renamed over is gone, and what was held of it. */
+	fuse_ino_t over = flags & RENAME_EXCHANGE ? 0 : fs_nodes_lookup_name(newparent, newname);
 	if (rc == 0)
 		rc = rename_over(newparent, newname, from, to, flags);
 	if (rc == 0) {
+		if (over)
+			fs_dirnames_drop(over);
 		fs_dirnames_renamed(parent, name, newparent, newname, flags);
 		fs_nodes_renamed(parent, name, newparent, newname, flags);
 	} else {
