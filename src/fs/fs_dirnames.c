@@ -21,7 +21,6 @@ struct held_dir {
 	GHashTable *names; /* NULL until a change */
 	listing *snapshot; /* NULL from a change to the next listing */
 	size_t bytes;      /* of the names with their NULs, while names */
-	guint count;       /* of names, counted in held */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,6 +50,12 @@ static void clear_all(void)
 	held = 0;
 }
 
+/* How many names d holds (counted in held). */
+static guint names_in(const struct held_dir *d)
+{
+	return d->names ? g_hash_table_size(d->names) : listing_len(d->snapshot);
+}
+
 static struct held_dir *held_of(uint64_t dir)
 {
 	return dirs ? g_hash_table_lookup(dirs, &dir) : NULL;
@@ -61,7 +66,7 @@ static void drop(uint64_t dir)
 	struct held_dir *d = held_of(dir);
 	if (!d)
 		return;
-	held -= d->count + 1;
+	held -= names_in(d) + 1;
 	g_hash_table_remove(dirs, &dir);
 }
 
@@ -71,7 +76,7 @@ static void hold(uint64_t dir, struct held_dir *d)
 	if (!dirs)
 		clear_all();
 	drop(dir);
-	held += d->count + 1;
+	held += names_in(d) + 1;
 	g_hash_table_replace(dirs, g_memdup2(&dir, sizeof dir), d);
 }
 
@@ -103,7 +108,7 @@ static int type_in(uint64_t dir, const char *name)
 {
 	struct held_dir *d = held_of(dir);
 	gpointer value;
-	if (!d || !g_hash_table_lookup_extended(names_to_change(d), name, NULL, &value))
+	if (!d || !g_hash_table_lookup_extended(table_of(d), name, NULL, &value))
 		return -1;
 	return GPOINTER_TO_INT(value) - 1;
 }
@@ -118,7 +123,6 @@ static void put_in(uint64_t dir, const char *name, int type)
 	if (!g_hash_table_replace(names_to_change(d), key, GINT_TO_POINTER(type + 1)))
 		return;
 	d->bytes += strlen(key) + 1;
-	d->count++;
 	if (++held > DIRNAMES_MAX)
 		clear_all();
 }
@@ -128,7 +132,6 @@ static void take_out(uint64_t dir, const char *name)
 	struct held_dir *d = held_of(dir);
 	if (d && g_hash_table_remove(names_to_change(d), name)) {
 		d->bytes -= strlen(name) + 1;
-		d->count--;
 		held--;
 	}
 }
@@ -147,7 +150,6 @@ void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t since)
 	if (since == generation && held + listing_len(l) + 1 <= DIRNAMES_MAX) {
 		struct held_dir *d = g_new0(struct held_dir, 1);
 		d->snapshot = listing_ref(l);
-		d->count = listing_len(l);
 		hold(dir, d);
 	}
 	pthread_mutex_unlock(&lock);
@@ -239,7 +241,7 @@ listing *fs_dirnames_listing(uint64_t dir)
 	pthread_mutex_lock(&lock);
 	struct held_dir *d = held_of(dir);
 	if (d && !d->snapshot) {
-		d->snapshot = listing_new(d->count, d->bytes);
+		d->snapshot = listing_new(names_in(d), d->bytes);
 		GHashTableIter it;
 		gpointer name, value;
 		g_hash_table_iter_init(&it, d->names);

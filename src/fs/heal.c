@@ -111,10 +111,11 @@ static void log_problem(void *arg, fsck *f, const fsck_report *r)
 		                       (unsigned long long)(r->off + r->len - 1));
 	/* What the kernel keeps of a name repaired goes (fs_nodes.h), and
 	 * the names the daemon holds whole, since a repair may remove one. */
-	if (r->path && r->st == FSCK_REPAIRED)
-		fs_nodes_inval_path(r->path);
-	if (r->st == FSCK_REPAIRED)
+	if (r->st == FSCK_REPAIRED) {
+		if (r->path)
+			fs_nodes_inval_path(r->path);
 		fs_dirnames_drop_all();
+	}
 	/* Rebuilding a member repairs every file on it: those are expected. */
 	ecfs_log(r->st == FSCK_REPAIRED ? LOG_DEBUG : LOG_WARNING, "%s: %s [%s]", line->str,
 	         r->detail, r->st == FSCK_REPAIRED ? "repaired"
