@@ -161,6 +161,11 @@ void fs_dirnames_made(uint64_t dir)
 	generation++;
 	struct held_dir *d = g_new0(struct held_dir, 1);
 	d->names = names_new();
+	/* what a listing of the members gives of a new directory */
+	for (const char *const *dot = (const char *const[]){ ".", "..", NULL }; *dot; dot++) {
+		g_hash_table_replace(d->names, g_strdup(*dot), GINT_TO_POINTER(DT_DIR + 1));
+		d->bytes += strlen(*dot) + 1;
+	}
 	hold(dir, d);
 	pthread_mutex_unlock(&lock);
 }

@@ -71,20 +71,20 @@ static void test_made_then_changed(void **state)
 	assert_null(fs_dirnames_listing(10));
 	assert_false(fs_dirnames_absent(10, "f")); /* not known: the members say */
 	fs_dirnames_made(10);
-	assert_listed(10, "");
+	assert_listed(10, "../4 ./4");
 	assert_true(fs_dirnames_absent(10, "f"));
 	fs_dirnames_added(10, "f", S_IFREG);
 	fs_dirnames_added(10, "d", S_IFDIR);
 	fs_dirnames_added(10, "l", S_IFLNK);
 	fs_dirnames_added(10, "f", S_IFREG); /* again: once */
 	fs_dirnames_changed(10, "p", S_IFIFO, 0);
-	assert_listed(10, "d/4 f/8 l/10 p/1");
+	assert_listed(10, "../4 ./4 d/4 f/8 l/10 p/1");
 	listing *before = fs_dirnames_listing(10); /* a listing given out */
 	fs_dirnames_removed(10, "f");
-	assert_int_equal(listing_len(before), 4); /* does not change */
+	assert_int_equal(listing_len(before), 6); /* does not change */
 	listing_unref(before);
 	fs_dirnames_removed(10, "absent");
-	assert_listed(10, "d/4 l/10 p/1");
+	assert_listed(10, "../4 ./4 d/4 l/10 p/1");
 	assert_true(fs_dirnames_absent(10, "f"));
 	assert_false(fs_dirnames_absent(10, "d"));
 	fs_dirnames_changed(10, "x", S_IFREG, -ENOSPC); /* may be on some members */
@@ -101,23 +101,23 @@ static void test_renames(void **state)
 	fs_dirnames_added(1, "b", S_IFDIR);
 	fs_dirnames_added(2, "c", S_IFLNK);
 	fs_dirnames_renamed(1, "a", 1, "a2", 0);
-	assert_listed(1, "a2/8 b/4");
+	assert_listed(1, "../4 ./4 a2/8 b/4");
 	fs_dirnames_renamed(1, "a2", 2, "c", 0); /* over c */
-	assert_listed(1, "b/4");
-	assert_listed(2, "c/8");
+	assert_listed(1, "../4 ./4 b/4");
+	assert_listed(2, "../4 ./4 c/8");
 	fs_dirnames_added(2, "e", S_IFDIR);
 	fs_dirnames_renamed(1, "b", 2, "e", RENAME_EXCHANGE);
-	assert_listed(1, "b/4");
-	assert_listed(2, "c/8 e/4");
+	assert_listed(1, "../4 ./4 b/4");
+	assert_listed(2, "../4 ./4 c/8 e/4");
 	fs_dirnames_renamed(2, "c", 1, "b", RENAME_EXCHANGE);
-	assert_listed(1, "b/8");
-	assert_listed(2, "c/4 e/4");
+	assert_listed(1, "../4 ./4 b/8");
+	assert_listed(2, "../4 ./4 c/4 e/4");
 	/* From a directory not held: its type is not known. */
 	fs_dirnames_renamed(3, "z", 1, "z", 0);
 	assert_null(fs_dirnames_listing(1));
-	assert_listed(2, "c/4 e/4");
+	assert_listed(2, "../4 ./4 c/4 e/4");
 	fs_dirnames_renamed(2, "c", 3, "c", 0); /* to one not held */
-	assert_listed(2, "e/4");
+	assert_listed(2, "../4 ./4 e/4");
 	fs_dirnames_renamed(2, "e", 4, "q", RENAME_EXCHANGE);
 	assert_null(fs_dirnames_listing(2));
 }
@@ -150,20 +150,21 @@ static void test_everything_dropped_past_the_bound(void **state)
 	fs_dirnames_made(31);
 	fs_dirnames_added(31, "kept until the bound", S_IFREG);
 	char name[32];
-	for (int i = 0; i < DIRNAMES_MAX - 3; i++) {
+	/* held: 30 and 31 with . and .., 31's name and 30's */
+	for (int i = 0; i < DIRNAMES_MAX - 7; i++) {
 		snprintf(name, sizeof name, "n%d", i);
 		fs_dirnames_added(30, name, S_IFREG);
 	}
 	listing *l = fs_dirnames_listing(30);
 	assert_non_null(l);
-	assert_int_equal(listing_len(l), DIRNAMES_MAX - 3);
+	assert_int_equal(listing_len(l), DIRNAMES_MAX - 5);
 	listing_unref(l);
-	assert_listed(31, "kept until the bound/8");
+	assert_listed(31, "../4 ./4 kept until the bound/8");
 	fs_dirnames_added(30, "one more", S_IFREG);
 	assert_null(fs_dirnames_listing(30));
 	assert_null(fs_dirnames_listing(31));
 	fs_dirnames_made(30); /* held again from scratch */
-	assert_listed(30, "");
+	assert_listed(30, "../4 ./4");
 }
 
 int main(void)

@@ -9,6 +9,7 @@ usage: test_stat.py ECFS_BINARY [unittest args]"""
 
 import os
 import stat
+import subprocess
 import sys
 import time
 
@@ -417,8 +418,14 @@ class StatTest(H.MountedCase):
         H.write_file(self.p("other/q"), b"q")
         self.assert_clean_unmount(self.v)
         self.mnt = self.mount(self.v, f"k={K},m={M}")
+
+        def every_name(d):  # . and .. too, which os.listdir leaves out
+            out = subprocess.run(["ls", "-af", d], capture_output=True, text=True, check=True)
+            return set(out.stdout.split())
+
         os.mkdir(self.p("new"))
         os.mkfifo(self.p("new/p"))
+        self.assertEqual(every_name(self.p("new")), {".", "..", "p"})  # made: held
         self.assertEqual(sorted(os.listdir(self.p("old"))), ["f", "l", "sub"])
         os.rename(self.p("old/f"), self.p("new/f"))
         os.link(self.p("new/f"), self.p("new/g"))
@@ -438,6 +445,8 @@ class StatTest(H.MountedCase):
         for _ in range(2):
             self.assertEqual(kinds(self.p("new")), want_new)
             self.assertEqual(kinds(self.p("old")), want_old)
+            self.assertEqual(every_name(self.p("new")), {".", ".."} | set(want_new))
+            self.assertEqual(every_name(self.p("old")), {".", ".."} | set(want_old))
             time.sleep(1.2)  # past the kernel's copies: the daemon's answers
         os.rename(self.p("new/q"), self.p("new/q2"))
         want_new["q2"] = want_new.pop("q")
