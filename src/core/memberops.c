@@ -15,6 +15,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "dirstamps.h"
 #include "fault.h"
 #include "memberio.h"
 #include "record.h"
@@ -65,6 +66,16 @@ static void io_scope_end(int *unused)
 #define IO_SCOPE() \
 	int io_scope_ __attribute__((cleanup(io_scope_end), unused)) = (mio_io_begin(), 0)
 
+void mop_keep_dirstamps(volume *v)
+{
+	__atomic_store_n(&((mop_state *)(void *)v)->dirstamps, dirstamps_new(), __ATOMIC_RELEASE);
+}
+
+dirstamps *mop_dirstamps(volume *v)
+{
+	return v ? __atomic_load_n(&((mop_state *)(void *)v)->dirstamps, __ATOMIC_ACQUIRE) : NULL;
+}
+
 uint64_t mop_changes(volume *v)
 {
 	return __atomic_load_n(&((mop_state *)(void *)v)->changes, __ATOMIC_ACQUIRE);
@@ -83,6 +94,70 @@ static void change_scope_end(volume **v)
 		__atomic_add_fetch(&((mop_state *)(void *)*v)->changes, 1, __ATOMIC_ACQ_REL);
 }
 #define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end))) = v
+
+/* The stamp of the directory a change is made in (dirstamps.h), taken
+ * before the change where the volume keeps stamps of the member; at the
+ * wrapper's return, with the stamp after and whether the change was
+ * made as asked (`made`, set by the wrapper: a change a fault failed or
+ * faked is not), it tells the volume's stamps.  The directory is fd, or
+ * the one at path `at` beneath it (not NULL: a create by path).  Declared
+ * after IO_SCOPE, so both stats are part of the member call. */
+struct dir_watch {
+	volume *v;
+	int idx, fd;
+	const char *at;
+	bool on, made;
+	dirstamp before;
+};
+
+static bool stat_dir(const struct dir_watch *w, dirstamp *out)
+{
+	struct stat st;
+	if ((w->at ? fstatat(w->fd, w->at, &st, AT_SYMLINK_NOFOLLOW) : fstat(w->fd, &st)) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return false;
+	dirstamp_of(&st, out);
+	return true;
+}
+
+static struct dir_watch watch_begin(volume *v, int idx, int fd, const char *at,
+                                    const struct dir_watch *other)
+{
+	struct dir_watch w = { v, idx, fd, at, false, false, { 0 } };
+	if (fd == AT_FDCWD || !dirstamps_watching(mop_dirstamps(v), idx) ||
+	    !stat_dir(&w, &w.before))
+		return w;
+	/* a rename or link within one directory changes it once */
+	w.on = !(other && other->on && other->before.ino == w.before.ino);
+	return w;
+}
+
+static void watch_end(struct dir_watch *w)
+{
+	if (!w->on)
+		return;
+	dirstamp after = w->before;
+	bool seen = stat_dir(w, &after);
+	dirstamps_changed(mop_dirstamps(w->v), w->idx, &w->before, &after, w->made && seen);
+}
+#define DIR_WATCH(name, fd, at, other) \
+	struct dir_watch name __attribute__((cleanup(watch_end))) = watch_begin(v, idx, fd, at, other)
+
+/* The directory a create by path beneath a member root makes its name
+ * in (a path relative to that root), into buf (PATH_MAX bytes): the path
+ * up to its last '/', or "." if it has none.  NULL for an open that
+ * creates nothing. */
+static const char *created_in(const char *path, int flags, char *buf)
+{
+	const char *slash = strrchr(path, '/');
+	if (!(flags & O_CREAT) || (slash && (size_t)(slash - path) >= PATH_MAX))
+		return NULL;
+	if (!slash || slash == path)
+		return ".";
+	memcpy(buf, path, (size_t)(slash - path));
+	buf[slash - path] = '\0';
+	return buf;
+}
 
 /* Around a mutating system call (record.h): begin() and record_end()
  * serialise it with its record while recording or abort_after is set. */
@@ -234,6 +309,9 @@ static int open_recorded(volume *v, int idx, int dirfd, const char *name, int fl
 	/* creating or truncating changes the member; other opens read it */
 	IO_SCOPE();
 	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
+	char parent[PATH_MAX];
+	const char *in = beneath ? created_in(name, flags, parent) : NULL;
+	DIR_WATCH(dir, (flags & O_CREAT) && (!beneath || in) ? dirfd : AT_FDCWD, in, NULL);
 	FAULT_GATE(changes ? FAULT_META : FAULT_READ, 0);
 	if (!changes)
 		return (int)neg_errno(open_from(dirfd, name, flags, mode, beneath));
@@ -255,6 +333,8 @@ static int open_recorded(volume *v, int idx, int dirfd, const char *name, int fl
 	}
 	record_end(locked);
 	count_made(v, fd >= 0 && (!existed || (flags & O_TRUNC)));
+	/* a create that found the name (O_EXCL) left the directory as it was */
+	dir.made = fd >= 0 || fd == -EEXIST;
 	return fd;
 }
 
@@ -426,6 +506,7 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(mkdirat(dirfd, name, mode));
@@ -433,6 +514,7 @@ int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode)
 		rec_at("mkdir", idx, dirfd, name, ST_MODE);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -440,6 +522,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(mknodat(dirfd, name, mode, dev));
@@ -452,6 +535,7 @@ int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, de
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -459,6 +543,7 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(symlinkat(target, dirfd, name));
@@ -470,6 +555,7 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -478,6 +564,8 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(from, olddirfd, NULL, NULL);
+	DIR_WATCH(to, newdirfd, NULL, &from);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(linkat(olddirfd, oldname, newdirfd, newname, flags));
@@ -489,6 +577,7 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	from.made = to.made = rc >= 0;
 	return rc;
 }
 
@@ -496,6 +585,7 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(unlinkat(dirfd, name, flags));
@@ -503,6 +593,7 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 		rec_at(flags & AT_REMOVEDIR ? "rmdir" : "unlink", idx, dirfd, name, -1);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -511,6 +602,8 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(from, olddirfd, NULL, NULL);
+	DIR_WATCH(to, newdirfd, NULL, &from);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(renameat2(olddirfd, oldname, newdirfd, newname, flags));
@@ -523,6 +616,7 @@ int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int new
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	from.made = to.made = rc >= 0;
 	return rc;
 }
 

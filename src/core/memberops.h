@@ -39,7 +39,14 @@ typedef struct mop_state {
 	uint64_t made;              /* changes that succeeded (atomic): what a member
 	                             * failed meanwhile missed (volume_missed.c) */
 	uint64_t memory_only;       /* members on tmpfs or ramfs (atomic): mop_fsync */
+	struct dirstamps *dirstamps; /* the daemon's, else NULL (dirstamps.h) */
 } mop_state;
+
+/* Has v keep the stamps of its member directories (dirstamps.h), which
+ * the namespace changes below then take: the daemon's, before its
+ * requests start.  mop_dirstamps is the set, NULL if v keeps none. */
+void mop_keep_dirstamps(volume *v);
+struct dirstamps *mop_dirstamps(volume *v);
 
 /* A count that every mutating wrapper below raises once its call has
  * returned (made, failed or faked), so that what was read of the members
@@ -90,7 +97,8 @@ bool mop_syncs(volume *v, int idx);
  * write then a sync.  Returns the bytes written or a negative errno. */
 ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off);
 
-/* Namespace changes. */
+/* Namespace changes.  Each also takes the stamps of the directories it
+ * changes before and after, where the volume keeps them (dirstamps.h). */
 int mop_mkdirat(volume *v, int idx, int dirfd, const char *name, mode_t mode);
 int mop_mknodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, dev_t dev);
 int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char *name);

@@ -32,6 +32,7 @@
 #include <openssl/rand.h>
 
 #include "checksum.h"
+#include "dirstamps.h"
 #include "fault.h"
 #include "log.h"
 #include "memberio.h"
@@ -94,6 +95,7 @@ struct volume {
 	uint64_t changes_at_open; /* mops.made once the locks were written */
 	uint64_t decoded;      /* atomics */
 	uint64_t hedged;
+	uint64_t listed_saved;
 	uint64_t strip_failures;
 	uint64_t strips_healed;
 	GArray *old_fds;       /* replaced member fds (struct old_fd), closed at the end */
@@ -1154,6 +1156,7 @@ void volume_close(volume *v)
 		volume_member_close(v, o->idx, o->fd);
 	}
 	memberio_free(v->mio);
+	dirstamps_free(v->mops.dirstamps);
 	space_free(v->room);
 	size_cache_free(v->sizes);
 	root_watch_free(v->watch);
@@ -1283,6 +1286,7 @@ static void fail_member(volume *v, int idx, const char *why)
 	if (!mb->failed) {
 		mb->why = g_strdup(why);
 		__atomic_store_n(&mb->failed, true, __ATOMIC_RELEASE);
+		dirstamps_forget_member(v->mops.dirstamps, idx); /* it misses what is made now */
 		ecfs_log(LOG_ERR, "member %d (%s) failed: %s; %d of %d members failed%s", idx,
 		         mb->path, why, volume_failed_count(v), v->n,
 		         volume_usable(v) ? "" : ", more than m: the volume is unusable");
@@ -1442,6 +1446,11 @@ void volume_count_decoded(volume *v, uint64_t stripes)
 void volume_count_hedged(volume *v)
 {
 	__atomic_add_fetch(&v->hedged, 1, __ATOMIC_RELAXED);
+}
+
+void volume_count_listed_saved(volume *v)
+{
+	__atomic_add_fetch(&v->listed_saved, 1, __ATOMIC_RELAXED);
 }
 
 void volume_count_checksum_failure(volume *v, int idx)
@@ -1740,8 +1749,10 @@ char *volume_health_text(volume *v)
 	                       (unsigned long long)__atomic_load_n(&v->hedged, __ATOMIC_RELAXED),
 	                       (unsigned long long)__atomic_load_n(&v->strip_failures,
 	                                                            __ATOMIC_RELAXED));
-	g_string_append_printf(s, "strips_healed=%llu\n",
+	g_string_append_printf(s, "strips_healed=%llu\nlistings_from_last_mount=%llu\n",
 	                       (unsigned long long)__atomic_load_n(&v->strips_healed,
+	                                                            __ATOMIC_RELAXED),
+	                       (unsigned long long)__atomic_load_n(&v->listed_saved,
 	                                                            __ATOMIC_RELAXED));
 	char *shared = volume_same_filesystem(v);
 	if (shared)

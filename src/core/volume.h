@@ -211,6 +211,8 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                because the first ones were late, since mount (stripe.c)>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>
+ *   listings_from_last_mount=<directories listed from what the last
+ *                             unmount saved, since mount (saved_listings.h)>
  *   same_filesystem=0,1,2 4,5  (only if members in service share one:
  *                               see volume_same_filesystem)
  *   heal=...  (the daemon's online heal, see heal.h) */
@@ -219,6 +221,8 @@ char *volume_health_text(volume *v);
 /* Counters shown in the health report. */
 void volume_count_decoded(volume *v, uint64_t stripes);
 void volume_count_hedged(volume *v);
+/* A directory listed from what the last unmount saved (saved_listings.h). */
+void volume_count_listed_saved(volume *v);
 void volume_count_checksum_failure(volume *v, int idx);
 
 #endif
