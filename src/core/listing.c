@@ -79,6 +79,17 @@ static const struct kernel_dirent64 *next_record(const struct listing_block *blo
 	return NULL;
 }
 
+guint listing_part_count(const listing_part *p, bool (*hidden)(const char *name))
+{
+	guint count = 0;
+	for (guint b = 0; b < p->blocks->len; b++) {
+		size_t at = 0;
+		while (next_record(g_ptr_array_index(p->blocks, b), &at, hidden))
+			count++;
+	}
+	return count;
+}
+
 /* ---- a set of the names listed so far, by their index in entries ---- */
 
 struct name_set {

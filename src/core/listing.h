@@ -31,6 +31,8 @@ void listing_part_clear(listing_part *p);
  * a call given up on a worker writes nothing of the caller's.  Returns 0
  * or -errno. */
 int listing_part_read(listing_part *p, int fd);
+/* How many names p holds that hidden (if not NULL) does not leave out. */
+guint listing_part_count(const listing_part *p, bool (*hidden)(const char *name));
 
 struct listing_entry {
 	const char *name;
