@@ -20,8 +20,9 @@ the kernel has not cached: ecfs lists it from the names its daemon holds)
 and the others ("readdir", which the kernel may serve from what it kept
 of the first) are reported apart.  Then, three times, every target is
 unmounted and mounted again over the same members and the directory
-listed once more ("readdir after remount": nothing kept anywhere, ecfs
-reads m + 1 members).
+listed once more ("readdir after remount": nothing kept in memory, ecfs
+lists it from what its unmount saved once the first m + 1 members show
+they have not changed, DESIGN.md section 4).
 ecfs runs with its default member timeout unless ECFS_OPTS adds options.
 
 Environment: DIR, N (default 1000), R (rename rounds, default 3), B

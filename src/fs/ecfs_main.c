@@ -35,6 +35,7 @@
 #include "checksum.h"
 #include "ec.h"
 #include "ecfile.h"
+#include "fs_dirsaved.h"
 #include "log.h"
 #include "heal.h"
 #include "intent.h"
@@ -633,6 +634,7 @@ static bool mount_volume(struct daemon_state *d)
 		fs_orphans_prepare(d->state.vol);
 	}
 	journal_census(d->state.vol);
+	fs_dirsaved_start(d->state.vol, d->vopts.read_only);
 
 	if (fuse_session_mount(d->se, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */
@@ -673,6 +675,7 @@ static int serve(struct daemon_state *d)
 	int left_open = ecfile_release_all(d->state.vol);
 	if (left_open)
 		ecfs_log(LOG_INFO, "closed %d open files the kernel did not release", left_open);
+	fs_dirsaved_finish(d->state.vol);
 	return loop_rc == 0 || aborted ? 0 : 1;
 }
 

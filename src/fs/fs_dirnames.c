@@ -21,6 +21,8 @@ struct held_dir {
 	GHashTable *names; /* NULL until a change */
 	listing *snapshot; /* NULL from a change to the next listing */
 	size_t bytes;      /* of the names with their NULs, while names */
+	uint64_t on_mask;  /* dir_members, its inode numbers in bit order */
+	uint64_t *on_ino;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,7 +41,21 @@ static void held_free(gpointer p)
 	if (d->names)
 		g_hash_table_destroy(d->names);
 	listing_unref(d->snapshot);
+	g_free(d->on_ino);
 	g_free(d);
+}
+
+static struct held_dir *held_new(const dir_members *on)
+{
+	struct held_dir *d = g_new0(struct held_dir, 1);
+	if (!on || !on->mask)
+		return d;
+	d->on_mask = on->mask;
+	d->on_ino = g_new(uint64_t, __builtin_popcountll(on->mask));
+	for (int i = 0, at = 0; i < 64; i++)
+		if (on->mask >> i & 1)
+			d->on_ino[at++] = on->ino[i];
+	return d;
 }
 
 static void clear_all(void)
@@ -144,22 +160,22 @@ uint64_t fs_dirnames_generation(void)
 	return g;
 }
 
-void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t since)
+void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t since, const dir_members *on)
 {
 	pthread_mutex_lock(&lock);
 	if (since == generation && held + listing_len(l) + 1 <= DIRNAMES_MAX) {
-		struct held_dir *d = g_new0(struct held_dir, 1);
+		struct held_dir *d = held_new(on);
 		d->snapshot = listing_ref(l);
 		hold(dir, d);
 	}
 	pthread_mutex_unlock(&lock);
 }
 
-void fs_dirnames_made(uint64_t dir)
+void fs_dirnames_made(uint64_t dir, const dir_members *on)
 {
 	pthread_mutex_lock(&lock);
 	generation++;
-	struct held_dir *d = g_new0(struct held_dir, 1);
+	struct held_dir *d = held_new(on);
 	d->names = names_new();
 	/* what a listing of the members gives of a new directory */
 	for (const char *const *dot = (const char *const[]){ ".", "..", NULL }; *dot; dot++) {
@@ -240,12 +256,11 @@ bool fs_dirnames_absent(uint64_t dir, const char *name)
 	return absent;
 }
 
-listing *fs_dirnames_listing(uint64_t dir)
+/* d's names as a listing, made from the table if it changed since the
+ * last one. */
+static listing *snapshot_of(struct held_dir *d)
 {
-	listing *l = NULL;
-	pthread_mutex_lock(&lock);
-	struct held_dir *d = held_of(dir);
-	if (d && !d->snapshot) {
+	if (!d->snapshot) {
 		d->snapshot = listing_new(names_in(d), d->bytes);
 		GHashTableIter it;
 		gpointer name, value;
@@ -253,8 +268,39 @@ listing *fs_dirnames_listing(uint64_t dir)
 		while (g_hash_table_iter_next(&it, &name, &value))
 			listing_append(d->snapshot, name, (unsigned char)(GPOINTER_TO_INT(value) - 1));
 	}
+	return d->snapshot;
+}
+
+listing *fs_dirnames_listing(uint64_t dir)
+{
+	listing *l = NULL;
+	pthread_mutex_lock(&lock);
+	struct held_dir *d = held_of(dir);
 	if (d)
-		l = listing_ref(d->snapshot);
+		l = listing_ref(snapshot_of(d));
 	pthread_mutex_unlock(&lock);
 	return l;
+}
+
+void fs_dirnames_each(void (*fn)(uint64_t dir, const listing *names, const dir_members *on,
+                                 void *ctx),
+                      void *ctx)
+{
+	GHashTableIter it;
+	gpointer key, value;
+	pthread_mutex_lock(&lock);
+	if (!dirs)
+		clear_all();
+	g_hash_table_iter_init(&it, dirs);
+	while (g_hash_table_iter_next(&it, &key, &value)) {
+		struct held_dir *d = value;
+		if (!d->on_mask)
+			continue;
+		dir_members on = { .mask = d->on_mask };
+		for (int i = 0, at = 0; i < 64; i++)
+			if (d->on_mask >> i & 1)
+				on.ino[i] = d->on_ino[at++];
+		fn(*(const uint64_t *)key, snapshot_of(d), &on, ctx);
+	}
+	pthread_mutex_unlock(&lock);
 }

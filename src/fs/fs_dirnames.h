@@ -30,16 +30,26 @@
 /* Names held in all directories at most. */
 #define DIRNAMES_MAX (256 * 1024)
 
+/* The members whose directory holds exactly the names held of it (bits
+ * of mask), and its inode number on each: the key of its stamps there
+ * (dirstamps.h), with which the names are kept across a remount
+ * (fs_dirsaved.h). */
+typedef struct dir_members {
+	uint64_t mask;
+	uint64_t ino[64];
+} dir_members;
+
 /* Counts the changes: taken before a listing reads the members, given
  * back to fs_dirnames_listed. */
 uint64_t fs_dirnames_generation(void);
 
 /* A listing of directory dir read from the members: held (a reference
  * to it, which must not change from then on) if no change came between
- * generation (taken before it was read) and now. */
-void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t generation);
-/* dir was just made: it holds no name. */
-void fs_dirnames_made(uint64_t dir);
+ * generation (taken before it was read) and now.  on: the members whose
+ * directory holds exactly its names (NULL: none known). */
+void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t generation, const dir_members *on);
+/* dir was just made: it holds only . and .. (on: as fs_dirnames_listed). */
+void fs_dirnames_made(uint64_t dir, const dir_members *on);
 /* name was made in dir, of type mode (its S_IFMT bits). */
 void fs_dirnames_added(uint64_t dir, const char *name, mode_t mode);
 /* A change that makes name in dir, of type mode, ended with rc: added if
@@ -59,5 +69,11 @@ void fs_dirnames_drop_all(void);
 bool fs_dirnames_absent(uint64_t dir, const char *name);
 /* A listing of dir (listing_unref it), or NULL if its names are not held. */
 listing *fs_dirnames_listing(uint64_t dir);
+/* Calls fn for each directory held with members known to hold exactly
+ * its names, with what is held of it (for the listings saved at
+ * unmount: nothing else may change what is held meanwhile). */
+void fs_dirnames_each(void (*fn)(uint64_t dir, const listing *names, const dir_members *on,
+                                 void *ctx),
+                      void *ctx);
 
 #endif

@@ -23,7 +23,9 @@
 
 #include <glib.h>
 
+#include "dirstamps.h"
 #include "ecfile.h"
+#include "fs_dirsaved.h"
 #include "listing.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -66,20 +68,19 @@ struct new_dir {
 	 * (atomic), since the members may run at once. */
 	bool claimed, have_st;
 	struct stat st;
+	/* the members that made it, with its stamp taken there (atomics) */
+	dir_members on;
 };
 
 /* The new directory's attributes on member for the reply, if no member
  * before it took them (struct new_dir). */
-static void take_attributes(struct new_dir *nd, int member, int dirfd, const char *leaf)
+static void take_attributes(struct new_dir *nd, int member, const struct stat *st)
 {
 	if (!volume_member_answers(fs_volume(), member) ||
 	    __atomic_exchange_n(&nd->claimed, true, __ATOMIC_ACQ_REL))
 		return;
-	struct stat st;
-	if (MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)) == 0 && S_ISDIR(st.st_mode)) {
-		nd->st = st;
-		nd->have_st = true;
-	}
+	nd->st = *st;
+	nd->have_st = true;
 }
 
 static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
@@ -88,11 +89,21 @@ static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 	int rc = mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode);
 	if (rc == 0)
 		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
-	if (rc == 0) {
-		ecfile_store_object_ident(fs_volume(), member, dirfd, leaf, nd->ident);
-		take_attributes(nd, member, dirfd, leaf);
+	if (rc < 0)
+		return rc;
+	ecfile_store_object_ident(fs_volume(), member, dirfd, leaf, nd->ident);
+	/* Made and given its attributes: it holds . and .. only, at the
+	 * stamp it has now (dirstamps.h). */
+	struct stat st;
+	if (MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)) == 0 && S_ISDIR(st.st_mode)) {
+		dirstamp stamp;
+		dirstamp_of(&st, &stamp);
+		dirstamps_known(mop_dirstamps(fs_volume()), member, &stamp);
+		__atomic_store_n(&nd->on.ino[member], (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+		__atomic_or_fetch(&nd->on.mask, 1ull << member, __ATOMIC_RELEASE);
+		take_attributes(nd, member, &st);
 	}
-	return rc;
+	return 0;
 }
 
 static int make_dir(fuse_req_t req, const char *path, mode_t mode, struct new_dir *out)
@@ -137,7 +148,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	g_free(path);
 	/* Known whole before the kernel can make a name in it. */
 	if (rc == 0)
-		fs_dirnames_made(e.ino);
+		fs_dirnames_made(e.ino, &nd.on);
 	fs_dirnames_changed(parent, name, S_IFDIR, rc);
 	if (rc < 0)
 		fs_reply_err(req, rc);
@@ -265,29 +276,98 @@ static bool hidden_in_root(const char *name)
 	return volume_path_reserved(path);
 }
 
+/* A member's part of a listing, and the stamp of its directory then
+ * (dirstamps.h): `stable` if the same before and after the read. */
+struct member_part {
+	listing_part part;
+	dirstamp st;
+	bool stable;
+};
+
 /* Reads the member's directory into its part of the listing. */
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
+	struct member_part *mp = arg;
 	int fd = open_dir_at(dirfd, leaf);
 	if (fd < 0)
 		return fd;
-	int rc = listing_part_read(arg, fd);
+	struct stat before, after;
+	bool seen = MIO_CALL(fstat(fd, &before)) == 0;
+	int rc = listing_part_read(&mp->part, fd);
+	seen = seen && MIO_CALL(fstat(fd, &after)) == 0;
 	MIO_CALL(close(fd));
+	dirstamp a, b;
+	dirstamp_of(&before, &a);
+	dirstamp_of(&after, &b);
+	mp->st = b;
+	mp->stable = rc == 0 && seen && dirstamp_same(&a, &b);
 	return rc;
 }
 
+/* What a member shows of a directory listed without reading it. */
+struct member_look {
+	dirstamp st;
+	bool seen;
+};
+
 /* Reads the start of the member's directory: what a listing does to its
- * access time (relatime), with no listing to make. */
+ * access time (relatime), with no listing to make; and takes its stamp
+ * (arg: a struct member_look, or NULL). */
 static int touch_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	char buf[256];
 	int fd = open_dir_at(dirfd, leaf);
 	if (fd < 0)
 		return fd;
+	struct stat st;
+	bool seen = arg && MIO_CALL(fstat(fd, &st)) == 0;
 	long got = MIO_CALL(syscall(SYS_getdents64, fd, buf, sizeof buf));
 	int rc = got < 0 ? -errno : 0;
 	MIO_CALL(close(fd));
+	if (seen) {
+		struct member_look *look = arg;
+		dirstamp_of(&st, &look->st);
+		look->seen = true;
+	}
 	return rc;
+}
+
+/* The listing of ino saved by the last unmount (fs_dirsaved.h), if the
+ * first `width` members that answer all show the stamps it was saved
+ * with: their directories then hold exactly its names, and a listing of
+ * them would give those.  Moves their atimes as a listing does.  Held
+ * from then on (since: as fs_dirnames_listed). */
+static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint64_t since)
+{
+	volume *v = fs_volume();
+	saved_dir d;
+	if (!fs_dirsaved_take(ino, &d))
+		return NULL;
+	struct member_look looks[64] = { 0 };
+	void *args[64];
+	for (int i = 0; i < volume_n(v); i++)
+		args[i] = &looks[i];
+	int err;
+	uint64_t whole = mirror_gather(v, path, touch_member, args, width, &err, "readdir");
+	attr_cache_listed(fs_attrs());
+	bool same = __builtin_popcountll(whole) >= width;
+	dir_members on = { .mask = whole };
+	for (int i = 0; same && i < volume_n(v); i++) {
+		if (!(whole >> i & 1))
+			continue;
+		same = d.members >> i & 1 && looks[i].seen && dirstamp_same(&looks[i].st, &d.stamps[i]);
+		on.ino[i] = looks[i].st.ino;
+	}
+	if (!same) {
+		listing_unref(d.names);
+		return NULL;
+	}
+	for (int i = 0; i < volume_n(v); i++)
+		if (whole >> i & 1)
+			dirstamps_known(mop_dirstamps(v), i, &looks[i].st);
+	fs_dirnames_listed(ino, d.names, since, &on);
+	volume_count_listed_saved(v);
+	return d.names;
 }
 
 /* Lists the directory ino at path: from what the daemon holds of its
@@ -303,10 +383,12 @@ static int touch_member(int member, int dirfd, const char *leaf, void *arg)
 static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 {
 	volume *v = fs_volume();
-	listing_part parts[64];
+	struct member_part parts[64];
 	void *args[64];
 	int err;
-	int width = volume_names_settled(v) ? volume_m(v) + 1 : volume_n(v), answering = 0;
+	bool settled = volume_names_settled(v);
+	int width = settled ? volume_m(v) + 1 : volume_n(v), answering = 0;
+	bool (*hidden)(const char *) = h->is_root ? hidden_in_root : NULL;
 
 	free_entries(h);
 	uint64_t since = fs_dirnames_generation();
@@ -316,8 +398,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 		attr_cache_listed(fs_attrs());
 		return 0;
 	}
+	if (settled && (h->entries = saved_listing(ino, path, width, since)))
+		return 0;
 	for (int i = 0; i < volume_n(v); i++) {
-		listing_part_init(&parts[i]);
+		listing_part_init(&parts[i].part);
+		parts[i].stable = false;
 		args[i] = &parts[i];
 		answering += volume_member_answers(v, i);
 	}
@@ -325,9 +410,25 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	if (__builtin_popcountll(whole) < width && width < answering)
 		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
-	h->entries = listing_union(parts, volume_n(v), whole, h->is_root ? hidden_in_root : NULL);
+	/* The members whose directory holds exactly the listing's names: all
+	 * that were read, if each holds as many names as their union. */
+	guint counts[64];
+	for (int i = 0; i < volume_n(v); i++)
+		counts[i] = whole >> i & 1 ? listing_part_count(&parts[i].part, hidden) : 0;
+	listing_part union_parts[64];
+	for (int i = 0; i < volume_n(v); i++)
+		union_parts[i] = parts[i].part;
+	h->entries = listing_union(union_parts, volume_n(v), whole, hidden);
+	dir_members on = { 0 };
+	for (int i = 0; i < volume_n(v); i++) {
+		if (!(whole >> i & 1) || counts[i] != listing_len(h->entries) || !parts[i].stable)
+			continue;
+		on.mask |= 1ull << i;
+		on.ino[i] = parts[i].st.ino;
+		dirstamps_known(mop_dirstamps(v), i, &parts[i].st);
+	}
 	if (__builtin_popcountll(whole) >= width)
-		fs_dirnames_listed(ino, h->entries, since);
+		fs_dirnames_listed(ino, h->entries, since, on.mask == whole ? &on : NULL);
 	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */
 }
 

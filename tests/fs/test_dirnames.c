@@ -70,7 +70,7 @@ static void test_made_then_changed(void **state)
 	fs_dirnames_added(10, "early", S_IFREG); /* not held: nothing to add to */
 	assert_null(fs_dirnames_listing(10));
 	assert_false(fs_dirnames_absent(10, "f")); /* not known: the members say */
-	fs_dirnames_made(10);
+	fs_dirnames_made(10, NULL);
 	assert_listed(10, "../4 ./4");
 	assert_true(fs_dirnames_absent(10, "f"));
 	fs_dirnames_added(10, "f", S_IFREG);
@@ -95,8 +95,8 @@ static void test_made_then_changed(void **state)
 static void test_renames(void **state)
 {
 	(void)state;
-	fs_dirnames_made(1);
-	fs_dirnames_made(2);
+	fs_dirnames_made(1, NULL);
+	fs_dirnames_made(2, NULL);
 	fs_dirnames_added(1, "a", S_IFREG);
 	fs_dirnames_added(1, "b", S_IFDIR);
 	fs_dirnames_added(2, "c", S_IFLNK);
@@ -130,9 +130,9 @@ static void test_listing_held_unless_changed_meanwhile(void **state)
 	listing_append(l, "sub", DT_DIR);
 	uint64_t before = fs_dirnames_generation();
 	fs_dirnames_removed(77, "x"); /* a change after the members were read */
-	fs_dirnames_listed(20, l, before);
+	fs_dirnames_listed(20, l, before, NULL);
 	assert_null(fs_dirnames_listing(20));
-	fs_dirnames_listed(20, l, fs_dirnames_generation());
+	fs_dirnames_listed(20, l, fs_dirnames_generation(), NULL);
 	assert_true(fs_dirnames_absent(20, "y"));
 	assert_false(fs_dirnames_absent(20, "sub"));
 	assert_listed(20, "sub/4 x/8");
@@ -146,8 +146,8 @@ static void test_listing_held_unless_changed_meanwhile(void **state)
 static void test_everything_dropped_past_the_bound(void **state)
 {
 	(void)state;
-	fs_dirnames_made(30);
-	fs_dirnames_made(31);
+	fs_dirnames_made(30, NULL);
+	fs_dirnames_made(31, NULL);
 	fs_dirnames_added(31, "kept until the bound", S_IFREG);
 	char name[32];
 	/* held: 30 and 31 with . and .., 31's name and 30's */
@@ -163,8 +163,46 @@ static void test_everything_dropped_past_the_bound(void **state)
 	fs_dirnames_added(30, "one more", S_IFREG);
 	assert_null(fs_dirnames_listing(30));
 	assert_null(fs_dirnames_listing(31));
-	fs_dirnames_made(30); /* held again from scratch */
+	fs_dirnames_made(30, NULL); /* held again from scratch */
 	assert_listed(30, "../4 ./4");
+}
+
+struct seen {
+	int count;
+	uint64_t dir, mask, ino2;
+	guint names;
+};
+
+static void note(uint64_t dir, const listing *names, const dir_members *on, void *ctx)
+{
+	struct seen *s = ctx;
+	*s = (struct seen){ s->count + 1, dir, on->mask, on->ino[2], listing_len(names) };
+}
+
+static void test_each_gives_the_members_known(void **state)
+{
+	(void)state;
+	dir_members on = { .mask = 0x5 };
+	on.ino[0] = 100;
+	on.ino[2] = 102;
+	fs_dirnames_made(40, &on);
+	fs_dirnames_made(41, NULL); /* no member known: not given */
+	listing *l = listing_new(1, 2);
+	listing_append(l, "x", DT_REG);
+	fs_dirnames_listed(42, l, fs_dirnames_generation(), NULL);
+	listing_unref(l);
+	fs_dirnames_added(40, "f", S_IFREG);
+	struct seen s = { 0 };
+	fs_dirnames_each(note, &s);
+	assert_int_equal(s.count, 1);
+	assert_int_equal(s.dir, 40);
+	assert_int_equal(s.mask, 0x5);
+	assert_int_equal(s.ino2, 102);
+	assert_int_equal(s.names, 3); /* . .. f */
+	fs_dirnames_drop(40);
+	s.count = 0;
+	fs_dirnames_each(note, &s);
+	assert_int_equal(s.count, 0);
 }
 
 int main(void)
@@ -174,6 +212,7 @@ int main(void)
 		cmocka_unit_test_setup(test_renames, fresh),
 		cmocka_unit_test_setup(test_listing_held_unless_changed_meanwhile, fresh),
 		cmocka_unit_test_setup(test_everything_dropped_past_the_bound, fresh),
+		cmocka_unit_test_setup(test_each_gives_the_members_known, fresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
