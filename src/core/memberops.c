@@ -100,8 +100,10 @@ static void change_scope_end(volume **v)
  * wrapper's return, with the stamp after and whether the change was
  * made as asked (`made`, set by the wrapper: a change a fault failed or
  * faked is not), it tells the volume's stamps.  The directory is fd, or
- * the one at path `at` beneath it (not NULL: a create by path).  Declared
- * after IO_SCOPE, so both stats are part of the member call. */
+ * the one at path `at` beneath it (not NULL: a create by path, or the
+ * object whose attributes change, if it is a directory: its names stay
+ * as known).  Declared after IO_SCOPE, so both stats are part of the
+ * member call. */
 struct dir_watch {
 	volume *v;
 	int idx, fd;
@@ -113,7 +115,8 @@ struct dir_watch {
 static bool stat_dir(const struct dir_watch *w, dirstamp *out)
 {
 	struct stat st;
-	if ((w->at ? fstatat(w->fd, w->at, &st, AT_SYMLINK_NOFOLLOW) : fstat(w->fd, &st)) < 0 ||
+	int at_flags = AT_SYMLINK_NOFOLLOW | (w->at && !*w->at ? AT_EMPTY_PATH : 0);
+	if ((w->at ? fstatat(w->fd, w->at, &st, at_flags) : fstat(w->fd, &st)) < 0 ||
 	    !S_ISDIR(st.st_mode))
 		return false;
 	dirstamp_of(&st, out);
@@ -648,6 +651,7 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, name, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(chmod_at(dirfd, name, mode, flags));
@@ -655,6 +659,7 @@ int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, i
 		rec_at("chmod", idx, dirfd, name, ST_MODE);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -663,6 +668,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, name, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchownat(dirfd, name, uid, gid, flags));
@@ -670,6 +676,7 @@ int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid
 		rec_at("chown", idx, dirfd, name, ST_OWNER);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -685,6 +692,7 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, fd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchown(fd, uid, gid));
@@ -692,6 +700,7 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 		rec_fd("chown", idx, fd, ST_OWNER);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -700,6 +709,7 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, name, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(utimensat(dirfd, name, ts, flags));
@@ -707,6 +717,7 @@ int mop_utimensat(volume *v, int idx, int dirfd, const char *name,
 		rec_at("utimens", idx, dirfd, name, ST_TIMES);
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -719,6 +730,7 @@ static int set_xattr(volume *v, int idx, int dirfd, const char *leaf, const char
 
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, dirfd, leaf, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	proc_path(dirfd, leaf, path);
 	bool locked = begin();
@@ -733,6 +745,7 @@ static int set_xattr(volume *v, int idx, int dirfd, const char *leaf, const char
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 
@@ -754,6 +767,7 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 
 	IO_SCOPE();
 	CHANGE_SCOPE();
+	DIR_WATCH(dir, fd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(removexattr(proc_path(fd, "", path), name));
@@ -765,6 +779,7 @@ int mop_fremovexattr(volume *v, int idx, int fd, const char *name)
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
+	dir.made = rc >= 0;
 	return rc;
 }
 

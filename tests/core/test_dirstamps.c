@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the daemon knows of its member directories (src/core/dirstamps.c)
  * and the namespace changes of memberops.c that keep it, on a real
- * directory: a change of its own goes on from a known stamp, a change
+ * directory: a change of its own (of its names, or its attributes) goes
+ * on from a known stamp, a change
  * behind its back (before one of its own, or between) makes the
  * directory unknown, and so do a failed change (but a create that finds
  * its name) and a failed member.  An
@@ -121,6 +122,12 @@ static void test_own_changes_go_on(void **state)
 	assert_int_equal(mop_unlinkat(v, 0, f->dirfd, "moved", 0), 0);
 	assert_int_equal(mop_mknodat(v, 0, f->dirfd, "fifo", S_IFIFO | 0600, 0), 0);
 	assert_int_equal(mop_unlinkat(v, 0, f->dirfd, "sub", AT_REMOVEDIR), 0);
+	assert_true(known_now(f, 0));
+	/* its own attributes: its names stay as known */
+	const struct timespec times[2] = { { 1, 0 }, { 2, 0 } };
+	assert_int_equal(mop_utimensat(v, 0, f->rootfd, "d", times, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(mop_fchmodat(v, 0, f->rootfd, "d", 0750, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(mop_fchown(v, 0, f->dirfd, (uid_t)-1, (gid_t)-1), 0);
 	assert_true(known_now(f, 0));
 	assert_false(known_at_all(f, 1)); /* another member's are its own */
 }

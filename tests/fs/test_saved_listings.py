@@ -69,7 +69,8 @@ class SavedListingsTest(H.MountedCase):
     def test_listing_kept_across_remounts(self):
         """Saved on every member, used by the next mount with the names
         and types a listing of the members gives, saved again with the
-        changes made through that mount; ecfs-fsck finds nothing amiss."""
+        changes made through that mount (of its names and of its own
+        attributes); ecfs-fsck finds nothing amiss."""
         v = self.setup_volume()
         for member in v.members:
             self.assertTrue(os.path.isfile(os.path.join(member, ".ecfs/listings")), member)
@@ -87,6 +88,8 @@ class SavedListingsTest(H.MountedCase):
         H.write_file(os.path.join(mnt, "d/new"), b"new")
         os.unlink(os.path.join(mnt, "d", NAMES[2]))
         os.rename(os.path.join(mnt, "d", NAMES[3]), os.path.join(mnt, "d/renamed"))
+        os.chmod(os.path.join(mnt, "d"), 0o750)  # as tar and cp -a end a directory
+        os.utime(os.path.join(mnt, "d"), (1, 2))
         self.assert_clean_unmount(v)
         mnt = self.mount(v, OPTS)
         want = self.expected() - {NAMES[2], NAMES[3]} | {"new", "renamed"}
