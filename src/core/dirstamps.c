@@ -134,6 +134,12 @@ void dirstamps_forget_member(dirstamps *s, int idx)
 	pthread_mutex_unlock(&s->lock);
 }
 
+bool dirstamps_knows(dirstamps *s, int idx, uint64_t ino)
+{
+	dirstamp unused;
+	return dirstamps_last(s, idx, ino, &unused);
+}
+
 bool dirstamps_last(dirstamps *s, int idx, uint64_t ino, dirstamp *out)
 {
 	if (!s || idx < 0 || idx >= MEMBERS_MAX)

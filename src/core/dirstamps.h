@@ -43,6 +43,8 @@ void dirstamps_free(dirstamps *s);
  * the stamps (memberops.c). */
 bool dirstamps_watching(dirstamps *s, int idx);
 
+/* True if s knows member idx's directory of inode ino (at some stamp). */
+bool dirstamps_knows(dirstamps *s, int idx, uint64_t ino);
 /* The daemon knows the names of a directory of member idx at stamp st. */
 void dirstamps_known(dirstamps *s, int idx, const dirstamp *st);
 /* A change of a directory of member idx from stamp before to after; made

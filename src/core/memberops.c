@@ -127,8 +127,11 @@ static struct dir_watch watch_begin(volume *v, int idx, int fd, const char *at,
                                     const struct dir_watch *other)
 {
 	struct dir_watch w = { v, idx, fd, at, false, false, { 0 } };
-	if (fd == AT_FDCWD || !dirstamps_watching(mop_dirstamps(v), idx) ||
-	    !stat_dir(&w, &w.before))
+	dirstamps *known = mop_dirstamps(v);
+	/* a directory not known (a new one, whose owner and identity are
+	 * being set) needs no stat after */
+	if (fd == AT_FDCWD || !dirstamps_watching(known, idx) || !stat_dir(&w, &w.before) ||
+	    !dirstamps_knows(known, idx, w.before.ino))
 		return w;
 	/* a rename or link within one directory changes it once */
 	w.on = !(other && other->on && other->before.ino == w.before.ino);
@@ -692,7 +695,6 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
-	DIR_WATCH(dir, fd, NULL, NULL);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
 	int rc = (int)neg_errno(fchown(fd, uid, gid));
@@ -700,7 +702,6 @@ int mop_fchown(volume *v, int idx, int fd, uid_t uid, gid_t gid)
 		rec_fd("chown", idx, fd, ST_OWNER);
 	record_end(locked);
 	count_made(v, rc >= 0);
-	dir.made = rc >= 0;
 	return rc;
 }
 

@@ -108,8 +108,9 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags);
 int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                   const char *newname, unsigned flags);
 
-/* Metadata changes.  Of a directory, each also takes its stamps before
- * and after (dirstamps.h): its names stay as they were. */
+/* Metadata changes.  Of a directory, each but mop_fchown (which is for
+ * chunk files) also takes its stamps before and after (dirstamps.h): its
+ * names stay as they were. */
 int mop_fchmodat(volume *v, int idx, int dirfd, const char *name, mode_t mode, int flags);
 int mop_fchownat(volume *v, int idx, int dirfd, const char *name, uid_t uid, gid_t gid,
                  int flags);
