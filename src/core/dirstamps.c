@@ -75,10 +75,15 @@ static void forget(struct dirstamps *s, int idx)
 	__atomic_store_n(&s->known[idx], NULL, __ATOMIC_RELEASE);
 }
 
-/* Member idx's stamp of s->ino is now st (known) or none (NULL). */
+/* Member idx's stamp of s->ino is now st (known) or none (NULL).  A
+ * stamp in whole seconds is none: a filesystem that keeps no finer time
+ * (sshfs, whose SFTP has no ctime either) gives the same stamp to changes
+ * within a second. */
 static void set(struct dirstamps *s, int idx, uint64_t ino, const dirstamp *st)
 {
 	GHashTable *t = s->known[idx];
+	if (st && st->ctime_nsec == 0 && st->mtime_nsec == 0)
+		st = NULL;
 	if (!st) {
 		if (t && g_hash_table_remove(t, &ino))
 			s->count--;

@@ -11,7 +11,8 @@
  * of its directory before and after, and goes on from a known stamp only
  * if the one before is it (anything else, a change behind the daemon's
  * back included, and the directory is no longer known on that member).
- * A failed member knows none of its directories.  On kernels with
+ * A failed member knows none of its directories, and a member whose
+ * filesystem keeps times in whole seconds knows none either.  On kernels with
  * fine-grained timestamps (Linux 6.13 and later for tmpfs, ext4, XFS and
  * btrfs) a stamp once taken is never given again by a later change; on
  * older ones a change behind the daemon's back in the same clock tick as

@@ -2,11 +2,10 @@
 /* What the daemon knows of its member directories (src/core/dirstamps.c)
  * and the namespace changes of memberops.c that keep it, on a real
  * directory: a change of its own (of its names, or its attributes) goes
- * on from a known stamp, a change
- * behind its back (before one of its own, or between) makes the
- * directory unknown, and so do a failed change (but a create that finds
- * its name) and a failed member.  An
- * older stamp never replaces a newer one. */
+ * on from a known stamp; a change behind its back (before one of its own,
+ * or between) makes the directory unknown, and so do a failed change (but
+ * a create that finds its name) and a failed member.  An older stamp
+ * never replaces a newer one, and one in whole seconds is never known. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -189,6 +188,20 @@ static void test_older_stamp_never_replaces_a_newer(void **state)
 	assert_true(dirstamp_same(&have, &newer));
 }
 
+static void test_stamp_in_whole_seconds_never_known(void **state)
+{
+	struct fixture *f = *state;
+	dirstamps *ds = mop_dirstamps(vol(f));
+	dirstamp coarse = now(f->dirfd);
+	coarse.ctime_nsec = coarse.mtime_nsec = 0; /* as sshfs gives it */
+	dirstamps_known(ds, 2, &coarse);
+	assert_false(dirstamps_knows(ds, 2, coarse.ino));
+	start(f);
+	dirstamp before = now(f->dirfd);
+	dirstamps_changed(ds, 0, &before, &coarse, true);
+	assert_false(known_at_all(f, 0));
+}
+
 static void test_failed_member_forgotten(void **state)
 {
 	struct fixture *f = *state;
@@ -214,6 +227,7 @@ int main(void)
 		ON_A_DIRECTORY(test_failed_change_makes_it_unknown),
 		ON_A_DIRECTORY(test_rename_across_directories),
 		ON_A_DIRECTORY(test_older_stamp_never_replaces_a_newer),
+		ON_A_DIRECTORY(test_stamp_in_whole_seconds_never_known),
 		ON_A_DIRECTORY(test_failed_member_forgotten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
