@@ -23,6 +23,9 @@
 #define FILE_MAX (96u << 20)
 #define STAMP_FIELDS 7
 #define NAME_MAX_BYTES 255
+/* Where a record keeps how many mounts since passed it on unused: after
+ * its directory and member mask. */
+#define UNUSED_AT 16
 
 struct saved_listings {
 	uint8_t uuid[16];
@@ -103,6 +106,7 @@ void saved_listings_add(saved_listings *s, const saved_dir *d)
 	                     GSIZE_TO_POINTER(s->body->len + 1));
 	put_le(s->body, d->dir, 8);
 	put_le(s->body, members, 8);
+	put_le(s->body, 0, 4); /* mounts that passed it on unused */
 	for (int i = 0; i < SAVED_MEMBERS_MAX; i++) {
 		if (!(members >> i & 1))
 			continue;
@@ -164,6 +168,7 @@ static bool skip_record(struct cursor *c, uint32_t n, uint64_t *dir, uint64_t *n
 {
 	*dir = get_le(c, 8);
 	uint64_t members = get_le(c, 8);
+	get_le(c, 4);
 	if (c->bad || !members || (n < 64 && members >> n))
 		return false;
 	get_bytes(c, (size_t)__builtin_popcountll(members) * STAMP_FIELDS * 8);
@@ -247,12 +252,18 @@ void saved_listings_carry(saved_listings *to, const saved_listings *from, uint64
 		struct cursor c = { from->body->data + off, from->body->len - off, false };
 		uint64_t dir, names = 0;
 		skip_record(&c, from->n, &dir, &names); /* checked when read */
-		if (g_hash_table_contains(to->index, &dir) || to->names + names > max_names)
+		struct cursor u = { from->body->data + off + UNUSED_AT, 4, false };
+		uint64_t unused = get_le(&u, 4) + 1;
+		if (unused > SAVED_UNUSED_MAX || g_hash_table_contains(to->index, &dir) ||
+		    to->names + names > max_names)
 			continue;
+		size_t start = to->body->len;
 		g_hash_table_replace(to->index, g_memdup2(&dir, sizeof dir),
-		                     GSIZE_TO_POINTER(to->body->len + 1));
+		                     GSIZE_TO_POINTER(start + 1));
 		g_byte_array_append(to->body, from->body->data + off,
 		                    (guint)(from->body->len - off - c.left));
+		for (int i = 0; i < 4; i++)
+			to->body->data[start + UNUSED_AT + i] = (uint8_t)(unused >> (8 * i));
 		to->dirs++;
 		to->names += names;
 	}
@@ -270,6 +281,7 @@ bool saved_listings_take(saved_listings *s, uint64_t dir, saved_dir *d)
 	memset(d, 0, sizeof *d);
 	d->dir = get_le(&c, 8);
 	d->members = get_le(&c, 8);
+	get_le(&c, 4);
 	for (int i = 0; i < SAVED_MEMBERS_MAX; i++) {
 		if (!(d->members >> i & 1))
 			continue;

@@ -23,6 +23,9 @@
 #define SAVED_LISTINGS_FILE "listings"
 /* Directories and their stamps in one record at most: a volume's members. */
 #define SAVED_MEMBERS_MAX 64
+/* Mounts that may pass a record on without using it: a directory not
+ * listed for as long (removed, or never visited) is dropped. */
+#define SAVED_UNUSED_MAX 16
 
 typedef struct volume volume;
 typedef struct saved_listings saved_listings;
@@ -56,8 +59,9 @@ saved_listings *saved_listings_read(volume *v);
 
 /* How many directories s holds. */
 unsigned saved_listings_count(const saved_listings *s);
-/* Adds to `to` the directories of `from` (not taken) that it lacks,
- * while it holds at most max_names names. */
+/* Adds to `to` the directories of `from` (not taken) that it lacks, each
+ * counted as passed on unused once more and dropped past
+ * SAVED_UNUSED_MAX, while `to` holds at most max_names names. */
 void saved_listings_carry(saved_listings *to, const saved_listings *from, uint64_t max_names);
 /* dir as saved, into *d (listing_unref d->names), taken out of s: false
  * if s has none of it. */

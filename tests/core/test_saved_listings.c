@@ -183,6 +183,7 @@ static void test_untaken_carried_within_a_bound(void **state)
 	saved_listings_free(read);
 	saved_listings_free(next);
 	g_free(again);
+	again = NULL;
 
 	next = saved_listings_new(UUID, 6);
 	add(next, 3, 0x1, NAMES_B, TYPES_B);
@@ -191,7 +192,21 @@ static void test_untaken_carried_within_a_bound(void **state)
 	saved_listings_carry(next, old, 6);
 	assert_int_equal(saved_listings_count(next), 2);
 	saved_listings_free(next);
-	saved_listings_free(old);
+
+	/* passed on unused by SAVED_UNUSED_MAX mounts, then dropped */
+	saved_listings *held = old;
+	for (int mount = 1; mount <= SAVED_UNUSED_MAX + 1; mount++) {
+		next = saved_listings_new(UUID, 6);
+		saved_listings_carry(next, held, 1000);
+		assert_int_equal(saved_listings_count(next), mount <= SAVED_UNUSED_MAX ? 1 : 0);
+		g_free(again);
+		again = saved_listings_encode(next, &len);
+		saved_listings_free(next);
+		saved_listings_free(held);
+		held = read_back(again, len);
+	}
+	saved_listings_free(held);
+	g_free(again);
 	g_free(bytes);
 }
 
