@@ -289,10 +289,9 @@ void fs_dirnames_each(void (*fn)(uint64_t dir, const listing *names, const dir_m
 	GHashTableIter it;
 	gpointer key, value;
 	pthread_mutex_lock(&lock);
-	if (!dirs)
-		clear_all();
-	g_hash_table_iter_init(&it, dirs);
-	while (g_hash_table_iter_next(&it, &key, &value)) {
+	if (dirs)
+		g_hash_table_iter_init(&it, dirs);
+	while (dirs && g_hash_table_iter_next(&it, &key, &value)) {
 		struct held_dir *d = value;
 		if (!d->on_mask)
 			continue;

@@ -296,11 +296,13 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 	int rc = listing_part_read(&mp->part, fd);
 	seen = seen && MIO_CALL(fstat(fd, &after)) == 0;
 	MIO_CALL(close(fd));
-	dirstamp a, b;
-	dirstamp_of(&before, &a);
-	dirstamp_of(&after, &b);
-	mp->st = b;
-	mp->stable = rc == 0 && seen && dirstamp_same(&a, &b);
+	mp->stable = false;
+	if (rc == 0 && seen) {
+		dirstamp at_start;
+		dirstamp_of(&before, &at_start);
+		dirstamp_of(&after, &mp->st);
+		mp->stable = dirstamp_same(&at_start, &mp->st);
+	}
 	return rc;
 }
 
@@ -413,11 +415,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	/* The members whose directory holds exactly the listing's names: all
 	 * that were read, if each holds as many names as their union. */
 	guint counts[64];
-	for (int i = 0; i < volume_n(v); i++)
-		counts[i] = whole >> i & 1 ? listing_part_count(&parts[i].part, hidden) : 0;
 	listing_part union_parts[64];
-	for (int i = 0; i < volume_n(v); i++)
+	for (int i = 0; i < volume_n(v); i++) {
+		counts[i] = whole >> i & 1 ? listing_part_count(&parts[i].part, hidden) : 0;
 		union_parts[i] = parts[i].part;
+	}
 	h->entries = listing_union(union_parts, volume_n(v), whole, hidden);
 	dir_members on = { 0 };
 	for (int i = 0; i < volume_n(v); i++) {
