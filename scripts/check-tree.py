@@ -3,7 +3,13 @@
 """Checks the shape of the source tree (test 'tree', suite 'unit').
 
   - src/ holds folders only: every source file lives in the folder of its
-    layer or program (src/core, src/fs, src/fsck, src/bench);
+    layer or program (src/core, src/fs, src/fsck, src/bench), and src/core/
+    holds folders only, one per layer;
+  - the layers include downwards only: a file of src/core/LAYER includes
+    headers of its own folder and of the layers before it in CORE_LAYERS,
+    src/fsck includes the core, src/fs the core and src/fsck; no file in
+    src/fs includes a core header named *_internal.h;
+  - no file in src/ is longer than MAX_FILE_LINES lines;
   - no function in src/, lib/ or tests/ is longer than 100 lines;
   - no include cycle between modules (a module is a .c and its .h; a
     _internal.h header belongs to its module);
@@ -18,6 +24,12 @@ import subprocess
 import sys
 
 MAX_FUNCTION_LINES = 100
+MAX_FILE_LINES = 1000
+# src/core/'s folders, lowest layer first (src/core/meson.build says what
+# each holds).
+CORE_LAYERS = ["base", "format", "member", "volume", "data", "namespace"]
+# The programs' folders above the core, each above the ones before it.
+PROGRAM_LAYERS = ["fsck", "fs"]
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), ".."))
 
@@ -35,8 +47,57 @@ def read(path):
 
 
 def loose_sources():
-    return [f"{f}: source file at the top of src/ (put it in its layer's folder)"
-            for f in tracked("src/*.c", "src/*.h") if f.count("/") == 1]
+    found = [f"{f}: source file at the top of src/ (put it in its layer's folder)"
+             for f in tracked("src/*.c", "src/*.h") if f.count("/") == 1]
+    found += [f"{f}: source file at the top of src/core/ (put it in its layer's folder)"
+              for f in tracked("src/core/*.c", "src/core/*.h") if f.count("/") == 2]
+    return found
+
+
+def long_files():
+    found = []
+    for path in tracked("src/*.[ch]"):
+        lines = read(path).count("\n")
+        if lines > MAX_FILE_LINES:
+            found.append(f"{path}: {lines} lines (at most {MAX_FILE_LINES}: split it by concern)")
+    return found
+
+
+def layer_rank(path):
+    """The rank of the layer a file of src/ belongs to (None outside the
+    ordered layers): the core's folders in order, then fsck, then fs."""
+    parts = path.split("/")
+    if len(parts) >= 4 and parts[:2] == ["src", "core"] and parts[2] in CORE_LAYERS:
+        return CORE_LAYERS.index(parts[2])
+    if len(parts) >= 3 and parts[0] == "src" and parts[1] in PROGRAM_LAYERS:
+        return len(CORE_LAYERS) + PROGRAM_LAYERS.index(parts[1])
+    return None
+
+
+def layer_order():
+    """Each include resolved by the header's name to the folder that holds
+    it: a header of a higher layer is a finding."""
+    sources = tracked("src/*.[ch]")
+    home = {}
+    for path in sources:
+        if path.endswith(".h") and layer_rank(path) is not None:
+            home.setdefault(os.path.basename(path), path)
+    found = []
+    for path in sources:
+        rank = layer_rank(path)
+        if rank is None:
+            continue
+        for inc in re.findall(r'^#\s*include\s+"([^"]+)"', read(path), re.M):
+            target = home.get(os.path.basename(inc))
+            if target is None:
+                continue
+            trank = layer_rank(target)
+            if trank > rank:
+                found.append(f"{path}: includes {target}, a layer above its own")
+            elif (target.endswith("_internal.h") and target.startswith("src/core/")
+                  and path.startswith("src/fs/")):
+                found.append(f"{path}: includes {target}, which is the core's own")
+    return found
 
 
 def long_functions():
@@ -144,7 +205,7 @@ def dangling_references():
 
 
 def main():
-    findings = loose_sources() + long_functions() + include_cycles() + dangling_references()
+    findings = loose_sources() + long_files() + layer_order() + long_functions() + include_cycles() + dangling_references()
     for f in findings:
         print(f)
     print(f"check-tree: {len(findings)} finding(s)")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Extended attributes: the FUSE requests mapped onto the storage core
- * (src/core/xattrs.h keeps them on the members and says which names are
+ * (src/core/namespace/xattrs.h keeps them on the members and says which names are
  * kept), and ecfs's own virtual attributes.  user.ecfs.layout on every
  * regular file (its code, size and which members hold a good chunk) and
  * user.ecfs.health on the root are computed when read by name; they are

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the chunk format (src/core/chunk.c, src/core/checksum.c): header and
+ * Unit tests of the chunk format (src/core/format/chunk.c, src/core/format/checksum.c): header and
  * record round trips field by field, and detection of every corrupted
  * byte, of strips moved to another stripe, position or file, for every
  * checksum algorithm; what counts as a page a power cut lost.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the daemon knows of its member directories (src/core/dirstamps.c)
+/* What the daemon knows of its member directories (src/core/member/dirstamps.c)
  * and the namespace changes of memberops.c that keep it, on a real
  * directory: a change of its own (of its names, or its attributes) goes
  * on from a known stamp; a change behind its back (before one of its own,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the file data path (src/core/ecfile.c, src/core/stripe.c) through
+ * Unit tests of the file data path (src/core/data/ecfile.c, src/core/data/stripe.c) through
  * real member directories, without FUSE: byte-exact writes and reads at the
  * sizes around strip and stripe boundaries, random I/O against a reference
  * buffer, truncate, holes, and reads with members removed, emptied or

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the fault-injection rules (src/core/fault.c): the ECFS_FAULT
+ * Unit tests of the fault-injection rules (src/core/member/fault.c): the ECFS_FAULT
  * grammar (rules, keys, errno names, the old one-rule form, unknown keys),
  * the matching of operations (member, kind, after, count, errno 0, delay,
  * hang and its release, counters shared by threads), and the rules at work
- * in the member operations of a real volume (src/core/memberops.c).
+ * in the member operations of a real volume (src/core/member/memberops.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the gmac checksum's own GHASH (src/core/ghash.c): every
+ * Unit tests of the gmac checksum's own GHASH (src/core/format/ghash.c): every
  * implementation this CPU runs (one block at a time, 256- and 512-bit
  * vectors) against OpenSSL's GMAC on random keys, lengths, alignments and
  * splits of the input into pieces, and checksum_compute()'s gmac against

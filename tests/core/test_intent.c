@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the namespace intents (src/core/intent.c) on real member
+ * Unit tests of the namespace intents (src/core/namespace/intent.c) on real member
  * directories: a record written on every member in service in the format
  * of docs/FORMAT.md section 8 and cleared at the end; crashes simulated by
  * putting the record back after the operation reached only some members,

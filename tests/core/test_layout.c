@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the striped-layout arithmetic (src/core/layout.c): offsets to
+ * Unit tests of the striped-layout arithmetic (src/core/format/layout.c): offsets to
  * stripes, positions to members under rotation, and where strips and
  * records sit in a chunk file.
  */

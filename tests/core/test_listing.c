@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A directory's listing as the union of its members' (src/core/listing.c),
+/* A directory's listing as the union of its members' (src/core/namespace/listing.c),
  * read from real directories: every name once, the first member's in its
  * order, then what only later members hold; hidden names and members left
  * out of `whole` give nothing. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the member workers (src/core/memberio.c): a batch's tasks run
+ * Unit tests of the member workers (src/core/member/memberio.c): a batch's tasks run
  * on their members' worker threads, in submission order per member; a
  * batch made with mio_batch_init_caller has its last task run by the
  * waiting caller when that member's worker is idle, never ahead of a task

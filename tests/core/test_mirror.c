@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the mirrored namespace operations (src/core/mirror.c) on
+ * Unit tests of the mirrored namespace operations (src/core/namespace/mirror.c) on
  * real member directories: an operation runs on every healthy member and
  * the first member that has the object decides the answer; a refusal
  * leaves the other members untouched; a member missing an entry or

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the reader's rules (src/core/reader_rules.c), each rule
+ * Unit tests of the reader's rules (src/core/format/reader_rules.c), each rule
  * called directly: the verdict on a strip from its record, data and chunk
  * file (good, hole, data without a record, misplaced, torn, a lost page
  * against a page of zeros written, a strip of another file); the

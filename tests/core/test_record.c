@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the member-operation recorder (src/core/record.c, docs/
+ * Unit tests of the member-operation recorder (src/core/member/record.c, docs/
  * RECORD.md) through the member operations of real volumes: the lines
  * (seq without gaps, volume creation, paths relative to the member root,
  * byte strings escaped, modes and owners afterwards, writes to an unlinked

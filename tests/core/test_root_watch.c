@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The member root watch (src/core/root_watch.c): a verified member stays
+/* The member root watch (src/core/volume/root_watch.c): a verified member stays
  * quiet until something that could change its root happens (the root or
  * a directory above it moved or its permissions changed, the superblock
  * removed or moved away, a mount or unmount), and only then; members it cannot vouch for are

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The file of listings saved at unmount (src/core/saved_listings.c,
+/* The file of listings saved at unmount (src/core/namespace/saved_listings.c,
  * FORMAT.md section 10): what is written reads back exactly, each
  * directory once; a file of another volume, cut short, with a byte
  * changed or a record that breaks a rule is refused whole, saying why;

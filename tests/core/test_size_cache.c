@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The closed files' sizes (src/core/size_cache.c): an entry holds while its
+/* The closed files' sizes (src/core/volume/size_cache.c): an entry holds while its
  * file has not changed since it was made, its chunk was not made again,
  * and its chunk's ctime is the same. */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The members' room (src/core/space.c): the reserve rule, and when a claim
+/* The members' room (src/core/volume/space.c): the reserve rule, and when a claim
  * is taken, sent back to ask the members, or refused. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the stripe layer (src/core/stripe.c) on real member
+ * Unit tests of the stripe layer (src/core/data/stripe.c) on real member
  * directories, with a stripe context built as ecfile.c and repair.c build
  * theirs: commits land on the members as docs/FORMAT.md section 4 says
  * (strips, parity, records and their checksums); fetches decode around up

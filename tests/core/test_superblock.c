@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the member superblock (src/core/superblock.c): round trip, and
+ * Unit tests of the member superblock (src/core/volume/superblock.c): round trip, and
  * a clear error (never a crash, never a guess) for garbage, truncation,
  * missing keys, bad values and unknown versions.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the extended attributes on the members (src/core/xattrs.c)
+ * Unit tests of the extended attributes on the members (src/core/namespace/xattrs.c)
  * on real member directories: an attribute set or removed reaches every
  * member, reads and lists come from the first member that has the object;
  * which names are kept (user.ecfs.* never, trusted.* listed to the

@@ -314,7 +314,7 @@ AT_FDCWD, AT_SYMLINK_NOFOLLOW = -100, 0x100
 
 def identity(path):
     """(inode number, birth time in ns; 0 if not kept) of path, as
-    src/core/intent.c records it; None if there is no such object."""
+    src/core/namespace/intent.c records it; None if there is no such object."""
     buf = ctypes.create_string_buffer(256)
     fn = _libc.statx
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """stat of closed files, which ecfs answers from one member once it knows
-the file's size (src/core/size_cache.h): the size must follow every way a
+the file's size (src/core/volume/size_cache.h): the size must follow every way a
 file changes.  Each case stats the file while closed (so its size is
 remembered), changes it, and stats it again, through the mount and after
 a remount, against the bytes it must hold.
@@ -267,7 +267,7 @@ class StatTest(H.MountedCase):
 
     def test_directory_follows_every_change(self):
         """Directories' attributes are remembered between changes
-        (src/core/attr_cache.h): each change shows at once."""
+        (src/fs/attr_cache.h): each change shows at once."""
         os.mkdir(self.p("d"), 0o755)
         st = self.assert_dir("d", "made", nlink=2, mode=0o755)
         os.mkdir(self.p("d/e"))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The attributes getattr answered (src/core/attr_cache.c): an entry holds
+/* The attributes getattr answered (src/fs/attr_cache.c): an entry holds
  * while the stamp it was made at stands (a directory's changes and
  * listings, a file's changes, reads and sizes), for ATTR_CACHE_TTL_MS at most, and only directories and regular
  * files are kept. */
