@@ -142,7 +142,7 @@ int ec_kind_default_w(ec_kind kind, int k, int m);
  * m = 2 below the GFNI kernel (on AVX2 its P+Q encodes 1.2 to 2.1 times as
  * fast as Reed-Solomon, and every write encodes), rs-cauchy otherwise (with
  * GFNI it is ahead in encode and decode alike).  Measured with ecfs-bench,
- * docs/PERFORMANCE.md section 11. */
+ * docs/performance-history.md section 11. */
 ec_kind ec_default_kind(int k, int m);
 
 /*

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ecfs-bench-calls: what it costs to make one namespace call on each of n
- * member directories, by the way the calls are issued (docs/PERFORMANCE.md
- * section 7).  The call is a renameat2 back and forth in each member
+ * member directories, by the way the calls are issued
+ * (docs/performance-history.md section 7).  The call is a renameat2 back and forth in each member
  * directory (on tmpfs by default: the call itself costs little, so the
  * issuing shows).  The ways:
  *

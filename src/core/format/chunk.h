@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The on-member chunk format (docs/FORMAT.md): the 4 KiB chunk header and
- * the 64-byte strip record, their byte encodings (little-endian), and the
- * strip checksum that binds a strip to its volume, file, stripe,
- * generation and position.  Encoding and decoding only; no I/O.
+ * The on-member chunk format (docs/FORMAT.md): the chunk header (192 bytes
+ * in version 2, the first 4 KiB page in version 1) and the 64-byte strip
+ * record, their byte encodings (little-endian), and the strip checksum
+ * that binds a strip to its volume, file, stripe, generation and
+ * position.  Encoding and decoding only; no I/O.
  */
 #ifndef ECFS_CHUNK_H
 #define ECFS_CHUNK_H
