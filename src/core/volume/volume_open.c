@@ -436,6 +436,14 @@ void *volume_files_find(volume *v, bool (*match)(void *f, void *arg), void *arg)
 	return NULL;
 }
 
+bool volume_file_is_open(volume *v, const uint8_t file_id[16])
+{
+	volume_files_lock(v);
+	bool is_open = volume_files_lookup(v, file_id) != NULL;
+	volume_files_unlock(v);
+	return is_open;
+}
+
 /* ---- fault injection (test builds) ---- */
 
 /* The rules of ECFS_FAULT, and the record started (ECFS_RECORD,
