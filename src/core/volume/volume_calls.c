@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -26,17 +25,6 @@ static void member_call_run(void *p)
 {
 	struct member_call *c = p;
 	c->rc = c->fn(c->arg);
-}
-
-bool volume_parse_timeout(const char *s, unsigned *ms)
-{
-	char *end;
-	double secs = strtod(s, &end);
-
-	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
-		return false;
-	*ms = (unsigned)(secs * 1000 + 0.5);
-	return true;
 }
 
 bool volume_hands_off(const volume *v)

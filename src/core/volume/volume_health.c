@@ -23,6 +23,8 @@
 #include "superblock.h"
 #include "volume_private.h"
 
+/* ---- members in service ---- */
+
 bool volume_member_ok(const volume *v, int idx)
 {
 	return !__atomic_load_n(&v->mem[idx].failed, __ATOMIC_ACQUIRE);
@@ -50,6 +52,22 @@ bool volume_usable(const volume *v)
 	return volume_failed_count(v) <= v->m;
 }
 
+uint64_t volume_healing_mask(volume *v)
+{
+	uint64_t mask = 0;
+
+	pthread_mutex_lock(&v->lock);
+	for (int i = 0; i < v->n; i++)
+		if (__atomic_load_n(&v->mem[i].healing, __ATOMIC_ACQUIRE) && !v->mem[i].failed)
+			mask |= 1ull << i;
+	pthread_mutex_unlock(&v->lock);
+	return mask;
+}
+
+bool volume_member_answers(volume *v, int idx)
+{
+	return volume_member_ok(v, idx) && !__atomic_load_n(&v->mem[idx].healing, __ATOMIC_ACQUIRE);
+}
 /* ---- member health ---- */
 
 void fail_member(volume *v, int idx, const char *why)
@@ -235,7 +253,12 @@ void volume_count_checksum_failure(volume *v, int idx)
 	pthread_mutex_unlock(&v->lock);
 }
 
-/* ---- health ---- */
+void volume_count_healed(volume *v, uint64_t strips)
+{
+	__atomic_add_fetch(&v->strips_healed, strips, __ATOMIC_RELAXED);
+}
+
+/* ---- the health report ---- */
 
 char *volume_same_filesystem(volume *v)
 {
@@ -309,32 +332,8 @@ char *volume_health_text(volume *v)
 	return g_string_free(s, FALSE);
 }
 
-/* ---- online heal (heal.c) ---- */
-
 void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg)
 {
 	v->health_arg = arg;
 	v->health_hook = fn;
-}
-
-void volume_count_healed(volume *v, uint64_t strips)
-{
-	__atomic_add_fetch(&v->strips_healed, strips, __ATOMIC_RELAXED);
-}
-
-uint64_t volume_healing_mask(volume *v)
-{
-	uint64_t mask = 0;
-
-	pthread_mutex_lock(&v->lock);
-	for (int i = 0; i < v->n; i++)
-		if (__atomic_load_n(&v->mem[i].healing, __ATOMIC_ACQUIRE) && !v->mem[i].failed)
-			mask |= 1ull << i;
-	pthread_mutex_unlock(&v->lock);
-	return mask;
-}
-
-bool volume_member_answers(volume *v, int idx)
-{
-	return volume_member_ok(v, idx) && !__atomic_load_n(&v->mem[idx].healing, __ATOMIC_ACQUIRE);
 }

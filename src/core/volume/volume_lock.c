@@ -22,8 +22,6 @@
 
 #define LOCK_FILE "lock"
 
-/* ---- the lock ---- */
-
 /* Locks member idx through its metadata directory metafd: *lockfd gets
  * the lock file's descriptor (-1 if it did not open). */
 int lock_member(volume *v, int idx, int metafd, int *lockfd, char **message)

@@ -256,6 +256,17 @@ void volume_member_close(volume *v, int idx, int fd)
 		close(fd);
 }
 
+bool volume_parse_timeout(const char *s, unsigned *ms)
+{
+	char *end;
+	double secs = strtod(s, &end);
+
+	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
+		return false;
+	*ms = (unsigned)(secs * 1000 + 0.5);
+	return true;
+}
+
 void volume_close(volume *v)
 {
 	if (!v)

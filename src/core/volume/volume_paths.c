@@ -18,8 +18,6 @@
 #include "memberops.h"
 #include "volume_private.h"
 
-/* ---- paths ---- */
-
 static const char *const root_reserved[] = { ECFS_META_DIR, "lost+found" };
 
 bool volume_root_name_reserved(const char *name)
