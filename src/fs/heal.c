@@ -45,7 +45,7 @@
 #include "repair.h"
 #include "stripe.h"
 #include "log.h"
-#include "volume_internal.h"
+#include "volume.h"
 
 /* Quick passes after the full one, at most (each one that repaired
  * something is followed by another). */
@@ -441,9 +441,7 @@ static GHashTable *due_catchups(heal *h)
 	g_hash_table_iter_init(&it, h->catchup);
 	while (g_hash_table_iter_next(&it, &key, &val)) {
 		struct catchup *c = val;
-		volume_files_lock(h->v);
-		bool open = volume_files_lookup(h->v, c->id) != NULL;
-		volume_files_unlock(h->v);
+		bool open = volume_file_is_open(h->v, c->id);
 		if (open)
 			c->since_us = MAX(c->since_us, now);
 		if ((open || now - c->since_us < CATCHUP_DELAY_S * 1000000ll) &&

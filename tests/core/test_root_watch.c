@@ -48,7 +48,7 @@ static char *meta(const fixture *fx)
 }
 
 /* Whether the member's filesystem is one the watch can vouch for, as
- * volume.c asks it (mounts.h). */
+ * volume_open.c asks it (mounts.h). */
 static bool local(const fixture *fx)
 {
 	mount_info mi = mount_info_of_root(fx->rootfd);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of volume_open (src/core/volume/volume.c) on real member directories:
+ * Unit tests of volume_open (src/core/volume/volume_open.c) on real member directories:
  * creation, reopening, members in the wrong order, foreign and duplicate
  * members, an empty member (replaced disk), too many missing members,
  * broken superblocks, the lock, and which members are synced.

@@ -11,6 +11,7 @@
  * only takes a worker whose io_since is older than the timeout, with a
  * compare-and-swap that mio_io_end races against: whichever side wins
  * decides, so a task is either finished by its worker or given up whole.
+ * The calls bounded before there are workers are memberio_bounded.c's.
  */
 #include "memberio.h"
 
@@ -89,17 +90,11 @@ struct memberio {
 
 static __thread worker *self;
 
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ms(void)
-{
-	return now_ns() / 1000000;
 }
 
 /* How long the relay and its callers stay awake (memberio_set_spin). */
@@ -374,7 +369,7 @@ static void *watchdog_main(void *arg)
 		if (mio->stop)
 			break;
 		pthread_mutex_unlock(&mio->lock);
-		int64_t now = now_ms();
+		int64_t now = now_ns() / 1000000;
 		for (int i = 0; i < mio->n; i++) {
 			worker *w = mio->w[i];
 			int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
@@ -905,97 +900,4 @@ uint64_t memberio_slow_of(memberio *mio, enum mio_cost kind, uint64_t among, int
 uint64_t memberio_latency_us(memberio *mio, int idx)
 {
 	return __atomic_load_n(&mio->w[idx]->latency_ns, __ATOMIC_RELAXED) / 1000;
-}
-
-/* ---- calls bounded without a worker ---- */
-
-struct mio_bounded {
-	pthread_mutex_t lock;
-	pthread_cond_t done_cond;
-	void (*fn)(void *);
-	void (*late)(void *);
-	void *arg;
-	bool done, abandoned;
-};
-
-static void bounded_free(mio_bounded *b)
-{
-	pthread_cond_destroy(&b->done_cond);
-	pthread_mutex_destroy(&b->lock);
-	free(b);
-}
-
-static void *bounded_main(void *p)
-{
-	mio_bounded *b = p;
-
-	b->fn(b->arg);
-	pthread_mutex_lock(&b->lock);
-	bool abandoned = b->abandoned;
-	b->done = true;
-	pthread_cond_signal(&b->done_cond);
-	pthread_mutex_unlock(&b->lock);
-	if (abandoned) {
-		/* its caller went on long ago: what arg holds is this thread's */
-		if (b->late)
-			b->late(b->arg);
-		bounded_free(b);
-	}
-	return NULL;
-}
-
-mio_bounded *mio_bounded_start(void (*fn)(void *), void (*late)(void *), void *arg)
-{
-	mio_bounded *b = calloc(1, sizeof(*b));
-	pthread_t t;
-
-	if (b) {
-		pthread_mutex_init(&b->lock, NULL);
-		pthread_cond_init(&b->done_cond, NULL);
-		b->fn = fn;
-		b->late = late;
-		b->arg = arg;
-	}
-	if (!b || pthread_create(&t, NULL, bounded_main, b) != 0) {
-		if (b)
-			bounded_free(b);
-		fn(arg); /* no thread: inline, unbounded */
-		return NULL;
-	}
-	pthread_detach(t);
-	return b;
-}
-
-bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms)
-{
-	if (!b)
-		return true;
-	pthread_mutex_lock(&b->lock);
-	while (!b->done) {
-		if (!deadline_ms) {
-			pthread_cond_wait(&b->done_cond, &b->lock);
-			continue;
-		}
-		int64_t left = deadline_ms - now_ms();
-		if (left <= 0)
-			break;
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += left / 1000;
-		until.tv_nsec += (left % 1000) * 1000000;
-		until.tv_sec += until.tv_nsec / 1000000000;
-		until.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&b->done_cond, &b->lock, &until);
-	}
-	bool done = b->done;
-	b->abandoned = !done;
-	pthread_mutex_unlock(&b->lock);
-	if (done)
-		bounded_free(b);
-	return done;
-}
-
-int64_t mio_deadline_ms(unsigned timeout_ms)
-{
-	return timeout_ms ? now_ms() + timeout_ms : 0;
 }

@@ -30,7 +30,7 @@ typedef struct volume volume;
 struct fault_rules;
 
 /* What the member operations keep per volume: the first field of every
- * volume (volume.c), so that the volume a wrapper is given leads to it
+ * volume (volume_private.h), so that the volume a wrapper is given leads to it
  * while this layer stays below the volume and knows nothing else of it. */
 typedef struct mop_state {
 	struct fault_rules *faults; /* ECFS_FAULT (test builds), or NULL */

@@ -5,7 +5,7 @@
  *
  * An answer such as ENOENT from a member is only an answer if the member's
  * root is still the directory the volume opened and still holds its
- * superblock (volume.c, root_changed): that is three calls a member, and
+ * superblock (volume_health.c, root_changed): that is three calls a member, and
  * every create's lookup of its new name meets it on all of them.  The
  * kernel reports, as they happen, every change that could make the check
  * fail on a local filesystem: the root or a directory above it removed,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The logical sizes of closed files, so that stat costs one member call
- * (issue: `ls -lR` read the chunk header on every member of every file).
+ * and not a read of the chunk header on every member (`ls -lR` stats
+ * every file).
  *
  * A file's size lives in its chunk headers.  An entry remembers the size
  * found for the chunk (member, device, inode) that answered the lstat,

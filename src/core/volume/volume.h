@@ -130,6 +130,8 @@ const char *volume_member_path(const volume *v, int idx);
 /* 1 if member idx is in service. */
 bool volume_member_ok(const volume *v, int idx);
 int volume_failed_count(const volume *v);
+/* Bitmask of failed members. */
+uint64_t volume_failed_mask(volume *v);
 /* In service and not being rebuilt by the online heal: may answer
  * namespace queries (a healing member's namespace may be incomplete). */
 bool volume_member_answers(volume *v, int idx);
@@ -224,5 +226,45 @@ void volume_count_hedged(volume *v);
 /* A directory listed from what the last unmount saved (saved_listings.h). */
 void volume_count_listed_saved(volume *v);
 void volume_count_checksum_failure(volume *v, int idx);
+
+/* ---- the online heal (src/fs/heal.c, heal.h) ---- */
+
+/* Notices member roots removed while mounted (at most once a second). */
+void volume_check_roots(volume *v);
+/* Tries to bring failed member idx back: its directory holds this volume's
+ * superblock for idx again after having gone away (unmounted, renamed,
+ * made unreachable) or is a new empty directory (a replaced disk, which
+ * gets the superblock).  The member then takes the lock and is in service
+ * again, marked healing.  Returns 1 if revived, 0 if not (yet), or a
+ * negative errno. */
+int volume_member_revive(volume *v, int idx);
+/* Members in service that are being rebuilt (their namespace and chunks
+ * may be incomplete): they take writes but answer no namespace query. */
+uint64_t volume_healing_mask(volume *v);
+/* The heal of member idx is complete. */
+void volume_member_healed(volume *v, int idx);
+/* The failed members that may have missed a change: all of them once
+ * some member was written in this mount (besides the locks of the open),
+ * none before. */
+uint64_t volume_missed_changes(volume *v);
+/* Members that missed changes (volume_missed.c): records on every other
+ * member in service that member idx failed at seq (microseconds): the
+ * number of members written, or -EIO if none. */
+int volume_missed_record(volume *v, int idx, uint64_t seq);
+/* Member idx is healed: the records of its failing are removed from the
+ * members in service, and idx is stamped healed at seq or above every
+ * record removed.  Returns the stamp. */
+uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
+/* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
+void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
+/* Writes past a slow member: fn(arg, path, file id, members) is told
+ * that the file at path was just written without `members`
+ * (stripe_leave_out_slow), so the online heal catches it up.  NULL: no
+ * hook, nothing is told. */
+void volume_set_left_out_hook(volume *v,
+                              void (*fn)(void *, const char *, const uint8_t *, uint64_t),
+                              void *arg);
+/* Whether the file whose id (ecfile_file_id) is file_id is open. */
+bool volume_file_is_open(volume *v, const uint8_t file_id[16]);
 
 #endif

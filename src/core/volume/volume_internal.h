@@ -58,57 +58,25 @@ int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace);
 /* Cached objects, shared and immutable; NULL if the parameters are bad. */
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
-/* Notices member roots removed while mounted (at most once a second). */
-void volume_check_roots(volume *v);
-/* Bitmask of failed members. */
-uint64_t volume_failed_mask(volume *v);
 /* Logs a bad strip on member idx (first one per member at WARNING, the
  * rest at DEBUG) and counts it. */
 void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
                           const char *why);
 
-/* ---- the online heal (heal.c) ---- */
+/* ---- the online heal's side in the core (the rest is in volume.h) ---- */
 
-/* Tries to bring failed member idx back: its directory holds this volume's
- * superblock for idx again after having gone away (unmounted, renamed,
- * made unreachable) or is a new empty directory (a replaced disk, which
- * gets the superblock).  The member then takes the lock and is in service
- * again, marked healing.  Returns 1 if revived, 0 if not (yet), or a
- * negative errno. */
-int volume_member_revive(volume *v, int idx);
 /* True once journal_census found no journal on any member and none was
  * written since: opening a file need not look for its journals. */
 bool volume_journals_none(volume *v);
 void volume_set_journals_none(volume *v, bool none);
-/* Members in service that are being rebuilt (their namespace and chunks
- * may be incomplete): they take writes but answer no namespace query. */
-uint64_t volume_healing_mask(volume *v);
-/* The heal of member idx is complete. */
-void volume_member_healed(volume *v, int idx);
 /* Members that missed changes (volume_missed.c).  At open: the members in
  * service that another member in service records as failed since their
  * own last heal (by[i]: that other member).  Direct calls. */
 uint64_t volume_missed_stale(volume *v, int *by);
-/* The failed members that may have missed a change: all of them once
- * some member was written in this mount (besides the locks of the open),
- * none before. */
-uint64_t volume_missed_changes(volume *v);
-/* Records on every other member in service that member idx failed at
- * seq (microseconds): the number of members written, or -EIO if none. */
-int volume_missed_record(volume *v, int idx, uint64_t seq);
-/* Member idx is healed: the records of its failing are removed from the
- * members in service, and idx is stamped healed at seq or above every
- * record removed.  Returns the stamp. */
-uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
-/* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
-void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
-/* Writes past a slow member: volume_left_out() tells fn(arg, path,
- * file id, members) that the file at path was just written without
- * `members` (stripe_leave_out_slow), so the online heal catches it up.
- * With no hook (no heal), nothing is told. */
-void volume_set_left_out_hook(volume *v,
-                              void (*fn)(void *, const char *, const uint8_t *, uint64_t),
-                              void *arg);
+/* Writes past a slow member: tells the hook (volume_set_left_out_hook,
+ * volume.h) that the file at path was just written without `members`
+ * (stripe_leave_out_slow), so the online heal catches it up.  With no
+ * hook (no heal), nothing is told. */
 void volume_left_out(volume *v, const char *path, const uint8_t file_id[16], uint64_t members);
 /* Counts strips rewritten by self-healing reads. */
 void volume_count_healed(volume *v, uint64_t strips);

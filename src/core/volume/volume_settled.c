@@ -9,7 +9,7 @@
  * every name k members hold; otherwise it reads them all.
  *
  * A volume that was opened and never closed shows it in its lock files
- * (volume.c empties the lock text at close, and syncs it at open).  The
+ * (volume_lock.c empties the lock text at close, and syncs it at open).  The
  * first open after that leaves .ecfs/unsettled, synced, on every member in
  * service before anything is written, and every open that finds it on a
  * member lists every member, until ecfs-fsck -y has left every member

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening and closing a volume: the members probed and placed
+ * (volume_probe.c), assembled into a volume, locked (volume_lock.c), the
+ * defaults set (volume_create.c) and the member workers started; the
+ * accessors, the members' descriptors, and the caches shared by every
+ * open file (codes, checksum objects, the open-file table).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "checksum.h"
+#include "dirstamps.h"
+#include "fault.h"
+#include "log.h"
+#include "memberio.h"
+#include "memberops.h"
+#include "mounts.h"
+#include "record.h"
+#include "root_watch.h"
+#include "superblock.h"
+#include "volume_private.h"
+
+/* A member fd replaced while mounted (keep_old_fd). */
+struct old_fd {
+	int idx, fd;
+};
+
+static struct fault_rules *fault_setup(void);
+
+/* ---- open / close ---- */
+
+static guint id_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	return (guint)b[4] | (guint)b[5] << 8 | (guint)b[6] << 16 | (guint)b[7] << 24;
+}
+
+static gboolean id_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, 16) == 0;
+}
+
+/* Member idx's syncs are skipped if it is on tmpfs or ramfs (mop_fsync). */
+void note_memory_only(volume *v, int idx)
+{
+	uint64_t bit = 1ull << idx;
+	if (mounts_memory_only(&v->mem[idx].mi))
+		__atomic_or_fetch(&v->mops.memory_only, bit, __ATOMIC_RELAXED);
+	else
+		__atomic_and_fetch(&v->mops.memory_only, ~bit, __ATOMIC_RELAXED);
+}
+
+static volume *volume_alloc(int n)
+{
+	volume *v = g_new0(volume, 1);
+
+	v->n = n;
+	v->mem = g_new0(member, n);
+	for (int i = 0; i < n; i++)
+		v->mem[i].rootfd = v->mem[i].metafd = v->mem[i].lockfd = v->mem[i].logfd = -1;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_init(&v->cache_lock, NULL);
+	pthread_mutex_init(&v->files_lock, NULL);
+	v->codes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+	                                 (GDestroyNotify)ec_destroy);
+	v->files = g_hash_table_new(id_hash, id_equal);
+	return v;
+}
+
+static char *failed_list(volume *v)
+{
+	GString *s = g_string_new(NULL);
+
+	for (int i = 0; i < v->n; i++)
+		if (v->mem[i].failed)
+			g_string_append_printf(s, "%s%s (%s)", s->len ? ", " : "", v->mem[i].path,
+			                       v->mem[i].why);
+	return g_string_free(s, FALSE);
+}
+
+/* The watchdog of the member I/O gave up on member idx (memberio.h). */
+static void member_timed_out(void *ctx, int idx, unsigned timeout_ms)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "no answer in %u.%u s (a member call hangs)",
+	         timeout_ms / 1000, timeout_ms % 1000 / 100);
+	fail_member(ctx, idx, why);
+}
+
+/* A volume of the placed members (slot[i] is member i) with the identity
+ * of superblock sb, taking over their descriptors; a member that holds
+ * no superblock of it is failed. */
+static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool read_only)
+{
+	volume *v = volume_alloc(n);
+
+	v->k = sb->k;
+	v->m = sb->m;
+	v->format = sb->version;
+	v->read_only = read_only;
+	memcpy(v->uuid, sb->uuid, 16);
+	memcpy(v->key, sb->key, sizeof(v->key));
+	for (int i = 0; i < n; i++) {
+		member *mb = &v->mem[i];
+		probe *p = slot[i];
+		struct stat st;
+		mb->path = g_strdup(p->path);
+		mb->mi = p->mi;
+		note_memory_only(v, i);
+		if (p->state == P_UNMOUNTED) {
+			/* nothing may write to the filesystem beneath (ecfs-fsck -y would) */
+			close(p->rootfd);
+			if (p->metafd >= 0)
+				close(p->metafd);
+			p->rootfd = p->metafd = -1;
+		}
+		mb->rootfd = p->rootfd;
+		mb->metafd = p->metafd;
+		p->rootfd = p->metafd = -1;
+		if (p->state != P_OK) {
+			mb->failed = true;
+			mb->root_lost = true;
+			mb->why = g_strdup(p->why ? p->why : "unusable");
+			ecfs_log(LOG_WARNING, "member %d (%s) is failed: %s", i, mb->path, mb->why);
+		} else if (fstat(mb->rootfd, &st) == 0) {
+			mb->dev = st.st_dev;
+			mb->ino = st.st_ino;
+		}
+	}
+	return v;
+}
+
+/* Refuses a volume with more than m members failed, naming them. */
+static int check_quorum(volume *v, char **message)
+{
+	if (volume_failed_count(v) <= v->m)
+		return 0;
+	char *list = failed_list(v);
+	*message = g_strdup_printf("%d of %d members are unusable, more than m=%d: %s",
+	                           volume_failed_count(v), v->n, v->m, list);
+	g_free(list);
+	return -EIO;
+}
+
+static int watch_root_call(void *arg)
+{
+	struct root_check *rc = arg;
+	member *mb = &rc->v->mem[rc->idx];
+
+	root_watch_member(rc->v->watch, rc->idx, mb->path, mb->rootfd, ECFS_META_DIR,
+	                  mounts_local(&mb->mi));
+	return 0;
+}
+
+/* Member idx's root watched from now on, if it is in service (on its
+ * worker: the calls ask the member). */
+void watch_root(volume *v, int idx)
+{
+	struct root_check rc = { v, idx };
+
+	if (volume_member_ok(v, idx))
+		volume_on_member(v, idx, watch_root_call, &rc);
+}
+
+/* Starts the member workers; the fault rules (*faults, taken over) apply
+ * from here on: the lock files are no member operation a rule counts. */
+static int start_members(volume *v, struct fault_rules **faults, const volume_options *opts,
+                         char **message)
+{
+	v->mops.faults = *faults;
+	*faults = NULL;
+	v->mio = memberio_new(v->n, opts->timeout_ms, member_timed_out, v);
+	if (v->mio) {
+		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
+		memberio_set_spin(v->mio, opts->spin_us);
+	}
+	v->room = space_new(v->n);
+	v->sizes = size_cache_new();
+	if (!v->mio) {
+		*message = g_strdup("cannot start the member I/O threads");
+		return -ENOMEM;
+	}
+	v->watch = root_watch_new(v->n);
+	for (int i = 0; i < v->n; i++)
+		watch_root(v, i);
+	return 0;
+}
+
+int volume_open(const char *const *paths, int n, const volume_options *opts,
+                volume **out, char **message)
+{
+	static const volume_options none;
+	struct fault_rules *faults = fault_setup();
+	volume *v = NULL;
+	int ref, rc;
+
+	*out = NULL;
+	*message = NULL;
+	if (!opts)
+		opts = &none;
+	if (n < 2 || n > 64) {
+		*message = g_strdup_printf("a volume needs 2 to 64 members, %d given", n);
+		fault_free(faults);
+		return -EINVAL;
+	}
+	probe *pr = g_new0(probe, n);
+	probe **slot = g_new0(probe *, n);
+	ref = probe_members(pr, paths, n, opts, message);
+	rc = ref < 0 ? ref : 0;
+	if (rc == 0) {
+		place_members(pr, n, slot);
+		for (int i = 0; i < n; i++)
+			record_set_root(i, slot[i]->rootfd);
+		v = volume_assemble(slot, n, &pr[ref].sb, opts->read_only);
+		rc = check_quorum(v, message);
+	}
+	if (rc == 0)
+		rc = lock_members(v, opts->read_only, message);
+	if (rc == 0)
+		rc = set_defaults(v, &pr[ref].sb, opts, message);
+	if (rc == 0)
+		rc = start_members(v, &faults, opts, message);
+	if (rc == 0 && volume_failed_count(v))
+		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
+		         volume_failed_count(v), n);
+	for (int i = 0; i < n; i++)
+		probe_free(&pr[i]);
+	g_free(pr);
+	g_free(slot);
+	fault_free(faults);
+	if (rc < 0) {
+		volume_close(v);
+		return rc;
+	}
+	*out = v;
+	return 0;
+}
+
+void volume_member_close(volume *v, int idx, int fd)
+{
+	/* closing a file on a FUSE or network member asks the member (a
+	 * flush), and one given up would never answer */
+	if (fd >= 0 && !(v->mio && memberio_lost(v->mio, idx)))
+		close(fd);
+}
+
+bool volume_parse_timeout(const char *s, unsigned *ms)
+{
+	char *end;
+	double secs = strtod(s, &end);
+
+	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
+		return false;
+	*ms = (unsigned)(secs * 1000 + 0.5);
+	return true;
+}
+
+void volume_close(volume *v)
+{
+	if (!v)
+		return;
+	fault_release(v->mops.faults); /* no join waits on a hung member */
+	clear_lock_texts(v);
+	/* The workers are idle by now (every batch was waited for), or lost,
+	 * and then these descriptors stay open. */
+	for (int i = 0; i < v->n; i++) {
+		member *mb = &v->mem[i];
+		volume_member_close(v, i, mb->lockfd); /* releases the OFD lock */
+		volume_member_close(v, i, mb->logfd);
+		volume_member_close(v, i, mb->metafd);
+		volume_member_close(v, i, mb->rootfd);
+	}
+	for (guint i = 0; v->old_fds && i < v->old_fds->len; i++) {
+		const struct old_fd *o = &g_array_index(v->old_fds, struct old_fd, i);
+		volume_member_close(v, o->idx, o->fd);
+	}
+	memberio_free(v->mio);
+	dirstamps_free(v->mops.dirstamps);
+	space_free(v->room);
+	size_cache_free(v->sizes);
+	root_watch_free(v->watch);
+	for (int i = 0; i < v->n; i++) {
+		g_free(v->mem[i].path);
+		g_free(v->mem[i].why);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(v->sums); i++)
+		checksum_free(v->sums[i]);
+	g_hash_table_destroy(v->codes);
+	g_hash_table_destroy(v->files);
+	pthread_mutex_destroy(&v->lock);
+	pthread_mutex_destroy(&v->cache_lock);
+	pthread_mutex_destroy(&v->files_lock);
+	if (v->old_fds)
+		g_array_free(v->old_fds, TRUE);
+	g_free(v->checksum_name);
+	g_free(v->mem);
+	fault_free(v->mops.faults);
+	g_free(v);
+#ifdef ECFS_FAULT_INJECTION
+	record_close(); /* "member writes: W" */
+#endif
+}
+
+/* ---- accessors ---- */
+
+int volume_k(const volume *v) { return v->k; }
+uint32_t volume_chunk_version(const volume *v) { return (uint32_t)v->format; }
+int volume_m(const volume *v) { return v->m; }
+int volume_n(const volume *v) { return v->n; }
+const volume_options *volume_defaults(const volume *v) { return &v->defaults; }
+const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
+const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
+memberio *volume_memberio(volume *v) { return v->mio; }
+space *volume_space(volume *v) { return v->room; }
+size_cache *volume_sizes(volume *v) { return v->sizes; }
+int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
+bool *volume_unsettled_flag(volume *v) { return &v->names_unsettled; }
+int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
+int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
+
+/* Under v->lock: fd, member idx's, stays open until volume_close (which
+ * closes it unless the member was given up, like the member's own fds). */
+void keep_old_fd(volume *v, int idx, int fd)
+{
+	struct old_fd o = { idx, fd };
+	if (fd < 0)
+		return;
+	if (!v->old_fds)
+		v->old_fds = g_array_new(FALSE, FALSE, sizeof(struct old_fd));
+	g_array_append_val(v->old_fds, o);
+}
+
+int volume_log_fd(volume *v, int idx)
+{
+	return __atomic_load_n(&v->mem[idx].logfd, __ATOMIC_ACQUIRE);
+}
+
+/* The log fd is owned by the member, like its root fd, and never closed
+ * while mounted: the simplest design that is right under the I/O
+ * timeout.  A call on it may be given up and left stuck in the kernel
+ * (DESIGN.md section 5) and may still write a record when it returns, so
+ * the fd must not be closed (its number then reused for another file)
+ * while such a call may exist; a reference count would never drop for a
+ * stuck call either, so it would keep the fd open all the same, at the
+ * cost of a count on every operation.  So one replaced (its member's
+ * directory replaced, or its log made again) joins the old fds, closed
+ * at volume_close, and the operations find the new one at their next
+ * volume_log_fd (a thread that read the old one writes to the old file,
+ * which nothing reads any more). */
+int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace)
+{
+	member *mb = &v->mem[idx];
+	int use = fd, spare = -1;
+
+	pthread_mutex_lock(&v->lock);
+	if (mb->rootfd != root) {
+		keep_old_fd(v, idx, fd); /* the root was replaced meanwhile: this call's only */
+	} else if (mb->logfd < 0 || replace) {
+		keep_old_fd(v, idx, mb->logfd);
+		__atomic_store_n(&mb->logfd, fd, __ATOMIC_RELEASE);
+	} else {
+		use = mb->logfd; /* another thread's came first */
+		spare = fd;
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (spare >= 0)
+		MIO_CALL(close(spare));
+	return use;
+}
+
+/* ---- caches ---- */
+
+const checksum *volume_checksum(volume *v, checksum_alg alg)
+{
+	checksum *c;
+
+	if (alg <= 0 || (size_t)alg >= G_N_ELEMENTS(v->sums))
+		return NULL;
+	pthread_mutex_lock(&v->cache_lock);
+	if (!v->sums[alg])
+		v->sums[alg] = checksum_new(alg, v->key);
+	c = v->sums[alg];
+	pthread_mutex_unlock(&v->cache_lock);
+	return c;
+}
+
+const ec_code *volume_code(volume *v, const ec_params *p)
+{
+	char *key = g_strdup_printf("%d:%d:%d:%d:%zu", p->kind, p->k, p->m, p->w, p->packet_size);
+	ec_code *code;
+
+	pthread_mutex_lock(&v->cache_lock);
+	code = g_hash_table_lookup(v->codes, key);
+	if (!code && ec_create(p, &code) == 0) {
+		g_hash_table_insert(v->codes, key, code);
+		key = NULL;
+	}
+	pthread_mutex_unlock(&v->cache_lock);
+	g_free(key);
+	return code;
+}
+
+void volume_files_lock(volume *v) { pthread_mutex_lock(&v->files_lock); }
+void volume_files_unlock(volume *v) { pthread_mutex_unlock(&v->files_lock); }
+void *volume_files_lookup(volume *v, const uint8_t id[16])
+{
+	return g_hash_table_lookup(v->files, id);
+}
+void volume_files_insert(volume *v, const uint8_t *id, void *f)
+{
+	g_hash_table_insert(v->files, (gpointer)id, f);
+}
+void volume_files_remove(volume *v, const uint8_t id[16])
+{
+	g_hash_table_remove(v->files, id);
+}
+void *volume_files_any(volume *v)
+{
+	GHashTableIter it;
+	gpointer id, f = NULL;
+
+	g_hash_table_iter_init(&it, v->files);
+	return g_hash_table_iter_next(&it, &id, &f) ? f : NULL;
+}
+
+void *volume_files_find(volume *v, bool (*match)(void *f, void *arg), void *arg)
+{
+	GHashTableIter it;
+	gpointer id, f;
+
+	g_hash_table_iter_init(&it, v->files);
+	while (g_hash_table_iter_next(&it, &id, &f))
+		if (match(f, arg))
+			return f;
+	return NULL;
+}
+
+bool volume_file_is_open(volume *v, const uint8_t file_id[16])
+{
+	volume_files_lock(v);
+	bool is_open = volume_files_lookup(v, file_id) != NULL;
+	volume_files_unlock(v);
+	return is_open;
+}
+
+/* ---- fault injection (test builds) ---- */
+
+/* The rules of ECFS_FAULT, and the record started (ECFS_RECORD,
+ * abort_after) before the volume's first member operation; a build
+ * without the hooks says once that it ignores both. */
+static struct fault_rules *fault_setup(void)
+{
+#ifdef ECFS_FAULT_INJECTION
+	struct fault_rules *r = fault_parse(getenv("ECFS_FAULT"));
+	record_start(fault_abort_after(r));
+	return r;
+#else
+	static bool warned;
+	if (!warned && (getenv("ECFS_FAULT") || getenv("ECFS_RECORD"))) {
+		warned = true;
+		ecfs_log(LOG_WARNING, "ECFS_FAULT and ECFS_RECORD are ignored: this build has no "
+		         "fault injection (meson -Dfault_injection=true)");
+	}
+	return NULL;
+#endif
+}
+
+bool volume_journals_none(volume *v)
+{
+	return __atomic_load_n(&v->journals_none, __ATOMIC_ACQUIRE);
+}
+
+void volume_set_journals_none(volume *v, bool none)
+{
+	__atomic_store_n(&v->journals_none, none, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The volume's own state, shared by the files of the volume module
+ * (volume_open.c, volume_probe.c, volume_create.c, volume_lock.c,
+ * volume_calls.c, volume_health.c, volume_paths.c, volume_revive.c): the
+ * volume and its members, the probe of a member directory, and the
+ * helpers one of those files gives the others.  Private to those files:
+ * data/, namespace/ and ecfs-fsck reach the volume through
+ * volume_internal.h, src/fs/ through volume.h.
+ */
+#ifndef ECFS_VOLUME_PRIVATE_H
+#define ECFS_VOLUME_PRIVATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <glib.h>
+
+#include "checksum.h"
+#include "memberops.h"
+#include "mounts.h"
+#include "root_watch.h"
+#include "superblock.h"
+#include "volume_internal.h"
+
+/* Present while the online heal rebuilds the member: an unmount cuts the
+ * rebuild short, and the next mount takes it up again. */
+#define HEAL_FILE "heal"
+
+typedef struct member {
+	char *path;
+	int rootfd, metafd, lockfd;
+	int logfd;       /* the intent log held open (volume_hold_log_fd), -1 if none */
+	dev_t dev;
+	ino_t ino;
+	bool failed;
+	char *why;
+	bool warned_strip;
+	bool warned_full;  /* its first ENOSPC or EDQUOT was logged */
+	bool warned_unmounted; /* the heal said it will not take it */
+	mount_info mi;
+	uint64_t strip_failures;
+	bool root_lost;  /* failed because its directory went away (heal may revive it) */
+	bool healing;    /* back in service, being rebuilt by the online heal */
+	bool locked;     /* its lock is this process's (lock_member) */
+	bool left_open;  /* its lock file held the text of an open that never closed */
+} member;
+
+struct volume {
+	mop_state mops;        /* first: what the member operations see of us */
+	void (*refresh)(const char *dir); /* volume_set_refresh */
+	int n, k, m;
+	int format;            /* the superblock's: the version of the chunks */
+	member *mem;
+	uint8_t uuid[16];
+	uint8_t key[CHECKSUM_KEY_SIZE];
+	volume_options defaults;
+	char *checksum_name;
+	bool read_only;
+	bool journals_none;    /* journal_census: no member holds a journal */
+	pthread_mutex_t lock;           /* member health */
+	pthread_mutex_t cache_lock;     /* codes and checksums */
+	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
+	checksum *sums[8];
+	pthread_mutex_t files_lock;
+	GHashTable *files;     /* file id -> ecfile* */
+	memberio *mio;
+	space *room;           /* the members' free space and reserves */
+	size_cache *sizes;     /* closed files' sizes, for stat */
+	root_watch *watch;     /* members whose roots are known unchanged */
+	int64_t roots_checked; /* monotonic seconds of the last root check */
+	uint64_t changes_at_open; /* mops.made once the locks were written */
+	uint64_t decoded;      /* atomics */
+	uint64_t hedged;
+	uint64_t listed_saved;
+	uint64_t strip_failures;
+	uint64_t strips_healed;
+	GArray *old_fds;       /* replaced member fds (struct old_fd), closed at the end */
+	char *(*health_hook)(void *); /* extra health lines (the online heal) */
+	void *health_arg;
+	void (*left_out_hook)(void *, const char *, const uint8_t *, uint64_t);
+	void *left_out_arg;           /* the online heal's: files to catch up */
+	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
+	bool names_unsettled;  /* volume_settled.c */
+};
+
+_Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
+
+/* P_UNMOUNTED: not a mount point where the others are (judge_mounts). */
+enum probe_state { P_OK, P_EMPTY, P_MISSING, P_BROKEN, P_FOREIGN, P_UNMOUNTED };
+
+typedef struct probe {
+	const char *path;
+	int rootfd, metafd;
+	enum probe_state state;
+	int err;
+	superblock sb;
+	char *why;
+	int slot;
+	mount_info mi;
+} probe;
+
+/* A member's root, for a task on its worker. */
+struct root_check {
+	volume *v;
+	int idx;
+};
+
+/* volume_probe.c: a member directory probed into p (p->path set), and
+ * the probe's descriptors closed. */
+void probe_member(probe *p);
+void probe_free(probe *p);
+/* The member directories probed and judged together (n empty ones made a
+ * new volume): the index of the reference probe, or a negative errno. */
+int probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
+                  char **message);
+/* slot[i]: the probe that is member i. */
+void place_members(probe *pr, int n, probe **slot);
+
+/* volume_create.c: the defaults for new files (mount options over the
+ * superblock's), and a new volume written on n empty members. */
+int set_defaults(volume *v, const superblock *sb, const volume_options *o,
+                 char **message);
+int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
+                  char **message);
+
+/* volume_lock.c: member idx locked through metafd; the locks of the open
+ * (and the healing marks); the lock texts emptied at close. */
+int lock_member(volume *v, int idx, int metafd, int *lockfd, char **message);
+int lock_members(volume *v, bool read_only, char **message);
+void clear_lock_texts(volume *v);
+
+/* volume_open.c: whether member idx's syncs are skipped (its mount); an
+ * fd of member idx kept open until volume_close (under v->lock); member
+ * idx's root watched (root_watch.h). */
+void note_memory_only(volume *v, int idx);
+void keep_old_fd(volume *v, int idx, int fd);
+void watch_root(volume *v, int idx);
+
+/* volume_health.c: member idx failed for the rest of the mount, why
+ * logged once. */
+void fail_member(volume *v, int idx, const char *why);
+
+#endif

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Probing the member directories and judging them together: what each
+ * holds (a superblock, nothing, someone else's files), whether it is a
+ * mount point where the others are, which volume the superblocks say
+ * they belong to, and the place of each member in it.  An empty
+ * directory among formatted members is a replaced disk, an unreadable
+ * one is failed; n empty ones become a new volume (volume_create.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "log.h"
+#include "memberio.h"
+#include "mounts.h"
+#include "record.h"
+#include "superblock.h"
+#include "volume_private.h"
+
+static gint by_name(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What a member root holds but for the names reserved there (the
+ * lost+found of a fresh filesystem is no content): the count of entries,
+ * and in *found (g_malloc'd, if any) a sentence naming the first few in
+ * order.  -1 if the directory cannot be read. */
+static int root_content(int fd, char **found)
+{
+	int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+	struct dirent *e;
+
+	*found = NULL;
+	if (!d) {
+		int err = errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		g_ptr_array_free(names, TRUE);
+		errno = err;
+		return -1;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    !volume_root_name_reserved(e->d_name))
+			g_ptr_array_add(names, g_strdup(e->d_name));
+	closedir(d);
+	int count = (int)names->len;
+	if (count) {
+		GString *s = g_string_new(NULL);
+		g_ptr_array_sort(names, by_name);
+		g_string_printf(s, "%d entr%s: ", count, count == 1 ? "y" : "ies");
+		for (int i = 0; i < count && i < 3; i++)
+			g_string_append_printf(s, "%s%s", i ? ", " : "", (char *)names->pdata[i]);
+		g_string_append(s, count > 3 ? ", ..." : "");
+		*found = g_string_free(s, FALSE);
+	}
+	g_ptr_array_free(names, TRUE);
+	return count;
+}
+
+void probe_member(probe *p)
+{
+	p->metafd = -1;
+	p->slot = -1;
+	p->rootfd = open(p->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->rootfd < 0) {
+		p->state = P_MISSING;
+		p->err = errno;
+		p->why = g_strdup_printf("cannot open: %s", g_strerror(errno));
+		return;
+	}
+	p->mi = mount_info_of_root(p->rootfd);
+	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->metafd < 0) {
+		bool absent = errno == ENOENT;
+		int count = absent ? root_content(p->rootfd, &p->why) : -1;
+		if (count < 0) {
+			p->state = P_BROKEN;
+			p->why = g_strdup_printf("cannot %s: %s", absent ? "list it"
+			                         : "open " ECFS_META_DIR, g_strerror(errno));
+		} else if (count == 0) {
+			p->state = P_EMPTY;
+			p->why = g_strdup("empty: replaced disk, needs rebuild");
+		} else {
+			p->state = P_FOREIGN; /* why: what it holds */
+		}
+		return;
+	}
+	p->err = -superblock_read(p->metafd, &p->sb, &p->why);
+	p->state = p->err ? P_BROKEN : P_OK;
+}
+
+void probe_free(probe *p)
+{
+	if (p->rootfd >= 0)
+		close(p->rootfd);
+	if (p->metafd >= 0)
+		close(p->metafd);
+	g_free(p->why);
+}
+
+/* ---- judging probed members ---- */
+
+/* Picks the reference superblock (the UUID most members carry) and refuses
+ * any member that contradicts it.  Sets *ref to the reference probe (-1 if
+ * no member is formatted); returns 0 or a negative errno with *message. */
+static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref,
+                             char **message)
+{
+	int best = -1, best_votes = 0;
+
+	*ref = -1;
+	for (int i = 0; i < n; i++) {
+		if (pr[i].state == P_FOREIGN) {
+			*message = g_strdup_printf(
+				"member %s is not empty (%s) and holds no ecfs volume (no " ECFS_META_DIR
+				"/superblock): refusing to use it.  Give an empty directory or a freshly "
+				"formatted disk; a member of this volume that lost its " ECFS_META_DIR
+				" is rebuilt once emptied, or kept with mkdir %s/" ECFS_META_DIR
+				" and ecfs-fsck -y", pr[i].path, pr[i].why,
+				pr[i].path);
+			return -EINVAL;
+		}
+		if (pr[i].state == P_BROKEN && pr[i].err == EPROTO) {
+			*message = g_strdup_printf("member %s: %s", pr[i].path, pr[i].why);
+			return -EPROTO;
+		}
+		if (pr[i].state != P_OK)
+			continue;
+		int votes = 0;
+		for (int j = 0; j < n; j++)
+			votes += pr[j].state == P_OK && !memcmp(pr[j].sb.uuid, pr[i].sb.uuid, 16);
+		if (votes > best_votes) {
+			best = i;
+			best_votes = votes;
+		}
+	}
+	if (best < 0)
+		return 0;
+	const superblock *r = &pr[best].sb;
+	for (int i = 0; i < n; i++) {
+		char ua[37], ub[37];
+		if (pr[i].state != P_OK)
+			continue;
+		if (memcmp(pr[i].sb.uuid, r->uuid, 16)) {
+			uuid_format(pr[i].sb.uuid, ua);
+			uuid_format(r->uuid, ub);
+			*message = g_strdup_printf("member %s belongs to another volume (uuid %s, "
+			                           "not %s): refusing to use it", pr[i].path, ua, ub);
+			return -EINVAL;
+		}
+		if (pr[i].sb.n != n || pr[i].sb.k != r->k || pr[i].sb.m != r->m) {
+			*message = g_strdup_printf("member %s belongs to a volume of %d members "
+			                           "(k=%d m=%d) but %d members were given",
+			                           pr[i].path, pr[i].sb.n, pr[i].sb.k, pr[i].sb.m, n);
+			return -EINVAL;
+		}
+		if (pr[i].sb.version != r->version) {
+			*message = g_strdup_printf("member %s has format version %d, the others %d: "
+			                           "refusing to mix them", pr[i].path, pr[i].sb.version,
+			                           r->version);
+			return -EINVAL;
+		}
+		for (int j = 0; j < i; j++)
+			if (pr[j].state == P_OK && pr[j].sb.index == pr[i].sb.index) {
+				*message = g_strdup_printf("members %s and %s both claim index %d of the "
+				                           "volume", pr[j].path, pr[i].path, pr[i].sb.index);
+				return -EINVAL;
+			}
+	}
+	if ((o->k && o->k != r->k) || (o->m && o->m != r->m)) {
+		*message = g_strdup_printf("the volume has k=%d m=%d; k and m cannot change "
+		                           "(given k=%d m=%d)", r->k, r->m, o->k, o->m);
+		return -EINVAL;
+	}
+	*ref = best;
+	return 0;
+}
+
+/* Puts each formatted member in its slot and the others in the free slots. */
+void place_members(probe *pr, int n, probe **slot)
+{
+	bool moved = false;
+
+	for (int i = 0; i < n; i++)
+		slot[i] = NULL;
+	for (int i = 0; i < n; i++)
+		if (pr[i].state == P_OK) {
+			slot[pr[i].sb.index] = &pr[i];
+			moved |= pr[i].sb.index != i;
+		}
+	for (int i = 0, s = 0; i < n; i++) {
+		if (pr[i].state == P_OK)
+			continue;
+		while (slot[s])
+			s++;
+		slot[s] = &pr[i];
+	}
+	if (moved)
+		for (int i = 0; i < n; i++)
+			if (slot[i]->state == P_OK)
+				ecfs_log(LOG_INFO, "member %s is index %d of the volume", slot[i]->path, i);
+}
+
+/* No member holds a readable volume and not every one is empty: refused,
+ * naming the first member that is not empty (or not mounted). */
+static int refuse_unformatted(const probe *pr, int n, char **message)
+{
+	bool any_broken = false;
+
+	for (int i = 0; i < n; i++) {
+		any_broken |= pr[i].state == P_BROKEN;
+		if (pr[i].state == P_UNMOUNTED && !*message)
+			*message = g_strdup_printf("member %s is %s: refusing to create a volume on "
+			                           "it (mount its disk first)", pr[i].path, pr[i].why);
+	}
+	if (*message)
+		return -EINVAL;
+	for (int i = 0; i < n && !*message; i++)
+		if (pr[i].state != P_EMPTY)
+			*message = g_strdup_printf("no member holds a readable volume and member %s %s",
+			                           pr[i].path, pr[i].why ? pr[i].why : "is unusable");
+	return any_broken ? -EINVAL : -ENOENT;
+}
+
+/* Fails the members that are not mount points where the others are: a
+ * disk that did not mount leaves its empty mount point, which would be
+ * taken for a replaced disk and filled on the filesystem beneath. */
+static void judge_mounts(probe *pr, int n)
+{
+	mount_info mi[64];
+
+	for (int i = 0; i < n; i++)
+		mi[i] = pr[i].mi;
+	for (int i = 0; i < n; i++) {
+		int j = mounts_unmounted_beside(mi, n, i);
+		if (j < 0)
+			continue;
+		g_free(pr[i].why);
+		pr[i].why = g_strdup_printf("not a mount point while %s is: its disk may not "
+		                            "have mounted", pr[j].path);
+		pr[i].state = P_UNMOUNTED;
+	}
+}
+
+/* Members of a new volume that share a filesystem fill up together, and
+ * one failure of it fails them all: said once, at creation (and in the
+ * health report while mounted). */
+static void warn_same_filesystem(const probe *pr, int n, const char *const *paths)
+{
+	mount_info mi[64];
+
+	for (int i = 0; i < n; i++)
+		mi[i] = pr[i].mi;
+	char *groups = mounts_same_filesystem(mi, n, ~0ull, paths);
+	if (groups)
+		ecfs_log(LOG_WARNING, "members on one filesystem: %s; they fill up together, and "
+		         "one failure of it fails them all (give each member its own disk)", groups);
+	g_free(groups);
+}
+
+static void probe_run(void *p)
+{
+	probe_member(p);
+}
+
+static void probe_late(void *p)
+{
+	probe_free(p);
+	g_free(p);
+}
+
+/* Probes the members at once, each on a thread of its own, and gives up
+ * on one that has not answered within the I/O timeout (there are no
+ * member workers yet): it is broken, "no answer", and its thread is left
+ * to it.  A member that hangs does not hold the open. */
+static void probe_all(probe *pr, const char *const *paths, int n, unsigned timeout_ms)
+{
+	mio_bounded *b[64];
+	probe *p[64];
+
+	for (int i = 0; i < n; i++) {
+		p[i] = g_new0(probe, 1);
+		p[i]->path = paths[i];
+		b[i] = mio_bounded_start(probe_run, probe_late, p[i]);
+	}
+	int64_t deadline = mio_deadline_ms(timeout_ms);
+	for (int i = 0; i < n; i++) {
+		if (mio_bounded_wait(b[i], deadline)) {
+			pr[i] = *p[i];
+			g_free(p[i]);
+			continue;
+		}
+		pr[i] = (probe){ .path = paths[i], .rootfd = -1, .metafd = -1, .slot = -1,
+		                 .state = P_BROKEN, .err = ETIMEDOUT };
+		pr[i].why = g_strdup_printf("no answer in %u.%u s (a member call hangs)",
+		                            timeout_ms / 1000, timeout_ms % 1000 / 100);
+	}
+}
+
+/* Probes the member directories paths[0..n-1] into pr and judges them
+ * together; n empty ones become a new volume.  Returns the index of the
+ * probe whose superblock is the reference, or a negative errno with
+ * *message. */
+int probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
+                  char **message)
+{
+	int ref, rc, empty = 0;
+	superblock sb;
+
+	probe_all(pr, paths, n, o->timeout_ms);
+	judge_mounts(pr, n);
+	for (int i = 0; i < n; i++)
+		empty += pr[i].state == P_EMPTY;
+	rc = check_superblocks(pr, n, o, &ref, message);
+	if (rc < 0 || ref >= 0)
+		return rc < 0 ? rc : ref;
+	if (empty != n)
+		return refuse_unformatted(pr, n, message);
+	for (int i = 0; i < n; i++)
+		record_set_root(i, pr[i].rootfd); /* creation is recorded */
+	rc = create_volume(pr, n, o, &sb, message);
+	if (rc == 0)
+		warn_same_filesystem(pr, n, paths);
+	return rc < 0 ? rc : 0; /* every probe now holds the new superblock */
+}
