@@ -47,8 +47,6 @@
 /* Present while the online heal rebuilds the member: an unmount cuts the
  * rebuild short, and the next mount takes it up again. */
 #define HEAL_FILE "heal"
-#define DEFAULT_STRIP_SIZE (64 * 1024)
-#define DEFAULT_PACKET_SIZE 2048
 
 typedef struct member {
 	char *path;
@@ -77,7 +75,8 @@ struct volume {
 	member *mem;
 	uint8_t uuid[16];
 	uint8_t key[CHECKSUM_KEY_SIZE];
-	volume_options defaults;
+	volume_file_defaults defaults; /* volume_defaults */
+	volume_runtime settings;       /* volume_settings */
 	char *checksum_name;
 	bool read_only;
 	bool journals_none;    /* journal_census: no member holds a journal */
@@ -235,15 +234,25 @@ static char *invalid_code_message(const ec_params *p)
 	                       ec_kind_name(p->kind), p->k, p->m, p->w, p->packet_size);
 }
 
+/* Strips are a whole number of cache lines, which every SIMD kernel of
+ * lib/ handles without a scalar tail. */
+#define STRIP_GRANULE 64
+
 /* A strip size must be a multiple of the code's block alignment: one the
- * user gave is refused, a defaulted one is rounded up. */
+ * user gave is refused (and one not in whole granules), a defaulted one is
+ * rounded up. */
 static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind kind,
                      char **message)
 {
+	if (strip_given && *strip_size % STRIP_GRANULE) {
+		*message = g_strdup_printf("strip=%zu: the strip size must be a multiple of %d "
+		                           "bytes", *strip_size, STRIP_GRANULE);
+		return -EINVAL;
+	}
 	if (*strip_size % align == 0)
 		return 0;
 	if (strip_given) {
-		*message = g_strdup_printf("strip_size=%zu is not a multiple of %zu, the block "
+		*message = g_strdup_printf("strip=%zu is not a multiple of %zu, the block "
 		                           "alignment of code %s", *strip_size, align,
 		                           ec_kind_name(kind));
 		return -EINVAL;
@@ -254,7 +263,8 @@ static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind
 
 /* Checks that files can be created with defaults d (creating the code) and
  * rounds a defaulted strip size up to the code's alignment. */
-static int check_defaults(volume *v, volume_options *d, bool strip_given, char **message)
+static int check_defaults(volume *v, volume_file_defaults *d, bool strip_given,
+                          char **message)
 {
 	ec_params p = { .kind = d->code, .k = v->k, .m = v->m, .w = d->w,
 	                .packet_size = d->packet_size };
@@ -269,21 +279,22 @@ static int check_defaults(volume *v, volume_options *d, bool strip_given, char *
 		return rc;
 	if (!checksum_alg_from_name(d->checksum) ||
 	    !volume_checksum(v, checksum_alg_from_name(d->checksum))) {
-		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose sha256, "
-		                           "blake2b, blake2s, gmac or poly1305)", d->checksum);
+		char *choices = volume_checksum_choices();
+		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose %s)",
+		                           d->checksum, choices);
+		g_free(choices);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* Mount options over the superblock's defaults. */
-static int set_defaults(volume *v, const superblock *sb, const volume_options *o,
+/* Mount options over the superblock's defaults, and the settings. */
+static int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
                         char **message)
 {
-	volume_options *d = &v->defaults;
+	const volume_file_defaults *o = &opts->files;
+	volume_file_defaults *d = &v->defaults;
 
-	d->k = v->k;
-	d->m = v->m;
 	d->code = o->code ? o->code : (ec_kind)sb->code;
 	if (o->w)
 		d->w = o->w;
@@ -293,65 +304,67 @@ static int set_defaults(volume *v, const superblock *sb, const volume_options *o
 		d->w = default_w(d->code, v->k, v->m);
 	d->packet_size = o->packet_size ? o->packet_size
 	                 : d->code == (ec_kind)sb->code ? sb->packet_size
-	                 : ec_kind_is_bitmatrix(d->code) ? DEFAULT_PACKET_SIZE : 0;
+	                 : ec_kind_is_bitmatrix(d->code) ? VOLUME_DEFAULT_PACKET_SIZE : 0;
 	if (!ec_kind_is_bitmatrix(d->code))
 		d->packet_size = 0;
 	else if (!d->packet_size)
-		d->packet_size = DEFAULT_PACKET_SIZE;
+		d->packet_size = VOLUME_DEFAULT_PACKET_SIZE;
 	d->strip_size = o->strip_size ? o->strip_size : sb->strip_size;
 	v->checksum_name = g_strdup(o->checksum ? o->checksum : checksum_alg_name(sb->checksum));
 	d->checksum = v->checksum_name;
-	d->read_only = o->read_only;
-	d->no_read_around = o->no_read_around;
-	d->no_hedge = o->no_hedge;
-	d->write_quorum = o->write_quorum == v->n ? 0 : o->write_quorum;
-	if (o->write_quorum && (o->write_quorum <= v->k || o->write_quorum > v->n)) {
-		*message = g_strdup_printf("write_quorum=%d: give all or a number of members "
-		                           "from k+1 = %d to n = %d", o->write_quorum,
-		                           v->k + 1, v->n);
-		return -EINVAL;
-	}
-	return check_defaults(v, d, o->strip_size != 0, message);
+	v->settings = opts->run;
+	if (opts->run.write_quorum == v->n)
+		v->settings.write_quorum = 0;
+	int rc = volume_runtime_check(&opts->run, v->k, v->n, message);
+	return rc < 0 ? rc : check_defaults(v, d, o->strip_size != 0, message);
 }
 
 /* ---- creating a volume ---- */
 
-static int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
+static int create_volume(probe *pr, int n, const volume_options *opts, superblock *sb,
                          char **message)
 {
-	if (o->read_only) {
+	const volume_geometry *g = &opts->geometry;
+	const volume_file_defaults *o = &opts->files;
+
+	if (opts->run.read_only) {
 		*message = g_strdup("all members are empty and the mount is read-only: "
 		                    "nothing to open");
 		return -EROFS;
 	}
-	if (o->k <= 0 || o->m <= 0) {
+	if (g->k <= 0 || g->m <= 0) {
 		*message = g_strdup_printf("all %d members are empty: to create a volume give "
 		                           "-o k=K,m=M with K+M=%d", n, n);
 		return -EINVAL;
 	}
-	if (o->k + o->m != n) {
+	if (g->k + g->m != n) {
 		*message = g_strdup_printf("k=%d + m=%d must equal the number of members (%d)",
-		                           o->k, o->m, n);
+		                           g->k, g->m, n);
 		return -EINVAL;
 	}
 	if (n > 64) {
 		*message = g_strdup_printf("at most 64 members are supported, %d given", n);
 		return -EINVAL;
 	}
+	int crc = volume_runtime_check(&opts->run, g->k, n, message);
+	if (crc < 0)
+		return crc;
 	memset(sb, 0, sizeof(*sb));
 	sb->version = SUPERBLOCK_VERSION;
 	sb->n = n;
-	sb->k = o->k;
-	sb->m = o->m;
-	sb->code = o->code ? o->code : ec_default_kind(o->k, o->m);
-	sb->w = o->w ? o->w : default_w(sb->code, o->k, o->m);
+	sb->k = g->k;
+	sb->m = g->m;
+	sb->code = o->code ? o->code : ec_default_kind(g->k, g->m);
+	sb->w = o->w ? o->w : default_w(sb->code, g->k, g->m);
 	sb->packet_size = ec_kind_is_bitmatrix(sb->code)
-	                  ? (o->packet_size ? o->packet_size : DEFAULT_PACKET_SIZE) : 0;
-	sb->strip_size = o->strip_size ? o->strip_size : DEFAULT_STRIP_SIZE;
+	                  ? (o->packet_size ? o->packet_size : VOLUME_DEFAULT_PACKET_SIZE) : 0;
+	sb->strip_size = o->strip_size ? o->strip_size : VOLUME_DEFAULT_STRIP_SIZE;
 	sb->checksum = checksum_alg_from_name(o->checksum ? o->checksum : CHECKSUM_DEFAULT);
 	if (!sb->checksum) {
-		*message = g_strdup_printf("unknown checksum '%s' (choose sha256, blake2b, "
-		                           "blake2s, gmac or poly1305)", o->checksum);
+		char *choices = volume_checksum_choices();
+		*message = g_strdup_printf("unknown checksum '%s' (choose %s)", o->checksum,
+		                           choices);
+		g_free(choices);
 		return -EINVAL;
 	}
 	/* Refuse a code or strip size that cannot work before any member is
@@ -359,7 +372,7 @@ static int create_volume(probe *pr, int n, const volume_options *o, superblock *
 	ec_params p = { .kind = sb->code, .k = sb->k, .m = sb->m, .w = sb->w,
 	                .packet_size = sb->packet_size };
 	ec_code *code;
-	int crc = ec_create(&p, &code);
+	crc = ec_create(&p, &code);
 	if (crc < 0) {
 		*message = invalid_code_message(&p);
 		return -EINVAL;
@@ -476,9 +489,10 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 				return -EINVAL;
 			}
 	}
-	if ((o->k && o->k != r->k) || (o->m && o->m != r->m)) {
+	const volume_geometry *g = &o->geometry;
+	if ((g->k && g->k != r->k) || (g->m && g->m != r->m)) {
 		*message = g_strdup_printf("the volume has k=%d m=%d; k and m cannot change "
-		                           "(given k=%d m=%d)", r->k, r->m, o->k, o->m);
+		                           "(given k=%d m=%d)", r->k, r->m, g->k, g->m);
 		return -EINVAL;
 	}
 	*ref = best;
@@ -772,7 +786,7 @@ static int probe_members(probe *pr, const char *const *paths, int n, const volum
 	int ref, rc, empty = 0;
 	superblock sb;
 
-	probe_all(pr, paths, n, o->timeout_ms);
+	probe_all(pr, paths, n, o->run.timeout_ms);
 	judge_mounts(pr, n);
 	for (int i = 0; i < n; i++)
 		empty += pr[i].state == P_EMPTY;
@@ -912,10 +926,10 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 {
 	v->mops.faults = *faults;
 	*faults = NULL;
-	v->mio = memberio_new(v->n, opts->timeout_ms, member_timed_out, v);
+	v->mio = memberio_new(v->n, opts->run.timeout_ms, member_timed_out, v);
 	if (v->mio) {
 		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
-		memberio_set_spin(v->mio, opts->spin_us);
+		memberio_set_spin(v->mio, opts->run.spin_us);
 	}
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();
@@ -954,11 +968,11 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		place_members(pr, n, slot);
 		for (int i = 0; i < n; i++)
 			record_set_root(i, slot[i]->rootfd);
-		v = volume_assemble(slot, n, &pr[ref].sb, opts->read_only);
+		v = volume_assemble(slot, n, &pr[ref].sb, opts->run.read_only);
 		rc = check_quorum(v, message);
 	}
 	if (rc == 0)
-		rc = lock_members(v, opts->read_only, message);
+		rc = lock_members(v, opts->run.read_only, message);
 	if (rc == 0)
 		rc = set_defaults(v, &pr[ref].sb, opts, message);
 	if (rc == 0)
@@ -997,17 +1011,6 @@ static void member_call_run(void *p)
 {
 	struct member_call *c = p;
 	c->rc = c->fn(c->arg);
-}
-
-bool volume_parse_timeout(const char *s, unsigned *ms)
-{
-	char *end;
-	double secs = strtod(s, &end);
-
-	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
-		return false;
-	*ms = (unsigned)(secs * 1000 + 0.5);
-	return true;
 }
 
 bool volume_hands_off(const volume *v)
@@ -1188,7 +1191,8 @@ int volume_k(const volume *v) { return v->k; }
 uint32_t volume_chunk_version(const volume *v) { return (uint32_t)v->format; }
 int volume_m(const volume *v) { return v->m; }
 int volume_n(const volume *v) { return v->n; }
-const volume_options *volume_defaults(const volume *v) { return &v->defaults; }
+const volume_file_defaults *volume_defaults(const volume *v) { return &v->defaults; }
+const volume_runtime *volume_settings(const volume *v) { return &v->settings; }
 const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
 const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
 memberio *volume_memberio(volume *v) { return v->mio; }
@@ -1731,9 +1735,9 @@ char *volume_health_text(volume *v)
 		if (volume_member_ok(v, i))
 			up |= 1ull << i;
 	int spare = __builtin_popcountll(up) - v->k;
-	uint64_t slow = volume_defaults(v)->no_read_around ? 0
+	uint64_t slow = volume_settings(v)->no_read_around ? 0
 	                : memberio_slow_of(v->mio, MIO_READ, up, spare);
-	int quorum = volume_defaults(v)->write_quorum;
+	int quorum = volume_settings(v)->write_quorum;
 	uint64_t wslow = quorum ? memberio_slow_of(v->mio, MIO_WRITE, up,
 	                                        __builtin_popcountll(up) - quorum) : 0;
 	for (int i = 0; i < v->n; i++)
