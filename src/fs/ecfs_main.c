@@ -48,7 +48,7 @@
 struct cli {
 	char *members;             /* the MEMBER:MEMBER:... argument */
 	int positional;            /* non-option arguments seen */
-	char *text[VOPT_COUNT];    /* each option's value (volume_options.h), NULL if not given */
+	char *text[VOPT_COUNT];    /* each option's value (volume_options.h), or NULL */
 	int flag[VOPT_COUNT];      /* each flag, 1 if given (fuse_opt stores an int) */
 	bool help, version;
 };
@@ -63,14 +63,15 @@ static struct fuse_opt *spec_new(void)
 	int i = 0;
 	for (int id = 0; id < VOPT_COUNT; id++) {
 		const volume_option *o = &volume_option_table[id];
+		bool flag = o->type == VOPT_TYPE_FLAG; /* stores 1, not the value */
 		if (id == VOPT_RO) /* ro goes on to libfuse too (cli_proc) */
 			spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("ro"), KEY_RO);
-		else if (o->type == VOPT_TYPE_FLAG)
-			spec[i++] = (struct fuse_opt){ g_strdup(o->name),
-			                               offsetof(struct cli, flag[id]), 1 };
 		else
-			spec[i++] = (struct fuse_opt){ g_strconcat(o->name, "=%s", NULL),
-			                               offsetof(struct cli, text[id]), 0 };
+			spec[i++] = (struct fuse_opt){
+				flag ? g_strdup(o->name) : g_strconcat(o->name, "=%s", NULL),
+				flag ? offsetof(struct cli, flag) + id * sizeof(int)
+				     : offsetof(struct cli, text) + id * sizeof(char *),
+				flag };
 	}
 	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("-h"), KEY_HELP);
 	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("--help"), KEY_HELP);
@@ -208,8 +209,8 @@ static bool build_options(const volume_option_value *val, int n, volume_options 
 	if (g->m && !g->k)
 		g->k = n - g->m;
 	if ((g->k || g->m) && (g->k < 1 || g->m < 1 || g->k + g->m != n))
-		return fail("k=%d, m=%d do not fit %d member%s: k+m must equal the number of members, "
-		            "both at least 1", g->k, g->m, n, n == 1 ? "" : "s");
+		return fail("k=%d, m=%d do not fit %d member%s: k+m must equal the number of "
+		            "members, both at least 1", g->k, g->m, n, n == 1 ? "" : "s");
 	/* the superblock's unless given: the table's defaults are a new volume's */
 	o->files = (volume_file_defaults){
 		.code = (ec_kind)val[VOPT_CODE].number,
@@ -483,8 +484,8 @@ static bool mount_volume(struct daemon_state *d)
 	if (!d->vopts.run.read_only && !d->val[VOPT_NOHEAL].number &&
 	    !(d->healer = heal_start(d->state.vol,
 	                             (uint64_t)d->val[VOPT_HEAL_RATE].number * 1000000)))
-		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
-		         "while mounted");
+		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not "
+		         "rebuilt while mounted");
 	return true;
 }
 

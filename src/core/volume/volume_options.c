@@ -156,9 +156,11 @@ char *volume_checksum_choices(void)
 static char *code_choices(const char *sep)
 {
 	GString *s = g_string_new(NULL);
-	for (int k = 1; k < 256; k++)
-		if (ec_kind_name((ec_kind)k))
-			g_string_append_printf(s, "%s%s", s->len ? sep : "", ec_kind_name((ec_kind)k));
+	for (int k = 1; k < 256; k++) {
+		const char *name = ec_kind_name((ec_kind)k);
+		if (name)
+			g_string_append_printf(s, "%s%s", s->len ? sep : "", name);
+	}
 	return g_string_free(s, FALSE);
 }
 
@@ -298,8 +300,8 @@ void volume_options_usage(FILE *out)
 		g_free(help);
 		g_free(list);
 	}
-	g_string_append(s, "    -o tune.NAME=VALUE     switches for benchmarks and A/B comparisons\n"
-	                   "                           (docs/TUNING.md)\n");
+	g_string_append(s, "    -o tune.NAME=VALUE     switches for benchmarks and A/B "
+	                   "comparisons\n                           (docs/TUNING.md)\n");
 	fputs(s->str, out);
 	g_string_free(s, TRUE);
 }
