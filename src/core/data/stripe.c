@@ -580,7 +580,7 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 /* Fastest-k reads: a member clearly slower than its peers now
  * (memberio_slow_of: its reads per byte against theirs) is read around, as a
  * failed one is, when k others can serve the stripe.  The positions whose
- * members are slow, or 0 (always 0 under -o slow_readaround=off). */
+ * members are slow, or 0 (always 0 under -o tune.slow_readaround=off). */
 static uint64_t slow_positions(stripe_ctx *c)
 {
 	int n = c->lay.n;
