@@ -21,7 +21,7 @@ each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
 
   one sshfs       the file on one sshfs mount of one host (what a user
                   would pick otherwise), every link fast;
-  all fast        ecfs 4+2, -o slow_readaround=on and =off;
+  all fast        ecfs 4+2, -o tune.slow_readaround=on and =off;
   one slow        the same with the link of one host limited (tc tbf, both
                   ways; this kernel has no netem) to 1/BENCH_SLOW of the
                   rate "one sshfs" reads at in the first run.  The slow
@@ -31,7 +31,7 @@ each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
   write quorum 5  all fast and one slow, read-around on, -o write_quorum=5:
                   writes may leave the slow host out (the online heal
                   catches the file up after it is closed, during the reads).
-  hedge off       one slow, read-around on, -o hedge=off: reads around the
+  hedge off       one slow, read-around on, -o tune.hedge=off: reads around the
                   slow host never ask a spare member when their k are late.
 
 Prints a table, the ratios issue 17 sets a bar for, the CPU model; writes
@@ -73,7 +73,7 @@ LABEL = {"one sshfs": "one sshfs mount, fast",
          "slow off": "ecfs, one host slow, read-around off",
          "fast q5": "ecfs, all fast, write_quorum=5",
          "slow q5": "ecfs, one host slow, write_quorum=5",
-         "slow nohedge": "ecfs, one host slow, hedge=off"}
+         "slow nohedge": "ecfs, one host slow, tune.hedge=off"}
 
 
 def die(msg):
@@ -182,8 +182,8 @@ def position0_member(v, mnt):
 
 
 def ecfs_case(v, readaround, slow_rate, seed, quorum="all", hedge="on"):
-    mnt = v.mount(f"k={K},m={M},slow_readaround={readaround},write_quorum={quorum},"
-                  f"hedge={hedge}")
+    mnt = v.mount(f"k={K},m={M},tune.slow_readaround={readaround},"
+                  f"write_quorum={quorum},tune.hedge={hedge}")
     slow = None
     try:
         if slow_rate:

@@ -32,8 +32,6 @@
 
 #include "fs_ops.h"
 
-#include "checksum.h"
-#include "ec.h"
 #include "ecfile.h"
 #include "fs_dirsaved.h"
 #include "log.h"
@@ -42,63 +40,52 @@
 #include "journal.h"
 #include "volume.h"
 
-/* MB/s of the online heal unless -o heal_rate says otherwise: about a
- * tenth of what a tmpfs member moves, leaving foreground I/O responsive. */
-#define DEFAULT_HEAL_RATE 64
-
-/* Seconds the kernel keeps names and attributes unless told otherwise. */
-#define DEFAULT_ENTRY_TIMEOUT 1.0
-#define DEFAULT_ATTR_TIMEOUT 1.0
-
 #ifndef ECFS_VERSION
 #define ECFS_VERSION "unknown"
 #endif
 
 /* What our -o options and positional arguments say, as given. */
 struct cli {
-	char *members;   /* the MEMBER:MEMBER:... argument */
-	int positional;  /* non-option arguments seen */
-	char *k, *m, *code, *w, *strip, *packet, *checksum, *heal_rate, *timeout;
-	char *slow_readaround, *hedge, *write_quorum, *spin;
-	char *attr_timeout, *entry_timeout, *negative_timeout;
-	int kernel_cache, auto_cache, direct_io; /* set by fuse_opt */
-	bool read_only;
-	int noheal;      /* set by fuse_opt, which stores an int */
+	char *members;             /* the MEMBER:MEMBER:... argument */
+	int positional;            /* non-option arguments seen */
+	char *text[VOPT_COUNT];    /* each option's value (volume_options.h), or NULL */
+	int flag[VOPT_COUNT];      /* each flag, 1 if given (fuse_opt stores an int) */
 	bool help, version;
 };
 
 enum { KEY_HELP, KEY_VERSION, KEY_RO };
 
-#define CLI_OPT(t, field) { t, offsetof(struct cli, field), 0 }
+/* The fuse_opt spec of the option table, then ours; its templates are
+ * g_malloc'd, spec_free() frees them. */
+static struct fuse_opt *spec_new(void)
+{
+	struct fuse_opt *spec = g_new0(struct fuse_opt, VOPT_COUNT + 5);
+	int i = 0;
+	for (int id = 0; id < VOPT_COUNT; id++) {
+		const volume_option *o = &volume_option_table[id];
+		bool flag = o->type == VOPT_TYPE_FLAG; /* stores 1, not the value */
+		if (id == VOPT_RO) /* ro goes on to libfuse too (cli_proc) */
+			spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("ro"), KEY_RO);
+		else
+			spec[i++] = (struct fuse_opt){
+				flag ? g_strdup(o->name) : g_strconcat(o->name, "=%s", NULL),
+				flag ? offsetof(struct cli, flag) + id * sizeof(int)
+				     : offsetof(struct cli, text) + id * sizeof(char *),
+				flag };
+	}
+	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("-h"), KEY_HELP);
+	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("--help"), KEY_HELP);
+	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("-V"), KEY_VERSION);
+	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("--version"), KEY_VERSION);
+	return spec; /* ends with a zeroed entry, FUSE_OPT_END */
+}
 
-static const struct fuse_opt cli_spec[] = {
-	CLI_OPT("k=%s", k),
-	CLI_OPT("m=%s", m),
-	CLI_OPT("code=%s", code),
-	CLI_OPT("w=%s", w),
-	CLI_OPT("strip=%s", strip),
-	CLI_OPT("packet=%s", packet),
-	CLI_OPT("checksum=%s", checksum),
-	CLI_OPT("heal_rate=%s", heal_rate),
-	CLI_OPT("timeout=%s", timeout),
-	CLI_OPT("slow_readaround=%s", slow_readaround),
-	CLI_OPT("hedge=%s", hedge),
-	CLI_OPT("write_quorum=%s", write_quorum),
-	CLI_OPT("spin=%s", spin),
-	CLI_OPT("attr_timeout=%s", attr_timeout),
-	CLI_OPT("entry_timeout=%s", entry_timeout),
-	CLI_OPT("negative_timeout=%s", negative_timeout),
-	{ "noheal", offsetof(struct cli, noheal), 1 },
-	{ "kernel_cache", offsetof(struct cli, kernel_cache), 1 },
-	{ "auto_cache", offsetof(struct cli, auto_cache), 1 },
-	{ "direct_io", offsetof(struct cli, direct_io), 1 },
-	FUSE_OPT_KEY("ro", KEY_RO),
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_END
-};
+static void spec_free(struct fuse_opt *spec)
+{
+	for (struct fuse_opt *o = spec; o->templ; o++)
+		g_free((char *)o->templ);
+	g_free(spec);
+}
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 {
@@ -111,7 +98,7 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		c->version = true;
 		return 0;
 	case KEY_RO:
-		c->read_only = true;
+		c->flag[VOPT_RO] = 1;
 		return 1; /* libfuse mounts read-only too */
 	case FUSE_OPT_KEY_NONOPT:
 		/* The first is the member list; the mountpoint goes on to
@@ -131,99 +118,13 @@ static void usage(const char *prog)
 	printf("usage: %s [options] MEMBER:MEMBER:...:MEMBER MOUNTPOINT\n\n"
 	       "Mounts an erasure-coded volume made of k+m member directories.\n"
 	       "The first mount of empty directories creates the volume.\n\n"
-	       "ecfs options:\n"
-	       "    -o k=K                 data members (needed to create a volume)\n"
-	       "    -o m=M                 parity members; k+m = number of members\n"
-	       "    -o code=NAME           code for new files (default raid6-pq for m=2\n"
-	       "                           on a CPU without GFNI, else rs-cauchy):\n"
-	       "                           rs-vandermonde rs-cauchy raid6-pq cauchy-orig\n"
-	       "                           cauchy-good liberation blaum-roth liber8tion\n"
-	       "                           evenodd rdp star\n"
-	       "    -o w=W                 word size of the code (default: the code's)\n"
-	       "    -o strip=SIZE          bytes per strip (default 64K), suffix K/M/G;\n"
-	       "                           a multiple of 64 and of the code's alignment\n"
-	       "    -o packet=SIZE         packet size of bit-matrix codes (default 2K)\n"
-	       "    -o checksum=ALG        strip checksum: gmac (default), poly1305,\n"
-	       "                           sha256, blake2b or blake2s\n"
-	       "    -o ro                  mount read-only, change nothing on members\n"
-	       "    -o heal_rate=MB/s      pace of the online rebuild of a member that\n"
-	       "                           returns or is replaced (default %d, 0 = no limit)\n"
-	       "    -o noheal              no online rebuild: such members stay failed\n"
-	       "                           until ecfs-fsck -y rebuilds them\n"
-	       "    -o timeout=SECONDS     a member whose I/O call has not returned after\n"
-	       "                           this long is failed (default %g, 0 = never)\n"
-	       "    -o slow_readaround=on|off\n"
-	       "                           on (default): reads go around a member much\n"
-	       "                           slower than the others, decoding from the rest\n"
-	       "    -o hedge=on|off        on (default): such a read asks one member more\n"
-	       "                           when its first answers are late, and goes on\n"
-	       "                           with the first that suffice\n"
-	       "    -o write_quorum=all|N  all (default): every member gets every write;\n"
-	       "                           N (k < N <= k+m): a write may leave out members\n"
-	       "                           much slower than the others down to N, marking\n"
-	       "                           their chunks stale; the online heal catches\n"
-	       "                           them up (a file so written survives N-k losses\n"
-	       "                           until then)\n"
-	       "    -o spin=MICROSECONDS   after a batch of member calls, the thread that\n"
-	       "                           makes them, and a request waiting for them, stay\n"
-	       "                           awake this long (yielding the CPU) before they\n"
-	       "                           sleep: a wake-up costs more (default %d, 0 = never)\n"
-	       "    -o entry_timeout=T     seconds the kernel keeps names, listings (default %g)\n"
-	       "    -o attr_timeout=T      seconds it keeps attributes (default %g)\n"
-	       "    -o negative_timeout=T  seconds it keeps that a name does not exist\n"
-	       "                           (default 0)\n"
-	       "    -o kernel_cache        keep a file's page cache across opens\n"
-	       "    -o auto_cache          keep it while the file's size and mtime stand\n"
-	       "    -o direct_io           every open bypasses the page cache\n"
-	       "    -h, --help             this help, then libfuse's\n"
+	       "ecfs options:\n", prog);
+	volume_options_usage(stdout);
+	printf("    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
 	       "ecfs always mounts with -o default_permissions: the kernel checks\n"
 	       "permissions, the daemon does not.  Code, w, strip, packet and checksum\n"
-	       "apply to files created from now on; each file keeps its own.\n\n",
-	       prog, DEFAULT_HEAL_RATE, VOLUME_DEFAULT_TIMEOUT_MS / 1000.0, VOLUME_DEFAULT_SPIN_US,
-	       DEFAULT_ENTRY_TIMEOUT, DEFAULT_ATTR_TIMEOUT);
-}
-
-/* Parses a positive size with an optional K, M or G (binary) suffix. */
-static bool parse_size(const char *s, size_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return false;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || n == 0 || n > (SIZE_MAX >> shift))
-		return false;
-	*out = (size_t)(n << shift);
-	return true;
-}
-
-static bool parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long n = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || n < lo || n > hi)
-		return false;
-	*out = (int)n;
-	return true;
-}
-
-/* An on|off option: false unless s is one of them (NULL: not given, on);
- * *off set for off. */
-static bool parse_on_off(const char *s, bool *off)
-{
-	if (s && strcmp(s, "on") && strcmp(s, "off"))
-		return false;
-	*off = s && !strcmp(s, "off");
-	return true;
+	       "apply to files created from now on; each file keeps its own.\n\n");
 }
 
 /* Prints one line naming the problem and returns false. */
@@ -276,103 +177,60 @@ static bool parse_members(const char *list, GPtrArray *paths)
 	return ok;
 }
 
-/* Strips are a whole number of cache lines, which every SIMD kernel of
- * lib/ handles without a scalar tail. */
-#define STRIP_GRANULE 64
-
-/* Checks the code options before anything touches a member (volume_open
- * checks them again against the superblock, but a new volume's superblocks
- * are already written by then): a known checksum, a strip size in whole
- * granules, and a code that exists for k and m (with w if given, else with
- * the library's default w) whose block alignment divides the strip. */
-static bool check_code_options(const volume_options *o)
+/* Every option's value, as given or its default, into val; false after
+ * saying what is wrong. */
+static bool parse_values(const struct cli *c, volume_option_value *val)
 {
-	if (o->checksum && !checksum_alg_from_name(o->checksum))
-		return fail("checksum=%s: unknown (choose gmac, poly1305, sha256, blake2b or blake2s)",
-		            o->checksum);
-	if (o->strip_size && o->strip_size % STRIP_GRANULE)
-		return fail("strip=%zu: the strip size must be a multiple of %d bytes",
-		            o->strip_size, STRIP_GRANULE);
-	if (!o->k || !o->m)
-		return true; /* an existing volume: k and m are the superblock's */
-	ec_kind kind = o->code ? o->code : ec_default_kind(o->k, o->m);
-	bool bitmatrix = ec_kind_is_bitmatrix(kind);
-	ec_params p = { .kind = kind, .k = o->k, .m = o->m,
-	                /* any packet size will do to test k, m and w */
-	                .packet_size = bitmatrix ? (o->packet_size ? o->packet_size : 2048) : 0 };
-	size_t align = 0;
-	/* without w=, the volume takes the library's default for k and m */
-	int err = p.w = o->w ? o->w : ec_kind_default_w(kind, o->k, o->m);
-	ec_code *code;
-	if (p.w > 0 && (err = ec_create(&p, &code)) == 0) {
-		align = ec_block_align(code);
-		ec_destroy(code);
+	for (int id = 0; id < VOPT_COUNT; id++) {
+		const char *text = volume_option_table[id].type != VOPT_TYPE_FLAG ? c->text[id]
+		                   : c->flag[id] ? "" : NULL;
+		char *why;
+		if (!volume_option_parse(id, text, &val[id], &why)) {
+			fail("%s", why);
+			g_free(why);
+			return false;
+		}
 	}
-	if (!align) {
-		if (o->w)
-			return fail("code=%s does not work with k=%d m=%d w=%d: %s", ec_kind_name(kind),
-			            o->k, o->m, o->w, ec_strerror(err));
-		return fail("code=%s does not work with k=%d m=%d", ec_kind_name(kind), o->k, o->m);
-	}
-	if (o->w && o->strip_size && o->strip_size % align)
-		return fail("strip=%zu is not a multiple of %zu, the block alignment of code %s "
-		            "with w=%d", o->strip_size, align, ec_kind_name(kind), o->w);
 	return true;
 }
 
-/* Turns the -o values into volume options, checking what can be checked
- * without the superblock. */
-static bool build_options(const struct cli *c, int n, volume_options *o)
+/* Turns the values into volume options for n members, checking what the
+ * volume does not: k and m against n, and the daemon's own rules.  Code
+ * options and the write quorum are volume_open's to check, before it
+ * writes anything. */
+static bool build_options(const volume_option_value *val, int n, volume_options *o)
 {
+	volume_geometry *g = &o->geometry;
 	memset(o, 0, sizeof *o);
-	o->read_only = c->read_only;
-	if (c->k && !parse_int(c->k, 1, 255, &o->k))
-		return fail("k=%s: k must be a whole number from 1", c->k);
-	if (c->m && !parse_int(c->m, 1, 255, &o->m))
-		return fail("m=%s: m must be a whole number from 1", c->m);
-	if (o->k && !o->m)
-		o->m = n - o->k;
-	if (o->m && !o->k)
-		o->k = n - o->m;
-	if ((o->k || o->m) && (o->k < 1 || o->m < 1 || o->k + o->m != n))
-		return fail("k=%d, m=%d do not fit %d member%s: k+m must equal the number of members, "
-		            "both at least 1", o->k, o->m, n, n == 1 ? "" : "s");
-	if (c->code) {
-		o->code = ec_kind_from_name(c->code);
-		if (!o->code)
-			return fail("code=%s: unknown code (see ecfs --help)", c->code);
-	}
-	if (c->w && !parse_int(c->w, 1, 64, &o->w))
-		return fail("w=%s: w must be a whole number from 1 to 64", c->w);
-	if (c->strip && !parse_size(c->strip, &o->strip_size))
-		return fail("strip=%s: not a size (a positive number, suffix K, M or G)", c->strip);
-	if (c->packet && !parse_size(c->packet, &o->packet_size))
-		return fail("packet=%s: not a size (a positive number, suffix K, M or G)", c->packet);
-	o->checksum = c->checksum;
-	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
-	if (c->timeout && !volume_parse_timeout(c->timeout, &o->timeout_ms))
-		return fail("timeout=%s: " VOLUME_TIMEOUT_RANGE, c->timeout);
-	if (!parse_on_off(c->slow_readaround, &o->no_read_around))
-		return fail("slow_readaround=%s: give on or off", c->slow_readaround);
-	if (!parse_on_off(c->hedge, &o->no_hedge))
-		return fail("hedge=%s: give on or off", c->hedge);
-	int spin = VOLUME_DEFAULT_SPIN_US;
-	if (c->spin && !parse_int(c->spin, 0, 100000, &spin))
-		return fail("spin=%s: give microseconds, from 0 (never) to 100000", c->spin);
-	o->spin_us = (unsigned)spin;
-	if (c->write_quorum && strcmp(c->write_quorum, "all")) {
-		char lo[24] = "";
-		if (o->k)
-			snprintf(lo, sizeof lo, " = %d", o->k + 1);
-		if (!parse_int(c->write_quorum, 1, 64, &o->write_quorum) ||
-		    o->write_quorum <= o->k || o->write_quorum > n)
-			return fail("write_quorum=%s: give all or a number of members from k+1%s to "
-			            "%d, the number of members", c->write_quorum, lo, n);
-		if (c->noheal && o->write_quorum < n)
-			return fail("write_quorum=%s leaves slow members out of writes for the online "
-			            "heal to catch up: it does not go with noheal", c->write_quorum);
-	}
-	return check_code_options(o);
+	g->k = (int)val[VOPT_K].number;
+	g->m = (int)val[VOPT_M].number;
+	if (g->k && !g->m)
+		g->m = n - g->k;
+	if (g->m && !g->k)
+		g->k = n - g->m;
+	if ((g->k || g->m) && (g->k < 1 || g->m < 1 || g->k + g->m != n))
+		return fail("k=%d, m=%d do not fit %d member%s: k+m must equal the number of "
+		            "members, both at least 1", g->k, g->m, n, n == 1 ? "" : "s");
+	/* the superblock's unless given: the table's defaults are a new volume's */
+	o->files = (volume_file_defaults){
+		.code = (ec_kind)val[VOPT_CODE].number,
+		.w = (int)val[VOPT_W].number,
+		.strip_size = val[VOPT_STRIP].given ? val[VOPT_STRIP].size : 0,
+		.packet_size = val[VOPT_PACKET].given ? val[VOPT_PACKET].size : 0,
+		.checksum = val[VOPT_CHECKSUM].given ? val[VOPT_CHECKSUM].text : NULL,
+	};
+	o->run = (volume_runtime){
+		.read_only = val[VOPT_RO].number,
+		.timeout_ms = (unsigned)val[VOPT_TIMEOUT].number,
+		.spin_us = (unsigned)val[VOPT_TUNE_SPIN].number,
+		.write_quorum = (int)val[VOPT_WRITE_QUORUM].number,
+		.no_read_around = !val[VOPT_TUNE_SLOW_READAROUND].number,
+		.no_hedge = !val[VOPT_TUNE_HEDGE].number,
+	};
+	if (val[VOPT_NOHEAL].number && o->run.write_quorum && o->run.write_quorum < n)
+		return fail("write_quorum=%d leaves slow members out of writes for the online "
+		            "heal to catch up: it does not go with noheal", o->run.write_quorum);
+	return true;
 }
 
 /* Adds one -o option, escaping the commas and backslashes a value (the
@@ -500,32 +358,18 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *opt
 static void free_cli(struct cli *c)
 {
 	free(c->members);
-	free(c->k);
-	free(c->m);
-	free(c->code);
-	free(c->w);
-	free(c->strip);
-	free(c->packet);
-	free(c->checksum);
-	free(c->heal_rate);
-	free(c->timeout);
-	free(c->slow_readaround);
-	free(c->hedge);
-	free(c->write_quorum);
-	free(c->spin);
-	free(c->attr_timeout);
-	free(c->entry_timeout);
-	free(c->negative_timeout);
+	for (int id = 0; id < VOPT_COUNT; id++)
+		free(c->text[id]);
 }
 
 /* What the daemon holds from the command line to the exit. */
 struct daemon_state {
 	struct fuse_args args;
 	struct cli cli;
+	volume_option_value val[VOPT_COUNT]; /* the -o options */
 	struct fuse_cmdline_opts opts;
 	GPtrArray *members;   /* absolute member paths */
 	volume_options vopts;
-	int heal_rate;        /* MB/s, 0 = no limit */
 	struct ecfs_fs state;
 	struct fuse_session *se;
 	bool mounted;
@@ -533,30 +377,16 @@ struct daemon_state {
 	int verdict_fd;       /* the parent waits on it (see detach_start) */
 };
 
-/* Reads one -o *_timeout value (seconds, from 0) into *out, if given. */
-static bool parse_timeout(const char *name, const char *s, double *out)
-{
-	if (!s)
-		return true;
-	char *end;
-	double t = strtod(s, &end);
-	if (end == s || *end || !(t >= 0 && t <= 1e9))
-		return fail("%s=%s: give seconds, from 0", name, s);
-	*out = t;
-	return true;
-}
-
 /* The kernel cache options into the operations' state. */
-static bool cache_options(struct daemon_state *d)
+static void cache_options(struct daemon_state *d)
 {
 	struct ecfs_fs *fs = &d->state;
-	fs->timeouts = (struct fs_timeouts){ DEFAULT_ENTRY_TIMEOUT, DEFAULT_ATTR_TIMEOUT, 0 };
-	fs->kernel_cache = d->cli.kernel_cache;
-	fs->auto_cache = d->cli.auto_cache;
-	fs->direct_io = d->cli.direct_io;
-	return parse_timeout("entry_timeout", d->cli.entry_timeout, &fs->timeouts.entry) &&
-	       parse_timeout("attr_timeout", d->cli.attr_timeout, &fs->timeouts.attr) &&
-	       parse_timeout("negative_timeout", d->cli.negative_timeout, &fs->timeouts.negative);
+	fs->timeouts = (struct fs_timeouts){ d->val[VOPT_ENTRY_TIMEOUT].seconds,
+	                                     d->val[VOPT_ATTR_TIMEOUT].seconds,
+	                                     d->val[VOPT_NEGATIVE_TIMEOUT].seconds };
+	fs->kernel_cache = d->val[VOPT_KERNEL_CACHE].number;
+	fs->auto_cache = d->val[VOPT_AUTO_CACHE].number;
+	fs->direct_io = d->val[VOPT_DIRECT_IO].number;
 }
 
 /* main() goes on: no exit status yet. */
@@ -567,7 +397,10 @@ static bool cache_options(struct daemon_state *d)
  * --version, 1 after saying what is wrong (or libfuse said it). */
 static int parse_command_line(struct daemon_state *d, const char *prog)
 {
-	if (fuse_opt_parse(&d->args, &d->cli, cli_spec, cli_proc) < 0)
+	struct fuse_opt *spec = spec_new();
+	int rc = fuse_opt_parse(&d->args, &d->cli, spec, cli_proc);
+	spec_free(spec);
+	if (rc < 0)
 		return 1; /* libfuse said why */
 	if (d->cli.help) {
 		usage(prog);
@@ -586,11 +419,10 @@ static int parse_command_line(struct daemon_state *d, const char *prog)
 		return 1;
 	if (!d->opts.mountpoint)
 		return !fail("no mountpoint given (see ecfs --help)");
-	if (d->cli.heal_rate && !parse_int(d->cli.heal_rate, 0, 1000000, &d->heal_rate))
-		return !fail("heal_rate=%s: give MB/s as a whole number (0 = no limit)",
-		             d->cli.heal_rate);
-	if (!build_options(&d->cli, (int)d->members->len, &d->vopts) || !cache_options(d))
+	if (!parse_values(&d->cli, d->val) ||
+	    !build_options(d->val, (int)d->members->len, &d->vopts))
 		return 1;
+	cache_options(d);
 
 	/* The kernel checks permissions (the daemon would be root for all). */
 	if (fuse_opt_add_arg(&d->args, "-odefault_permissions") < 0 ||
@@ -629,12 +461,12 @@ static bool mount_volume(struct daemon_state *d)
 	d->state.gid = getegid();
 	d->state.attrs = attr_cache_new();
 	volume_set_refresh(d->state.vol, fs_refresh_dir);
-	if (!d->vopts.read_only) {
+	if (!d->vopts.run.read_only) {
 		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);
 	}
 	journal_census(d->state.vol);
-	fs_dirsaved_start(d->state.vol, d->vopts.read_only);
+	fs_dirsaved_start(d->state.vol, d->vopts.run.read_only);
 
 	if (fuse_session_mount(d->se, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */
@@ -649,10 +481,11 @@ static bool mount_volume(struct daemon_state *d)
 	}
 	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", d->cli.members, d->opts.mountpoint,
 	         volume_k(d->state.vol), volume_m(d->state.vol));
-	if (!d->vopts.read_only && !d->cli.noheal &&
-	    !(d->healer = heal_start(d->state.vol, (uint64_t)d->heal_rate * 1000000)))
-		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not rebuilt "
-		         "while mounted");
+	if (!d->vopts.run.read_only && !d->val[VOPT_NOHEAL].number &&
+	    !(d->healer = heal_start(d->state.vol,
+	                             (uint64_t)d->val[VOPT_HEAL_RATE].number * 1000000)))
+		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not "
+		         "rebuilt while mounted");
 	return true;
 }
 
@@ -702,7 +535,7 @@ int main(int argc, char *argv[])
 {
 	struct daemon_state d = { .args = FUSE_ARGS_INIT(argc, argv),
 	                          .members = g_ptr_array_new_with_free_func(free),
-	                          .heal_rate = DEFAULT_HEAL_RATE, .verdict_fd = -1 };
+	                          .verdict_fd = -1 };
 
 	/* Objects are created on members with exactly the mode asked for: the
 	 * caller's umask is already applied (by the kernel, or with ACLs by

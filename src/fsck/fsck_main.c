@@ -753,8 +753,14 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 {
 	int n = (int)g_strv_length(paths);
 	char *msg = NULL;
-	/* volume_open leaves the intents to fsck_pending, which reports them. */
-	volume_options vo = { .read_only = !f->o.repair, .timeout_ms = f->o.timeout_ms };
+	/* volume_open leaves the intents to fsck_pending, which reports them.
+	 * The settings are the daemon's defaults: the walk makes the same small
+	 * batches of member calls on the relay as a mount (and as the daemon's
+	 * online heal, which runs this check), so the relay stays awake as
+	 * long (tune.spin, docs/TUNING.md). */
+	volume_options vo = { .run = volume_runtime_defaults() };
+	vo.run.read_only = !f->o.repair;
+	vo.run.timeout_ms = f->o.timeout_ms;
 	if (!check_member_paths(f, paths, n))
 		return finish(f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
 		              "(" ECFS_META_DIR "/superblock): nothing to check");

@@ -583,7 +583,7 @@ static uint64_t slow_good_members(const file_check *fc)
 static bool may_hedge(const file_check *fc, const run_slot *rs, uint64_t mask)
 {
 	return mask == rs->sources && rs->sources != fc->readable && !fc->f->o.deep &&
-	       !volume_defaults(fc->f->v)->no_hedge;
+	       !volume_settings(fc->f->v)->no_hedge;
 }
 
 /* Starts reading the run's strips at the positions in mask not read yet;
@@ -814,7 +814,7 @@ static uint64_t run_sources(file_check *fc)
 	uint64_t sources = 0;
 	int left = fc->k;
 
-	if (!fc->good || volume_defaults(fc->f->v)->no_read_around)
+	if (!fc->good || volume_settings(fc->f->v)->no_read_around)
 		return fc->sources;
 	uint64_t slow = slow_good_members(fc);
 	for (int pos = 0; pos < fc->n && left; pos++)

@@ -68,7 +68,7 @@ test_volume *test_volume_new(const volume_options *o)
 {
 	test_volume *t = g_new0(test_volume, 1);
 	t->o = *o;
-	members_make(&t->mb, o->k + o->m);
+	members_make(&t->mb, o->geometry.k + o->geometry.m);
 	open_test_volume(t);
 	return t;
 }

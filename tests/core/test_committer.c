@@ -42,7 +42,7 @@ typedef struct fixture {
 
 static volume *open_volume(members *mb)
 {
-	volume_options o = { .k = K, .m = M, .strip_size = STRIP };
+	volume_options o = { .geometry = { .k = K, .m = M }, .files.strip_size = STRIP };
 	volume *v = NULL;
 	char *msg = NULL;
 	if (volume_open((const char *const *)mb->path, N, &o, &v, &msg))

@@ -44,7 +44,8 @@ typedef struct fixture {
 
 static volume *open_volume(members *mb, size_t strip, const char *sum)
 {
-	volume_options o = { .k = K, .m = M, .strip_size = strip, .checksum = sum };
+	volume_options o = { .geometry = { .k = K, .m = M },
+	                     .files = { .strip_size = strip, .checksum = sum } };
 	volume *v = NULL;
 	char *msg = NULL;
 	int rc = volume_open((const char *const *)mb->path, N, &o, &v, &msg);
@@ -471,13 +472,13 @@ static int position0_member(fixture *fx, const char *name)
  * unknown then; a read that waited for it would have noted it); so does a
  * read of whole stripes, and the file's close waits for the late answers,
  * which are noted.  With and without a member timeout (reads bounced or
- * in place); under -o hedge=off the reads wait for the late member. */
+ * in place); under -o tune.hedge=off the reads wait for the late member. */
 static void hedged_read(fixture *fx, const char *name, unsigned timeout_ms, bool hedge)
 {
 #ifdef ECFS_FAULT_INJECTION
 	const size_t len = 4 * STRIPE;
 	uint8_t *data = g_malloc(len), *got = g_malloc(STRIP);
-	volume_options o = { .timeout_ms = timeout_ms, .no_hedge = !hedge };
+	volume_options o = { .run.timeout_ms = timeout_ms, .run.no_hedge = !hedge };
 	char *msg = NULL;
 	ecfile *f;
 
@@ -528,7 +529,7 @@ static void test_hedged_read_goes_on_without_the_last(void **state)
 {
 	hedged_read(*state, "/h", 0, true);
 	hedged_read(*state, "/h_timeout", 5000, true);
-	hedged_read(*state, "/h_off", 5000, false); /* -o hedge=off: waits for it */
+	hedged_read(*state, "/h_off", 5000, false); /* -o tune.hedge=off: waits for it */
 }
 
 /* Writes past slow members (-o write_quorum, stripe_leave_out_slow): of two
@@ -549,7 +550,7 @@ static void test_write_quorum(void **state)
 	for (int i = 0; i < N; i++)
 		assert_int_equal(header_missed(fx, i, "all"), 0);
 	volume_close(fx->v);
-	volume_options o = { .write_quorum = 5 };
+	volume_options o = { .run.write_quorum = 5 };
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
 	memberio_force_slow(volume_memberio(fx->v), MIO_WRITE, 1u << 1 | 1u << 2);
 	write_file(fx, "/five", data, len, 3000);
@@ -566,7 +567,7 @@ static void test_write_quorum(void **state)
 	check_file(fx, "/failed", data, len);
 	assert_int_equal(header_missed(fx, 0, "failed"), 1u << 4);
 	volume_close(fx->v);
-	o.write_quorum = K;
+	o.run.write_quorum = K;
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg),
 	                 -EINVAL);
 	assert_non_null(strstr(msg, "write_quorum=4"));
@@ -674,7 +675,8 @@ static void test_every_code(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
 		int m = strcmp(codes[i], "star") == 0 ? 3 : 2, n = K + m;
-		volume_options o = { .k = K, .m = m, .code = ec_kind_from_name(codes[i]) };
+		volume_options o = { .geometry = { .k = K, .m = m },
+		                     .files.code = ec_kind_from_name(codes[i]) };
 		fixture fx = { 0 };
 		char *msg = NULL;
 		members_make(&fx.mb, n);
@@ -804,7 +806,8 @@ static void test_create_chained(void **state)
 {
 	fixture *fx = *state;
 	volume_close(fx->v);
-	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = 10000 };
+	volume_options o = { .geometry = { .k = K, .m = M }, .files.strip_size = STRIP,
+	                     .run.timeout_ms = 10000 };
 	char *msg = NULL;
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
 
@@ -888,7 +891,8 @@ static void test_small_commit_relayed_past_a_hang(void **state)
 {
 #ifdef ECFS_FAULT_INJECTION
 	fixture *fx = *state;
-	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = 300 };
+	volume_options o = { .geometry = { .k = K, .m = M }, .files.strip_size = STRIP,
+	                     .run.timeout_ms = 300 };
 	char *msg = NULL;
 	ecfile *f;
 
@@ -927,7 +931,8 @@ static void test_small_commit_relayed_past_a_hang(void **state)
 static void stat_probes(fixture *fx, unsigned timeout_ms, bool relay)
 {
 	volume_close(fx->v);
-	volume_options o = { .k = K, .m = M, .strip_size = STRIP, .timeout_ms = timeout_ms };
+	volume_options o = { .geometry = { .k = K, .m = M }, .files.strip_size = STRIP,
+	                     .run.timeout_ms = timeout_ms };
 	char *msg = NULL;
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);
 	if (relay)

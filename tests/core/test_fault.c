@@ -283,7 +283,7 @@ static void test_counts_across_threads(void **state)
 static void test_member_operations(void **state)
 {
 #ifdef ECFS_FAULT_INJECTION
-	static const volume_options o = { .k = 2, .m = 1 };
+	static const volume_options o = { .geometry = { .k = 2, .m = 1 } };
 	members mb;
 	volume *v;
 	char *msg = NULL, buf[8];

@@ -45,7 +45,7 @@ typedef test_volume fixture;
 
 /* volume_open leaves the intents as a crash left them: replay is the
  * test's to run. */
-static const volume_options opts = { .k = K, .m = M };
+static const volume_options opts = { .geometry = { .k = K, .m = M } };
 
 /* ---- the member directories ---- */
 

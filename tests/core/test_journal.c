@@ -43,7 +43,7 @@
 
 static volume *open_at(char *const *paths)
 {
-	volume_options o = { .k = K, .m = M, .strip_size = STRIP };
+	volume_options o = { .geometry = { .k = K, .m = M }, .files.strip_size = STRIP };
 	volume *v = NULL;
 	char *msg = NULL;
 	int rc = volume_open((const char *const *)paths, N, &o, &v, &msg);

@@ -50,7 +50,7 @@
 
 typedef test_volume fixture;
 
-static const volume_options opts = { .k = K, .m = M };
+static const volume_options opts = { .geometry = { .k = K, .m = M } };
 
 /* ---- the member directories ---- */
 
@@ -521,7 +521,8 @@ static void test_logged_operations(void **state)
 
 /* ---- logged operations with a member timeout: the members in parallel ---- */
 
-static const volume_options opts_timeout = { .k = K, .m = M, .timeout_ms = 10000 };
+static const volume_options opts_timeout = { .geometry = { .k = K, .m = M },
+                                             .run.timeout_ms = 10000 };
 
 /* apply_rules through mirror_apply_logged, on a volume with a timeout:
  * a rename (two paths) and an unlink (one) with scripted answers.  The
@@ -665,7 +666,7 @@ static uint64_t rename_with_a_hang(fixture *fx, const char *spec, int hung)
 
 	for (int mb = 0; mb < N; mb++)
 		put_member_file(&fx->mb, mb, "/a", "A");
-	fx->o.timeout_ms = 300;
+	fx->o.run.timeout_ms = 300;
 	open_with_faults(fx, spec);
 	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0);
 	assert_int_equal(failed_members(fx), 0);
@@ -686,7 +687,7 @@ static void reopen_after_a_hang(fixture *fx, int hung)
 {
 	char *msg = NULL;
 
-	fx->o.timeout_ms = opts_timeout.timeout_ms;
+	fx->o.run.timeout_ms = opts_timeout.run.timeout_ms;
 	volume_close(fx->v);
 	close_left_open(fx->mb.path[hung]);
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &fx->o, &fx->v, &msg), 0);

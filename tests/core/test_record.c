@@ -31,7 +31,7 @@
 #include "record.h"
 #include "volume_internal.h"
 
-static const volume_options opts = { .k = 2, .m = 1 };
+static const volume_options opts = { .geometry = { .k = 2, .m = 1 } };
 
 static void test_json_strings(void **state)
 {

@@ -53,8 +53,9 @@ typedef struct fixture {
  * checked against FORMAT.md 4.2 with an independent digest. */
 static volume *open_shape(members *mb, int k, int m, bool read_only)
 {
-	volume_options o = { .k = k, .m = m, .strip_size = STRIP, .checksum = "sha256",
-	                     .read_only = read_only };
+	volume_options o = { .geometry = { .k = k, .m = m },
+	                     .files = { .strip_size = STRIP, .checksum = "sha256" },
+	                     .run.read_only = read_only };
 	volume *v = NULL;
 	char *msg = NULL;
 	int rc = volume_open((const char *const *)mb->path, k + m, &o, &v, &msg);
@@ -80,7 +81,8 @@ static char *member_file(const members *mbs, int mb, const char *name)
 static void ctx_open(stripe_ctx *c, volume *v, const members *mbs, const char *name,
                      uint64_t seed)
 {
-	const volume_options *d = volume_defaults(v);
+	const volume_file_defaults *d = volume_defaults(v);
+	bool read_only = volume_settings(v)->read_only;
 	int k = volume_k(v), m = volume_m(v), n = volume_n(v);
 
 	memset(c, 0, sizeof(*c));
@@ -105,13 +107,13 @@ static void ctx_open(stripe_ctx *c, volume *v, const members *mbs, const char *n
 		c->fd[mb] = -1;
 	for (int mb = 0; mb < n; mb++) {
 		char *path = member_file(mbs, mb, name);
-		c->fd[mb] = open(path, d->read_only ? O_RDONLY : O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		c->fd[mb] = open(path, read_only ? O_RDONLY : O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		assert_true(c->fd[mb] >= 0);
 		c->state[mb] = CHUNK_OK;
 		g_free(path);
 	}
 	assert_int_equal(stripe_ctx_buffers(c), 0);
-	if (!d->read_only)
+	if (!read_only)
 		assert_int_equal(stripe_write_headers(c), 0);
 }
 

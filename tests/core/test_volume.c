@@ -43,7 +43,7 @@ static int teardown(void **state)
 
 static int open_paths(char **paths, int n, int k, int m, volume **v, char **msg)
 {
-	volume_options o = { .k = k, .m = m };
+	volume_options o = { .geometry = { .k = k, .m = m } };
 	*msg = NULL;
 	return volume_open((const char *const *)paths, n, &o, v, msg);
 }

@@ -37,7 +37,7 @@
 
 typedef test_volume fixture;
 
-static const volume_options opts = { .k = K, .m = M };
+static const volume_options opts = { .geometry = { .k = K, .m = M } };
 
 /* Makes rel (a directory) on every member. */
 static void mkdir_all(fixture *fx, const char *rel)

@@ -446,7 +446,7 @@ class HungMemberTest(FaultCase):
         """A member whose reads take 30 ms stands out in the health
         report's latencies, is read around (its strips decoded from the
         others) and is not failed for it; with every member fast nothing
-        is decoded, nor under -o slow_readaround=off."""
+        is decoded, nor under -o tune.slow_readaround=off."""
         h, lat = self.slow_member_reads("member=2,op=read,delay=30")
         others = max(lat[j] for j in range(N) if j != 2)
         self.assertGreater(lat[2], 5000, f"latencies {lat}")
@@ -459,7 +459,8 @@ class HungMemberTest(FaultCase):
         self.assertGreater(int(h["strips_decoded"]), 0, f"member 2 was waited for: {h}")
         h, lat = self.slow_member_reads("")
         self.assertEqual(int(h["strips_decoded"]), 0, f"all fast, yet decoded: {h} {lat}")
-        h, lat = self.slow_member_reads("member=2,op=read,delay=30", "slow_readaround=off")
+        h, lat = self.slow_member_reads("member=2,op=read,delay=30",
+                                        "tune.slow_readaround=off")
         self.assertGreater(lat[2], 5000, f"latencies {lat}")
         self.assertEqual(int(h["strips_decoded"]), 0, f"read around when told not to: {h}")
 

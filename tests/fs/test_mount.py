@@ -130,11 +130,13 @@ class MountTest(H.MountedCase):
              "no_such_option"),
             ("timeout not a number", "k=2,m=1,timeout=soon", 3, "timeout"),
             ("negative timeout", "k=2,m=1,timeout=-1", 3, "timeout"),
-            ("slow_readaround neither on nor off",
-             "k=2,m=1,slow_readaround=maybe", 3, "slow_readaround"),
-            ("slow_readaround empty", "k=2,m=1,slow_readaround=", 3,
-             "slow_readaround"),
-            ("hedge neither on nor off", "k=2,m=1,hedge=1", 3, "hedge"),
+            ("tune.slow_readaround neither on nor off",
+             "k=2,m=1,tune.slow_readaround=maybe", 3, "tune.slow_readaround"),
+            ("tune.slow_readaround empty", "k=2,m=1,tune.slow_readaround=", 3,
+             "tune.slow_readaround"),
+            ("tune.hedge neither on nor off", "k=2,m=1,tune.hedge=1", 3, "tune.hedge"),
+            ("tune.spin negative", "k=2,m=1,tune.spin=-1", 3, "tune.spin"),
+            ("a tuning switch outside tune.", "k=2,m=1,spin=0", 3, "spin"),
             ("write_quorum 0", "k=2,m=1,write_quorum=0", 3, "write_quorum"),
             ("write_quorum k", "k=2,m=1,write_quorum=2", 3, "write_quorum"),
             ("write_quorum n+1", "k=2,m=1,write_quorum=4", 3, "write_quorum"),
@@ -177,14 +179,16 @@ class MountTest(H.MountedCase):
                     lambda v: v.mnt, lambda v: v.members[2] + "-nowhere")
 
     def test_slow_readaround_on_and_off(self):
-        """-o slow_readaround=on and =off, and -o hedge=on and =off, all
-        mount, and a file written under one reads back under the others."""
+        """-o tune.slow_readaround=on and =off, -o tune.hedge=on and =off,
+        and -o tune.spin all mount, and a file written under one reads back
+        under the others."""
         v = self.volume(3)
-        mnt = self.mount(v, "k=2,m=1,slow_readaround=off")
+        mnt = self.mount(v, "k=2,m=1,tune.slow_readaround=off")
         data = H.pattern(300000, 7)
         H.write_file(os.path.join(mnt, "f"), data, fsync=True)
         self.assert_clean_unmount(v)
-        for opt in ("slow_readaround=on", "slow_readaround=off", "hedge=on", "hedge=off"):
+        for opt in ("tune.slow_readaround=on", "tune.slow_readaround=off", "tune.hedge=on",
+                    "tune.hedge=off", "tune.spin=0"):
             mnt = self.mount(v, opt)
             H.drop_caches()
             self.assert_exact(os.path.join(mnt, "f"), data, f"{opt}:")

@@ -202,8 +202,10 @@ class QuorumTest(QuorumCase):
                 self.assertFalse(v.start(opts), f"mounted with {opts}")
                 self.assertNotEqual(v.last_exit, 0)
                 self.assertIn("write_quorum=", v.output())
-                if "noheal" not in opts:
-                    self.assertIn(f"from k+1 = {K + 1} to {N}", v.output())
+                if opts.endswith(("=0", "=abc", "=5x")):  # not a number of members
+                    self.assertIn("give all or a number of members", v.output())
+                elif "noheal" not in opts:  # a number outside k+1..n
+                    self.assertIn(f"from k+1 = {K + 1} to n = {N}", v.output())
         self.mount(v, OPTS)
         self.assert_clean_unmount(v)
         for q in (K, 1):

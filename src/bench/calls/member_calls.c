@@ -349,7 +349,8 @@ static void bench_logged(const char *base, int iters, unsigned timeout_ms)
 		snprintf(paths[i], 4200, "%s/m%d", dir, i);
 		unlinkat(dirfd_of[i], "a", 0);
 	}
-	volume_options o = { .k = n_members - 2, .m = 2, .timeout_ms = timeout_ms };
+	volume_options o = { .geometry = { .k = n_members - 2, .m = 2 },
+	                     .run.timeout_ms = timeout_ms };
 	if (volume_open((const char *const *)paths, n_members, &o, &vol, &msg) < 0) {
 		fprintf(stderr, "ecfs-bench-calls: %s\n", msg ? msg : "volume_open failed");
 		exit(1);

@@ -109,7 +109,7 @@ static gid_t new_chunk_gid(volume *v, int mb, const char *path, gid_t gid)
 static int open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
                       uid_t uid, gid_t gid, probe_chunk *pc)
 {
-	int acc = volume_defaults(v)->read_only ? O_RDONLY : O_RDWR;
+	int acc = volume_settings(v)->read_only ? O_RDONLY : O_RDWR;
 	struct stat st;
 
 	pc->fd = -1;
@@ -378,7 +378,7 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 /* A header for a new file from the volume's defaults. */
 static int new_header(volume *v, chunk_header *h)
 {
-	const volume_options *d = volume_defaults(v);
+	const volume_file_defaults *d = volume_defaults(v);
 
 	memset(h, 0, sizeof(*h));
 	h->version = volume_chunk_version(v);
@@ -435,7 +435,7 @@ static uint64_t finish_create(volume *v, const char *path, const chunk_header *h
 	for (int mb = 0; mb < n && like < 0; mb++)
 		if (pc[mb].fd >= 0 && pc[mb].state == CHUNK_OK)
 			like = mb;
-	if (h->size != 0 || volume_defaults(v)->read_only || like < 0 || fstat(pc[like].fd, &st) < 0)
+	if (h->size != 0 || volume_settings(v)->read_only || like < 0 || fstat(pc[like].fd, &st) < 0)
 		return 0;
 	for (int mb = 0; mb < n; mb++) {
 		probe_chunk *p = &pc[mb];
@@ -532,7 +532,7 @@ static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, ch
 			ecfs_log(LOG_ERR, "%s: no member holds a valid chunk header", path);
 			return -EIO;
 		}
-	if (volume_defaults(v)->read_only)
+	if (volume_settings(v)->read_only)
 		return -EROFS;
 	int rc = pre ? (*h = *pre, 0) : new_header(v, h);
 	if (rc < 0)
@@ -593,7 +593,7 @@ static ecfile *ecfile_new(volume *v, const char *path, const chunk_header *h, pr
 	f->refs = 1;
 	pthread_mutex_init(&f->lock, NULL);
 	f->path = g_strdup(path);
-	f->read_only = volume_defaults(v)->read_only;
+	f->read_only = volume_settings(v)->read_only;
 	f->c.v = v;
 	f->c.path = f->path;
 	f->c.hdr = *h;
@@ -816,14 +816,14 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 int ecfile_create(volume *v, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid,
                   ecfile **out)
 {
-	if (volume_defaults(v)->read_only)
+	if (volume_settings(v)->read_only)
 		return -EROFS;
 	return open_common(v, path, flags, true, mode, uid, gid, out);
 }
 
 int ecfile_open(volume *v, const char *path, int flags, ecfile **out)
 {
-	if ((flags & O_TRUNC) && volume_defaults(v)->read_only)
+	if ((flags & O_TRUNC) && volume_settings(v)->read_only)
 		return -EROFS;
 	return open_common(v, path, flags, false, 0, 0, 0, out);
 }

@@ -117,7 +117,7 @@ int stripe_usable_count(stripe_ctx *c)
 
 uint64_t stripe_leave_out_slow(stripe_ctx *c)
 {
-	int quorum = volume_defaults(c->v)->write_quorum;
+	int quorum = volume_settings(c->v)->write_quorum;
 
 	if (!quorum)
 		return 0;
@@ -580,13 +580,13 @@ static void fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 /* Fastest-k reads: a member clearly slower than its peers now
  * (memberio_slow_of: its reads per byte against theirs) is read around, as a
  * failed one is, when k others can serve the stripe.  The positions whose
- * members are slow, or 0 (always 0 under -o slow_readaround=off). */
+ * members are slow, or 0 (always 0 under -o tune.slow_readaround=off). */
 static uint64_t slow_positions(stripe_ctx *c)
 {
 	int n = c->lay.n;
 	uint64_t usable, slow = 0, slow_mb;
 
-	if (volume_defaults(c->v)->no_read_around)
+	if (volume_settings(c->v)->no_read_around)
 		return 0;
 	usable = usable_members(c);
 	slow_mb = memberio_slow_of(volume_memberio(c->v), MIO_READ, usable,
@@ -810,7 +810,7 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		/* Self-healing read: a bad strip read from a member in service
 		 * (not one that failed to answer) is rewritten once decoded. */
 		if (best && st[j].v != STRIP_ERR && st[j].v != STRIP_UNREAD &&
-		    !volume_defaults(c->v)->read_only && stripe_member_usable(c, t->member))
+		    !volume_settings(c->v)->read_only && stripe_member_usable(c, t->member))
 			heal |= 1ull << j;
 		if ((j < k && (want >> j & 1)) || heal >> j & 1)
 			need_decode = true;
@@ -1065,7 +1065,7 @@ static int fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
 	if (!h)
 		return 0;
 	hedge_ask(c, h, s0, cnt, first);
-	if (!volume_defaults(c->v)->no_hedge &&
+	if (!volume_settings(c->v)->no_hedge &&
 	    !mio_batch_wait_left_until(&h->batch, 0, hedge_deadline_ns(c, first, cnt))) {
 		fetch_task *t = &h->tasks[__builtin_ctzll(spare)];
 		memberio_submit(volume_memberio(c->v), t->member, &h->batch, hedged_fetch_member, t);

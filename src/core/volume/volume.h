@@ -20,36 +20,11 @@
 #include <sys/types.h>
 
 #include "ec.h"
+#include "volume_options.h"
 
 #define ECFS_META_DIR ".ecfs" /* per-member metadata folder, never shown */
 
 typedef struct volume volume;
-
-/* The member I/O timeout ecfs mounts with unless -o timeout= says. */
-#define VOLUME_DEFAULT_TIMEOUT_MS 10000
-/* The daemon's -o spin: a request's next batch comes within it (PERFORMANCE.md 7). */
-#define VOLUME_DEFAULT_SPIN_US 200
-/* Reads a member I/O timeout given in seconds (ecfs -o timeout=,
- * ecfs-fsck --timeout=) into *ms; false, and *ms untouched, unless it is
- * what VOLUME_TIMEOUT_RANGE says, the words both programs refuse it with. */
-#define VOLUME_TIMEOUT_RANGE "give seconds, from 0.01 to 86400 (0 = never)"
-bool volume_parse_timeout(const char *s, unsigned *ms);
-
-typedef struct volume_options {
-	int k, m;              /* required to create a volume; 0 = take the superblock's */
-	ec_kind code;          /* default code for new files; 0 = superblock's (or rs-cauchy) */
-	int w;                 /* 0 = the code's default */
-	size_t packet_size;    /* bit-matrix codes; 0 = default */
-	size_t strip_size;     /* bytes per strip; 0 = superblock's (or the default) */
-	const char *checksum;  /* checksum algorithm name; NULL = superblock's (or default) */
-	bool read_only;        /* do not take the write lock or create anything */
-	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
-	bool no_read_around;   /* read a slow member like the others (stripe.c) */
-	bool no_hedge;         /* reads around it never ask a spare member (stripe.c) */
-	int write_quorum;      /* writes may leave slow members out down to this many
-	                        * (stripe_leave_out_slow); 0 = all, every usable member */
-	unsigned spin_us;      /* the relay stays awake this long (memberio_set_spin) */
-} volume_options;
 
 /* Opens (creating on first use of n empty directories) the volume made of
  * the member directories paths[0..n-1], given in any order.  Takes the
@@ -122,7 +97,9 @@ uint32_t volume_chunk_version(const volume *v);
 int volume_m(const volume *v);
 int volume_n(const volume *v);
 /* Defaults for files created from now on (mount options over superblock). */
-const volume_options *volume_defaults(const volume *v);
+const volume_file_defaults *volume_defaults(const volume *v);
+/* The settings the volume was opened with. */
+const volume_runtime *volume_settings(const volume *v);
 
 /* The path the user gave for member idx (idx is the member's place in the
  * volume, not in the command line). */

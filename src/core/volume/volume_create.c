@@ -21,8 +21,6 @@
 #include "superblock.h"
 #include "volume_private.h"
 
-#define DEFAULT_STRIP_SIZE (64 * 1024)
-#define DEFAULT_PACKET_SIZE 2048
 
 /* ---- option defaults ---- */
 
@@ -42,15 +40,25 @@ static char *invalid_code_message(const ec_params *p)
 	                       ec_kind_name(p->kind), p->k, p->m, p->w, p->packet_size);
 }
 
+/* Strips are a whole number of cache lines, which every SIMD kernel of
+ * lib/ handles without a scalar tail. */
+#define STRIP_GRANULE 64
+
 /* A strip size must be a multiple of the code's block alignment: one the
- * user gave is refused, a defaulted one is rounded up. */
+ * user gave is refused (and one not in whole granules), a defaulted one is
+ * rounded up. */
 static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind kind,
                      char **message)
 {
+	if (strip_given && *strip_size % STRIP_GRANULE) {
+		*message = g_strdup_printf("strip=%zu: the strip size must be a multiple of %d "
+		                           "bytes", *strip_size, STRIP_GRANULE);
+		return -EINVAL;
+	}
 	if (*strip_size % align == 0)
 		return 0;
 	if (strip_given) {
-		*message = g_strdup_printf("strip_size=%zu is not a multiple of %zu, the block "
+		*message = g_strdup_printf("strip=%zu is not a multiple of %zu, the block "
 		                           "alignment of code %s", *strip_size, align,
 		                           ec_kind_name(kind));
 		return -EINVAL;
@@ -61,7 +69,8 @@ static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind
 
 /* Checks that files can be created with defaults d (creating the code) and
  * rounds a defaulted strip size up to the code's alignment. */
-static int check_defaults(volume *v, volume_options *d, bool strip_given, char **message)
+static int check_defaults(volume *v, volume_file_defaults *d, bool strip_given,
+                          char **message)
 {
 	ec_params p = { .kind = d->code, .k = v->k, .m = v->m, .w = d->w,
 	                .packet_size = d->packet_size };
@@ -76,21 +85,22 @@ static int check_defaults(volume *v, volume_options *d, bool strip_given, char *
 		return rc;
 	if (!checksum_alg_from_name(d->checksum) ||
 	    !volume_checksum(v, checksum_alg_from_name(d->checksum))) {
-		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose sha256, "
-		                           "blake2b, blake2s, gmac or poly1305)", d->checksum);
+		char *choices = volume_checksum_choices();
+		*message = g_strdup_printf("unknown or unavailable checksum '%s' (choose %s)",
+		                           d->checksum, choices);
+		g_free(choices);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* Mount options over the superblock's defaults. */
-int set_defaults(volume *v, const superblock *sb, const volume_options *o,
+/* Mount options over the superblock's defaults, and the settings. */
+int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
                  char **message)
 {
-	volume_options *d = &v->defaults;
+	const volume_file_defaults *o = &opts->files;
+	volume_file_defaults *d = &v->defaults;
 
-	d->k = v->k;
-	d->m = v->m;
 	d->code = o->code ? o->code : (ec_kind)sb->code;
 	if (o->w)
 		d->w = o->w;
@@ -100,65 +110,67 @@ int set_defaults(volume *v, const superblock *sb, const volume_options *o,
 		d->w = default_w(d->code, v->k, v->m);
 	d->packet_size = o->packet_size ? o->packet_size
 	                 : d->code == (ec_kind)sb->code ? sb->packet_size
-	                 : ec_kind_is_bitmatrix(d->code) ? DEFAULT_PACKET_SIZE : 0;
+	                 : ec_kind_is_bitmatrix(d->code) ? VOLUME_DEFAULT_PACKET_SIZE : 0;
 	if (!ec_kind_is_bitmatrix(d->code))
 		d->packet_size = 0;
 	else if (!d->packet_size)
-		d->packet_size = DEFAULT_PACKET_SIZE;
+		d->packet_size = VOLUME_DEFAULT_PACKET_SIZE;
 	d->strip_size = o->strip_size ? o->strip_size : sb->strip_size;
 	v->checksum_name = g_strdup(o->checksum ? o->checksum : checksum_alg_name(sb->checksum));
 	d->checksum = v->checksum_name;
-	d->read_only = o->read_only;
-	d->no_read_around = o->no_read_around;
-	d->no_hedge = o->no_hedge;
-	d->write_quorum = o->write_quorum == v->n ? 0 : o->write_quorum;
-	if (o->write_quorum && (o->write_quorum <= v->k || o->write_quorum > v->n)) {
-		*message = g_strdup_printf("write_quorum=%d: give all or a number of members "
-		                           "from k+1 = %d to n = %d", o->write_quorum,
-		                           v->k + 1, v->n);
-		return -EINVAL;
-	}
-	return check_defaults(v, d, o->strip_size != 0, message);
+	v->settings = opts->run;
+	if (opts->run.write_quorum == v->n)
+		v->settings.write_quorum = 0;
+	int rc = volume_runtime_check(&opts->run, v->k, v->n, message);
+	return rc < 0 ? rc : check_defaults(v, d, o->strip_size != 0, message);
 }
 
 /* ---- creating a volume ---- */
 
-int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
+int create_volume(probe *pr, int n, const volume_options *opts, superblock *sb,
                   char **message)
 {
-	if (o->read_only) {
+	const volume_geometry *g = &opts->geometry;
+	const volume_file_defaults *o = &opts->files;
+
+	if (opts->run.read_only) {
 		*message = g_strdup("all members are empty and the mount is read-only: "
 		                    "nothing to open");
 		return -EROFS;
 	}
-	if (o->k <= 0 || o->m <= 0) {
+	if (g->k <= 0 || g->m <= 0) {
 		*message = g_strdup_printf("all %d members are empty: to create a volume give "
 		                           "-o k=K,m=M with K+M=%d", n, n);
 		return -EINVAL;
 	}
-	if (o->k + o->m != n) {
+	if (g->k + g->m != n) {
 		*message = g_strdup_printf("k=%d + m=%d must equal the number of members (%d)",
-		                           o->k, o->m, n);
+		                           g->k, g->m, n);
 		return -EINVAL;
 	}
 	if (n > 64) {
 		*message = g_strdup_printf("at most 64 members are supported, %d given", n);
 		return -EINVAL;
 	}
+	int crc = volume_runtime_check(&opts->run, g->k, n, message);
+	if (crc < 0)
+		return crc;
 	memset(sb, 0, sizeof(*sb));
 	sb->version = SUPERBLOCK_VERSION;
 	sb->n = n;
-	sb->k = o->k;
-	sb->m = o->m;
-	sb->code = o->code ? o->code : ec_default_kind(o->k, o->m);
-	sb->w = o->w ? o->w : default_w(sb->code, o->k, o->m);
+	sb->k = g->k;
+	sb->m = g->m;
+	sb->code = o->code ? o->code : ec_default_kind(g->k, g->m);
+	sb->w = o->w ? o->w : default_w(sb->code, g->k, g->m);
 	sb->packet_size = ec_kind_is_bitmatrix(sb->code)
-	                  ? (o->packet_size ? o->packet_size : DEFAULT_PACKET_SIZE) : 0;
-	sb->strip_size = o->strip_size ? o->strip_size : DEFAULT_STRIP_SIZE;
+	                  ? (o->packet_size ? o->packet_size : VOLUME_DEFAULT_PACKET_SIZE) : 0;
+	sb->strip_size = o->strip_size ? o->strip_size : VOLUME_DEFAULT_STRIP_SIZE;
 	sb->checksum = checksum_alg_from_name(o->checksum ? o->checksum : CHECKSUM_DEFAULT);
 	if (!sb->checksum) {
-		*message = g_strdup_printf("unknown checksum '%s' (choose sha256, blake2b, "
-		                           "blake2s, gmac or poly1305)", o->checksum);
+		char *choices = volume_checksum_choices();
+		*message = g_strdup_printf("unknown checksum '%s' (choose %s)", o->checksum,
+		                           choices);
+		g_free(choices);
 		return -EINVAL;
 	}
 	/* Refuse a code or strip size that cannot work before any member is
@@ -166,7 +178,7 @@ int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
 	ec_params p = { .kind = sb->code, .k = sb->k, .m = sb->m, .w = sb->w,
 	                .packet_size = sb->packet_size };
 	ec_code *code;
-	int crc = ec_create(&p, &code);
+	crc = ec_create(&p, &code);
 	if (crc < 0) {
 		*message = invalid_code_message(&p);
 		return -EINVAL;

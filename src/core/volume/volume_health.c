@@ -297,9 +297,9 @@ char *volume_health_text(volume *v)
 		if (volume_member_ok(v, i))
 			up |= 1ull << i;
 	int spare = __builtin_popcountll(up) - v->k;
-	uint64_t slow = volume_defaults(v)->no_read_around ? 0
+	uint64_t slow = volume_settings(v)->no_read_around ? 0
 	                : memberio_slow_of(v->mio, MIO_READ, up, spare);
-	int quorum = volume_defaults(v)->write_quorum;
+	int quorum = volume_settings(v)->write_quorum;
 	uint64_t wslow = quorum ? memberio_slow_of(v->mio, MIO_WRITE, up,
 	                                        __builtin_popcountll(up) - quorum) : 0;
 	for (int i = 0; i < v->n; i++)

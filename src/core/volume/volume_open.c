@@ -181,10 +181,10 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 {
 	v->mops.faults = *faults;
 	*faults = NULL;
-	v->mio = memberio_new(v->n, opts->timeout_ms, member_timed_out, v);
+	v->mio = memberio_new(v->n, opts->run.timeout_ms, member_timed_out, v);
 	if (v->mio) {
 		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
-		memberio_set_spin(v->mio, opts->spin_us);
+		memberio_set_spin(v->mio, opts->run.spin_us);
 	}
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();
@@ -223,11 +223,11 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		place_members(pr, n, slot);
 		for (int i = 0; i < n; i++)
 			record_set_root(i, slot[i]->rootfd);
-		v = volume_assemble(slot, n, &pr[ref].sb, opts->read_only);
+		v = volume_assemble(slot, n, &pr[ref].sb, opts->run.read_only);
 		rc = check_quorum(v, message);
 	}
 	if (rc == 0)
-		rc = lock_members(v, opts->read_only, message);
+		rc = lock_members(v, opts->run.read_only, message);
 	if (rc == 0)
 		rc = set_defaults(v, &pr[ref].sb, opts, message);
 	if (rc == 0)
@@ -254,17 +254,6 @@ void volume_member_close(volume *v, int idx, int fd)
 	 * flush), and one given up would never answer */
 	if (fd >= 0 && !(v->mio && memberio_lost(v->mio, idx)))
 		close(fd);
-}
-
-bool volume_parse_timeout(const char *s, unsigned *ms)
-{
-	char *end;
-	double secs = strtod(s, &end);
-
-	if (end == s || *end || !(secs >= 0 && secs <= 86400) || (secs > 0 && secs < 0.01))
-		return false;
-	*ms = (unsigned)(secs * 1000 + 0.5);
-	return true;
 }
 
 void volume_close(volume *v)
@@ -319,7 +308,8 @@ int volume_k(const volume *v) { return v->k; }
 uint32_t volume_chunk_version(const volume *v) { return (uint32_t)v->format; }
 int volume_m(const volume *v) { return v->m; }
 int volume_n(const volume *v) { return v->n; }
-const volume_options *volume_defaults(const volume *v) { return &v->defaults; }
+const volume_file_defaults *volume_defaults(const volume *v) { return &v->defaults; }
+const volume_runtime *volume_settings(const volume *v) { return &v->settings; }
 const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
 const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
 memberio *volume_memberio(volume *v) { return v->mio; }

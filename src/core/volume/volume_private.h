@@ -57,7 +57,8 @@ struct volume {
 	member *mem;
 	uint8_t uuid[16];
 	uint8_t key[CHECKSUM_KEY_SIZE];
-	volume_options defaults;
+	volume_file_defaults defaults; /* volume_defaults */
+	volume_runtime settings;       /* volume_settings */
 	char *checksum_name;
 	bool read_only;
 	bool journals_none;    /* journal_census: no member holds a journal */
@@ -122,9 +123,9 @@ void place_members(probe *pr, int n, probe **slot);
 
 /* volume_create.c: the defaults for new files (mount options over the
  * superblock's), and a new volume written on n empty members. */
-int set_defaults(volume *v, const superblock *sb, const volume_options *o,
+int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
                  char **message);
-int create_volume(probe *pr, int n, const volume_options *o, superblock *sb,
+int create_volume(probe *pr, int n, const volume_options *opts, superblock *sb,
                   char **message);
 
 /* volume_lock.c: member idx locked through metafd; the locks of the open

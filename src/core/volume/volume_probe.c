@@ -178,9 +178,10 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 				return -EINVAL;
 			}
 	}
-	if ((o->k && o->k != r->k) || (o->m && o->m != r->m)) {
+	const volume_geometry *g = &o->geometry;
+	if ((g->k && g->k != r->k) || (g->m && g->m != r->m)) {
 		*message = g_strdup_printf("the volume has k=%d m=%d; k and m cannot change "
-		                           "(given k=%d m=%d)", r->k, r->m, o->k, o->m);
+		                           "(given k=%d m=%d)", r->k, r->m, g->k, g->m);
 		return -EINVAL;
 	}
 	*ref = best;
@@ -318,7 +319,7 @@ int probe_members(probe *pr, const char *const *paths, int n, const volume_optio
 	int ref, rc, empty = 0;
 	superblock sb;
 
-	probe_all(pr, paths, n, o->timeout_ms);
+	probe_all(pr, paths, n, o->run.timeout_ms);
 	judge_mounts(pr, n);
 	for (int i = 0; i < n; i++)
 		empty += pr[i].state == P_EMPTY;
