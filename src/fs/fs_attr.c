@@ -35,7 +35,7 @@ static bool root_known;
 
 static int root_getattr(struct stat *st)
 {
-	int rc = ecfile_stat(fs_volume(), "/", st);
+	int rc = objects_stat(fs_volume(), "/", st);
 	pthread_mutex_lock(&root_lock);
 	if (rc == 0) {
 		root_stat = *st;
@@ -57,10 +57,10 @@ int fs_stat(const char *path, struct stat *st)
 	attr_stamp stamp = fs_stamp();
 	if (volume_usable(v) && attr_cache_get(fs_attrs(), path, &stamp, st))
 		return 0;
-	/* ecfile_stat answers for every type: the lstat of the first healthy
+	/* objects_stat answers for every type: the lstat of the first healthy
 	 * member that has the name (another may have lost a chunk), with a
 	 * regular file's logical size. */
-	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : ecfile_stat(v, path, st);
+	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : objects_stat(v, path, st);
 	if (rc == 0 && volume_usable(v))
 		attr_cache_put(fs_attrs(), path, &stamp, st);
 	return rc;
@@ -129,7 +129,7 @@ bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st)
 	struct stat sized = k->before;
 	uint64_t ident;
 	if (!k->have || (sized.st_mode & S_IFMT) != (k->after.st_mode & S_IFMT) ||
-	    !ecfile_stat_from(fs_volume(), k->member, &sized, &ident))
+	    !objects_stat_from(fs_volume(), k->member, &sized, &ident))
 		return false;
 	*st = k->after;
 	if (S_ISREG(st->st_mode)) {
@@ -187,7 +187,7 @@ static int apply_attr(const char *path, int (*op)(int, int, const char *, const 
 {
 	struct attr_change c = { .op = op, .arg = arg };
 	struct stat st;
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
+	uint64_t epoch = objects_stat_epoch(fs_volume());
 	int rc = mirror_apply(fs_volume(), path, attr_member, &c, what);
 	bool carried = rc == 0 && fs_kept_carry(&c.kept, epoch, &st);
 	if (out && rc == 0) {

@@ -91,7 +91,7 @@ static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
 		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
 	if (rc < 0)
 		return rc;
-	ecfile_store_object_ident(fs_volume(), member, dirfd, leaf, nd->ident);
+	objects_store_dir_ident(fs_volume(), member, dirfd, leaf, nd->ident);
 	/* Made and given its attributes: it holds . and .. only, at the
 	 * stamp it has now (dirstamps.h). */
 	struct stat st;
@@ -114,7 +114,7 @@ static int make_dir(fuse_req_t req, const char *path, mode_t mode, struct new_di
 	 * member filesystem itself, since member directories carry the mode. */
 	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
 	                                                 fuse_req_ctx(req)->umask),
-	                      .ident = ecfile_new_ident() };
+	                      .ident = objects_new_ident() };
 	*out = (struct new_dir){ 0 };
 	fs_new_owner(req, &nd.uid, &nd.gid);
 	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
@@ -440,12 +440,12 @@ struct reply_attrs {
 	const struct listing_entry *entries; /* the reply's names */
 	guint count;
 	struct stat *st;   /* count of them */
-	uint64_t *ident;   /* their identities (ecfile_stat_ident) */
+	uint64_t *ident;   /* their identities (objects_stat_ident) */
 	bool *have;        /* st and ident hold */
 };
 
 /* Takes the attributes of the reply's names as getattr answers them, on
- * the first member that answers namespace queries (ecfile_stat asks it
+ * the first member that answers namespace queries (objects_stat asks it
  * first).  Not for . and ..: the member root's .. lies outside the volume. */
 static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 {
@@ -460,10 +460,10 @@ static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 		uint64_t ident;
 		if (!strcmp(name, ".") || !strcmp(name, "..") ||
 		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-		    !ecfile_stat_from(fs_volume(), member, &st, &ident))
+		    !objects_stat_from(fs_volume(), member, &st, &ident))
 			continue;
 		if (S_ISDIR(st.st_mode))
-			ident = ecfile_object_ident(fd, name, st.st_mode);
+			ident = objects_dir_ident(fd, name, st.st_mode);
 		ra->st[i] = st;
 		ra->ident[i] = ident;
 		ra->have[i] = true;

@@ -93,7 +93,7 @@ static int rename_path(const char *from, const char *to, unsigned flags)
 	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
 	struct kept_size kept = { .flags = flags };
 	struct stat st;
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
+	uint64_t epoch = objects_stat_epoch(fs_volume());
 	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &kept, "rename");
 	if (rc == 0)
 		fs_kept_carry(&kept, epoch, &st);
@@ -286,7 +286,7 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	struct kept_size kept = { 0 };
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
+	uint64_t epoch = objects_stat_epoch(fs_volume());
 	if (rc == 0) {
 		intent_args a = { INTENT_LINK, .from = from, .to = to };
 		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &kept, "link");

@@ -57,7 +57,7 @@ attr_stamp fs_stamp(void)
 {
 	volume *v = fs_volume();
 	return (attr_stamp){ mop_changes(v), attr_cache_listings(fs_attrs()), mop_reads(v),
-	                     ecfile_stat_epoch(v) };
+	                     objects_stat_epoch(v) };
 }
 
 void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid)
@@ -170,7 +170,7 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
 		rc = fs_stat(path, &st);
 	} else {
 		uint64_t ident;
-		rc = ecfile_stat_ident(fs_volume(), path, &st, &ident);
+		rc = objects_stat_ident(fs_volume(), path, &st, &ident);
 		if (rc == 0)
 			ino = fs_nodes_ino(parent, name, ident, &st);
 	}

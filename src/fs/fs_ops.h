@@ -23,6 +23,7 @@
 
 #include "attr_cache.h"
 #include "ecfile.h"
+#include "objects.h"
 #include "volume.h"
 
 /* How long the kernel may keep what the daemon answers, in seconds. */
@@ -154,8 +155,8 @@ bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
                     struct stat *before);
 void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
                    const struct stat *before);
-/* After the change (epoch: ecfile_stat_epoch before it): true if what
- * ecfile_stat answers for the object takes no member call, with *st the
+/* After the change (epoch: objects_stat_epoch before it): true if what
+ * objects_stat answers for the object takes no member call, with *st the
  * attributes after it; a regular file's size, remembered for the chunk
  * as it was, is remembered as it is now too. */
 bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st);
