@@ -57,79 +57,26 @@ static void free_entries(struct dir_handle *h)
 	h->entries = NULL;
 }
 
-struct new_dir {
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	uint64_t ident; /* its identity (ecfile.h), the same on every member */
-	/* The attributes for the reply, of the first member that made it and
-	 * answers queries (the member a lookup asks first): taken there right
-	 * after, which spares the reply a lookup (one wait).  Claimed once
-	 * (atomic), since the members may run at once. */
-	bool claimed, have_st;
-	struct stat st;
-	/* the members that made it, with its stamp taken there (atomics) */
-	dir_members on;
-};
-
-/* The new directory's attributes on member for the reply, if no member
- * before it took them (struct new_dir). */
-static void take_attributes(struct new_dir *nd, int member, const struct stat *st)
-{
-	if (!volume_member_answers(fs_volume(), member) ||
-	    __atomic_exchange_n(&nd->claimed, true, __ATOMIC_ACQ_REL))
-		return;
-	nd->st = *st;
-	nd->have_st = true;
-}
-
-static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct new_dir *nd = arg;
-	int rc = mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode);
-	if (rc == 0)
-		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
-	if (rc < 0)
-		return rc;
-	objects_store_dir_ident(fs_volume(), member, dirfd, leaf, nd->ident);
-	/* Made and given its attributes: it holds . and .. only, at the
-	 * stamp it has now (dirstamps.h). */
-	struct stat st;
-	if (MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)) == 0 && S_ISDIR(st.st_mode)) {
-		dirstamp stamp;
-		dirstamp_of(&st, &stamp);
-		dirstamps_known(mop_dirstamps(fs_volume()), member, &stamp);
-		__atomic_store_n(&nd->on.ino[member], (uint64_t)st.st_ino, __ATOMIC_RELAXED);
-		__atomic_or_fetch(&nd->on.mask, 1ull << member, __ATOMIC_RELEASE);
-		take_attributes(nd, member, &st);
-	}
-	return 0;
-}
-
-static int make_dir(fuse_req_t req, const char *path, mode_t mode, struct new_dir *out)
+static int make_dir(fuse_req_t req, const char *path, mode_t mode, nsops_new_dir *nd)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
 	/* A directory made in a setgid directory inherits S_ISGID from the
 	 * member filesystem itself, since member directories carry the mode. */
-	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
-	                                                 fuse_req_ctx(req)->umask),
-	                      .ident = objects_new_ident() };
-	*out = (struct new_dir){ 0 };
-	fs_new_owner(req, &nd.uid, &nd.gid);
+	*nd = (nsops_new_dir){ .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
+	                                                  fuse_req_ctx(req)->umask),
+	                       .ident = objects_new_ident() };
+	fs_new_owner(req, &nd->owner);
 	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
-	intent_args a = { INTENT_MKDIR, .from = path, .mode = nd.mode, .uid = nd.uid, .gid = nd.gid };
-	rc = mirror_apply_logged(fs_volume(), &a, mkdir_member, NULL, &nd, "mkdir");
-	*out = nd;
-	return rc;
+	return nsops_mkdir(fs_volume(), path, nd);
 }
 
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	char *path = NULL;
-	struct new_dir nd;
+	nsops_new_dir nd;
 	int rc = fs_nodes_child(parent, name, &path);
 	if (rc < 0) {
 		fs_reply_err(req, rc);
@@ -156,21 +103,14 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fs_nodes_forget(e.ino, 1); /* the request was interrupted */
 }
 
-static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	return mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR);
-}
-
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	char *path = NULL;
 	int rc = fs_nodes_child(parent, name, &path);
 	if (rc == 0 && volume_path_reserved(path))
 		rc = -ENOENT;
-	if (rc == 0) {
-		intent_args a = { INTENT_RMDIR, .from = path };
-		rc = mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
-	}
+	if (rc == 0)
+		rc = nsops_rmdir(fs_volume(), path);
 	if (rc == 0) {
 		fs_dirnames_drop(fs_nodes_lookup_name(parent, name));
 		fs_dirnames_removed(parent, name);
@@ -180,12 +120,6 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	g_free(path);
 	fs_reply_err(req, rc);
-}
-
-static int open_dir_at(int dirfd, const char *leaf)
-{
-	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	return fd < 0 ? -errno : fd;
 }
 
 /* ---- the kernel's cache of listings ---- */
@@ -237,7 +171,7 @@ static bool listing_stands(fuse_ino_t ino)
 
 static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	int fd = open_dir_at(dirfd, leaf);
+	int fd = nsops_open_dir(dirfd, leaf);
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	return fd < 0 ? fd : 0;
@@ -288,7 +222,7 @@ struct member_part {
 static int list_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	struct member_part *mp = arg;
-	int fd = open_dir_at(dirfd, leaf);
+	int fd = nsops_open_dir(dirfd, leaf);
 	if (fd < 0)
 		return fd;
 	struct stat before, after;
@@ -318,7 +252,7 @@ struct member_look {
 static int touch_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	char buf[256];
-	int fd = open_dir_at(dirfd, leaf);
+	int fd = nsops_open_dir(dirfd, leaf);
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -450,7 +384,7 @@ struct reply_attrs {
 static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 {
 	struct reply_attrs *ra = arg;
-	int fd = open_dir_at(dirfd, leaf);
+	int fd = nsops_open_dir(dirfd, leaf);
 	if (fd < 0)
 		return fd;
 	memset(ra->have, 0, ra->count * sizeof(*ra->have));
@@ -623,17 +557,6 @@ void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, 0);
 }
 
-static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
-{
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	int datasync = *(const int *)arg;
-	int rc = mop_fsync(fs_volume(), member, fd, datasync);
-	MIO_CALL(close(fd));
-	return rc;
-}
-
 void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
@@ -641,8 +564,7 @@ void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	 * removed meanwhile has nothing left to sync. */
 	char *path = NULL;
 	int rc = fs_nodes_path(ino, &path);
-	rc = mirror_apply(fs_volume(), rc == 0 ? path : h->path, fsync_member_dir, &datasync,
-	                  "fsyncdir");
+	rc = nsops_fsyncdir(fs_volume(), rc == 0 ? path : h->path, datasync);
 	g_free(path);
 	fs_reply_err(req, rc == -ENOENT ? 0 : rc);
 }
