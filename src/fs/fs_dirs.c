@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -27,9 +26,7 @@
 #include "ecfile.h"
 #include "fs_dirsaved.h"
 #include "listing.h"
-#include "memberio.h"
 #include "memberops.h"
-#include "mirror.h"
 #include "space.h"
 #include "xattrs.h"
 
@@ -169,14 +166,6 @@ static bool listing_stands(fuse_ino_t ino)
 	return stands;
 }
 
-static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	int fd = nsops_open_dir(dirfd, leaf);
-	if (fd >= 0)
-		MIO_CALL(close(fd));
-	return fd < 0 ? fd : 0;
-}
-
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	char *path = NULL;
@@ -184,7 +173,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Checks that it is a directory the daemon can read; the listing is
 	 * made by readdir. */
 	if (rc == 0)
-		rc = mirror_query(fs_volume(), path, opendir_member, NULL, "opendir");
+		rc = nsops_opendir(fs_volume(), path);
 	if (rc < 0) {
 		g_free(path);
 		fs_reply_err(req, rc);
@@ -210,64 +199,6 @@ static bool hidden_in_root(const char *name)
 	return volume_path_reserved(path);
 }
 
-/* A member's part of a listing, and the stamp of its directory then
- * (dirstamps.h): `stable` if the same before and after the read. */
-struct member_part {
-	listing_part part;
-	dirstamp st;
-	bool stable;
-};
-
-/* Reads the member's directory into its part of the listing. */
-static int list_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct member_part *mp = arg;
-	int fd = nsops_open_dir(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	struct stat before, after;
-	bool seen = MIO_CALL(fstat(fd, &before)) == 0;
-	int rc = listing_part_read(&mp->part, fd);
-	seen = seen && MIO_CALL(fstat(fd, &after)) == 0;
-	MIO_CALL(close(fd));
-	mp->stable = false;
-	if (rc == 0 && seen) {
-		dirstamp at_start;
-		dirstamp_of(&before, &at_start);
-		dirstamp_of(&after, &mp->st);
-		mp->stable = dirstamp_same(&at_start, &mp->st);
-	}
-	return rc;
-}
-
-/* What a member shows of a directory listed without reading it. */
-struct member_look {
-	dirstamp st;
-	bool seen;
-};
-
-/* Reads the start of the member's directory: what a listing does to its
- * access time (relatime), with no listing to make; and takes its stamp
- * (arg: a struct member_look, or NULL). */
-static int touch_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	char buf[256];
-	int fd = nsops_open_dir(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	bool seen = arg && MIO_CALL(fstat(fd, &st)) == 0;
-	long got = MIO_CALL(syscall(SYS_getdents64, fd, buf, sizeof buf));
-	int rc = got < 0 ? -errno : 0;
-	MIO_CALL(close(fd));
-	if (seen) {
-		struct member_look *look = arg;
-		dirstamp_of(&st, &look->st);
-		look->seen = true;
-	}
-	return rc;
-}
-
 /* The listing of ino saved by the last unmount (fs_dirsaved.h), if the
  * first `width` members that answer all show the stamps it was saved
  * with: their directories then hold exactly its names, and a listing of
@@ -279,12 +210,9 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 	saved_dir d;
 	if (!fs_dirsaved_take(ino, &d))
 		return NULL;
-	struct member_look looks[64] = { 0 };
-	void *args[64];
-	for (int i = 0; i < volume_n(v); i++)
-		args[i] = &looks[i];
+	nsops_dir_look looks[64] = { 0 };
 	int err;
-	uint64_t whole = mirror_gather(v, path, touch_member, args, width, &err, "readdir");
+	uint64_t whole = nsops_touch_dir(v, path, looks, width, &err);
 	attr_cache_listed(fs_attrs());
 	bool same = __builtin_popcountll(whole) >= width;
 	dir_members on = { .mask = whole };
@@ -308,7 +236,7 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 
 /* Lists the directory ino at path: from what the daemon holds of its
  * names (fs_dirnames.h), else the union of the names the members that
- * answer hold (not one being rebuilt), read at once (mirror_gather), so
+ * answer hold (not one being rebuilt), read at once (nsops_list), so
  * that a name some members lost, or a create cut short made on a few
  * only, is listed (listing.h).  While the names are settled
  * (volume_names_settled), the first m + 1 of them hold every name that k
@@ -319,8 +247,7 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 {
 	volume *v = fs_volume();
-	struct member_part parts[64];
-	void *args[64];
+	nsops_dir_part parts[64];
 	int err;
 	bool settled = volume_names_settled(v);
 	int width = settled ? volume_m(v) + 1 : volume_n(v), answering = 0;
@@ -329,8 +256,7 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	free_entries(h);
 	uint64_t since = fs_dirnames_generation();
 	if ((h->entries = fs_dirnames_listing(ino))) {
-		void *none[64] = { 0 };
-		mirror_gather(v, path, touch_member, none, width, &err, "readdir");
+		nsops_touch_dir(v, path, NULL, width, &err);
 		attr_cache_listed(fs_attrs());
 		return 0;
 	}
@@ -339,12 +265,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	for (int i = 0; i < volume_n(v); i++) {
 		listing_part_init(&parts[i].part);
 		parts[i].stable = false;
-		args[i] = &parts[i];
 		answering += volume_member_answers(v, i);
 	}
-	uint64_t whole = mirror_gather(v, path, list_member, args, width, &err, "readdir");
+	uint64_t whole = nsops_list(v, path, parts, width, &err);
 	if (__builtin_popcountll(whole) < width && width < answering)
-		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
+		whole = nsops_list(v, path, parts, volume_n(v), &err);
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	/* The members whose directory holds exactly the listing's names: all
 	 * that were read, if each holds as many names as their union. */
@@ -378,34 +303,6 @@ struct reply_attrs {
 	bool *have;        /* st and ident hold */
 };
 
-/* Takes the attributes of the reply's names as getattr answers them, on
- * the first member that answers namespace queries (objects_stat asks it
- * first).  Not for . and ..: the member root's .. lies outside the volume. */
-static int stat_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct reply_attrs *ra = arg;
-	int fd = nsops_open_dir(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	memset(ra->have, 0, ra->count * sizeof(*ra->have));
-	for (guint i = 0; i < ra->count; i++) {
-		const char *name = ra->entries[i].name;
-		struct stat st;
-		uint64_t ident;
-		if (!strcmp(name, ".") || !strcmp(name, "..") ||
-		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-		    !objects_stat_from(fs_volume(), member, &st, &ident))
-			continue;
-		if (S_ISDIR(st.st_mode))
-			ident = objects_dir_ident(fd, name, st.st_mode);
-		ra->st[i] = st;
-		ra->ident[i] = ident;
-		ra->have[i] = true;
-	}
-	MIO_CALL(close(fd));
-	return 0;
-}
-
 /* The attributes of entries [first, first + count) of the listing, and
  * each for attr_cache.h's next getattr of its path (ls -l). */
 static void take_attrs(struct dir_handle *h, const char *path, guint first,
@@ -416,7 +313,9 @@ static void take_attrs(struct dir_handle *h, const char *path, guint first,
 	ra->ident = g_new(uint64_t, ra->count);
 	ra->have = g_new0(bool, ra->count);
 	attr_stamp asked = fs_stamp();
-	if (ra->count == 0 || mirror_query(fs_volume(), path, stat_member, ra, "readdir") < 0)
+	if (ra->count == 0 ||
+	    nsops_stat_names(fs_volume(), path, ra->entries, ra->count, ra->st, ra->ident,
+	                     ra->have) < 0)
 		return;
 	for (guint i = 0; i < ra->count; i++) {
 		if (!ra->have[i])

@@ -10,8 +10,9 @@
  *
  * Regular files are ecfiles (the open-file handle is the ecfile pointer in
  * fi->fh); everything else in the namespace is mirrored on every healthy
- * member by the namespace layer (nsops.h, mirror.h).  Permission checks are the kernel's job: the
- * daemon always mounts with default_permissions.
+ * member by the namespace layer (nsops.h, mirror.h).  Permission checks
+ * are the kernel's job: the daemon always mounts with
+ * default_permissions.
  */
 #ifndef ECFS_FS_OPS_H
 #define ECFS_FS_OPS_H

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dirstamps.h"
@@ -397,4 +398,121 @@ static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
 int nsops_orphans_prepare(volume *v, const char *dir)
 {
 	return mirror_apply(v, dir, orphans_member, v, "orphan folder");
+}
+
+/* ---- reading directories ---- */
+
+static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	int fd = nsops_open_dir(dirfd, leaf);
+	if (fd >= 0)
+		MIO_CALL(close(fd));
+	return fd < 0 ? fd : 0;
+}
+
+int nsops_opendir(volume *v, const char *path)
+{
+	return mirror_query(v, path, opendir_member, NULL, "opendir");
+}
+
+/* Reads the member's directory into its part of the listing. */
+static int list_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	nsops_dir_part *mp = arg;
+	int fd = nsops_open_dir(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	struct stat before, after;
+	bool seen = MIO_CALL(fstat(fd, &before)) == 0;
+	int rc = listing_part_read(&mp->part, fd);
+	seen = seen && MIO_CALL(fstat(fd, &after)) == 0;
+	MIO_CALL(close(fd));
+	mp->stable = false;
+	if (rc == 0 && seen) {
+		dirstamp at_start;
+		dirstamp_of(&before, &at_start);
+		dirstamp_of(&after, &mp->st);
+		mp->stable = dirstamp_same(&at_start, &mp->st);
+	}
+	return rc;
+}
+
+uint64_t nsops_list(volume *v, const char *path, nsops_dir_part *parts, int most, int *err)
+{
+	void *args[64];
+	for (int i = 0; i < volume_n(v); i++)
+		args[i] = &parts[i];
+	return mirror_gather(v, path, list_member, args, most, err, "readdir");
+}
+
+/* Reads the start of the member's directory, and takes its stamp (arg: a
+ * nsops_dir_look, or NULL). */
+static int touch_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	char buf[256];
+	int fd = nsops_open_dir(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	bool seen = arg && MIO_CALL(fstat(fd, &st)) == 0;
+	long got = MIO_CALL(syscall(SYS_getdents64, fd, buf, sizeof buf));
+	int rc = got < 0 ? -errno : 0;
+	MIO_CALL(close(fd));
+	if (seen) {
+		nsops_dir_look *look = arg;
+		dirstamp_of(&st, &look->st);
+		look->seen = true;
+	}
+	return rc;
+}
+
+uint64_t nsops_touch_dir(volume *v, const char *path, nsops_dir_look *looks, int most,
+                         int *err)
+{
+	void *args[64];
+	for (int i = 0; i < volume_n(v); i++)
+		args[i] = looks ? &looks[i] : NULL;
+	return mirror_gather(v, path, touch_member, args, most, err, "readdir");
+}
+
+/* The names whose attributes a listing's reply gives (nsops_stat_names). */
+struct names_attrs {
+	volume *v;
+	const struct listing_entry *entries;
+	guint count;
+	struct stat *st;
+	uint64_t *ident;
+	bool *have;
+};
+
+static int stat_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	const struct names_attrs *ra = arg;
+	int fd = nsops_open_dir(dirfd, leaf);
+	if (fd < 0)
+		return fd;
+	memset(ra->have, 0, ra->count * sizeof(*ra->have));
+	for (guint i = 0; i < ra->count; i++) {
+		const char *name = ra->entries[i].name;
+		struct stat st;
+		uint64_t ident;
+		if (!strcmp(name, ".") || !strcmp(name, "..") ||
+		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
+		    !objects_stat_from(ra->v, member, &st, &ident))
+			continue;
+		if (S_ISDIR(st.st_mode))
+			ident = objects_dir_ident(fd, name, st.st_mode);
+		ra->st[i] = st;
+		ra->ident[i] = ident;
+		ra->have[i] = true;
+	}
+	MIO_CALL(close(fd));
+	return 0;
+}
+
+int nsops_stat_names(volume *v, const char *path, const struct listing_entry *entries,
+                     guint count, struct stat *st, uint64_t *ident, bool *have)
+{
+	struct names_attrs ra = { v, entries, count, st, ident, have };
+	return mirror_query(v, path, stat_member, &ra, "readdir");
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The namespace operations on every member: mkdir, rmdir, unlink,
- * rename, link, symlink, mknod, readlink, chmod, chown, utimens, lstat
- * and a directory's fsync.  Each one's body on one member is here; mirror.h
+ * rename, link, symlink, mknod, readlink, chmod, chown, utimens, lstat,
+ * a directory's fsync and the reads of a listing.  Each one's body on
+ * one member is here; mirror.h
  * applies it to every healthy member and makes one answer of theirs, under
  * an intent (intent.h) for those whose partial state after a crash would
  * hurt.  Paths are volume paths; every call returns 0 or a negative
@@ -18,6 +19,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "dirstamps.h"
+#include "listing.h"
 #include "volume.h"
 
 /* The owner a new object gets on each member: uid and gid (the group
@@ -103,5 +106,41 @@ int nsops_lstat(volume *v, const char *path, struct stat *st);
  * is not there, and removes the orphans a crash left in it: files that
  * were open and unlinked when the daemon stopped. */
 int nsops_orphans_prepare(volume *v, const char *dir);
+
+/* ---- reading directories ---- */
+/* 0 if path is a directory the daemon can open (on the first member that
+ * has it), else a negative errno. */
+int nsops_opendir(volume *v, const char *path);
+/* A member's part of a listing, and the stamp of its directory then
+ * (dirstamps.h): stable if the same before and after the read. */
+typedef struct nsops_dir_part {
+	listing_part part;
+	dirstamp st;
+	bool stable;
+} nsops_dir_part;
+/* Reads the directory at path on the first `most` members that answer
+ * namespace queries, at once (mirror_gather, which says what the mask
+ * returned and *err hold), member i's names into parts[i] (the caller's
+ * listing_part_init'ed). */
+uint64_t nsops_list(volume *v, const char *path, nsops_dir_part *parts, int most, int *err);
+/* What a member shows of a directory it was not asked to list. */
+typedef struct nsops_dir_look {
+	dirstamp st;
+	bool seen;
+} nsops_dir_look;
+/* Reads the start of the directory at path on the first `most` members
+ * that answer, as nsops_list asks them: what a listing does to its access
+ * time (relatime), with no listing to make; with looks, member i's stamp
+ * of it in looks[i] (zeroed by the caller). */
+uint64_t nsops_touch_dir(volume *v, const char *path, nsops_dir_look *looks, int most,
+                         int *err);
+/* The attributes of the names entries[0 .. count) of the directory at
+ * path as objects_stat answers them, from the first member that answers
+ * namespace queries (objects_stat asks it first), for those that take no
+ * other member call: have[i] is true, with st[i] and ident[i]
+ * (objects_stat_ident).  Not for . and ..: the member root's .. lies
+ * outside the volume. */
+int nsops_stat_names(volume *v, const char *path, const struct listing_entry *entries,
+                     guint count, struct stat *st, uint64_t *ident, bool *have);
 
 #endif
