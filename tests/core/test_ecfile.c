@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the file data path (src/core/data/ecfile.c, src/core/data/stripe.c) through
- * real member directories, without FUSE: byte-exact writes and reads at the
- * sizes around strip and stripe boundaries, random I/O against a reference
- * buffer, truncate, holes, and reads with members removed, emptied or
- * corrupted: exact with up to m, EIO with m+1 and nothing stored changed.
+ * Unit tests of the file data path (src/core/data/ecfile.c and its
+ * ecfile_open.c and ecfile_io.c, src/core/data/stripe.c) and of lookups
+ * (src/core/namespace/objects.c) through real member directories, without
+ * FUSE: byte-exact writes and reads at the sizes around strip and stripe
+ * boundaries, random I/O against a reference buffer, truncate, holes, and
+ * reads with members removed, emptied or corrupted: exact with up to m,
+ * EIO with m+1 and nothing stored changed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -795,7 +797,7 @@ static void note_refresh(const char *dir)
 }
 
 /* With the member timeout, a new file's chunks and headers are one batch
- * on the relay (ecfile.c, struct create_chain): every member holds the
+ * on the relay (ecfile_open.c, struct create_chain): every member holds the
  * header of the one file at its own position, with no missed writes, the
  * same as write_headers gives a degraded create's.  A create over a name
  * some members still hold (O_CREAT without O_EXCL) opens that file, and
