@@ -20,11 +20,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
-#include "memberio.h"
-#include "memberops.h"
-#include "mirror.h"
-#include "size_cache.h"
-#include "volume_internal.h"
+#include "nsops.h"
 
 /* The root's last known attributes: when more than m members have failed
  * every request fails with EIO, but the root must still answer getattr, or
@@ -35,7 +31,7 @@ static bool root_known;
 
 static int root_getattr(struct stat *st)
 {
-	int rc = ecfile_stat(fs_volume(), "/", st);
+	int rc = objects_stat(fs_volume(), "/", st);
 	pthread_mutex_lock(&root_lock);
 	if (rc == 0) {
 		root_stat = *st;
@@ -57,10 +53,10 @@ int fs_stat(const char *path, struct stat *st)
 	attr_stamp stamp = fs_stamp();
 	if (volume_usable(v) && attr_cache_get(fs_attrs(), path, &stamp, st))
 		return 0;
-	/* ecfile_stat answers for every type: the lstat of the first healthy
+	/* objects_stat answers for every type: the lstat of the first healthy
 	 * member that has the name (another may have lost a chunk), with a
 	 * regular file's logical size. */
-	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : ecfile_stat(v, path, st);
+	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : objects_stat(v, path, st);
 	if (rc == 0 && volume_usable(v))
 		attr_cache_put(fs_attrs(), path, &stamp, st);
 	return rc;
@@ -100,48 +96,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs_timeouts()->attr);
 }
 
-bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
-                    struct stat *before)
-{
-	return volume_member_answers(fs_volume(), member) &&
-	       !__atomic_load_n(&k->claimed, __ATOMIC_ACQUIRE) &&
-	       MIO_CALL(fstatat(fd, leaf, before, AT_SYMLINK_NOFOLLOW)) == 0;
-}
-
-void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
-                   const struct stat *before)
-{
-	/* into a local first: a call given up must find nothing of the
-	 * caller's to write into when it returns (volume_on_member) */
-	struct stat after;
-	if (__atomic_exchange_n(&k->claimed, true, __ATOMIC_ACQ_REL) ||
-	    MIO_CALL(fstatat(fd, leaf, &after, AT_SYMLINK_NOFOLLOW)) != 0 ||
-	    after.st_ino != before->st_ino || after.st_dev != before->st_dev)
-		return;
-	k->after = after;
-	k->before = *before;
-	k->member = member;
-	k->have = true;
-}
-
-bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st)
-{
-	struct stat sized = k->before;
-	uint64_t ident;
-	if (!k->have || (sized.st_mode & S_IFMT) != (k->after.st_mode & S_IFMT) ||
-	    !ecfile_stat_from(fs_volume(), k->member, &sized, &ident))
-		return false;
-	*st = k->after;
-	if (S_ISREG(st->st_mode)) {
-		st->st_size = sized.st_size;
-		st->st_blocks = sized.st_blocks;
-		size_cache_put(volume_sizes(fs_volume()), k->member, &k->after, epoch,
-		               (uint64_t)sized.st_size, ident);
-	}
-	return true;
-}
-
-bool fs_kept_open(const struct kept_size *k, fuse_ino_t ino, struct stat *st)
+bool fs_kept_open(const nsops_kept *k, fuse_ino_t ino, struct stat *st)
 {
 	if (!k->have || !S_ISREG(k->after.st_mode))
 		return false;
@@ -152,82 +107,40 @@ bool fs_kept_open(const struct kept_size *k, fuse_ino_t ino, struct stat *st)
 	return true;
 }
 
-/* chmod, chown or utimens of (dirfd, leaf) on a member (attr_member),
- * its size kept (struct kept_size). */
-struct attr_change {
-	struct kept_size kept;
-	int (*op)(int member, int dirfd, const char *leaf, const void *arg);
-	const void *arg;
-};
-
-static int attr_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct attr_change *c = arg;
-	struct stat before;
-	bool take = fs_kept_before(&c->kept, member, dirfd, leaf, &before);
-	int rc = c->op(member, dirfd, leaf, c->arg);
-	if (rc == 0 && take)
-		fs_kept_after(&c->kept, member, dirfd, leaf, &before);
-	return rc;
-}
-
-/* What setattr answers, when the change itself told it (apply_attr). */
+/* What setattr answers, when the change itself told it (attr_changed). */
 struct attr_reply {
 	fuse_ino_t ino;
 	bool have;
 	struct stat st;
 };
 
-/* op(arg) on every member (mirror_apply), the size of a regular file
- * kept remembered across it.  With out, the attributes after it: the
- * first member's lstat taken around the change, with the size remembered
- * or the open file's, when either is known (else out->have is false). */
-static int apply_attr(const char *path, int (*op)(int, int, const char *, const void *),
-                      const void *arg, const char *what, struct attr_reply *out)
+/* The answer of a change made on every member (rc), the size of a
+ * regular file kept remembered across it (kept, epoch: nsops_kept).  With
+ * out, the attributes after it: the first member's lstat taken around the
+ * change, with the size remembered or the open file's, when either is
+ * known (else out->have is false). */
+static int attr_changed(int rc, const nsops_kept *kept, uint64_t epoch, struct attr_reply *out)
 {
-	struct attr_change c = { .op = op, .arg = arg };
 	struct stat st;
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
-	int rc = mirror_apply(fs_volume(), path, attr_member, &c, what);
-	bool carried = rc == 0 && fs_kept_carry(&c.kept, epoch, &st);
+	bool carried = rc == 0 && nsops_kept_carry(fs_volume(), kept, epoch, &st);
 	if (out && rc == 0) {
-		out->have = carried || fs_kept_open(&c.kept, out->ino, &st);
+		out->have = carried || fs_kept_open(kept, out->ino, &st);
 		out->st = st;
 	}
 	return rc;
 }
 
-static int chmod_member(int member, int dirfd, const char *leaf, const void *arg)
-{
-	return mop_fchmodat(fs_volume(), member, dirfd, leaf, *(const mode_t *)arg,
-	                    AT_SYMLINK_NOFOLLOW);
-}
-
 static int chmod_with(const char *path, mode_t mode, struct attr_reply *out)
 {
-	mode &= 07777;
-	return apply_attr(path, chmod_member, &mode, "chmod", out);
+	nsops_kept kept = { 0 };
+	uint64_t epoch = objects_stat_epoch(fs_volume());
+	int rc = nsops_chmod(fs_volume(), path, mode & 07777, &kept);
+	return attr_changed(rc, &kept, epoch, out);
 }
 
 int fs_chmod_path(const char *path, mode_t mode)
 {
 	return chmod_with(path, mode, NULL);
-}
-
-struct owner {
-	uid_t uid;
-	gid_t gid;
-};
-
-static int chown_member(int member, int dirfd, const char *leaf, const void *arg)
-{
-	const struct owner *o = arg;
-	return mop_fchownat(fs_volume(), member, dirfd, leaf, o->uid, o->gid, AT_SYMLINK_NOFOLLOW);
-}
-
-static int utimens_member(int member, int dirfd, const char *leaf, const void *arg)
-{
-	return mop_utimensat(fs_volume(), member, dirfd, leaf, arg, AT_SYMLINK_NOFOLLOW);
 }
 
 static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[2],
@@ -255,7 +168,10 @@ static int set_times(fuse_ino_t ino, const char *path, const struct timespec tv[
 		if (rc < 0)
 			return rc;
 	}
-	return apply_attr(path, utimens_member, ts, "utimens", out);
+	nsops_kept kept = { 0 };
+	uint64_t epoch = objects_stat_epoch(fs_volume());
+	int rc = nsops_utimens(fs_volume(), path, ts, &kept);
+	return attr_changed(rc, &kept, epoch, out);
 }
 
 /* The times setattr asks for (UTIME_OMIT for those it leaves). */
@@ -282,9 +198,12 @@ static int set_attrs(const char *path, const struct stat *attr, int to_set,
 	if (to_set & FUSE_SET_ATTR_MODE)
 		rc = chmod_with(path, attr->st_mode, out);
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		struct owner o = { (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
-		                   (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1 };
-		rc = apply_attr(path, chown_member, &o, "chown", out);
+		nsops_kept kept = { 0 };
+		uint64_t epoch = objects_stat_epoch(fs_volume());
+		rc = nsops_chown(fs_volume(), path,
+		                 (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+		                 (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, &kept);
+		rc = attr_changed(rc, &kept, epoch, out);
 	}
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
 		rc = fi ? ecfile_truncate(fs_file_of(fi), attr->st_size)

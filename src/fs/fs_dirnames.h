@@ -26,18 +26,10 @@
 #include <sys/types.h>
 
 #include "listing.h"
+#include "nsops.h"
 
 /* Names held in all directories at most. */
 #define DIRNAMES_MAX (256 * 1024)
-
-/* The members whose directory holds exactly the names held of it (bits
- * of mask), and its inode number on each: the key of its stamps there
- * (dirstamps.h), with which the names are kept across a remount
- * (fs_dirsaved.h). */
-typedef struct dir_members {
-	uint64_t mask;
-	uint64_t ino[64];
-} dir_members;
 
 /* Counts the changes: taken before a listing reads the members, given
  * back to fs_dirnames_listed. */
@@ -46,7 +38,9 @@ uint64_t fs_dirnames_generation(void);
 /* A listing of directory dir read from the members: held (a reference
  * to it, which must not change from then on) if no change came between
  * generation (taken before it was read) and now.  on: the members whose
- * directory holds exactly its names (NULL: none known). */
+ * directory holds exactly its names (NULL: none known), and its inode
+ * number on each, the key of its stamps there (dirstamps.h), with which
+ * the names are kept across a remount (fs_dirsaved.h). */
 void fs_dirnames_listed(uint64_t dir, listing *l, uint64_t generation, const dir_members *on);
 /* dir was just made: it holds only . and .. (on: as fs_dirnames_listed). */
 void fs_dirnames_made(uint64_t dir, const dir_members *on);

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -27,9 +26,7 @@
 #include "ecfile.h"
 #include "fs_dirsaved.h"
 #include "listing.h"
-#include "memberio.h"
 #include "memberops.h"
-#include "mirror.h"
 #include "space.h"
 #include "xattrs.h"
 
@@ -57,79 +54,26 @@ static void free_entries(struct dir_handle *h)
 	h->entries = NULL;
 }
 
-struct new_dir {
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	uint64_t ident; /* its identity (ecfile.h), the same on every member */
-	/* The attributes for the reply, of the first member that made it and
-	 * answers queries (the member a lookup asks first): taken there right
-	 * after, which spares the reply a lookup (one wait).  Claimed once
-	 * (atomic), since the members may run at once. */
-	bool claimed, have_st;
-	struct stat st;
-	/* the members that made it, with its stamp taken there (atomics) */
-	dir_members on;
-};
-
-/* The new directory's attributes on member for the reply, if no member
- * before it took them (struct new_dir). */
-static void take_attributes(struct new_dir *nd, int member, const struct stat *st)
-{
-	if (!volume_member_answers(fs_volume(), member) ||
-	    __atomic_exchange_n(&nd->claimed, true, __ATOMIC_ACQ_REL))
-		return;
-	nd->st = *st;
-	nd->have_st = true;
-}
-
-static int mkdir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct new_dir *nd = arg;
-	int rc = mop_mkdirat(fs_volume(), member, dirfd, leaf, nd->mode);
-	if (rc == 0)
-		rc = fs_chown_new(member, dirfd, leaf, nd->uid, nd->gid);
-	if (rc < 0)
-		return rc;
-	ecfile_store_object_ident(fs_volume(), member, dirfd, leaf, nd->ident);
-	/* Made and given its attributes: it holds . and .. only, at the
-	 * stamp it has now (dirstamps.h). */
-	struct stat st;
-	if (MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)) == 0 && S_ISDIR(st.st_mode)) {
-		dirstamp stamp;
-		dirstamp_of(&st, &stamp);
-		dirstamps_known(mop_dirstamps(fs_volume()), member, &stamp);
-		__atomic_store_n(&nd->on.ino[member], (uint64_t)st.st_ino, __ATOMIC_RELAXED);
-		__atomic_or_fetch(&nd->on.mask, 1ull << member, __ATOMIC_RELEASE);
-		take_attributes(nd, member, &st);
-	}
-	return 0;
-}
-
-static int make_dir(fuse_req_t req, const char *path, mode_t mode, struct new_dir *out)
+static int make_dir(fuse_req_t req, const char *path, mode_t mode, nsops_new_dir *nd)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
 	/* A directory made in a setgid directory inherits S_ISGID from the
 	 * member filesystem itself, since member directories carry the mode. */
-	struct new_dir nd = { .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
-	                                                 fuse_req_ctx(req)->umask),
-	                      .ident = ecfile_new_ident() };
-	*out = (struct new_dir){ 0 };
-	fs_new_owner(req, &nd.uid, &nd.gid);
+	*nd = (nsops_new_dir){ .mode = xattrs_create_mode(fs_volume(), path, mode & 07777,
+	                                                  fuse_req_ctx(req)->umask),
+	                       .ident = objects_new_ident() };
+	fs_new_owner(req, &nd->owner);
 	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
-	intent_args a = { INTENT_MKDIR, .from = path, .mode = nd.mode, .uid = nd.uid, .gid = nd.gid };
-	rc = mirror_apply_logged(fs_volume(), &a, mkdir_member, NULL, &nd, "mkdir");
-	*out = nd;
-	return rc;
+	return nsops_mkdir(fs_volume(), path, nd);
 }
 
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	char *path = NULL;
-	struct new_dir nd;
+	nsops_new_dir nd;
 	int rc = fs_nodes_child(parent, name, &path);
 	if (rc < 0) {
 		fs_reply_err(req, rc);
@@ -156,21 +100,14 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fs_nodes_forget(e.ino, 1); /* the request was interrupted */
 }
 
-static int rmdir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	return mop_unlinkat(fs_volume(), member, dirfd, leaf, AT_REMOVEDIR);
-}
-
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	char *path = NULL;
 	int rc = fs_nodes_child(parent, name, &path);
 	if (rc == 0 && volume_path_reserved(path))
 		rc = -ENOENT;
-	if (rc == 0) {
-		intent_args a = { INTENT_RMDIR, .from = path };
-		rc = mirror_apply_logged(fs_volume(), &a, rmdir_member, NULL, NULL, "rmdir");
-	}
+	if (rc == 0)
+		rc = nsops_rmdir(fs_volume(), path);
 	if (rc == 0) {
 		fs_dirnames_drop(fs_nodes_lookup_name(parent, name));
 		fs_dirnames_removed(parent, name);
@@ -180,12 +117,6 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	g_free(path);
 	fs_reply_err(req, rc);
-}
-
-static int open_dir_at(int dirfd, const char *leaf)
-{
-	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	return fd < 0 ? -errno : fd;
 }
 
 /* ---- the kernel's cache of listings ---- */
@@ -235,14 +166,6 @@ static bool listing_stands(fuse_ino_t ino)
 	return stands;
 }
 
-static int opendir_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd >= 0)
-		MIO_CALL(close(fd));
-	return fd < 0 ? fd : 0;
-}
-
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	char *path = NULL;
@@ -250,7 +173,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Checks that it is a directory the daemon can read; the listing is
 	 * made by readdir. */
 	if (rc == 0)
-		rc = mirror_query(fs_volume(), path, opendir_member, NULL, "opendir");
+		rc = nsops_opendir(fs_volume(), path);
 	if (rc < 0) {
 		g_free(path);
 		fs_reply_err(req, rc);
@@ -276,64 +199,6 @@ static bool hidden_in_root(const char *name)
 	return volume_path_reserved(path);
 }
 
-/* A member's part of a listing, and the stamp of its directory then
- * (dirstamps.h): `stable` if the same before and after the read. */
-struct member_part {
-	listing_part part;
-	dirstamp st;
-	bool stable;
-};
-
-/* Reads the member's directory into its part of the listing. */
-static int list_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct member_part *mp = arg;
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	struct stat before, after;
-	bool seen = MIO_CALL(fstat(fd, &before)) == 0;
-	int rc = listing_part_read(&mp->part, fd);
-	seen = seen && MIO_CALL(fstat(fd, &after)) == 0;
-	MIO_CALL(close(fd));
-	mp->stable = false;
-	if (rc == 0 && seen) {
-		dirstamp at_start;
-		dirstamp_of(&before, &at_start);
-		dirstamp_of(&after, &mp->st);
-		mp->stable = dirstamp_same(&at_start, &mp->st);
-	}
-	return rc;
-}
-
-/* What a member shows of a directory listed without reading it. */
-struct member_look {
-	dirstamp st;
-	bool seen;
-};
-
-/* Reads the start of the member's directory: what a listing does to its
- * access time (relatime), with no listing to make; and takes its stamp
- * (arg: a struct member_look, or NULL). */
-static int touch_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	char buf[256];
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	bool seen = arg && MIO_CALL(fstat(fd, &st)) == 0;
-	long got = MIO_CALL(syscall(SYS_getdents64, fd, buf, sizeof buf));
-	int rc = got < 0 ? -errno : 0;
-	MIO_CALL(close(fd));
-	if (seen) {
-		struct member_look *look = arg;
-		dirstamp_of(&st, &look->st);
-		look->seen = true;
-	}
-	return rc;
-}
-
 /* The listing of ino saved by the last unmount (fs_dirsaved.h), if the
  * first `width` members that answer all show the stamps it was saved
  * with: their directories then hold exactly its names, and a listing of
@@ -345,12 +210,9 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 	saved_dir d;
 	if (!fs_dirsaved_take(ino, &d))
 		return NULL;
-	struct member_look looks[64] = { 0 };
-	void *args[64];
-	for (int i = 0; i < volume_n(v); i++)
-		args[i] = &looks[i];
+	nsops_dir_look looks[64] = { 0 };
 	int err;
-	uint64_t whole = mirror_gather(v, path, touch_member, args, width, &err, "readdir");
+	uint64_t whole = nsops_touch_dir(v, path, looks, width, &err);
 	attr_cache_listed(fs_attrs());
 	bool same = __builtin_popcountll(whole) >= width;
 	dir_members on = { .mask = whole };
@@ -374,7 +236,7 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 
 /* Lists the directory ino at path: from what the daemon holds of its
  * names (fs_dirnames.h), else the union of the names the members that
- * answer hold (not one being rebuilt), read at once (mirror_gather), so
+ * answer hold (not one being rebuilt), read at once (nsops_list), so
  * that a name some members lost, or a create cut short made on a few
  * only, is listed (listing.h).  While the names are settled
  * (volume_names_settled), the first m + 1 of them hold every name that k
@@ -385,8 +247,7 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 {
 	volume *v = fs_volume();
-	struct member_part parts[64];
-	void *args[64];
+	nsops_dir_part parts[64];
 	int err;
 	bool settled = volume_names_settled(v);
 	int width = settled ? volume_m(v) + 1 : volume_n(v), answering = 0;
@@ -395,8 +256,7 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	free_entries(h);
 	uint64_t since = fs_dirnames_generation();
 	if ((h->entries = fs_dirnames_listing(ino))) {
-		void *none[64] = { 0 };
-		mirror_gather(v, path, touch_member, none, width, &err, "readdir");
+		nsops_touch_dir(v, path, NULL, width, &err);
 		attr_cache_listed(fs_attrs());
 		return 0;
 	}
@@ -405,12 +265,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	for (int i = 0; i < volume_n(v); i++) {
 		listing_part_init(&parts[i].part);
 		parts[i].stable = false;
-		args[i] = &parts[i];
 		answering += volume_member_answers(v, i);
 	}
-	uint64_t whole = mirror_gather(v, path, list_member, args, width, &err, "readdir");
+	uint64_t whole = nsops_list(v, path, parts, width, &err);
 	if (__builtin_popcountll(whole) < width && width < answering)
-		whole = mirror_gather(v, path, list_member, args, volume_n(v), &err, "readdir");
+		whole = nsops_list(v, path, parts, volume_n(v), &err);
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
 	/* The members whose directory holds exactly the listing's names: all
 	 * that were read, if each holds as many names as their union. */
@@ -440,37 +299,9 @@ struct reply_attrs {
 	const struct listing_entry *entries; /* the reply's names */
 	guint count;
 	struct stat *st;   /* count of them */
-	uint64_t *ident;   /* their identities (ecfile_stat_ident) */
+	uint64_t *ident;   /* their identities (objects_stat_ident) */
 	bool *have;        /* st and ident hold */
 };
-
-/* Takes the attributes of the reply's names as getattr answers them, on
- * the first member that answers namespace queries (ecfile_stat asks it
- * first).  Not for . and ..: the member root's .. lies outside the volume. */
-static int stat_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct reply_attrs *ra = arg;
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	memset(ra->have, 0, ra->count * sizeof(*ra->have));
-	for (guint i = 0; i < ra->count; i++) {
-		const char *name = ra->entries[i].name;
-		struct stat st;
-		uint64_t ident;
-		if (!strcmp(name, ".") || !strcmp(name, "..") ||
-		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-		    !ecfile_stat_from(fs_volume(), member, &st, &ident))
-			continue;
-		if (S_ISDIR(st.st_mode))
-			ident = ecfile_object_ident(fd, name, st.st_mode);
-		ra->st[i] = st;
-		ra->ident[i] = ident;
-		ra->have[i] = true;
-	}
-	MIO_CALL(close(fd));
-	return 0;
-}
 
 /* The attributes of entries [first, first + count) of the listing, and
  * each for attr_cache.h's next getattr of its path (ls -l). */
@@ -482,7 +313,9 @@ static void take_attrs(struct dir_handle *h, const char *path, guint first,
 	ra->ident = g_new(uint64_t, ra->count);
 	ra->have = g_new0(bool, ra->count);
 	attr_stamp asked = fs_stamp();
-	if (ra->count == 0 || mirror_query(fs_volume(), path, stat_member, ra, "readdir") < 0)
+	if (ra->count == 0 ||
+	    nsops_stat_names(fs_volume(), path, ra->entries, ra->count, ra->st, ra->ident,
+	                     ra->have) < 0)
 		return;
 	for (guint i = 0; i < ra->count; i++) {
 		if (!ra->have[i])
@@ -623,17 +456,6 @@ void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, 0);
 }
 
-static int fsync_member_dir(int member, int dirfd, const char *leaf, void *arg)
-{
-	int fd = open_dir_at(dirfd, leaf);
-	if (fd < 0)
-		return fd;
-	int datasync = *(const int *)arg;
-	int rc = mop_fsync(fs_volume(), member, fd, datasync);
-	MIO_CALL(close(fd));
-	return rc;
-}
-
 void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
@@ -641,8 +463,7 @@ void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	 * removed meanwhile has nothing left to sync. */
 	char *path = NULL;
 	int rc = fs_nodes_path(ino, &path);
-	rc = mirror_apply(fs_volume(), rc == 0 ? path : h->path, fsync_member_dir, &datasync,
-	                  "fsyncdir");
+	rc = nsops_fsyncdir(fs_volume(), rc == 0 ? path : h->path, datasync);
 	g_free(path);
 	fs_reply_err(req, rc == -ENOENT ? 0 : rc);
 }

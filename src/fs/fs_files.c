@@ -125,18 +125,17 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fs_reply_err(req, rc);
 		return;
 	}
-	uid_t uid;
-	gid_t gid;
+	nsops_owner owner;
 	ecfile *f = NULL;
 	struct stat st;
 	if (volume_path_reserved(path))
 		rc = -EPERM;
-	fs_new_owner(req, &uid, &gid);
+	fs_new_owner(req, &owner);
 	if (rc == 0)
 		rc = ecfile_create(fs_volume(), path, fi->flags,
 		                  xattrs_create_mode(fs_volume(), path, mode & 07777,
 		                                     fuse_req_ctx(req)->umask),
-		                  uid, gid, &f);
+		                  owner.uid, owner.gid, &f);
 	fs_dirnames_changed(parent, name, S_IFREG, rc);
 	if (rc == 0 && (rc = ecfile_fstat(f, &st)) < 0)
 		ecfile_release(f);

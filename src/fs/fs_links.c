@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Name operations: lookup and forget (fs_nodes.h), and, mirrored on
- * every healthy member, unlink, rename
+ * Name operations: lookup and forget (fs_nodes.h), and unlink, rename
  * (with RENAME_NOREPLACE and RENAME_EXCHANGE, passed to the members'
- * renameat2), symlink, readlink, hard links and mknod.  A regular file's
- * names are its chunk files' names, so unlink, rename and link of a file
- * are the same *at() call on each member; an open file is not disturbed,
- * its ecfile holds an fd per member.
+ * renameat2), symlink, readlink, hard links and mknod, which the
+ * namespace layer mirrors on every healthy member (nsops.h).  A regular
+ * file's names are its chunk files' names, so unlink, rename and link of
+ * a file are the same *at() call on each member; an open file is not
+ * disturbed, its ecfile holds an fd per member.  An open file unlinked or
+ * renamed over is kept as an orphan (fs_nodes.h).
  */
 #include "fs_ops.h"
 
@@ -22,12 +23,8 @@
 
 #include "ecfile.h"
 #include "log.h"
-#include "memberio.h"
-#include "memberops.h"
-#include "mirror.h"
-#include "size_cache.h"
+#include "nsops.h"
 #include "space.h"
-#include "volume_internal.h"
 #include "xattrs.h"
 
 void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -65,41 +62,6 @@ void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	fuse_reply_none(req);
 }
 
-static int unlink_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	return mop_unlinkat(fs_volume(), member, dirfd, leaf, 0);
-}
-
-static int unlink_path(const char *path)
-{
-	intent_args a = { INTENT_UNLINK, .from = path };
-	return mirror_apply_logged(fs_volume(), &a, unlink_member, NULL, NULL, "unlink");
-}
-
-static int rename_member(int member, int fd1, const char *leaf1, int fd2,
-                         const char *leaf2, void *arg)
-{
-	struct kept_size *kept = arg;
-	struct stat before;
-	bool take = !(kept->flags & RENAME_EXCHANGE) && fs_kept_before(kept, member, fd1, leaf1, &before);
-	int rc = mop_renameat2(fs_volume(), member, fd1, leaf1, fd2, leaf2, kept->flags);
-	if (rc == 0 && take)
-		fs_kept_after(kept, member, fd2, leaf2, &before);
-	return rc;
-}
-
-static int rename_path(const char *from, const char *to, unsigned flags)
-{
-	intent_args a = { INTENT_RENAME, .from = from, .to = to, .flags = flags };
-	struct kept_size kept = { .flags = flags };
-	struct stat st;
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
-	int rc = mirror_apply_logged(fs_volume(), &a, NULL, rename_member, &kept, "rename");
-	if (rc == 0)
-		fs_kept_carry(&kept, epoch, &st);
-	return rc;
-}
-
 /* A file open by its last known name is moved to the orphan folder
  * rather than removed (fs_nodes.h).  Returns 1 if (parent, name) at path
  * is now an orphan, 0 if it is not open, or a negative errno. */
@@ -108,7 +70,7 @@ static int keep_orphan(fuse_ino_t parent, const char *name, const char *path)
 	char *orphan = fs_nodes_orphan_for(parent, name);
 	if (!orphan)
 		return 0;
-	int rc = rename_path(path, orphan, 0);
+	int rc = nsops_rename(fs_volume(), path, orphan, 0);
 	if (rc == 0)
 		fs_nodes_orphaned(parent, name, orphan);
 	g_free(orphan);
@@ -117,7 +79,7 @@ static int keep_orphan(fuse_ino_t parent, const char *name, const char *path)
 
 void fs_remove_orphan(const char *orphan)
 {
-	int rc = unlink_path(orphan);
+	int rc = nsops_unlink(fs_volume(), orphan);
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "cannot remove the orphan %s: %s", orphan, strerror(-rc));
 }
@@ -131,7 +93,7 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc == 0)
 		rc = keep_orphan(parent, name, path);
 	if (rc == 0)
-		rc = unlink_path(path);
+		rc = nsops_unlink(fs_volume(), path);
 	if (rc >= 0) {
 		fs_dirnames_removed(parent, name);
 		fs_nodes_unlinked(parent, name);
@@ -150,14 +112,14 @@ static int rename_over(fuse_ino_t newparent, const char *newname, const char *fr
 	char *orphan = NULL;
 	if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
 		orphan = fs_nodes_orphan_for(newparent, newname);
-	int rc = orphan ? rename_path(to, orphan, 0) : 0;
+	int rc = orphan ? nsops_rename(fs_volume(), to, orphan, 0) : 0;
 	if (rc < 0) {
 		g_free(orphan);
 		return rc;
 	}
-	rc = rename_path(from, to, flags);
+	rc = nsops_rename(fs_volume(), from, to, flags);
 	if (orphan && rc < 0)
-		rename_path(orphan, to, 0);
+		nsops_rename(fs_volume(), orphan, to, 0);
 	else if (orphan)
 		fs_nodes_orphaned(newparent, newname, orphan);
 	g_free(orphan);
@@ -195,21 +157,6 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	fs_reply_err(req, rc);
 }
 
-struct new_link {
-	const char *target;
-	uid_t uid;
-	gid_t gid;
-};
-
-static int symlink_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	const struct new_link *nl = arg;
-	int rc = mop_symlinkat(fs_volume(), member, nl->target, dirfd, leaf);
-	if (rc < 0)
-		return rc;
-	return fs_chown_new(member, dirfd, leaf, nl->uid, nl->gid);
-}
-
 void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	char *path = NULL;
@@ -218,35 +165,17 @@ void fs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const cha
 		fs_reply_err(req, rc);
 		return;
 	}
-	struct new_link nl = { .target = target };
+	nsops_owner owner;
 	if (volume_path_reserved(path))
 		rc = -EPERM;
-	fs_new_owner(req, &nl.uid, &nl.gid);
+	fs_new_owner(req, &owner);
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST + strlen(target));
 	if (rc == 0)
-		rc = mirror_apply(fs_volume(), path, symlink_member, &nl, "symlink");
+		rc = nsops_symlink(fs_volume(), path, target, &owner);
 	fs_dirnames_changed(parent, name, S_IFLNK, rc);
 	fs_reply_entry(req, parent, name, path, rc);
 	g_free(path);
-}
-
-struct link_buffer {
-	char *buf;
-	size_t size;
-};
-
-static int readlink_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct link_buffer *lb = arg;
-	char target[PATH_MAX]; /* a local first (volume_on_member) */
-	size_t want = lb->size - 1 < sizeof(target) ? lb->size - 1 : sizeof(target);
-	ssize_t n = MIO_CALL(readlinkat(dirfd, leaf, target, want));
-	if (n < 0)
-		return -errno;
-	memcpy(lb->buf, target, (size_t)n);
-	lb->buf[n] = '\0'; /* FUSE wants it terminated, truncated if need be */
-	return 0;
 }
 
 void fs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -254,25 +183,13 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	char target[PATH_MAX + 1];
 	char *path = NULL;
 	int rc = fs_nodes_path(ino, &path);
-	struct link_buffer lb = { target, sizeof target };
 	if (rc == 0)
-		rc = mirror_query(fs_volume(), path, readlink_member, &lb, "readlink");
+		rc = nsops_readlink(fs_volume(), path, target, sizeof target);
 	g_free(path);
 	if (rc < 0)
 		fs_reply_err(req, rc);
 	else
 		fuse_reply_readlink(req, target);
-}
-
-static int link_member(int member, int fd1, const char *leaf1, int fd2,
-                       const char *leaf2, void *arg)
-{
-	struct stat before;
-	bool take = fs_kept_before(arg, member, fd1, leaf1, &before);
-	int rc = mop_linkat(fs_volume(), member, fd1, leaf1, fd2, leaf2, 0);
-	if (rc == 0 && take)
-		fs_kept_after(arg, member, fd2, leaf2, &before);
-	return rc;
 }
 
 void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -285,18 +202,17 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		rc = -EPERM;
 	if (rc == 0)
 		rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
-	struct kept_size kept = { 0 };
-	uint64_t epoch = ecfile_stat_epoch(fs_volume());
-	if (rc == 0) {
-		intent_args a = { INTENT_LINK, .from = from, .to = to };
-		rc = mirror_apply_logged(fs_volume(), &a, NULL, link_member, &kept, "link");
-	}
+	nsops_kept kept = { 0 };
+	uint64_t epoch = objects_stat_epoch(fs_volume());
+	if (rc == 0)
+		rc = nsops_link(fs_volume(), from, to, &kept);
 	/* The new name is a name of the same node: its attributes as taken
 	 * around the link, with the size remembered or the open file's, else
 	 * looked up. */
 	struct fuse_entry_param e;
 	struct stat st;
-	if (rc == 0 && (fs_kept_carry(&kept, epoch, &st) || fs_kept_open(&kept, ino, &st))) {
+	if (rc == 0 && (nsops_kept_carry(fs_volume(), &kept, epoch, &st) ||
+	                fs_kept_open(&kept, ino, &st))) {
 		fs_entry_fill(&e, ino, &st);
 		fs_nodes_add(newparent, newname, ino, st.st_mode);
 	} else if (rc == 0) {
@@ -311,41 +227,25 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	g_free(to);
 }
 
-struct new_node {
-	mode_t mode;
-	dev_t rdev;
-	uid_t uid;
-	gid_t gid;
-};
-
-static int mknod_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	const struct new_node *nn = arg;
-	int rc = mop_mknodat(fs_volume(), member, dirfd, leaf, nn->mode, nn->rdev);
-	if (rc < 0)
-		return rc;
-	return fs_chown_new(member, dirfd, leaf, nn->uid, nn->gid);
-}
-
 static int make_node(fuse_req_t req, const char *path, mode_t mode, dev_t rdev)
 {
 	if (volume_path_reserved(path))
 		return -EPERM;
 	mode = (mode & S_IFMT) |
 	       xattrs_create_mode(fs_volume(), path, mode & 07777, fuse_req_ctx(req)->umask);
-	struct new_node nn = { .mode = mode, .rdev = rdev };
-	fs_new_owner(req, &nn.uid, &nn.gid);
+	nsops_owner owner;
+	fs_new_owner(req, &owner);
 	if (S_ISREG(mode)) {
 		/* A regular file is an ecfile even when made by mknod(2). */
 		ecfile *f;
 		int rc = ecfile_create(fs_volume(), path, O_CREAT | O_EXCL | O_WRONLY,
-		                       mode & 07777, nn.uid, nn.gid, &f);
+		                       mode & 07777, owner.uid, owner.gid, &f);
 		return rc < 0 ? rc : ecfile_release(f);
 	}
 	int rc = volume_claim_space(fs_volume(), SPACE_ENTRY_COST);
 	if (rc < 0)
 		return rc;
-	return mirror_apply(fs_volume(), path, mknod_member, &nn, "mknod");
+	return nsops_mknod(fs_volume(), path, mode, rdev, &owner);
 }
 
 void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)

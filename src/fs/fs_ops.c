@@ -7,7 +7,6 @@
  */
 #include "fs_ops.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,9 +16,7 @@
 
 #include "ecfile.h"
 #include "log.h"
-#include "memberio.h"
 #include "memberops.h"
-#include "mirror.h"
 #include "xattrs.h"
 
 #define ECFS_MAX_REQUEST (1u << 20) /* 1 MiB writes and read-ahead */
@@ -57,74 +54,30 @@ attr_stamp fs_stamp(void)
 {
 	volume *v = fs_volume();
 	return (attr_stamp){ mop_changes(v), attr_cache_listings(fs_attrs()), mop_reads(v),
-	                     ecfile_stat_epoch(v) };
+	                     objects_stat_epoch(v) };
 }
 
-void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid)
+void fs_new_owner(fuse_req_t req, nsops_owner *o)
 {
 	/* Not root: objects can only belong to the daemon's user, and
 	 * (uid_t)-1 tells every chown below to leave them as made. */
 	bool to_caller = mounted->uid == 0;
-	*uid = to_caller ? fuse_req_ctx(req)->uid : (uid_t)-1;
-	*gid = to_caller ? fuse_req_ctx(req)->gid : (gid_t)-1;
-}
-
-int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid)
-{
+	o->uid = to_caller ? fuse_req_ctx(req)->uid : (uid_t)-1;
+	o->gid = to_caller ? fuse_req_ctx(req)->gid : (gid_t)-1;
 	/* The daemon's own user and group: made so already (the group of a
 	 * setgid parent too, by the member filesystem), no chown needed. */
-	if ((uid == (uid_t)-1 || uid == mounted->uid) && (gid == (gid_t)-1 || gid == mounted->gid))
-		return 0;
-	return mop_fchownat(fs_volume(), member, dirfd, leaf, uid,
-	                    mop_new_object_gid(dirfd, gid), AT_SYMLINK_NOFOLLOW);
-}
-
-static int lstat_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	struct stat st;
-	int rc = mirror_errno(MIO_CALL(fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW)));
-	if (rc == 0)
-		*(struct stat *)arg = st;
-	return rc;
+	o->as_made = (o->uid == (uid_t)-1 || o->uid == mounted->uid) &&
+	             (o->gid == (gid_t)-1 || o->gid == mounted->gid);
 }
 
 int fs_member_lstat(const char *path, struct stat *st)
 {
-	return mirror_query(fs_volume(), path, lstat_member, st, "stat");
-}
-
-static int orphans_member(int member, int dirfd, const char *leaf, void *arg)
-{
-	volume *v = arg; /* before mounting: no FUSE context to ask */
-	int rc = mop_mkdirat(v, member, dirfd, leaf, 0700);
-
-	if (rc < 0 && rc != -EEXIST)
-		return rc;
-	int fd = MIO_CALL(openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int err = errno;
-		MIO_CALL(close(fd));
-		return -err;
-	}
-	/* Files that were open and unlinked when the daemon stopped. */
-	for (struct dirent *de; (de = MIO_CALL(readdir(d))) != NULL;) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		rc = mop_unlinkat(v, member, fd, de->d_name, 0);
-		if (rc < 0)
-			ecfs_log(LOG_WARNING, "cannot remove orphan %s on member %d: %s",
-			         de->d_name, member, strerror(-rc));
-	}
-	MIO_CALL(closedir(d));
-	return 0;
+	return nsops_lstat(fs_volume(), path, st);
 }
 
 void fs_orphans_prepare(volume *v)
 {
-	int rc = mirror_apply(v, FS_ORPHAN_DIR, orphans_member, v, "orphan folder");
+	int rc = nsops_orphans_prepare(v, FS_ORPHAN_DIR);
 	if (rc < 0)
 		ecfs_log(LOG_WARNING, "cannot prepare the orphan folder %s: %s; files unlinked "
 		         "while open may fail", FS_ORPHAN_DIR, strerror(-rc));
@@ -170,7 +123,7 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
 		rc = fs_stat(path, &st);
 	} else {
 		uint64_t ident;
-		rc = ecfile_stat_ident(fs_volume(), path, &st, &ident);
+		rc = objects_stat_ident(fs_volume(), path, &st, &ident);
 		if (rc == 0)
 			ino = fs_nodes_ino(parent, name, ident, &st);
 	}

@@ -10,8 +10,9 @@
  *
  * Regular files are ecfiles (the open-file handle is the ecfile pointer in
  * fi->fh); everything else in the namespace is mirrored on every healthy
- * member through mirror.h.  Permission checks are the kernel's job: the
- * daemon always mounts with default_permissions.
+ * member by the namespace layer (nsops.h, mirror.h).  Permission checks
+ * are the kernel's job: the daemon always mounts with
+ * default_permissions.
  */
 #ifndef ECFS_FS_OPS_H
 #define ECFS_FS_OPS_H
@@ -23,6 +24,8 @@
 
 #include "attr_cache.h"
 #include "ecfile.h"
+#include "nsops.h"
+#include "objects.h"
 #include "volume.h"
 
 /* How long the kernel may keep what the daemon answers, in seconds. */
@@ -60,14 +63,10 @@ attr_cache *fs_attrs(void);
 attr_stamp fs_stamp(void);
 /* The owner a new object gets: the caller of req when the daemon runs as
  * root, else (uid_t)-1 and (gid_t)-1 (as made).  The group is the
- * caller's; fs_chown_new and the chunks' create make it the parent's where
- * the parent directory is setgid (mop_new_object_gid), on each member,
- * without a round of its own. */
-void fs_new_owner(fuse_req_t req, uid_t *uid, gid_t *gid);
-/* Gives the object just created at (dirfd, leaf) on member to uid and gid
- * (or the parent's group, mop_new_object_gid) when the daemon runs as
- * root; a no-op otherwise. */
-int fs_chown_new(int member, int dirfd, const char *leaf, uid_t uid, gid_t gid);
+ * caller's; the members (nsops.h) and the chunks' create make it the
+ * parent's where the parent directory is setgid (mop_new_object_gid), on
+ * each member, without a round of its own. */
+void fs_new_owner(fuse_req_t req, nsops_owner *o);
 /* Creates the orphan folder on every healthy member and empties it of
  * what a crash left there.  Run before mounting. */
 void fs_orphans_prepare(volume *v);
@@ -135,33 +134,11 @@ void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 /* ---- fs_attr.c ---- */
-/* A change that keeps an object's size (a new name, chmod, chown,
- * utimens): the first member that makes it and answers queries (the one a
- * lookup asks first) takes the object's lstat before and after, so that
- * the size the size cache remembers under the old ctime is remembered
- * under the new one too (else the next stat reads the headers of every
- * member) and a link's reply needs no lookup.  Claimed once (atomic): the
- * members may run at once. */
-struct kept_size {
-	unsigned flags; /* the caller's own (rename's flags) */
-	bool claimed, have;
-	int member;
-	struct stat before, after;
-};
-/* Before the change on member, of (fd, leaf): true if this member takes
- * the lstats; then fs_kept_after once its change is made. */
-bool fs_kept_before(struct kept_size *k, int member, int fd, const char *leaf,
-                    struct stat *before);
-void fs_kept_after(struct kept_size *k, int member, int fd, const char *leaf,
-                   const struct stat *before);
-/* After the change (epoch: ecfile_stat_epoch before it): true if what
- * ecfile_stat answers for the object takes no member call, with *st the
- * attributes after it; a regular file's size, remembered for the chunk
- * as it was, is remembered as it is now too. */
-bool fs_kept_carry(const struct kept_size *k, uint64_t epoch, struct stat *st);
-/* Else, for a regular file open in the daemon as node ino: true, with *st
- * the attributes after the change and the open file's size. */
-bool fs_kept_open(const struct kept_size *k, fuse_ino_t ino, struct stat *st);
+/* After a change that kept a regular file's size (nsops_kept) when
+ * nsops_kept_carry could not tell it, for a file open in the daemon as
+ * node ino: true, with *st the attributes after the change and the open
+ * file's size. */
+bool fs_kept_open(const nsops_kept *k, fuse_ino_t ino, struct stat *st);
 /* The attributes of the object at path, as getattr answers them (st_ino
  * is the member's: the caller sets the node's). */
 int fs_stat(const char *path, struct stat *st);

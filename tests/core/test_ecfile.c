@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the file data path (src/core/data/ecfile.c, src/core/data/stripe.c) through
- * real member directories, without FUSE: byte-exact writes and reads at the
- * sizes around strip and stripe boundaries, random I/O against a reference
- * buffer, truncate, holes, and reads with members removed, emptied or
- * corrupted: exact with up to m, EIO with m+1 and nothing stored changed.
+ * Unit tests of the file data path (src/core/data/ecfile.c and its
+ * ecfile_open.c and ecfile_io.c, src/core/data/stripe.c) and of lookups
+ * (src/core/namespace/objects.c) through real member directories, without
+ * FUSE: byte-exact writes and reads at the sizes around strip and stripe
+ * boundaries, random I/O against a reference buffer, truncate, holes, and
+ * reads with members removed, emptied or corrupted: exact with up to m,
+ * EIO with m+1 and nothing stored changed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "chunk.h"
 #include "core_test_util.h"
 #include "ecfile.h"
+#include "objects.h"
 #include "log.h"
 #include "memberio.h"
 #include "volume.h"
@@ -115,7 +118,7 @@ static void check_file(fixture *fx, const char *name, const uint8_t *data, size_
 		assert_memory_equal(got, data + off, l);
 	}
 	assert_int_equal(ecfile_release(f), 0);
-	assert_int_equal(ecfile_stat(fx->v, name, &st), 0);
+	assert_int_equal(objects_stat(fx->v, name, &st), 0);
 	assert_int_equal(st.st_size, len);
 	g_free(got);
 }
@@ -280,7 +283,7 @@ static void test_shared_by_identity(void **state)
 	assert_int_equal(ecfile_open(fx->v, "/link", 0, &b), 0);
 	assert_ptr_equal(a, b);
 	/* Buffered bytes are visible through the other name and in stat. */
-	assert_int_equal(ecfile_stat(fx->v, "/link", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/link", &st), 0);
 	assert_int_equal(st.st_size, 10);
 	char got[10];
 	assert_int_equal(ecfile_read(b, got, 10, 0), 10);
@@ -796,7 +799,7 @@ static void note_refresh(const char *dir)
 }
 
 /* With the member timeout, a new file's chunks and headers are one batch
- * on the relay (ecfile.c, struct create_chain): every member holds the
+ * on the relay (ecfile_open.c, struct create_chain): every member holds the
  * header of the one file at its own position, with no missed writes, the
  * same as write_headers gives a degraded create's.  A create over a name
  * some members still hold (O_CREAT without O_EXCL) opens that file, and
@@ -920,7 +923,7 @@ static void test_small_commit_relayed_past_a_hang(void **state)
 #endif
 }
 
-/* Lookups (ecfile_stat): a directory, a file, a name no member holds, a
+/* Lookups (objects_stat): a directory, a file, a name no member holds, a
  * path through a file or through a symlink, a name too long; then with
  * member 0's directory removed, a name no member holds is still just
  * absent, while a name the others hold fails member 0 (its root is
@@ -953,28 +956,28 @@ static void stat_probes(fixture *fx, unsigned timeout_ms, bool relay)
 	memset(longname + 1, 'a', NAME_MAX + 1);
 
 	struct stat st;
-	assert_int_equal(ecfile_stat(fx->v, "/d", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/d", &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0750);
-	assert_int_equal(ecfile_stat(fx->v, "/f", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/f", &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(st.st_size, sizeof(data));
-	assert_int_equal(ecfile_stat(fx->v, "/s", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/s", &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
-	assert_int_equal(ecfile_stat(fx->v, "/none", &st), -ENOENT);
-	assert_int_equal(ecfile_stat(fx->v, "/d/none", &st), -ENOENT);
-	assert_int_equal(ecfile_stat(fx->v, "/f/x", &st), -ENOTDIR);
-	assert_int_equal(ecfile_stat(fx->v, "/s/d", &st), -ENOTDIR);
-	assert_int_equal(ecfile_stat(fx->v, longname, &st), -ENAMETOOLONG);
+	assert_int_equal(objects_stat(fx->v, "/none", &st), -ENOENT);
+	assert_int_equal(objects_stat(fx->v, "/d/none", &st), -ENOENT);
+	assert_int_equal(objects_stat(fx->v, "/f/x", &st), -ENOTDIR);
+	assert_int_equal(objects_stat(fx->v, "/s/d", &st), -ENOTDIR);
+	assert_int_equal(objects_stat(fx->v, longname, &st), -ENAMETOOLONG);
 	for (int i = 0; i < N; i++)
 		assert_true(volume_member_ok(fx->v, i));
 
 	rm_tree(fx->mb.path[0]);
-	assert_int_equal(ecfile_stat(fx->v, "/none", &st), -ENOENT);
-	assert_int_equal(ecfile_stat(fx->v, "/f", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/none", &st), -ENOENT);
+	assert_int_equal(objects_stat(fx->v, "/f", &st), 0);
 	assert_int_equal(st.st_size, sizeof(data));
 	assert_false(volume_member_ok(fx->v, 0));
-	assert_int_equal(ecfile_stat(fx->v, "/d", &st), 0);
+	assert_int_equal(objects_stat(fx->v, "/d", &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	check_file(fx, "/f", data, sizeof(data));
 }

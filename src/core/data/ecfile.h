@@ -14,10 +14,13 @@
 #ifndef ECFS_ECFILE_H
 #define ECFS_ECFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "chunk.h"
 #include "volume.h"
 
 typedef struct ecfile ecfile;
@@ -55,46 +58,28 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len);
 int ecfile_flush(ecfile *f);
 int ecfile_fsync(ecfile *f, int datasync);
 
-/* stat of an open file / a path, with st_size the logical size and
- * st_blocks the space the file's data holds (not its parity). */
+/* stat of an open file, with st_size the logical size and st_blocks the
+ * space the file's data holds (not its parity); ecfile_fill_size sets
+ * those two for a file of logical size size.  objects_stat (objects.h)
+ * answers for a path. */
 int ecfile_fstat(ecfile *f, struct stat *st);
-int ecfile_stat(volume *v, const char *path, struct stat *st);
+void ecfile_fill_size(struct stat *st, uint64_t size);
 /* A regular file's identity: 64 bits of the file id its chunk headers
  * share, the same through every name, for the whole life of the file
- * (inode numbers, docs/FORMAT.md).  ecfile_stat_ident is ecfile_stat and
- * the object's identity: a file's, a directory's (below), else 0, or 0
- * when none could be read. */
+ * (inode numbers, docs/FORMAT.md). */
 uint64_t ecfile_ident(ecfile *f);
 /* The file id (16 bytes) of its chunk headers. */
 const uint8_t *ecfile_file_id(const ecfile *f);
-int ecfile_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
-/* A directory's identity lives in this xattr of the directory on every
- * member: 8 bytes, little-endian, random, given at mkdir
- * (docs/FORMAT.md).  ecfile_object_ident reads it from (dirfd, leaf) of
- * type mode with a plain call on the calling thread (a member worker):
- * 0 for anything but a directory, or a directory without one.
- * ecfile_stat_ident answers it for directories too. */
-#define ECFILE_IDENT_XATTR "user.ecfs.id"
-uint64_t ecfile_object_ident(int dirfd, const char *leaf, mode_t mode);
-/* Stores ident as the identity of the directory (dirfd, leaf) on member
- * idx.  A member that keeps no xattrs goes without: its inode numbers
- * stand in (fs_nodes_ino). */
-void ecfile_store_object_ident(volume *v, int idx, int dirfd, const char *leaf,
-                               uint64_t ident);
-/* A new random identity, never 0. */
-uint64_t ecfile_new_ident(void);
-/* A count that moves whenever a size ecfile_stat answers may change (a
- * header written, an open file's size changed in memory): read before
- * ecfile_stat, what it answered holds while the count stands and no
- * member was changed or read meanwhile (attr_cache.h). */
-uint64_t ecfile_stat_epoch(volume *v);
-/* What ecfile_stat answers for a name whose lstat on member mb, the first
- * in service that has it, is *st, when that takes no other member call:
- * true, with a regular file's logical size filled in when it is
- * remembered (size_cache.h), or *st as is for anything else; false for a
- * regular file whose size would take its headers.  *ident: the file's
- * identity as ecfile_stat_ident gives it (0 for anything else). */
-bool ecfile_stat_from(volume *v, int mb, struct stat *st, uint64_t *ident);
+/* If the file of chunk file id file_id is open, the size it knows
+ * (buffered writes included) goes into *size, and true; no member call. */
+bool ecfile_open_size(volume *v, const uint8_t file_id[16], uint64_t *size);
+/* Which of the members' valid headers (hs[mb], NULL for none) a name's
+ * file is: the file that most members hold a chunk of, so that a chunk
+ * of another file put under the name (a copy made behind the daemon's
+ * back) is an erasure rather than the file; ties go to the newest
+ * generation.  Then that file's newest header.  Returns its member, or
+ * -1 if there is no header.  Open and stat judge alike by it. */
+int ecfile_trusted_header(const chunk_header *const *hs, int n);
 /* Truncate by path (the kernel's truncate without an open file). */
 int ecfile_truncate_path(volume *v, const char *path, off_t size);
 

@@ -42,7 +42,7 @@
 #include "volume.h"
 
 /* ecfs's own namespace: virtual attributes, and the directory id that
- * ecfile.c stores itself (ECFILE_IDENT_XATTR, docs/FORMAT.md section 1). */
+ * objects.c stores itself (OBJECTS_IDENT_XATTR, docs/FORMAT.md section 1). */
 #define XATTRS_ECFS_PREFIX "user.ecfs."
 #define XATTRS_ACL_ACCESS "system.posix_acl_access"
 #define XATTRS_ACL_DEFAULT "system.posix_acl_default"

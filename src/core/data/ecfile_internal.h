@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the ecfile module share (ecfile.c, ecfile_open.c,
+ * ecfile_io.c): the open file itself, a chunk as an open finds it, and
+ * the steps one file runs and another calls.  Not for use outside them.
+ */
+#ifndef ECFS_ECFILE_INTERNAL_H
+#define ECFS_ECFILE_INTERNAL_H
+
+#include "ecfile.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "chunk.h"
+#include "committer.h"
+#include "stripe.h"
+
+struct ecfile {
+	volume *v;
+	uint8_t id[16];
+	int refs;          /* under the volume's files lock */
+	pthread_mutex_t lock;
+	char *path;        /* the name it was first opened by, for messages */
+	stripe_ctx c;
+	uint64_t size;     /* logical size, buffered writes included */
+	uint64_t disk_end; /* stripes from here on hold nothing stored */
+	uint64_t gen;      /* last generation used */
+	uint64_t gen_durable; /* header generation known to be on disk */
+	bool hdr_dirty;
+	bool read_only;
+	uint8_t *buf;      /* the stripe buffer: k strips */
+	int64_t buf_stripe; /* stripe it holds, -1 for none */
+	uint64_t lo, hi;   /* hull of its dirty bytes (lo == hi: clean) */
+	bool loaded;       /* it holds the whole stripe, not just [lo, hi) */
+	uint8_t *partial;  /* k strips of scratch for RMW and partial reads */
+	/* Whole stripes on their way to the members (committer.h).  While it
+	 * is busy, its thread owns the stripe context, gen and the header:
+	 * everything that touches them but the write path drains it first. */
+	cm_queue *cq;
+	int cq_stripes;    /* stripes per batch; 0: not started, -1: none */
+};
+
+static inline uint64_t stripe_data(const ecfile *f)
+{
+	return layout_stripe_data(&f->c.lay);
+}
+
+/* One member's chunk of a file being opened (ecfile_open.c). */
+typedef struct probe_chunk {
+	int fd;
+	int err; /* open_chunks: what ecfile_open_chunk returned */
+	enum chunk_state state;
+	bool valid, empty, created;
+	struct stat st; /* the chunk's, once opened */
+	chunk_header h;
+	uint8_t *head; /* the whole chunk, when the header read got all of it */
+	size_t head_len;
+} probe_chunk;
+
+/* ---- ecfile_open.c ---- */
+/* Opens (create: makes) member mb's chunk of path and reads its header
+ * into *pc: an error makes it an erasure.  Returns 0, or the member's
+ * negative errno when it does not hold the file. */
+int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
+                      uid_t uid, gid_t gid, probe_chunk *pc);
+
+/* ---- ecfile_io.c ---- */
+/* Members that miss this file's writes: failed now, or without a current
+ * chunk. */
+uint64_t ecfile_missing_mask(ecfile *f);
+/* Writes the headers with f->size; reserve raises the generation
+ * reservation above the next commit's. */
+int ecfile_write_headers(ecfile *f, bool reserve);
+/* Under f->lock: truncate (or extend) to size, buffered data committed
+ * first. */
+int ecfile_truncate_locked(ecfile *f, uint64_t size);
+/* Under f->lock, at open: rolls forward a journaled overwrite a crash cut
+ * short and cuts what it left past the size; errors are logged. */
+void ecfile_recover_locked(ecfile *f);
+
+/* ---- ecfile.c ---- */
+/* Frees an open file no one refers to: its commits drained, its chunks
+ * closed. */
+void ecfile_free(ecfile *f);
+
+#endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stat and identity of any object in the namespace: a regular file,
+ * a directory, a symlink or a special file, by its path.  A stat asks
+ * the members (the first one most often answers alone) and gives a
+ * regular file's logical size and an object's identity; a directory's
+ * identity is an xattr given at mkdir on every member.
+ */
+#ifndef ECFS_OBJECTS_H
+#define ECFS_OBJECTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "volume.h"
+
+/* stat of a path, with st_size the logical size and st_blocks the space
+ * the file's data holds (not its parity). */
+int objects_stat(volume *v, const char *path, struct stat *st);
+/* objects_stat and the object's identity: a regular file's (ecfile_ident:
+ * the same through every name, for the whole life of the file, inode
+ * numbers in docs/FORMAT.md), a directory's (below), else 0, or 0 when
+ * none could be read. */
+int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
+/* A directory's identity lives in this xattr of the directory on every
+ * member: 8 bytes, little-endian, random, given at mkdir
+ * (docs/FORMAT.md).  objects_dir_ident reads it from (dirfd, leaf) of
+ * type mode with a plain call on the calling thread (a member worker):
+ * 0 for anything but a directory, or a directory without one.
+ * objects_stat_ident answers it for directories too. */
+#define OBJECTS_IDENT_XATTR "user.ecfs.id"
+uint64_t objects_dir_ident(int dirfd, const char *leaf, mode_t mode);
+/* Stores ident as the identity of the directory (dirfd, leaf) on member
+ * idx.  A member that keeps no xattrs goes without: its inode numbers
+ * stand in (fs_nodes_ino). */
+void objects_store_dir_ident(volume *v, int idx, int dirfd, const char *leaf,
+                             uint64_t ident);
+/* A new random identity, never 0. */
+uint64_t objects_new_ident(void);
+/* A count that moves whenever a size objects_stat answers may change (a
+ * header written, an open file's size changed in memory): read before
+ * objects_stat, what it answered holds while the count stands and no
+ * member was changed or read meanwhile (attr_cache.h). */
+uint64_t objects_stat_epoch(volume *v);
+/* What objects_stat answers for a name whose lstat on member mb, the
+ * first in service that has it, is *st, when that takes no other member
+ * call: true, with a regular file's logical size filled in when it is
+ * remembered (size_cache.h), or *st as is for anything else; false for a
+ * regular file whose size would take its headers.  *ident: the file's
+ * identity as objects_stat_ident gives it (0 for anything else). */
+bool objects_stat_from(volume *v, int mb, struct stat *st, uint64_t *ident);
+
+#endif
