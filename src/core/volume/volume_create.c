@@ -95,8 +95,8 @@ static int check_defaults(volume *v, volume_file_defaults *d, bool strip_given,
 }
 
 /* Mount options over the superblock's defaults, and the settings. */
-int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
-                 char **message)
+int vol_set_defaults(volume *v, const superblock *sb, const volume_options *opts,
+                     char **message)
 {
 	const volume_file_defaults *o = &opts->files;
 	volume_file_defaults *d = &v->defaults;
@@ -127,8 +127,8 @@ int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
 
 /* ---- creating a volume ---- */
 
-int create_volume(probe *pr, int n, const volume_options *opts, superblock *sb,
-                  char **message)
+int vol_create(probe *pr, int n, const volume_options *opts, superblock *sb,
+               char **message)
 {
 	const volume_geometry *g = &opts->geometry;
 	const volume_file_defaults *o = &opts->files;

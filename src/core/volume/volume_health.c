@@ -70,7 +70,7 @@ bool volume_member_answers(volume *v, int idx)
 }
 /* ---- member health ---- */
 
-void fail_member(volume *v, int idx, const char *why)
+void vol_fail_member(volume *v, int idx, const char *why)
 {
 	member *mb = &v->mem[idx];
 
@@ -136,7 +136,7 @@ static void check_root(void *arg)
 	 * online heal takes the new one). */
 	if (removed || replaced) {
 		__atomic_store_n(&mb->root_lost, true, __ATOMIC_RELAXED);
-		fail_member(rc->v, rc->idx, removed ? "the member directory was removed"
+		vol_fail_member(rc->v, rc->idx, removed ? "the member directory was removed"
 		                                    : "the member directory was replaced");
 	}
 }
@@ -207,7 +207,7 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	          : g_strdup_printf("%s: %s", what, g_strerror(err));
 	if (why)
 		__atomic_store_n(&v->mem[idx].root_lost, true, __ATOMIC_RELAXED);
-	fail_member(v, idx, msg);
+	vol_fail_member(v, idx, msg);
 	g_free(msg);
 	return true;
 }

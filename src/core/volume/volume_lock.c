@@ -24,7 +24,7 @@
 
 /* Locks member idx through its metadata directory metafd: *lockfd gets
  * the lock file's descriptor (-1 if it did not open). */
-int lock_member(volume *v, int idx, int metafd, int *lockfd, char **message)
+int vol_lock_member(volume *v, int idx, int metafd, int *lockfd, char **message)
 {
 	member *mb = &v->mem[idx];
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
@@ -87,7 +87,7 @@ static int clear_lock_text(void *arg)
 	return mop_ftruncate(c->v, c->idx, c->v->mem[c->idx].lockfd, 0);
 }
 
-void clear_lock_texts(volume *v)
+void vol_clear_lock_texts(volume *v)
 {
 	for (int i = 0; i < v->n; i++) {
 		struct lock_call c = { v, i };
@@ -110,12 +110,12 @@ static bool lock_text_left(volume *v, int idx)
 
 static int take_lock(volume *v, int idx, char **message)
 {
-	return lock_member(v, idx, v->mem[idx].metafd, &v->mem[idx].lockfd, message);
+	return vol_lock_member(v, idx, v->mem[idx].metafd, &v->mem[idx].lockfd, message);
 }
 
 /* Takes the lock of every member in service (unless read-only), and marks
  * healing the members whose online rebuild a stop cut short. */
-int lock_members(volume *v, bool read_only, char **message)
+int vol_lock_members(volume *v, bool read_only, char **message)
 {
 	int rc;
 

@@ -31,7 +31,7 @@
 #include "superblock.h"
 #include "volume_private.h"
 
-/* A member fd replaced while mounted (keep_old_fd). */
+/* A member fd replaced while mounted (vol_keep_old_fd). */
 struct old_fd {
 	int idx, fd;
 };
@@ -52,7 +52,7 @@ static gboolean id_equal(gconstpointer a, gconstpointer b)
 }
 
 /* Member idx's syncs are skipped if it is on tmpfs or ramfs (mop_fsync). */
-void note_memory_only(volume *v, int idx)
+void vol_note_memory_only(volume *v, int idx)
 {
 	uint64_t bit = 1ull << idx;
 	if (mounts_memory_only(&v->mem[idx].mi))
@@ -96,7 +96,7 @@ static void member_timed_out(void *ctx, int idx, unsigned timeout_ms)
 
 	snprintf(why, sizeof(why), "no answer in %u.%u s (a member call hangs)",
 	         timeout_ms / 1000, timeout_ms % 1000 / 100);
-	fail_member(ctx, idx, why);
+	vol_fail_member(ctx, idx, why);
 }
 
 /* A volume of the placed members (slot[i] is member i) with the identity
@@ -118,7 +118,7 @@ static volume *volume_assemble(probe **slot, int n, const superblock *sb, bool r
 		struct stat st;
 		mb->path = g_strdup(p->path);
 		mb->mi = p->mi;
-		note_memory_only(v, i);
+		vol_note_memory_only(v, i);
 		if (p->state == P_UNMOUNTED) {
 			/* nothing may write to the filesystem beneath (ecfs-fsck -y would) */
 			close(p->rootfd);
@@ -166,7 +166,7 @@ static int watch_root_call(void *arg)
 
 /* Member idx's root watched from now on, if it is in service (on its
  * worker: the calls ask the member). */
-void watch_root(volume *v, int idx)
+void vol_watch_root(volume *v, int idx)
 {
 	struct root_check rc = { v, idx };
 
@@ -194,7 +194,7 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 	}
 	v->watch = root_watch_new(v->n);
 	for (int i = 0; i < v->n; i++)
-		watch_root(v, i);
+		vol_watch_root(v, i);
 	return 0;
 }
 
@@ -217,26 +217,26 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	}
 	probe *pr = g_new0(probe, n);
 	probe **slot = g_new0(probe *, n);
-	ref = probe_members(pr, paths, n, opts, message);
+	ref = vol_probe_members(pr, paths, n, opts, message);
 	rc = ref < 0 ? ref : 0;
 	if (rc == 0) {
-		place_members(pr, n, slot);
+		vol_place_members(pr, n, slot);
 		for (int i = 0; i < n; i++)
 			record_set_root(i, slot[i]->rootfd);
 		v = volume_assemble(slot, n, &pr[ref].sb, opts->run.read_only);
 		rc = check_quorum(v, message);
 	}
 	if (rc == 0)
-		rc = lock_members(v, opts->run.read_only, message);
+		rc = vol_lock_members(v, opts->run.read_only, message);
 	if (rc == 0)
-		rc = set_defaults(v, &pr[ref].sb, opts, message);
+		rc = vol_set_defaults(v, &pr[ref].sb, opts, message);
 	if (rc == 0)
 		rc = start_members(v, &faults, opts, message);
 	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);
 	for (int i = 0; i < n; i++)
-		probe_free(&pr[i]);
+		vol_probe_free(&pr[i]);
 	g_free(pr);
 	g_free(slot);
 	fault_free(faults);
@@ -261,7 +261,7 @@ void volume_close(volume *v)
 	if (!v)
 		return;
 	fault_release(v->mops.faults); /* no join waits on a hung member */
-	clear_lock_texts(v);
+	vol_clear_lock_texts(v);
 	/* The workers are idle by now (every batch was waited for), or lost,
 	 * and then these descriptors stay open. */
 	for (int i = 0; i < v->n; i++) {
@@ -322,7 +322,7 @@ int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
 
 /* Under v->lock: fd, member idx's, stays open until volume_close (which
  * closes it unless the member was given up, like the member's own fds). */
-void keep_old_fd(volume *v, int idx, int fd)
+void vol_keep_old_fd(volume *v, int idx, int fd)
 {
 	struct old_fd o = { idx, fd };
 	if (fd < 0)
@@ -356,9 +356,9 @@ int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace)
 
 	pthread_mutex_lock(&v->lock);
 	if (mb->rootfd != root) {
-		keep_old_fd(v, idx, fd); /* the root was replaced meanwhile: this call's only */
+		vol_keep_old_fd(v, idx, fd); /* the root was replaced meanwhile: this call's only */
 	} else if (mb->logfd < 0 || replace) {
-		keep_old_fd(v, idx, mb->logfd);
+		vol_keep_old_fd(v, idx, mb->logfd);
 		__atomic_store_n(&mb->logfd, fd, __ATOMIC_RELEASE);
 	} else {
 		use = mb->logfd; /* another thread's came first */

@@ -4,8 +4,8 @@
  * (volume_open.c, volume_probe.c, volume_create.c, volume_lock.c,
  * volume_calls.c, volume_health.c, volume_paths.c, volume_revive.c): the
  * volume and its members, the probe of a member directory, and the
- * helpers one of those files gives the others.  Private to those files:
- * data/, namespace/ and ecfs-fsck reach the volume through
+ * helpers one of those files gives the others (named vol_*).  Private to
+ * those files: data/, namespace/ and ecfs-fsck reach the volume through
  * volume_internal.h, src/fs/ through volume.h.
  */
 #ifndef ECFS_VOLUME_PRIVATE_H
@@ -45,7 +45,7 @@ typedef struct member {
 	uint64_t strip_failures;
 	bool root_lost;  /* failed because its directory went away (heal may revive it) */
 	bool healing;    /* back in service, being rebuilt by the online heal */
-	bool locked;     /* its lock is this process's (lock_member) */
+	bool locked;     /* its lock is this process's (vol_lock_member) */
 	bool left_open;  /* its lock file held the text of an open that never closed */
 } member;
 
@@ -112,37 +112,37 @@ struct root_check {
 
 /* volume_probe.c: a member directory probed into p (p->path set), and
  * the probe's descriptors closed. */
-void probe_member(probe *p);
-void probe_free(probe *p);
+void vol_probe_member(probe *p);
+void vol_probe_free(probe *p);
 /* The member directories probed and judged together (n empty ones made a
  * new volume): the index of the reference probe, or a negative errno. */
-int probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
-                  char **message);
+int vol_probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
+                      char **message);
 /* slot[i]: the probe that is member i. */
-void place_members(probe *pr, int n, probe **slot);
+void vol_place_members(probe *pr, int n, probe **slot);
 
 /* volume_create.c: the defaults for new files (mount options over the
  * superblock's), and a new volume written on n empty members. */
-int set_defaults(volume *v, const superblock *sb, const volume_options *opts,
-                 char **message);
-int create_volume(probe *pr, int n, const volume_options *opts, superblock *sb,
-                  char **message);
+int vol_set_defaults(volume *v, const superblock *sb, const volume_options *opts,
+                     char **message);
+int vol_create(probe *pr, int n, const volume_options *opts, superblock *sb,
+               char **message);
 
 /* volume_lock.c: member idx locked through metafd; the locks of the open
  * (and the healing marks); the lock texts emptied at close. */
-int lock_member(volume *v, int idx, int metafd, int *lockfd, char **message);
-int lock_members(volume *v, bool read_only, char **message);
-void clear_lock_texts(volume *v);
+int vol_lock_member(volume *v, int idx, int metafd, int *lockfd, char **message);
+int vol_lock_members(volume *v, bool read_only, char **message);
+void vol_clear_lock_texts(volume *v);
 
 /* volume_open.c: whether member idx's syncs are skipped (its mount); an
  * fd of member idx kept open until volume_close (under v->lock); member
  * idx's root watched (root_watch.h). */
-void note_memory_only(volume *v, int idx);
-void keep_old_fd(volume *v, int idx, int fd);
-void watch_root(volume *v, int idx);
+void vol_note_memory_only(volume *v, int idx);
+void vol_keep_old_fd(volume *v, int idx, int fd);
+void vol_watch_root(volume *v, int idx);
 
 /* volume_health.c: member idx failed for the rest of the mount, why
  * logged once. */
-void fail_member(volume *v, int idx, const char *why);
+void vol_fail_member(volume *v, int idx, const char *why);
 
 #endif

@@ -68,7 +68,7 @@ static int root_content(int fd, char **found)
 	return count;
 }
 
-void probe_member(probe *p)
+void vol_probe_member(probe *p)
 {
 	p->metafd = -1;
 	p->slot = -1;
@@ -100,7 +100,7 @@ void probe_member(probe *p)
 	p->state = p->err ? P_BROKEN : P_OK;
 }
 
-void probe_free(probe *p)
+void vol_probe_free(probe *p)
 {
 	if (p->rootfd >= 0)
 		close(p->rootfd);
@@ -189,7 +189,7 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 }
 
 /* Puts each formatted member in its slot and the others in the free slots. */
-void place_members(probe *pr, int n, probe **slot)
+void vol_place_members(probe *pr, int n, probe **slot)
 {
 	bool moved = false;
 
@@ -272,12 +272,12 @@ static void warn_same_filesystem(const probe *pr, int n, const char *const *path
 
 static void probe_run(void *p)
 {
-	probe_member(p);
+	vol_probe_member(p);
 }
 
 static void probe_late(void *p)
 {
-	probe_free(p);
+	vol_probe_free(p);
 	g_free(p);
 }
 
@@ -313,8 +313,8 @@ static void probe_all(probe *pr, const char *const *paths, int n, unsigned timeo
  * together; n empty ones become a new volume.  Returns the index of the
  * probe whose superblock is the reference, or a negative errno with
  * *message. */
-int probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
-                  char **message)
+int vol_probe_members(probe *pr, const char *const *paths, int n, const volume_options *o,
+                      char **message)
 {
 	int ref, rc, empty = 0;
 	superblock sb;
@@ -330,7 +330,7 @@ int probe_members(probe *pr, const char *const *paths, int n, const volume_optio
 		return refuse_unformatted(pr, n, message);
 	for (int i = 0; i < n; i++)
 		record_set_root(i, pr[i].rootfd); /* creation is recorded */
-	rc = create_volume(pr, n, o, &sb, message);
+	rc = vol_create(pr, n, o, &sb, message);
 	if (rc == 0)
 		warn_same_filesystem(pr, n, paths);
 	return rc < 0 ? rc : 0; /* every probe now holds the new superblock */

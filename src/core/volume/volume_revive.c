@@ -156,7 +156,7 @@ static int revive_probe(void *arg)
 	struct stat st;
 
 	mio_io_begin(); /* the probe's few calls, as one member call */
-	probe_member(&p);
+	vol_probe_member(&p);
 	int st_rc = p.rootfd >= 0 ? fstat(p.rootfd, &st) : -1;
 	mio_io_end();
 	r->p = p;
@@ -187,7 +187,7 @@ static int revive_lock(void *arg)
 
 	if (r->old_lockfd >= 0)
 		MIO_CALL(close(r->old_lockfd));
-	int rc = lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, &r->msg);
+	int rc = vol_lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, &r->msg);
 	r->heal_rc = rc == 0 ? mop_touchat(r->v, r->idx, r->p.metafd, HEAL_FILE, false) : 0;
 	return rc;
 }
@@ -210,9 +210,9 @@ static void take_new_fds(volume *v, int idx, probe *p, int lockfd)
 {
 	member *mb = &v->mem[idx];
 
-	keep_old_fd(v, idx, mb->rootfd);
-	keep_old_fd(v, idx, mb->metafd);
-	keep_old_fd(v, idx, mb->logfd);
+	vol_keep_old_fd(v, idx, mb->rootfd);
+	vol_keep_old_fd(v, idx, mb->metafd);
+	vol_keep_old_fd(v, idx, mb->logfd);
 	__atomic_store_n(&mb->logfd, -1, __ATOMIC_RELEASE);
 	mb->rootfd = p->rootfd;
 	mb->metafd = p->metafd;
@@ -292,7 +292,7 @@ int volume_member_revive(volume *v, int idx)
 		mb->dev = st.st_dev;
 		mb->ino = st.st_ino;
 		mb->mi = p.mi;
-		note_memory_only(v, idx);
+		vol_note_memory_only(v, idx);
 		__atomic_store_n(&mb->root_lost, false, __ATOMIC_RELAXED);
 		mb->warned_strip = false;
 		__atomic_store_n(&mb->healing, true, __ATOMIC_RELEASE);
@@ -302,7 +302,7 @@ int volume_member_revive(volume *v, int idx)
 	}
 	pthread_mutex_unlock(&v->lock);
 	if (rc == 1) {
-		watch_root(v, idx);
+		vol_watch_root(v, idx);
 		ecfs_log(LOG_WARNING, "member %d (%s) is back in service: rebuilding it online", idx,
 		         mb->path);
 	} else {
@@ -310,6 +310,6 @@ int volume_member_revive(volume *v, int idx)
 	}
 	g_free(msg);
 out:
-	probe_free(&p);
+	vol_probe_free(&p);
 	return rc;
 }
