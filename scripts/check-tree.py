@@ -97,6 +97,9 @@ def layer_order():
             elif (target.endswith("_internal.h") and target.startswith("src/core/")
                   and path.startswith("src/fs/")):
                 found.append(f"{path}: includes {target}, which is the core's own")
+            elif (target.endswith("_private.h")
+                  and os.path.dirname(target) != os.path.dirname(path)):
+                found.append(f"{path}: includes {target}, private to its folder")
     return found
 
 
