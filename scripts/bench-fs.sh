@@ -16,9 +16,9 @@
 # the file).  Then ecfs alone: the read after a remount (page cache
 # dropped), and after another remount with 2 of its 6 members replaced by
 # empty directories (-o noheal: they stay failed, every stripe decodes).
-# Reports MB/s and the ratios (issue 16's bars: read right after the
-# write >= 1.0x mergerfs, write >= 0.9x, degraded >= 0.8x the healthy
-# read after a remount), and the daemons' CPU seconds (utime + stime from
+# Reports MB/s and the ratios (the bars: read right after the write
+# >= 1.0x mergerfs, write >= 0.9x, degraded >= 0.8x the healthy read
+# after a remount), and the daemons' CPU seconds (utime + stime from
 # /proc/PID/stat across each dd) per GiB written and read, ecfs's and
 # mergerfs's.  On a machine shared with other jobs, BENCH_RT=1 runs both
 # daemons and every timed dd under `chrt -f 10` (SCHED_FIFO), ahead of the

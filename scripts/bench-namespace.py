@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Times namespace operations through ecfs (k=4, m=2) and mergerfs in the
-same run (issue 15, item 7).
+same run.
 
     scripts/bench-namespace.py ECFS_BINARY [LABEL=ECFS_BINARY ...]   (as root)
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Rebuild benchmark (issue #4's performance bar): ecfs-fsck rebuilding one
+# Rebuild benchmark: ecfs-fsck rebuilding one
 # replaced member of a k=4, m=2 volume against `snapraid fix` restoring one
 # lost data disk of a 4 data + 2 parity array, the same data set in the same
 # run, everything on tmpfs so that what is measured is the tools themselves.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Members on other hosts (issue 17): ecfs 4+2 over six sshfs members, each
+"""Members on other hosts: ecfs 4+2 over six sshfs members, each
 served by sshd in a network namespace of its own on a veth link (the hosts
 of tests/fs/ecfs_harness.py), against one sshfs mount of one such host.
 
@@ -34,7 +34,7 @@ each pread timed ("p50/p99/p99.9").  Cases, each on a fresh mount:
   hedge off       one slow, read-around on, -o tune.hedge=off: reads around the
                   slow host never ask a spare member when their k are late.
 
-Prints a table, the ratios issue 17 sets a bar for, the CPU model; writes
+Prints a table, the ratios that have a bar, the CPU model; writes
 OUTDIR/latency-<case>.dat (sorted latencies and their cumulative share)
 and OUTDIR/latency-cdf.png (gnuplot).  Every mount, namespace and process
 is undone on exit, on failure and on SIGINT/SIGTERM.  Needs root.
@@ -296,7 +296,7 @@ def print_table(s, rate):
 
     def ratio(a, b, key):
         return s[a][key] / s[b][key]
-    print("| ratio | read-around on | read-around off | issue 17's bar |")
+    print("| ratio | read-around on | read-around off | bar |")
     print("|---|---|---|---|")
     print(f"| read, one slow / all fast | {ratio('slow on', 'fast on', 'read'):.2f} | "
           f"{ratio('slow off', 'fast off', 'read'):.2f} | on >= 0.8 |")
@@ -314,7 +314,7 @@ def print_table(s, rate):
     print(f"| read, one slow / all fast (all) | {ratio('slow on', 'fast on', 'read'):.2f} | "
           f"{ratio('slow q5', 'fast on', 'read'):.2f} |")
     print()
-    print("| ratio | write | read | p50 | p99 | issue 17's bar |")
+    print("| ratio | write | read | p50 | p99 | bar |")
     print("|---|---|---|---|---|---|")
     for a, b, bar in (("fast on", "fast off", "read >= 0.95"),
                       ("slow on", "slow off", ""),

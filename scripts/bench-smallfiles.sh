@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Small-file benchmark: a real tree on ecfs (k=4, m=2), on mergerfs and on
-a plain tmpfs directory, in the same run (issue 14).
+a plain tmpfs directory, in the same run.
 
     sudo scripts/bench-smallfiles.sh                      the running python3's stdlib
     sudo TREE=/usr/lib/python3.11 scripts/bench-smallfiles.sh  another tree

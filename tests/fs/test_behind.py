@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Member directories changed behind the daemon's back while mounted
-(issue 15's bad input): an entry removed from one member, a foreign entry
+as a user or another program might: an entry removed from one member, a foreign entry
 added to one member, one file's chunk swapped for another file's.  The
 mount keeps serving every file exactly (a lost or foreign chunk is an
 erasure), never serves one file's bytes under another's name, does not

@@ -60,7 +60,7 @@ class V1Test(H.MountedCase):
         for name, target in self.manifest["symlinks"].items():
             self.assertEqual(os.readlink(os.path.join(mnt, name)), target, what)
         for a, b in self.manifest["hard_links"]:
-            # (inode numbers through the mount are the namespace issue's;
+            # (inode numbers through the mount are checked by fs-inodes;
             # the link count is the member's)
             self.assertEqual(os.stat(os.path.join(mnt, a)).st_nlink, 2, f"{what}: {a} = {b}")
         for d in self.manifest["dirs"]:

@@ -60,8 +60,8 @@ class CopyToolsTest(H.MountedCase):
         out = os.path.join(self.v.base, name + "-out")
         os.mkdir(inside)
         self.run_tool(cmd, self.src + "/.", inside)
-        # ecfs names each hard link's inode apart (issue 15, item 1): the
-        # links are checked on a member, the counts through the mount
+        # the links themselves are checked on a member, their counts
+        # through the mount
         self.assert_same(inside, f"{name}: the copy in ecfs", skip=("links",))
         self.assert_links_on_member(name)
         self.run_tool(cmd, inside + "/.", out)
