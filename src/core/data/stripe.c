@@ -27,6 +27,7 @@
 #include "memberio.h"
 #include "reader_rules.h"
 #include "space.h"
+#include "stripe_decode.h"
 #include "volume_internal.h"
 
 int stripe_ctx_buffers(stripe_ctx *c)
@@ -657,8 +658,8 @@ static bool run_stripe_ok(const fetch_task *tasks, int k, uint64_t want, int i)
 	return true;
 }
 
-static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
-                           uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len);
+static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch_task *tasks,
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN], int i, uint64_t *len);
 static int unpack_in_place(stripe_ctx *c, uint64_t len, uint8_t *const *data);
 static int fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint64_t first,
                         uint64_t spare, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *lens);
@@ -667,27 +668,6 @@ static int fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
 static uint8_t *run_parity(stripe_ctx *c, int p, int i)
 {
 	return c->run_parity + ((size_t)p * STRIPE_FETCH_RUN + (size_t)i) * c->lay.strip_size;
-}
-
-/* Stripe i of a run fetched from every position: vote and decode it as
- * stripe_fetch does, from the run's buffers. */
-static int decode_run_stripe(stripe_ctx *c, uint64_t s0, int i, const fetch_task *tasks,
-                             uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len)
-{
-	int n = c->lay.n;
-	fetch_task *one = g_new(fetch_task, n);
-	uint8_t *one_dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
-
-	for (int j = 0; j < n; j++) {
-		one[j] = tasks[j];
-		one[j].s0 = s0 + (uint64_t)i;
-		one[j].cnt = 1;
-		one[j].st[0] = tasks[j].st[i];
-		one[j].dest[0] = one_dest[j][0] = dest[j][i];
-	}
-	int rc = vote_and_decode(c, s0 + (uint64_t)i, (1ull << c->lay.k) - 1, one, one_dest, len);
-	g_free(one);
-	return rc;
 }
 
 int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
@@ -746,7 +726,7 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 			len = tasks[0].st[i].len;
 		else if (mask != all &&
 		         (!slow || vote_settled(tasks, n, k, i, ((1ull << n) - 1) & ~mask)))
-			rc = decode_run_stripe(c, s0, i, tasks, dest, &len);
+			rc = vote_and_decode(c, s0 + (uint64_t)i, all, tasks, dest, i, &len);
 		else
 			rc = stripe_fetch(c, s0 + (uint64_t)i, all, data + (size_t)i * k);
 		if (rc == 0)
@@ -756,22 +736,23 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	return rc;
 }
 
-/* After every position of stripe s was fetched: picks the highest
- * generation that at least k good strips share, treats every other strip
- * as an erasure and rebuilds the wanted data strips that are erased. */
-static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task *tasks,
-                           uint8_t *(*dest)[STRIPE_FETCH_RUN], uint64_t *len)
+/* After every position of stripe s was fetched (stripe i of the fetch in
+ * tasks, position j's strip in dest[j][i]): votes its generation
+ * (stripe_vote_take), treats every strip not of the winner as an erasure,
+ * rebuilds the wanted data strips that are erased and rewrites the bad
+ * strips of members in service. */
+static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch_task *tasks,
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN], int i, uint64_t *len)
 {
 	int k = c->lay.k, n = c->lay.n;
-	int erased[STRIPE_MAX_N], ne = 0;
-	uint64_t best;
 	bool need_decode = false;
 	uint8_t *blocks[STRIPE_MAX_N];
 	strip_judgment st[STRIPE_MAX_N] = { 0 };
+	stripe_vote vote;
 
 	for (int j = 0; j < n; j++) {
-		fetch_task *t = &tasks[j];
-		st[j] = t->st[0];
+		const fetch_task *t = &tasks[j];
+		st[j] = t->st[i];
 		if (st[j].v == STRIP_ERR) {
 			if (volume_member_error(c->v, t->member, t->err, "reading a chunk"))
 				c->state[t->member] = CHUNK_FAILED;
@@ -779,34 +760,30 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 			volume_strip_failure(c->v, t->member, c->path, s, st[j].why);
 		}
 	}
-	int votes_best = rules_vote(st, n, k, &best);
+	stripe_vote_take(st, n, k, c->lay.m, s, c->hdr.durable, 0, &vote);
 	*len = c->lay.strip_size;
-	if (votes_best < k && rules_first_write_cut_short(st, n, c->lay.m, s, c->hdr.durable, 0)) {
+	if (vote.outcome == STRIPE_CUT_SHORT) {
 		ecfs_log(LOG_INFO, "%s: stripe %llu: a first write was cut short; it reads as "
 		         "zeros, as before it", c->path, (unsigned long long)s);
 		for (int j = 0; j < k; j++)
 			if (want >> j & 1)
-				memset(dest[j][0], 0, c->lay.strip_size);
+				memset(dest[j][i], 0, c->lay.strip_size);
 		return 0;
 	}
-	if (votes_best < k) {
+	if (vote.outcome == STRIPE_LOST) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu has fewer than k=%d good strips: unreadable",
 		         c->path, (unsigned long long)s, k);
 		return -EIO;
 	}
-	uint64_t heal = 0, size = 0;
+	uint64_t best = vote.best, heal = 0;
 	for (int j = 0; j < n; j++) {
-		fetch_task *t = &tasks[j];
-		blocks[j] = dest[j][0];
-		if (rules_strip_current(&st[j], best)) {
-			if (st[j].v == STRIP_GOOD)
-				size = st[j].size;
+		const fetch_task *t = &tasks[j];
+		blocks[j] = dest[j][i];
+		if (!(vote.stale >> j & 1))
 			continue;
-		}
 		if (st[j].v == STRIP_GOOD || st[j].v == STRIP_HOLE)
 			volume_strip_failure(c->v, t->member, c->path, s,
 			                     "strip of another generation (missed or torn write)");
-		erased[ne++] = j;
 		/* Self-healing read: a bad strip read from a member in service
 		 * (not one that failed to answer) is rewritten once decoded. */
 		if (best && st[j].v != STRIP_ERR && st[j].v != STRIP_UNREAD &&
@@ -818,12 +795,12 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 			blocks[j] = NULL;
 	}
 	if (best)
-		*len = layout_strip_len(&c->lay, s, size);
+		*len = layout_strip_len(&c->lay, s, vote.size);
 	if (!need_decode)
 		return 0;
 	/* Over whole strips: the good ones read as zeros past their length,
 	 * so the rebuilt ones do too. */
-	int rc = ec_decode(c->code, blocks, erased, ne, c->lay.strip_size);
+	int rc = stripe_decode_erased(c->code, blocks, n, vote.stale, c->lay.strip_size);
 	if (rc < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed: %s", c->path,
 		         (unsigned long long)s, ec_strerror(rc));
@@ -834,7 +811,7 @@ static int vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, fetch_task 
 		if (!(heal >> j & 1))
 			continue;
 		int mb = tasks[j].member;
-		int wrc = stripe_write_strip(c, mb, s, blocks[j], best, size);
+		int wrc = stripe_write_strip(c, mb, s, blocks[j], best, vote.size);
 		if (wrc < 0) {
 			if (volume_member_error(c->v, mb, -wrc, "rewriting a bad strip"))
 				c->state[mb] = CHUNK_FAILED;
@@ -1025,24 +1002,17 @@ static bool hedge_settled(const fetch_task *snap, int n, int k, int cnt, uint64_
 static int hedge_decode(stripe_ctx *c, const fetch_task *snap, uint64_t answered, uint64_t want,
                         int i, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *len)
 {
-	int n = c->lay.n;
-	fetch_task *one = g_new(fetch_task, n);
 	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
 
-	for (int j = 0; j < n; j++) {
+	for (int j = 0; j < c->lay.n; j++) {
 		bool in = answered >> j & 1, wanted = j < c->lay.k && (want >> j & 1);
-		one[j] = snap[j];
-		one[j].s0 = snap[j].s0 + (uint64_t)i;
-		one[j].cnt = 1;
-		one[j].st[0] = snap[j].st[i];
 		/* a late strip's buffer is the late task's: never a decode's */
-		dest[j][0] = in ? snap[j].dest[i] : wanted ? out[j][i] : NULL;
+		dest[j][i] = in ? snap[j].dest[i] : wanted ? out[j][i] : NULL;
 	}
-	int rc = vote_and_decode(c, one[0].s0, want, one, dest, len);
+	int rc = vote_and_decode(c, snap[0].s0 + (uint64_t)i, want, snap, dest, i, len);
 	for (int j = 0; j < c->lay.k && rc == 0; j++)
-		if ((want >> j & 1) && dest[j][0] != out[j][i])
-			memcpy(out[j][i], dest[j][0], c->lay.strip_size);
-	g_free(one);
+		if ((want >> j & 1) && dest[j][i] != out[j][i])
+			memcpy(out[j][i], dest[j][i], c->lay.strip_size);
 	return rc;
 }
 
@@ -1134,7 +1104,7 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	}
 	if (mask == all)
 		fetch_positions(c, s, 1, all, dest, tasks, false);
-	rc = vote_and_decode(c, s, want, tasks, dest, len);
+	rc = vote_and_decode(c, s, want, tasks, dest, 0, len);
 out:
 	g_free(tasks);
 	return rc < 0 ? rc : 0;
