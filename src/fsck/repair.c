@@ -42,6 +42,7 @@
 #include "memberio.h"
 #include "reader_rules.h"
 #include "stripe.h"
+#include "stripe_decode.h"
 #include "volume_internal.h"
 
 /* Stripes read per member in one go: up to a record group, and about
@@ -460,8 +461,9 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 {
 	int n = fc->n, k = fc->k, m = fc->m;
 	uint64_t s = rs->task[0].s0 + (uint64_t)i, strip = fc->c.lay.strip_size;
-	uint64_t best, size = 0, badmask = 0, whole = 0;
+	uint64_t whole = 0, unread = 0;
 	strip_judgment st[STRIPE_MAX_N] = { 0 };
+	stripe_vote vote;
 
 	for (int j = 0; j < n; j++) {
 		/* a late answer is still the late task's to write */
@@ -469,26 +471,21 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 			st[j] = rs->task[j].st[i];
 		if (fc->chunk_bad >> rs->task[j].member & 1)
 			whole |= 1ull << j;
+		if (unread_survivor(fc, rs, j))
+			unread |= 1ull << j;
 		if (st[j].v == STRIP_GOOD && st[j].gen > fc->max_gen)
 			fc->max_gen = st[j].gen;
 	}
-	int votes_best = rules_vote(st, n, k, &best);
 	/* The chunks rebuilt whole count for the hole rule as unread, as for
 	 * the reader, which does not read them. */
-	bool hole = votes_best < k &&
-	            rules_first_write_cut_short(st, n, m, s, fc->c.hdr.durable, whole);
-	if (votes_best < k && !hole) {
+	stripe_vote_take(st, n, k, m, s, fc->c.hdr.durable, whole, &vote);
+	if (vote.outcome == STRIPE_LOST) {
 		note_lost(fc, s);
 		return;
 	}
 	flush_lost(fc);
-	for (int j = 0; j < n; j++) {
-		bool good = rules_strip_current(&st[j], best);
-		if (good && st[j].v == STRIP_GOOD)
-			size = st[j].size;
-		if (!good && !unread_survivor(fc, rs, j))
-			badmask |= 1ull << j;
-	}
+	bool hole = vote.outcome == STRIPE_CUT_SHORT;
+	uint64_t best = vote.best, badmask = vote.stale & ~unread;
 	/* Deep: every strip verified; does the parity still follow from the data? */
 	if (fc->f->o.deep && !badmask && best) {
 		const uint8_t *data[STRIPE_MAX_N];
@@ -508,18 +505,13 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	}
 	if (!badmask)
 		return;
-	int erased[STRIPE_MAX_N], ne = 0;
 	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
 		int mb = rs->task[j].member;
-		bool unread = unread_survivor(fc, rs, j);
 		/* Not read, so not an input to the decoder; NULL: not rebuilt. */
-		blocks[j] = unread ? NULL : strip_buf(fc, rs, j, i);
-		if (unread)
-			erased[ne++] = j;
+		blocks[j] = unread >> j & 1 ? NULL : strip_buf(fc, rs, j, i);
 		if (!(badmask >> j & 1))
 			continue;
-		erased[ne++] = j;
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
 			if (!fc->bad[mb]++) {
 				fc->first_bad[mb] = s;
@@ -533,21 +525,22 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	}
 	if (!fc->f->o.repair)
 		return;
+	uint64_t erased = unread | badmask;
 	/* A cut-short first write becomes a clean hole: zeros, blank records. */
-	for (int e = 0; e < ne && hole; e++)
-		if (blocks[erased[e]])
-			memset(blocks[erased[e]], 0, strip);
-	if (!hole && ec_decode(fc->c.code, blocks, erased, ne, strip) < 0) {
+	for (int j = 0; j < n && hole; j++)
+		if ((erased >> j & 1) && blocks[j])
+			memset(blocks[j], 0, strip);
+	if (!hole && stripe_decode_erased(fc->c.code, blocks, n, erased, strip) < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed", fc->path, (unsigned long long)s);
 		return;
 	}
-	for (int e = 0; e < ne; e++) {
-		member_task *t = &rs->task[erased[e]];
-		if (!blocks[erased[e]] || fc->unwritable >> t->member & 1)
+	for (int j = 0; j < n; j++) {
+		member_task *t = &rs->task[j];
+		if (!(erased >> j & 1) || !blocks[j] || fc->unwritable >> t->member & 1)
 			continue;
 		t->wmask |= 1ull << i;
 		t->wgen[i] = best;
-		t->wsize[i] = size;
+		t->wsize[i] = vote.size;
 	}
 }
 

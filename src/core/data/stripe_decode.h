@@ -35,10 +35,11 @@ typedef struct stripe_vote {
 void stripe_vote_take(const strip_judgment *st, int n, int k, int m, uint64_t s,
                       uint64_t durable, uint64_t ignore, stripe_vote *out);
 
-/* Rebuilds the strips of the positions in erased (bit j: position j) from
- * the others' blocks, over len bytes; an erased position whose block is
- * NULL is not rebuilt.  With no erasure nothing is done.  Returns 0 or
- * ec_decode's negative error (ec_strerror). */
+/* Rebuilds the strips of the positions in erased (bit j: position j < n;
+ * the bits from n up are ignored) from the others' blocks, over len bytes;
+ * an erased position whose block is NULL is not rebuilt.  With no
+ * erasure nothing is done.  Returns 0 or ec_decode's negative error
+ * (ec_strerror). */
 int stripe_decode_erased(const ec_code *code, uint8_t *const *blocks, int n, uint64_t erased,
                          size_t len);
 
