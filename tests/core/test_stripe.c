@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the stripe layer (src/core/data/stripe.c) on real member
- * directories, with a stripe context built as ecfile.c and repair.c build
- * theirs: commits land on the members as docs/FORMAT.md section 4 says
+ * Unit tests of the stripe layer (src/core/data/stripe.c and its parts
+ * stripe_commit.c, stripe_fetch.c, stripe_hedge.c, stripe_decode.c) on real
+ * member directories, with a stripe context built as ecfile.c and repair.c
+ * build theirs: commits land on the members as docs/FORMAT.md section 4 says
  * (strips, parity, records and their checksums); fetches decode around up
  * to m missing or corrupt strips and rewrite the bad ones, and give EIO,
  * never wrong data, with more; strips of another position, stripe, file,
