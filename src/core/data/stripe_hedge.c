@@ -19,12 +19,11 @@
 /* A read around a slow member asks the k other members it needs, and if
  * they are late, one more, and goes on with the first answers that settle
  * it, so that a straggler among the fast members does not set the read's
- * time.  The answer that comes last must land
- * where nobody looks, so a hedge's tasks read into buffers of its own,
- * with their own copy of what they read with (stripe_fetch_task_init); the
- * context keeps a hedge until its last answer is in, ends it at a later
- * read (reap_hedges), and waits for it before the chunks' descriptors
- * close (stripe_wait_late_reads). */
+ * time.  The answer that comes last must land where nobody looks, so a
+ * hedge's tasks read into buffers of its own, with their own copy of what
+ * they read with (stripe_fetch_task_init); the context keeps a hedge until
+ * its last answer is in, ends it at a later read (reap_hedges), and waits
+ * for it before the chunks' descriptors close (stripe_wait_late_reads). */
 typedef struct stripe_hedge {
 	mio_batch batch;
 	fetch_task *tasks;         /* n, by position */
