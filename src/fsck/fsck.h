@@ -3,7 +3,9 @@
  * Shared state of one check or repair run: the options, the open volume,
  * the counters behind the summary and the exit status, and the sink its
  * problems and progress go to.  The library (fsck_tree.c, the mirrored
- * namespace; repair.c, chunks and strips of one regular file; fsck_sink.c,
+ * namespace, with fsck_view.c reading the members, fsck_pending.c what a
+ * crash leaves outside it and fsck_totals.c the progress totals; repair.c
+ * and repair_pass.c, chunks and strips of one regular file; fsck_sink.c,
  * the way to the sink) is run by ecfs-fsck (fsck_main.c: command line,
  * members and superblocks, output) and by the daemon's online heal.
  */
@@ -144,14 +146,15 @@ enum fsck_status fsck_outcome(const fsck *f, int rc);
  * unless forced). */
 void fsck_progress(fsck *f, bool force);
 
-/* What a crash leaves outside the namespace (fsck_tree.c): operations
+/* What a crash leaves outside the namespace (fsck_pending.c): operations
  * whose intent records remain (reported; finished with --repair, before
  * the namespace is judged) and files unlinked while open, left in the
  * orphan folders (reported; removed with --repair).  Not to be run on a
  * mounted volume, where both are in use. */
 void fsck_pending(fsck *f);
 
-/* Totals for the progress line (files, and bytes of file data). */
+/* Totals for the progress line (files, and bytes of file data;
+ * fsck_totals.c). */
 void fsck_count_totals(fsck *f);
 
 /* Walks the namespace of every healthy member from the root, compares and

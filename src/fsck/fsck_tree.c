@@ -19,136 +19,29 @@
  *     member whose copy has the newest ctime (the last change made).
  * Regular files are handed to repair_file() for their chunks and strips.
  *
- * Before the walk, fsck_pending() deals with what a crash leaves in the
- * metadata folder: intents are finished first (the namespace votes would
- * otherwise settle a half-done rename by majority, which can split a file's
- * chunks between two names), and orphans are removed; neither is ever
- * judged as a namespace entry.
+ * Before the walk, fsck_pending() (fsck_pending.c) deals with what a
+ * crash leaves in the metadata folder: intents are finished first (the
+ * namespace votes would otherwise settle a half-done rename by majority,
+ * which can split a file's chunks between two names), and orphans are
+ * removed; neither is ever judged as a namespace entry.
  */
 #include "fsck.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "chunk.h"
-#include "intent.h"
+#include "fsck_view.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
 #include "stripe.h"
 #include "volume_internal.h"
 #include "xattrs.h"
-
-typedef struct view {
-	bool present;
-	int err;           /* lstat error other than ENOENT */
-	struct stat st;
-	char *target;      /* symlink target */
-	xattrs_stored xs;  /* every xattr of the member object */
-	GString *xblob;    /* canonical form of the xattrs but the ACLs, for comparing */
-	GString *ablob;    /* the same of the POSIX ACLs */
-} view;
-
-static void view_clear(view *w)
-{
-	g_free(w->target);
-	xattrs_stored_clear(&w->xs);
-	if (w->xblob)
-		g_string_free(w->xblob, TRUE);
-	if (w->ablob)
-		g_string_free(w->ablob, TRUE);
-	memset(w, 0, sizeof(*w));
-}
-
-static bool not_acl(const char *name)
-{
-	return !xattrs_is_acl(name);
-}
-
-/* The canonical form of the xattrs `which` selects, for comparing; NULL
- * if some could not be read (no vote on them). */
-static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *name))
-{
-	if (!xs->complete)
-		return NULL;
-	GString *b = g_string_new(NULL);
-	for (guint i = 0; i < xs->names->len; i++) {
-		const char *xn = xs->names->pdata[i];
-		if (!which(xn))
-			continue;
-		gsize vl;
-		const char *val = g_bytes_get_data(xs->values->pdata[i], &vl);
-		g_string_append_printf(b, "%s=%zu:", xn, (size_t)vl);
-		g_string_append_len(b, val ? val : "", (gssize)vl);
-		g_string_append_c(b, '\n');
-	}
-	return b;
-}
-
-/* The xattrs of (dfd, name), as the daemon reaches them (xattrs.h), so
- * nothing is resolved through a symlink. */
-static void read_xattrs(int dfd, const char *name, view *w)
-{
-	xattrs_member_read(dfd, name, &w->xs);
-	w->xblob = xattr_blob(&w->xs, not_acl);
-	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
-}
-
-static struct timespec ts_of(struct statx_timestamp t)
-{
-	return (struct timespec){ .tv_sec = t.tv_sec, .tv_nsec = t.tv_nsec };
-}
-
-/* The struct stat the votes compare, from a member's statx. */
-static void stat_of(const struct statx *x, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
-	st->st_ino = x->stx_ino;
-	st->st_mode = x->stx_mode;
-	st->st_nlink = x->stx_nlink;
-	st->st_uid = x->stx_uid;
-	st->st_gid = x->stx_gid;
-	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
-	st->st_size = (off_t)x->stx_size;
-	st->st_blksize = x->stx_blksize;
-	st->st_blocks = (blkcnt_t)x->stx_blocks;
-	st->st_atim = ts_of(x->stx_atime);
-	st->st_mtim = ts_of(x->stx_mtime);
-	st->st_ctim = ts_of(x->stx_ctime);
-}
-
-/* On member mb's worker (fsck_on_member): what a system call returns
- * lands in locals first.  The lstat is a member read (mop_statx), where
- * test builds inject faults. */
-static void read_view_at(volume *v, int mb, int dfd, const char *name, view *w)
-{
-	struct statx stx;
-	struct stat st;
-	char buf[PATH_MAX + 1];
-	int rc = mop_statx(v, mb, dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
-
-	if (rc < 0) {
-		w->err = rc == -ENOENT ? 0 : -rc;
-		return;
-	}
-	stat_of(&stx, &st);
-	w->st = st;
-	w->present = true;
-	if (S_ISLNK(st.st_mode)) {
-		ssize_t l = MIO_CALL(readlinkat(dfd, name, buf, sizeof(buf) - 1));
-		w->target = g_strndup(buf, l < 0 ? 0 : (size_t)l);
-	} else {
-		read_xattrs(dfd, name, w);
-	}
-}
 
 /* ---- votes ---- */
 
@@ -219,39 +112,6 @@ static int vote(const view *w, int n, uint64_t voters, same_fn same)
 		}
 	}
 	return best;
-}
-
-/* ---- listings ---- */
-
-typedef struct list_call {
-	int dfd;
-	const char *name;
-	int most;          /* names wanted at most; 0: all */
-	GPtrArray *names;  /* the names but . and .., g_malloc'd */
-} list_call;
-
-/* Lists (dfd, name) on the member's worker: the names go to a list of its
- * own, handed to the caller at the end. */
-static int list_run(void *arg)
-{
-	list_call *l = arg;
-	int fd = MIO_CALL(openat(l->dfd, l->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-
-	if (!d) {
-		int err = errno;
-		if (fd >= 0)
-			MIO_CALL(close(fd));
-		return -err;
-	}
-	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-	while ((!l->most || (int)names->len < l->most) && (de = MIO_CALL(readdir(d))))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			g_ptr_array_add(names, g_strdup(de->d_name));
-	MIO_CALL(closedir(d));
-	l->names = names;
-	return 0;
 }
 
 /* Runs fn(e, mb, win) on member mb's worker (fsck_on_member): every
@@ -328,16 +188,16 @@ static void on_members(entry_ctx *e, uint64_t mask, int win, entry_fn fn, int *r
 static int view_run(entry_ctx *e, int mb, int unused)
 {
 	(void)unused;
-	read_view_at(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
+	fsck_read_view(e->f->v, mb, e->dfd[mb], e->name, &e->w[mb]);
 	return 0;
 }
 
 /* Member mb's view of the entry, read again into e->w[mb]. */
 static void read_view(entry_ctx *e, int mb)
 {
-	view_clear(&e->w[mb]);
+	fsck_view_clear(&e->w[mb]);
 	if (e->dfd[mb] >= 0 && on_member(e, mb, 0, view_run) < 0) {
-		view_clear(&e->w[mb]); /* what a member given up said counts for nothing */
+		fsck_view_clear(&e->w[mb]); /* what a member given up said counts for nothing */
 		e->w[mb].err = ETIMEDOUT;
 	}
 }
@@ -345,7 +205,7 @@ static void read_view(entry_ctx *e, int mb)
 static int has_entries_run(entry_ctx *e, int mb, int unused)
 {
 	list_call l = { e->dfd[mb], e->name, 1, NULL };
-	int rc = list_run(&l);
+	int rc = fsck_list_run(&l);
 
 	(void)unused;
 	if (rc < 0)
@@ -457,7 +317,7 @@ static int fix_owner(entry_ctx *e, int mb, int win)
 static int fix_xattrs(entry_ctx *e, int mb, int win)
 {
 	return xattrs_member_write(e->f->v, mb, e->dfd[mb], e->name, &e->w[win].xs,
-	                           &e->w[mb].xs, not_acl);
+	                           &e->w[mb].xs, fsck_not_acl);
 }
 /* Setting an access ACL sets the permission bits from it on the member
  * (its filesystem keeps them in step): the winner's are consistent with
@@ -588,7 +448,7 @@ static entry_ctx *new_entry(fsck *f, char *path, const char *name, const int *df
 static void free_entry(entry_ctx *e)
 {
 	for (int mb = 0; mb < e->f->n; mb++)
-		view_clear(&e->w[mb]);
+		fsck_view_clear(&e->w[mb]);
 	g_free((char *)e->path);
 	g_free(e);
 }
@@ -643,12 +503,12 @@ static void read_views(entry_ctx *e)
 	on_members(e, mask, 0, view_run, rcs);
 	for (int mb = 0; mb < e->f->n; mb++) {
 		if (mask >> mb & 1 && rcs[mb] < 0) {
-			view_clear(&e->w[mb]);
+			fsck_view_clear(&e->w[mb]);
 			e->w[mb].err = ETIMEDOUT;
 		}
 		if (fsck_gone(e->f, mb)) {
 			/* given up: reported once as a member problem */
-			view_clear(&e->w[mb]);
+			fsck_view_clear(&e->w[mb]);
 			e->unreadable |= 1ull << mb;
 		} else if (e->w[mb].present)
 			e->present |= 1ull << mb;
@@ -687,7 +547,7 @@ static void drop_mistyped(entry_ctx *e, int win)
 		             "a %s where the other members hold a %s", type_name(e->w[mb].st.st_mode),
 		             type_name(type));
 		if (f->o.repair && !r) {
-			view_clear(&e->w[mb]);
+			fsck_view_clear(&e->w[mb]);
 			e->present &= ~(1ull << mb);
 		} else {
 			e->unreadable |= 1ull << mb; /* leave it alone */
@@ -831,7 +691,7 @@ static void list_members(fsck *f, const char *path, const int *dfd, GHashTable *
 		if (dfd[mb] >= 0)
 			mask |= 1ull << mb;
 	}
-	fsck_on_members(f, mask, list_run, args, rcs);
+	fsck_on_members(f, mask, fsck_list_run, args, rcs);
 	for (int mb = 0; mb < f->n; mb++) {
 		if (!(mask >> mb & 1))
 			continue;
@@ -901,165 +761,3 @@ int fsck_tree(fsck *f)
 	return rc;
 }
 
-/* ---- intents and orphans ---- */
-
-static void report_intent(void *arg, const char *op, const char *from, const char *to,
-                          int copies)
-{
-	fsck *f = arg;
-	fsck_problem(f, "intent", from, -1, 0, 0, fsck_outcome(f, 0),
-	             "a %s%s%s interrupted by a crash (its record is on %d of %d members); "
-	             "repair finishes it on every member", op, to ? " to " : "", to ? to : "",
-	             copies, f->n);
-}
-
-typedef struct orphan_call {
-	volume *v;
-	int mb;
-	const char *name;
-} orphan_call;
-
-static int remove_orphan(void *arg)
-{
-	const orphan_call *o = arg;
-	char *path = g_strdup_printf(ECFS_META_DIR "/orphans/%s", o->name);
-	int root = volume_root_fd(o->v, o->mb);
-	int rc = mop_unlinkat(o->v, o->mb, root, path, 0);
-
-	if (rc == -EISDIR)
-		rc = mop_unlinkat(o->v, o->mb, root, path, AT_REMOVEDIR);
-	g_free(path);
-	return rc;
-}
-
-/* The member's orphan folder: files that were unlinked while open when
- * the daemon stopped.  Nothing can reach them any more. */
-static void check_orphans(fsck *f, int mb)
-{
-	list_call l = { volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans", 0, NULL };
-
-	if (fsck_on_member(f, mb, list_run, &l) < 0 || !l.names)
-		return;
-	for (guint i = 0; i < l.names->len && !fsck_gone(f, mb); i++) {
-		const char *name = l.names->pdata[i];
-		orphan_call o = { f->v, mb, name };
-		int rc = f->o.repair ? fsck_on_member(f, mb, remove_orphan, &o) : 0;
-		if (fsck_gone(f, mb))
-			break;
-		fsck_problem(f, "orphan", NULL, mb, 0, 0, fsck_outcome(f, rc),
-		             ECFS_META_DIR "/orphans/%s: a file unlinked while open, left by a "
-		             "crash; repair removes it%s%s", name, rc ? ": " : "",
-		             rc ? g_strerror(-rc) : "");
-	}
-	g_ptr_array_unref(l.names);
-}
-
-void fsck_pending(fsck *f)
-{
-	if (f->o.repair)
-		intent_replay(f->v, report_intent, f);
-	else
-		intent_scan(f->v, report_intent, f);
-	for (int mb = 0; mb < f->n; mb++) {
-		if (!volume_member_ok(f->v, mb)) {
-			/* failed while finishing an intent (or reading them) */
-			if (memberio_lost(volume_memberio(f->v), mb))
-				fsck_member_lost(f, mb);
-			f->walk_mask &= ~(1ull << mb);
-		}
-		if (f->walk_mask >> mb & 1)
-			check_orphans(f, mb);
-	}
-}
-
-/* ---- totals for the progress line ---- */
-
-/* One directory of a member, counted on its worker: its regular files
- * and their data (a chunk holds 1/k of its file's strips; headers of
- * either version taken for the short one: an estimate), and the names of
- * its subdirectories, walked by the caller.  A task per directory, so
- * the member's other tasks (the daemon's reads, in the heal) go between. */
-typedef struct tally {
-	int dfd;
-	const char *name;
-	bool root;       /* the member root: its reserved names are left out */
-	int fd;          /* the directory, open for its subdirectories */
-	GPtrArray *dirs; /* their names */
-	uint64_t files, bytes;
-} tally;
-
-static int tally_run(void *arg)
-{
-	tally *t = arg;
-	int fd = MIO_CALL(openat(t->dfd, t->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	int lfd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the listing's own */
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	uint64_t files = 0, bytes = 0;
-	struct dirent *de;
-
-	if (!d) {
-		int err = errno;
-		if (lfd >= 0)
-			close(lfd); /* a dup: no member call */
-		if (fd >= 0)
-			MIO_CALL(close(fd));
-		return -err;
-	}
-	GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
-	while ((de = MIO_CALL(readdir(d)))) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    (t->root && volume_root_name_reserved(de->d_name)))
-			continue;
-		if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
-			continue;
-		if (de->d_type != DT_DIR &&
-		    MIO_CALL(fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)) < 0)
-			continue;
-		if (de->d_type == DT_DIR || S_ISDIR(st.st_mode)) {
-			g_ptr_array_add(dirs, g_strdup(de->d_name));
-		} else if (S_ISREG(st.st_mode)) {
-			files++;
-			if (st.st_size > CHUNK_HEADER_SIZE_V2)
-				bytes += (uint64_t)st.st_size - CHUNK_HEADER_SIZE_V2;
-		}
-	}
-	MIO_CALL(closedir(d));
-	t->fd = fd;
-	t->dirs = dirs;
-	t->files = files;
-	t->bytes = bytes;
-	return 0;
-}
-
-static void count_tree(fsck *f, int mb, int dfd, const char *name, int depth, uint64_t *files,
-                       uint64_t *bytes)
-{
-	tally t = { dfd, name, depth == 0, -1, NULL, 0, 0 };
-
-	if (fsck_on_member(f, mb, tally_run, &t) < 0)
-		return;
-	*files += t.files;
-	*bytes += t.bytes;
-	for (guint i = 0; i < t.dirs->len && depth < 256 && !fsck_gone(f, mb); i++)
-		count_tree(f, mb, t.fd, t.dirs->pdata[i], depth + 1, files, bytes);
-	g_ptr_array_unref(t.dirs);
-	fsck_close(f, mb, t.fd);
-}
-
-void fsck_count_totals(fsck *f)
-{
-	uint64_t voters = f->walk_mask & ~f->heal_mask;
-
-	/* m + 1 members: at least one of them was not just emptied. */
-	for (int mb = 0, seen = 0; mb < f->n && seen <= f->m; mb++)
-		if (voters >> mb & 1) {
-			uint64_t files = 0, bytes = 0;
-			count_tree(f, mb, volume_root_fd(f->v, mb), ".", 0, &files, &bytes);
-			if (fsck_gone(f, mb))
-				continue;
-			f->total_files = MAX(f->total_files, files);
-			f->total_bytes = MAX(f->total_bytes, bytes * (uint64_t)f->k);
-			seen++;
-		}
-}

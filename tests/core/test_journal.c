@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the write-hole closure (src/core/data/journal.c, its recovery in
- * src/core/data/journal_recovery.c, and their use in src/core/data/stripe.c and
+ * src/core/data/journal_recovery.c, and their use in src/core/data/stripe_commit.c and
  * src/core/data/ecfile.c): the journal's byte format; that a
  * sequential first write journals nothing and an overwrite does; and
  * crash states built directly on member directories (every subset of

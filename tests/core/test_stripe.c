@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the stripe layer (src/core/data/stripe.c) on real member
- * directories, with a stripe context built as ecfile.c and repair.c build
- * theirs: commits land on the members as docs/FORMAT.md section 4 says
+ * Unit tests of the stripe layer (src/core/data/stripe.c and its parts
+ * stripe_commit.c, stripe_fetch.c, stripe_hedge.c, stripe_decode.c) on real
+ * member directories, with a stripe context built as ecfile.c and repair.c
+ * build theirs: commits land on the members as docs/FORMAT.md section 4 says
  * (strips, parity, records and their checksums); fetches decode around up
  * to m missing or corrupt strips and rewrite the bad ones, and give EIO,
  * never wrong data, with more; strips of another position, stripe, file,
- * volume or generation are never taken for the stripe's; and the single
- * strip writer, probe, end scan and truncate do what stripe.h promises.
+ * volume or generation are never taken for the stripe's; the single
+ * strip writer, probe, end scan and truncate do what stripe.h promises; and
+ * the vote and decode of one stripe do what stripe_decode.h promises.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include "journal.h"
 #include "log.h"
 #include "stripe.h"
+#include "stripe_decode.h"
 #include "volume_internal.h"
 
 #define K 4
@@ -1029,6 +1032,61 @@ static void test_read_only_never_writes(void **state)
 	g_free(data);
 }
 
+/* The vote and the decode of one stripe (stripe_decode.h), on judged
+ * strips made up here: the winner and its erasures, a stripe lost or cut
+ * short, and the erasure mask handed to the decoder, NULL blocks left
+ * alone. */
+static void test_vote_and_decode_erasures(void **state)
+{
+	enum { k = 4, m = 2, n = k + m, len = 64 };
+	strip_judgment st[n];
+	stripe_vote vote;
+	(void)state;
+
+	for (int j = 0; j < n; j++)
+		st[j] = (strip_judgment){ .v = STRIP_GOOD, .gen = 5, .size = 1000, .len = len };
+	st[1] = (strip_judgment){ .v = STRIP_GOOD, .gen = 3, .size = 999, .len = len };
+	st[4] = (strip_judgment){ .v = STRIP_BAD, .why = "checksum" };
+	stripe_vote_take(st, n, k, m, 0, 0, 0, &vote);
+	assert_int_equal(vote.outcome, STRIPE_VOTED);
+	assert_int_equal(vote.best, 5);
+	assert_int_equal(vote.size, 1000);
+	assert_int_equal(vote.stale, (1u << 1) | (1u << 4));
+	st[2] = (strip_judgment){ .v = STRIP_ERR };
+	stripe_vote_take(st, n, k, m, 0, 0, 0, &vote);
+	assert_int_equal(vote.outcome, STRIPE_LOST);
+	assert_int_equal(vote.best, 0);
+	/* a first write cut short: new strips beside blank ones */
+	for (int j = 0; j < n; j++)
+		st[j] = j < 3 ? (strip_judgment){ .v = STRIP_GOOD, .gen = 7, .size = 10, .len = len }
+		              : (strip_judgment){ .v = STRIP_HOLE, .blank = true };
+	stripe_vote_take(st, n, k, m, 3, 0, 0, &vote);
+	assert_int_equal(vote.outcome, STRIPE_CUT_SHORT);
+	assert_int_equal(vote.stale, 0x7);
+
+	ec_code *code;
+	ec_params p = { .kind = EC_RS_VANDERMONDE, .k = k, .m = m, .w = 8 };
+	assert_int_equal(ec_create(&p, &code), 0);
+	uint8_t buf[n][len], want[n][len];
+	uint8_t *blocks[n];
+	for (int j = 0; j < n; j++)
+		blocks[j] = buf[j];
+	fill_random(&buf[0][0], sizeof(buf[0]) * k, 9);
+	assert_int_equal(ec_encode(code, (const uint8_t *const *)blocks, blocks + k, len), 0);
+	memcpy(want, buf, sizeof(buf));
+	assert_int_equal(stripe_decode_erased(code, blocks, n, 0, len), 0);
+	memset(buf[3], 0xaa, len);
+	memset(buf[5], 0xaa, len);
+	blocks[5] = NULL; /* erased, not rebuilt */
+	/* the bits from n up name no position */
+	assert_int_equal(stripe_decode_erased(code, blocks, n, ~0ull << n | 0x28, len), 0);
+	assert_memory_equal(buf[3], want[3], len);
+	assert_int_equal(buf[5][0], 0xaa);
+	/* more than m erasures: the decoder's error */
+	assert_true(stripe_decode_erased(code, blocks, n, 0x29, len) < 0);
+	ec_destroy(code);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1053,6 +1111,7 @@ int main(void)
 		T(test_scan_end_and_truncate),
 		T(test_first_write_cut_short),
 		T(test_read_only_never_writes),
+		cmocka_unit_test(test_vote_and_decode_erasures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

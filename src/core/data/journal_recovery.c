@@ -19,6 +19,7 @@
 #include "journal.h"
 #include "log.h"
 #include "memberops.h"
+#include "stripe_decode.h"
 #include "volume_internal.h"
 
 typedef struct jmember {
@@ -229,7 +230,6 @@ int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes)
 		uint64_t s = cand[q][0], g = cand[q][1], size = 0;
 		uint64_t ok = journal_strips(c, jm, s, g, jbuf, &size);
 		strip_judgment p[STRIPE_MAX_N];
-		int erased[STRIPE_MAX_N], ne = 0;
 		uint8_t *blocks[STRIPE_MAX_N];
 		/* Fewer than k copies: the barrier was never passed, so nothing
 		 * of this commit reached the strips in place. */
@@ -240,15 +240,12 @@ int journal_recover(stripe_ctx *c, bool write, uint64_t *stripes)
 		++*stripes;
 		if (!write)
 			continue;
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < n; j++)
 			blocks[j] = jbuf + (size_t)j * strip;
-			if (!(ok >> j & 1))
-				erased[ne++] = j;
-		}
 		const uint8_t *data[STRIPE_MAX_N];
 		for (int j = 0; j < k; j++)
 			data[j] = blocks[j];
-		if ((ne && ec_decode(c->code, blocks, erased, ne, strip) < 0) ||
+		if (stripe_decode_erased(c->code, blocks, n, ~ok, strip) < 0 ||
 		    stripe_commit_inplace(c, s, 1, data, g, size) < 0) {
 			ecfs_log(LOG_ERR, "%s: stripe %llu: cannot roll the journal forward",
 			         c->path, (unsigned long long)s);

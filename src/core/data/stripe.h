@@ -65,7 +65,7 @@ typedef struct stripe_ctx {
 	bool inplace_unsynced; /* a journaled commit's in-place writes are not synced yet */
 	journal_files jf;      /* the journals open for writing */
 	/* Hedged reads with an answer still to come, and one ended for
-	 * reuse (stripe.c). */
+	 * reuse (stripe_hedge.c). */
 	struct stripe_hedge *late, *spare_hedge;
 	/* Each chunk's lstat right after the last header round wrote it (bit
 	 * mb of header_stats, atomic), for stripe_remember_size. */

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stripe commits (stripe.h): encode a run of stripes, checksum each strip
+ * with its record, and write strips and records to every usable member in
+ * parallel.  A run below the file's written end is an overwrite, staged
+ * through the write-hole journal (journal.h) first.  A run of stripes in
+ * one record group costs each member one pwritev for the strips and one
+ * pwrite for the records.  Also the single-strip writer that repair, the
+ * online heal and the self-healing read use.
+ */
+#include "stripe.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <glib.h>
+
+#include "journal.h"
+#include "log.h"
+#include "memberops.h"
+#include "memberio.h"
+#include "space.h"
+#include "stripe_internal.h"
+#include "volume_internal.h"
+
+_Static_assert(STRIPE_BATCH <= JOURNAL_MAX_STRIPES, "a commit must fit in the journal");
+_Static_assert(STRIPE_MAX_N <= JOURNAL_MAX_MEMBERS, "every member may have a journal");
+
+typedef struct commit_task {
+	stripe_ctx *c;
+	int member, pos, cnt;
+	uint64_t s0, gen, size;
+	const uint8_t *strips[STRIPE_BATCH];
+	uint8_t recs[STRIPE_BATCH * CHUNK_RECORD_SIZE];
+	bool have_recs; /* recs computed (by the journal stage) */
+	int err;
+} commit_task;
+
+/* The records (with their checksums) of the task's strips: the same bytes
+ * go to the journal and in place. */
+static int make_records(commit_task *t)
+{
+	stripe_ctx *c = t->c;
+	chunk_header h = c->hdr;
+
+	h.position = (uint32_t)t->pos;
+	for (int i = 0; i < t->cnt; i++) {
+		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
+		                     .position = (uint32_t)t->pos, .flags = CHUNK_RECORD_WRITTEN,
+		                     .size = t->size };
+		uint64_t len = layout_strip_len(&c->lay, rec.stripe, t->size);
+		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], len) < 0)
+			return -EIO;
+		chunk_record_encode(&rec, t->recs + (size_t)i * CHUNK_RECORD_SIZE);
+	}
+	t->have_recs = true;
+	return 0;
+}
+
+/* Stage one of a journaled commit on one member: its journal, synced. */
+static void journal_member(void *arg)
+{
+	commit_task *t = arg;
+	stripe_ctx *c = t->c;
+	journal_header jh = { .position = (uint32_t)t->pos, .count = (uint32_t)t->cnt,
+	                      .first = t->s0, .generation = t->gen,
+	                      .strip_size = c->lay.strip_size };
+
+	t->err = make_records(t);
+	if (t->err)
+		return;
+	memcpy(jh.volume_uuid, c->hdr.volume_uuid, 16);
+	memcpy(jh.file_id, c->hdr.file_id, 16);
+	for (int i = 0; i < t->cnt; i++)
+		memcpy(jh.records[i], t->recs + (size_t)i * CHUNK_RECORD_SIZE, CHUNK_RECORD_SIZE);
+	t->err = journal_write_member(c->v, &c->jf, t->member, &jh, t->strips);
+}
+
+static void commit_member(void *arg)
+{
+	commit_task *t = arg;
+	stripe_ctx *c = t->c;
+	struct iovec iov[1 + STRIPE_BATCH], *strips = iov + 1;
+	ssize_t r;
+
+	t->err = t->have_recs ? 0 : make_records(t);
+	if (t->err)
+		return;
+	size_t bytes = 0;
+	for (int i = 0; i < t->cnt; i++) {
+		strips[i] = (struct iovec){ (void *)t->strips[i],
+		                            layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
+		bytes += strips[i].iov_len;
+	}
+	/* The strips and their records: until both are down the pair does not
+	 * verify, so a torn commit reads as an erasure, never as data, in
+	 * whichever order they land.  Where the records lie just before the
+	 * strips (stripe 0 of a version-2 chunk: every small file), one write. */
+	int fd = c->fd[t->member];
+	off_t at = (off_t)layout_strip_offset(&c->lay, t->s0),
+	      rat = (off_t)layout_record_offset(&c->lay, t->s0);
+	size_t rlen = (size_t)t->cnt * CHUNK_RECORD_SIZE;
+	iov[0] = (struct iovec){ t->recs, rlen };
+	int64_t t0 = g_get_monotonic_time();
+	if (rat + (off_t)rlen == at) {
+		r = mop_transfer(c->v, t->member, fd, iov, 1 + t->cnt, rat, true);
+	} else {
+		r = mop_transfer(c->v, t->member, fd, strips, t->cnt, at, true);
+		if (r >= 0)
+			r = mop_transfer(c->v, t->member, fd, iov, 1, rat, true);
+	}
+	/* the member's write cost (memberio_slow_of, stripe_leave_out_slow) */
+	if (r >= 0)
+		memberio_note(volume_memberio(c->v), t->member, MIO_WRITE, bytes,
+		              (g_get_monotonic_time() - t0) * 1000);
+	t->err = r < 0 ? (int)r : 0;
+}
+
+int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const uint8_t *data,
+                        const uint64_t *gen, const uint64_t *size)
+{
+	uint64_t strip = c->lay.strip_size;
+	uint32_t pos = (uint32_t)layout_position_of(&c->lay, member);
+	uint8_t rec[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
+	chunk_header h = c->hdr;
+
+	if (cnt < 1 || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
+		return -EINVAL;
+	stripe_forget_heads(c);
+	h.position = pos;
+	uint64_t last_len = strip;
+	for (int i = 0; i < cnt; i++) {
+		if (!gen[i])
+			continue;
+		chunk_record r = { .stripe = s0 + (uint64_t)i, .generation = gen[i],
+		                   .position = pos, .flags = CHUNK_RECORD_WRITTEN,
+		                   .size = size[i] };
+		last_len = layout_strip_len(&c->lay, r.stripe, size[i]);
+		if (chunk_strip_sum(c->sum, &h, &r, data + (size_t)i * strip, last_len) < 0)
+			return -EIO;
+		chunk_record_encode(&r, rec + (size_t)i * CHUNK_RECORD_SIZE);
+	}
+	if (!gen[cnt - 1])
+		last_len = strip;
+	/* Strips first, then their records, as a commit does.  One write for
+	 * the run: a short strip before the last goes down whole (zeros past
+	 * its length), the last only as long as it is. */
+	struct iovec iov = { (void *)data, strip * (size_t)(cnt - 1) + last_len };
+	struct iovec riov = { rec, (size_t)cnt * CHUNK_RECORD_SIZE };
+	ssize_t w = mop_transfer(c->v, member, c->fd[member], &iov, 1,
+	                      (off_t)layout_strip_offset(&c->lay, s0), true);
+	if (w >= 0)
+		w = mop_transfer(c->v, member, c->fd[member], &riov, 1,
+		              (off_t)layout_record_offset(&c->lay, s0), true);
+	return w < 0 ? (int)w : 0;
+}
+
+int stripe_write_strip(stripe_ctx *c, int member, uint64_t s, const uint8_t *data,
+                       uint64_t gen, uint64_t size)
+{
+	return stripe_write_strips(c, member, s, 1, data, &gen, &size);
+}
+
+/* Per member, a stage that moves at most this many bytes and waits on no
+ * disk is a batch of small calls (mio_batch_init_small): on the relay
+ * when the members are fast, one wake-up for all instead of one each.
+ * A small file's strips, records and headers are a few KiB a member. */
+#define STRIPE_RELAY_BYTES (16 * 1024)
+
+/* A commit stage of small writes: no journal (synced), and the strips of
+ * every task at most STRIPE_RELAY_BYTES. */
+static bool commit_stage_small(const stripe_ctx *c, const commit_task *tasks,
+                               void (*fn)(void *))
+{
+	if (fn != commit_member)
+		return false;
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		const commit_task *t = &tasks[pos];
+		uint64_t bytes = 0;
+		for (int i = 0; t->err == 0 && i < t->cnt; i++)
+			bytes += layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size);
+		if (bytes > STRIPE_RELAY_BYTES)
+			return false;
+	}
+	return true;
+}
+
+/* Runs fn on the member of every task with err == 0 (all in parallel, or
+ * on the relay for a small stage: commit_stage_small) and
+ * counts the members that succeeded.  A member that fails is out of this
+ * file's writes from now on (so the caller's missed mask names it), and
+ * out of the volume if the error says the member is broken.  A full
+ * member stays in (space.h): its strips of this commit are stale and the
+ * vote reads around them, and *full takes the error, which the commit
+ * hands to the writer. */
+static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *),
+                            const char *what, int *full)
+{
+	mio_batch batch;
+	int ok = 0;
+
+	stripe_batch_init(c, &batch, commit_stage_small(c, tasks, fn));
+	for (int pos = 0; pos < c->lay.n; pos++)
+		if (tasks[pos].err == 0)
+			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
+			                &tasks[pos]);
+	uint64_t lost = mio_batch_wait(&batch);
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		commit_task *t = &tasks[pos];
+		if (t->err == 0 && (lost >> t->member & 1))
+			t->err = -ETIMEDOUT; /* given up (memberio.h) */
+		if (t->err == 0) {
+			ok++;
+		} else if (t->err < 0) {
+			volume_member_error(c->v, t->member, -t->err, what);
+			if (space_error(t->err))
+				*full = t->err;
+			else
+				c->state[t->member] = CHUNK_FAILED;
+		}
+	}
+	return ok;
+}
+
+static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                  uint64_t gen, uint64_t size, bool journal)
+{
+	int k = c->lay.k, m = c->lay.m, n = c->lay.n;
+	uint64_t strip = c->lay.strip_size;
+	commit_task tasks[STRIPE_MAX_N];
+
+	if (cnt < 1 || cnt > STRIPE_BATCH || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
+		return -EINVAL;
+	if (stripe_usable_count(c) < k)
+		return -EIO;
+	stripe_forget_heads(c);
+	for (int i = 0; i < cnt; i++) {
+		uint8_t *par[STRIPE_MAX_N];
+		for (int j = 0; j < m; j++)
+			par[j] = c->parity + ((size_t)i * m + j) * strip;
+		int rc = ec_encode(c->code, data + (size_t)i * k, par,
+		                   layout_strip_len(&c->lay, s0 + (uint64_t)i, size));
+		if (rc < 0) {
+			ecfs_log(LOG_ERR, "%s: encoding failed: %s", c->path, ec_strerror(rc));
+			return -EIO;
+		}
+	}
+	/* The journal holds one commit: it may be overwritten only once the
+	 * in-place writes it protected are durable on every member (a global
+	 * barrier: with some members synced and rewritten and others not, a
+	 * power cut could leave neither k journal copies nor k in-place strips
+	 * of that commit). */
+	if (journal && c->inplace_unsynced) {
+		int rc = stripe_sync(c, true);
+		if (rc < 0)
+			return rc;
+	}
+	for (int pos = 0; pos < n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		commit_task *t = &tasks[pos];
+		*t = (commit_task){ .c = c, .member = mb, .pos = pos, .cnt = cnt, .s0 = s0,
+		                    .gen = gen, .size = size, .err = 1 };
+		if (!stripe_member_usable(c, mb))
+			continue;
+		t->err = 0;
+		for (int i = 0; i < cnt; i++)
+			t->strips[i] = pos < k ? data[(size_t)i * k + pos]
+			                       : c->parity + ((size_t)i * m + pos - k) * strip;
+	}
+	/* The barrier: every journal is durable before any strip is written in
+	 * place, so a commit cut short in place has k journal copies to roll
+	 * forward from, and one cut short in the journal changed nothing. */
+	/* A full member stops a journaled commit before anything is written
+	 * in place: the stripes keep their old content. */
+	int full = 0;
+	if (journal && (run_commit_stage(c, tasks, journal_member, "writing a journal", &full) < k ||
+	                full))
+		return full ? full : -EIO;
+	int written = run_commit_stage(c, tasks, commit_member, "writing a chunk", &full);
+	if (journal)
+		c->inplace_unsynced = true;
+	if (s0 + (uint64_t)cnt > c->written_end)
+		c->written_end = s0 + (uint64_t)cnt;
+	if (full)
+		return full; /* each stripe holds its old or its new content */
+	return written >= k ? 0 : -EIO;
+}
+
+int stripe_commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                  uint64_t gen, uint64_t size)
+{
+	int k = c->lay.k;
+	const uint8_t *stored[STRIPE_BATCH * STRIPE_MAX_N];
+
+	if (cnt < 1 || cnt > STRIPE_BATCH)
+		return -EINVAL;
+	/* The stripe holding the file's end is stored short (layout.h); a
+	 * commit has at most one, the stripes past the end hold no bytes. */
+	memcpy(stored, data, sizeof(*data) * (size_t)cnt * (size_t)k);
+	for (int i = 0; i < cnt; i++) {
+		uint64_t s = s0 + (uint64_t)i, len = layout_strip_len(&c->lay, s, size);
+		if (len >= c->lay.strip_size || s * layout_stripe_data(&c->lay) >= size)
+			continue;
+		uint8_t *pb = stripe_pack_buffer(c, &c->pack_out);
+		if (!pb)
+			return -ENOMEM;
+		uint8_t *out[STRIPE_MAX_N];
+		for (int j = 0; j < k; j++)
+			stored[(size_t)i * k + j] = out[j] = pb + (size_t)j * c->lay.strip_size;
+		layout_pack_short(&c->lay, len, data + (size_t)i * k, out);
+	}
+	/* Stripes at or past written_end never held committed content: a
+	 * first write cut short leaves new strips beside unwritten ones, which
+	 * read as the old content, zeros (the hole rule, reader_rules.h). */
+	return commit(c, s0, cnt, stored, gen, size, s0 < c->written_end);
+}
+
+int stripe_commit_inplace(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *data,
+                          uint64_t gen, uint64_t size)
+{
+	return commit(c, s0, cnt, data, gen, size, false);
+}
+

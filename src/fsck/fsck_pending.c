@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a crash leaves outside the namespace (fsck_pending, fsck.h):
+ * intents finished before the walk, and the orphans of files unlinked
+ * while open.
+ */
+#include "fsck.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+#include <glib.h>
+
+#include "fsck_view.h"
+#include "intent.h"
+#include "memberio.h"
+#include "memberops.h"
+#include "volume_internal.h"
+
+static void report_intent(void *arg, const char *op, const char *from, const char *to,
+                          int copies)
+{
+	fsck *f = arg;
+	fsck_problem(f, "intent", from, -1, 0, 0, fsck_outcome(f, 0),
+	             "a %s%s%s interrupted by a crash (its record is on %d of %d members); "
+	             "repair finishes it on every member", op, to ? " to " : "", to ? to : "",
+	             copies, f->n);
+}
+
+typedef struct orphan_call {
+	volume *v;
+	int mb;
+	const char *name;
+} orphan_call;
+
+static int remove_orphan(void *arg)
+{
+	const orphan_call *o = arg;
+	char *path = g_strdup_printf(ECFS_META_DIR "/orphans/%s", o->name);
+	int root = volume_root_fd(o->v, o->mb);
+	int rc = mop_unlinkat(o->v, o->mb, root, path, 0);
+
+	if (rc == -EISDIR)
+		rc = mop_unlinkat(o->v, o->mb, root, path, AT_REMOVEDIR);
+	g_free(path);
+	return rc;
+}
+
+/* The member's orphan folder: files that were unlinked while open when
+ * the daemon stopped.  Nothing can reach them any more. */
+static void check_orphans(fsck *f, int mb)
+{
+	list_call l = { volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans", 0, NULL };
+
+	if (fsck_on_member(f, mb, fsck_list_run, &l) < 0 || !l.names)
+		return;
+	for (guint i = 0; i < l.names->len && !fsck_gone(f, mb); i++) {
+		const char *name = l.names->pdata[i];
+		orphan_call o = { f->v, mb, name };
+		int rc = f->o.repair ? fsck_on_member(f, mb, remove_orphan, &o) : 0;
+		if (fsck_gone(f, mb))
+			break;
+		fsck_problem(f, "orphan", NULL, mb, 0, 0, fsck_outcome(f, rc),
+		             ECFS_META_DIR "/orphans/%s: a file unlinked while open, left by a "
+		             "crash; repair removes it%s%s", name, rc ? ": " : "",
+		             rc ? g_strerror(-rc) : "");
+	}
+	g_ptr_array_unref(l.names);
+}
+
+void fsck_pending(fsck *f)
+{
+	if (f->o.repair)
+		intent_replay(f->v, report_intent, f);
+	else
+		intent_scan(f->v, report_intent, f);
+	for (int mb = 0; mb < f->n; mb++) {
+		if (!volume_member_ok(f->v, mb)) {
+			/* failed while finishing an intent (or reading them) */
+			if (memberio_lost(volume_memberio(f->v), mb))
+				fsck_member_lost(f, mb);
+			f->walk_mask &= ~(1ull << mb);
+		}
+		if (f->walk_mask >> mb & 1)
+			check_orphans(f, mb);
+	}
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A member's view of one namespace entry and a member's directory
+ * listing (fsck_view.h), read with *at() calls only and no symlink
+ * followed, as the member workers run them.
+ */
+#include "fsck_view.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "memberio.h"
+#include "memberops.h"
+
+void fsck_view_clear(view *w)
+{
+	g_free(w->target);
+	xattrs_stored_clear(&w->xs);
+	if (w->xblob)
+		g_string_free(w->xblob, TRUE);
+	if (w->ablob)
+		g_string_free(w->ablob, TRUE);
+	memset(w, 0, sizeof(*w));
+}
+
+bool fsck_not_acl(const char *name)
+{
+	return !xattrs_is_acl(name);
+}
+
+/* The canonical form of the xattrs `which` selects, for comparing; NULL
+ * if some could not be read (no vote on them). */
+static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *name))
+{
+	if (!xs->complete)
+		return NULL;
+	GString *b = g_string_new(NULL);
+	for (guint i = 0; i < xs->names->len; i++) {
+		const char *xn = xs->names->pdata[i];
+		if (!which(xn))
+			continue;
+		gsize vl;
+		const char *val = g_bytes_get_data(xs->values->pdata[i], &vl);
+		g_string_append_printf(b, "%s=%zu:", xn, (size_t)vl);
+		g_string_append_len(b, val ? val : "", (gssize)vl);
+		g_string_append_c(b, '\n');
+	}
+	return b;
+}
+
+/* The xattrs of (dfd, name), as the daemon reaches them (xattrs.h), so
+ * nothing is resolved through a symlink. */
+static void read_xattrs(int dfd, const char *name, view *w)
+{
+	xattrs_member_read(dfd, name, &w->xs);
+	w->xblob = xattr_blob(&w->xs, fsck_not_acl);
+	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
+}
+
+static struct timespec ts_of(struct statx_timestamp t)
+{
+	return (struct timespec){ .tv_sec = t.tv_sec, .tv_nsec = t.tv_nsec };
+}
+
+/* The struct stat the votes compare, from a member's statx. */
+static void stat_of(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = ts_of(x->stx_atime);
+	st->st_mtim = ts_of(x->stx_mtime);
+	st->st_ctim = ts_of(x->stx_ctime);
+}
+
+/* On member mb's worker (fsck_on_member): what a system call returns
+ * lands in locals first.  The lstat is a member read (mop_statx), where
+ * test builds inject faults. */
+void fsck_read_view(volume *v, int mb, int dfd, const char *name, view *w)
+{
+	struct statx stx;
+	struct stat st;
+	char buf[PATH_MAX + 1];
+	int rc = mop_statx(v, mb, dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
+
+	if (rc < 0) {
+		w->err = rc == -ENOENT ? 0 : -rc;
+		return;
+	}
+	stat_of(&stx, &st);
+	w->st = st;
+	w->present = true;
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t l = MIO_CALL(readlinkat(dfd, name, buf, sizeof(buf) - 1));
+		w->target = g_strndup(buf, l < 0 ? 0 : (size_t)l);
+	} else {
+		read_xattrs(dfd, name, w);
+	}
+}
+
+/* Lists (dfd, name) on the member's worker: the names go to a list of its
+ * own, handed to the caller at the end. */
+int fsck_list_run(void *arg)
+{
+	list_call *l = arg;
+	int fd = MIO_CALL(openat(l->dfd, l->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		int err = errno;
+		if (fd >= 0)
+			MIO_CALL(close(fd));
+		return -err;
+	}
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+	while ((!l->most || (int)names->len < l->most) && (de = MIO_CALL(readdir(d))))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			g_ptr_array_add(names, g_strdup(de->d_name));
+	MIO_CALL(closedir(d));
+	l->names = names;
+	return 0;
+}
+
