@@ -8,12 +8,12 @@
  * getattr requests of `ls -lR` or of opening files would each cost a
  * member call.
  *
- * An entry holds what ecfile_stat answered with the stamp read before it
+ * An entry holds what objects_stat answered with the stamp read before it
  * asked: the count of the changes made through the member wrappers
  * (mop_changes, memberops.h); for a directory, the count of listings (a
  * listing may move its atime); for a regular file, the count of member
  * reads (mop_reads: a read may move an atime) and the count of its sizes
- * (ecfile_stat_epoch: an open file's size changes in memory).  It holds
+ * (objects_stat_epoch: an open file's size changes in memory).  It holds
  * while those stand, so any change the daemon makes to any member (a new
  * name, a chmod, a write) drops every entry, and for
  * ATTR_CACHE_TTL_MS at most, which bounds how long a change behind the
@@ -36,7 +36,7 @@ typedef struct attr_stamp {
 	uint64_t changes;  /* mop_changes */
 	uint64_t listings; /* attr_cache_listings */
 	uint64_t reads;    /* mop_reads */
-	uint64_t sizes;    /* ecfile_stat_epoch */
+	uint64_t sizes;    /* objects_stat_epoch */
 } attr_stamp;
 
 /* Entries kept at most; past it the cache starts again empty. */

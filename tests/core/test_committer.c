@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the asynchronous stripe commits (src/core/data/committer.c behind
- * src/core/data/ecfile.c) and of degraded run reads (stripe_fetch_run), on real
+ * src/core/data/ecfile_io.c) and of degraded run reads (stripe_fetch_run), on real
  * member directories: whole-stripe writes answered before they reach the
  * members must still be seen by every later read, RMW, truncate and
  * reopen, in order; a commit that fails behind its answer must fail a

@@ -467,7 +467,7 @@ static int position0_member(fixture *fx, const char *name)
 }
 #endif
 
-/* Hedged reads (stripe.c): a strip on a member slow for reads is read
+/* Hedged reads (stripe_hedge.c): a strip on a member slow for reads is read
  * from four other members, and from the fifth too when those are late;
  * the read goes on with the first four answers.  Here the member of
  * position 1 takes a second per read: the fifth is asked, and the read
@@ -887,7 +887,7 @@ static void test_create_chained(void **state)
 }
 
 /* A small file's strips, records and headers go to the relay
- * (stripe.c, commit_stage_small).  Member 2 hangs at its first write after
+ * (stripe_commit.c, commit_stage_small).  Member 2 hangs at its first write after
  * the new file's header: the commit gives that member up within the
  * timeout, the relay's other tasks run, and the file reads back exact. */
 static void test_small_commit_relayed_past_a_hang(void **state)

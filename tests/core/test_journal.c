@@ -2,7 +2,7 @@
 /*
  * Unit tests of the write-hole closure (src/core/data/journal.c, its recovery in
  * src/core/data/journal_recovery.c, and their use in src/core/data/stripe_commit.c and
- * src/core/data/ecfile.c): the journal's byte format; that a
+ * src/core/data/ecfile_io.c): the journal's byte format; that a
  * sequential first write journals nothing and an overwrite does; and
  * crash states built directly on member directories (every subset of
  * members reached by an interrupted overwrite, torn strips, journals on

@@ -2,7 +2,7 @@
 /*
  * Unit tests of the stripe layer (src/core/data/stripe.c and its parts
  * stripe_commit.c, stripe_fetch.c, stripe_hedge.c, stripe_decode.c) on real
- * member directories, with a stripe context built as ecfile.c and repair.c
+ * member directories, with a stripe context built as the open file (ecfile.h) and repair.c
  * build theirs: commits land on the members as docs/FORMAT.md section 4 says
  * (strips, parity, records and their checksums); fetches decode around up
  * to m missing or corrupt strips and rewrite the bad ones, and give EIO,
@@ -79,7 +79,7 @@ static char *member_file(const members *mbs, int mb, const char *name)
 }
 
 /* A context for file `name` with the header a new file of the volume gets
- * (ecfile.c's new_header), its file id made from seed, and the chunks open
+ * (ecfile_open.c's new_header), its file id made from seed, and the chunks open
  * (created and given their headers unless the volume is read-only). */
 static void ctx_open(stripe_ctx *c, volume *v, const members *mbs, const char *name,
                      uint64_t seed)
@@ -269,7 +269,7 @@ static int commit_at(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *buf, ui
 	const uint8_t *p[STRIPE_BATCH * K];
 	for (int i = 0; i < cnt * K && i < STRIPE_BATCH * K; i++)
 		p[i] = buf + (size_t)i * STRIP;
-	/* One commit per record group, as ecfile.c issues them. */
+	/* One commit per record group, as ecfile_io.c issues them. */
 	uint64_t first = cnt > 0 && cnt <= STRIPE_BATCH && layout_group_end(&c->lay, s0) == 1 ? 1 : 0;
 	if (first && cnt > 1) {
 		int rc = stripe_commit(c, s0, 1, p, gen, size);
@@ -300,7 +300,7 @@ static int fetch_run(fixture *fx, uint64_t s0, int cnt, uint8_t *out)
 	for (int i = 0; i < cnt * K && i < STRIPE_FETCH_RUN * K; i++)
 		p[i] = out + (size_t)i * STRIP;
 	memset(out, 0xee, (size_t)(cnt > 0 ? cnt : 0) * STRIPE);
-	/* One run per record group, as ecfile.c asks (stripe 0 of a version
+	/* One run per record group, as ecfile_io.c asks (stripe 0 of a version
 	 * 2 chunk is a group of its own). */
 	if (cnt > 1 && cnt <= STRIPE_FETCH_RUN && layout_group_end(&fx->c.lay, s0) == 1) {
 		int rc = stripe_fetch_run(&fx->c, s0, 1, p);

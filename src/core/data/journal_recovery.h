@@ -2,7 +2,7 @@
 /*
  * Recovery from the overwrite journal (journal.h holds its format), above
  * the stripe layer: it reads stripes in place and commits them again
- * through stripe.h.  Run at every read-write open of a file (ecfile.c)
+ * through stripe.h.  Run at every read-write open of a file (ecfile_io.c)
  * and by ecfs-fsck before it judges a file.
  */
 #ifndef ECFS_JOURNAL_RECOVERY_H

@@ -4,7 +4,7 @@
  * checksum, write the strips and their records in parallel) and fetches
  * the data strips of a stripe, verifying each and decoding around any
  * erasure.  It knows the chunk format and the layout but not the file's
- * buffering or size; ecfile.c drives it.
+ * buffering or size; the open file (ecfile.h) drives it.
  */
 #ifndef ECFS_STRIPE_H
 #define ECFS_STRIPE_H

@@ -102,7 +102,7 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
  * failed with ETIMEDOUT. */
 uint64_t mio_batch_wait(mio_batch *b);
 /* For a batch whose caller goes on with the first of its answers (hedged
- * reads, stripe.c): mio_batch_wait_left wakes at every task done, not
+ * reads, stripe_fetch.c): mio_batch_wait_left wakes at every task done, not
  * only at the last.  Its tasks must own everything they touch, since the
  * caller may return before the last has run; it still ends the batch with
  * mio_batch_wait, once mio_batch_idle says every task is done. */
@@ -125,7 +125,7 @@ unsigned memberio_timeout(const memberio *mio);
  * made (about the last 8), in microseconds; 0 before the first. */
 uint64_t memberio_latency_us(memberio *mio, int idx);
 
-/* Fastest-k reads and writes past a slow member (stripe.c, ecfile.c):
+/* Fastest-k reads and writes past a slow member (stripe_fetch.c, ecfile_io.c):
  * the stripe layer times each read of strips, and each in-place write of
  * a commit's strips and records, and notes it here.  A member's cost of
  * each kind is the median over its last 8 transfers of that kind of the
@@ -145,7 +145,7 @@ void memberio_note_sync(memberio *mio, int idx, int64_t ns);
 /* Member idx's cost of kind in microseconds per 64 KiB; 0 before its
  * first transfer of that kind. */
 uint64_t memberio_cost_us(memberio *mio, int idx, enum mio_cost kind);
-/* Hedged reads (stripe.c, repair.c): how long reads of `bytes` from each
+/* Hedged reads (stripe_hedge.c, repair_pass.c): how long reads of `bytes` from each
  * member in `members` may take before they are late and a spare member
  * is asked, in microseconds: MEMBERIO_LATE_FACTOR times the slowest one's
  * read cost scaled to the read, and not less than MEMBERIO_LATE_MIN_US.

@@ -63,7 +63,7 @@ uint64_t volume_members_where(volume *v, const char *path, int (*fn)(void *));
 bool volume_hands_off(const volume *v);
 /* volume_hands_off, and every member in service takes small calls on the
  * relay now (memberio_relays): the tasks of a small batch then follow each
- * other on one thread, so chained steps (mirror.c, a create in ecfile.c)
+ * other on one thread, so chained steps (mirror.c, a create in ecfile_open.c)
  * can each wait for the ones before. */
 bool volume_all_relayed(const volume *v);
 /* What a chain on the relay does last, once a namespace operation has
@@ -187,7 +187,7 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                         (slow: new writes leave it out, -o write_quorum)
  *   strips_decoded=<count since mount>
  *   reads_hedged=<reads around a slow member that asked a spare member
- *                because the first ones were late, since mount (stripe.c)>
+ *                because the first ones were late, since mount (stripe_hedge.c)>
  *   checksum_failures=<count since mount>
  *   strips_healed=<strips rewritten by self-healing reads since mount>
  *   listings_from_last_mount=<directories listed from what the last

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the storage core's modules (ecfile.c, stripe.c) need from a volume
+ * What the storage core's upper layers (data/, namespace/) need from a volume
  * beyond the public volume.h: identity, checksum and code caches, member
  * workers and the open-file table.  Not for the FUSE layer.
  */

@@ -60,8 +60,8 @@ typedef struct volume_runtime {
 	                        * 0 = never */
 	int write_quorum;      /* writes may leave slow members out down to this many
 	                        * (stripe_leave_out_slow); 0 = all, every usable member */
-	bool no_read_around;   /* read a slow member like the others (stripe.c) */
-	bool no_hedge;         /* reads around it never ask a spare member (stripe.c) */
+	bool no_read_around;   /* read a slow member like the others (stripe_fetch.c) */
+	bool no_hedge;         /* reads around it never ask a spare member (stripe_hedge.c) */
 } volume_runtime;
 
 typedef struct volume_options {
