@@ -27,6 +27,8 @@ struct held_dir {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static GHashTable *dirs; /* uint64_t dir -> struct held_dir */
+/* guards the four below; order: before a volume's dirstamps lock and
+ * log_lock only */
 static size_t held;      /* names in all of them, and one for each */
 static uint64_t generation;
 

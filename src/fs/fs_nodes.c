@@ -32,7 +32,7 @@ typedef struct node {
 } node;
 
 static struct {
-	GMutex lock;
+	GMutex lock; /* guards the table; order: a leaf */
 	GHashTable *nodes; /* &node->ino -> node */
 	name_index names;
 	unsigned orphans;  /* orphan names given */
@@ -359,7 +359,7 @@ enum inval_kind { INVAL_INODE, INVAL_ENTRY, INVAL_ALL, INVAL_STOP };
 
 /* A caller that waits until its notification is sent. */
 typedef struct waiter {
-	GMutex lock;
+	GMutex lock; /* guards done; order: a leaf */
 	GCond sent;
 	bool done;
 } waiter;

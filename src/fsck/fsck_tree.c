@@ -556,7 +556,7 @@ static int check_file(entry_ctx *e)
 #define HANDED_OFF 1 /* check_entry: the entry is a file thread's now */
 
 typedef struct dir_jobs {
-	GMutex lock;
+	GMutex lock; /* guards pending, rc; order: a leaf */
 	GCond done;
 	int pending;
 	int rc; /* the first error of a file */

@@ -93,7 +93,7 @@ struct repair_pool {
 };
 
 /* f->links and f->repair_pool: files are checked on several threads. */
-static GMutex shared_lock;
+static GMutex shared_lock; /* order: a leaf */
 
 typedef struct file_check {
 	fsck *f;

@@ -17,7 +17,7 @@
 #define CM_THREADS 2
 
 struct cm_queue {
-	pthread_mutex_t *lock; /* the owner's; guards everything below */
+	pthread_mutex_t *lock; /* the owner's (an ecfile's lock): guards everything below */
 	pthread_cond_t changed; /* a batch finished or the queue went idle */
 	cm_batch slot[CM_DEPTH];
 	bool used[CM_DEPTH];
@@ -32,7 +32,7 @@ struct cm_queue {
 
 static struct {
 	pthread_once_t once;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards head, tail; order: a leaf, under an ecfile's lock */
 	pthread_cond_t wake;
 	cm_queue *head, *tail;
 	int threads;

@@ -43,7 +43,7 @@ struct ecfile {
 	volume *v;
 	uint8_t id[16];
 	int refs;          /* under the volume's files lock */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* the file's state; order: first; held across member calls */
 	char *path;        /* the name it was first opened by, for messages */
 	stripe_ctx c;
 	uint64_t size;     /* logical size, buffered writes included */
@@ -196,7 +196,7 @@ static int open_chunk(volume *v, int mb, const char *path, bool create, int flag
  * not come, or a chunk that was there already or failed, writes nothing,
  * and the caller writes every header after its wait as before. */
 struct create_chain {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards the fields below; order: a leaf */
 	bool excl;        /* O_EXCL: each member first looks for the name */
 	uint64_t probed;  /* bit i: member i has looked */
 	bool exists;      /* ... and some member holds the name */

@@ -12,7 +12,8 @@
 #define MEMBERS_MAX 64
 
 struct dirstamps {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards the tables and count; order: a leaf, under the
+	                      * volume's health lock and the daemon's names lock */
 	GHashTable *known[MEMBERS_MAX]; /* per member: uint64_t ino -> dirstamp */
 	guint count;                    /* in all of them */
 };
@@ -78,7 +79,7 @@ static void forget(struct dirstamps *s, int idx)
 /* Member idx's stamp of s->ino is now st (known) or none (NULL).  A
  * stamp in whole seconds is none: a filesystem that keeps no finer time
  * (sshfs, whose SFTP has no ctime either) gives the same stamp to changes
- * within a second. */
+ * within a second.  Under s->lock. */
 static void set(struct dirstamps *s, int idx, uint64_t ino, const dirstamp *st)
 {
 	GHashTable *t = s->known[idx];

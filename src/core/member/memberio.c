@@ -37,7 +37,7 @@ typedef struct mio_task {
 
 typedef struct worker {
 	pthread_t thread;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* queue, current, stop, lost, stuck; a leaf, after rlock */
 	pthread_cond_t wake;
 	mio_task *head, *tail;
 	mio_task *current; /* the task being run */
@@ -71,12 +71,12 @@ struct memberio {
 	worker **w;
 	pthread_t watchdog;
 	bool watching;
-	pthread_mutex_t lock; /* the watchdog's sleep */
+	pthread_mutex_t lock; /* the watchdog's sleep, stop; order: a leaf */
 	pthread_cond_t wake;
 	bool stop;
 	/* The relay: one queue of small tasks of any member, run by one
 	 * thread at a time (relay_main) */
-	pthread_mutex_t rlock;
+	pthread_mutex_t rlock; /* the relay's queue, relay, rstop; before a worker's lock */
 	pthread_cond_t rwake, rdone;
 	mio_task *rhead, *rtail;
 	unsigned rposted;  /* tasks queued on the relay so far (atomic): what
@@ -910,7 +910,7 @@ uint64_t memberio_latency_us(memberio *mio, int idx)
 /* ---- calls bounded without a worker ---- */
 
 struct mio_bounded {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards done, abandoned; order: a leaf */
 	pthread_cond_t done_cond;
 	void (*fn)(void *);
 	void (*late)(void *);

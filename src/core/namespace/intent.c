@@ -605,6 +605,7 @@ static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_freed = PTHREAD_COND_INITIALIZER;
 static uint64_t slots_busy;
 
+/* guards slots_busy; order: a leaf, never held across a member call */
 static int take_slot(void)
 {
 	pthread_mutex_lock(&slot_lock);

@@ -131,7 +131,8 @@ static uint64_t find_primary(struct member_run *r, int from, bool *decided, int 
 struct relayed_all {
 	struct member_run r;
 	const char *what;
-	pthread_mutex_t lock; /* the state below; never held across a member call */
+	pthread_mutex_t lock; /* the state below; order: before log_lock only; never
+	                      * held across a member call */
 	uint64_t in, ran;     /* members asked; those whose call has run */
 	bool decided;
 	int answer;
@@ -358,7 +359,8 @@ struct chain {
 	struct member_run r; /* the operation (r.idx unused) */
 	intent *it;
 	const char *what;
-	pthread_mutex_t lock; /* the state below; never held across a member call */
+	pthread_mutex_t lock; /* the state below; order: before log_lock only; never
+	                      * held across a member call */
 	uint64_t in;          /* the members in service at the start */
 	uint64_t done[CH_STAGES]; /* bit i: member i's task of that stage has run */
 	uint64_t ended;       /* members whose part of the intent ended with the operation */

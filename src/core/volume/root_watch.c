@@ -28,7 +28,7 @@
 #define META_EVENTS (PATH_EVENTS | IN_DELETE | IN_MOVED_FROM)
 
 struct root_watch {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards all below; order: a leaf */
 	int inotify;          /* -1 without inotify */
 	int mounts;           /* /proc/self/mountinfo, -1 without it */
 	uint64_t epoch;       /* events read so far that could change a root */

@@ -22,7 +22,7 @@ typedef struct size_entry {
 } size_entry;
 
 struct size_cache {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards floor and the tables; order: a leaf */
 	uint64_t epoch; /* atomic */
 	uint64_t floor; /* entries made before it are stale (under lock) */
 	GHashTable *sizes; /* chunk_key -> size_entry */

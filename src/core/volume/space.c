@@ -20,7 +20,7 @@ typedef struct member_room {
 } member_room;
 
 struct space {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards full, mem[]; order: a leaf */
 	int n;
 	bool full;
 	member_room mem[];
