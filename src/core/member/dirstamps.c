@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "dirstamps.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -67,10 +69,14 @@ bool dirstamps_watching(dirstamps *s, int idx)
 	       __atomic_load_n(&s->known[idx], __ATOMIC_ACQUIRE) != NULL;
 }
 
+/* Under s->lock (the asserts see it held, by some thread: a mutex does
+ * not say which). */
 static void forget(struct dirstamps *s, int idx)
 {
+	assert(pthread_mutex_trylock(&s->lock) == EBUSY && idx >= 0 && idx < MEMBERS_MAX);
 	if (!s->known[idx])
 		return;
+	assert(s->count >= g_hash_table_size(s->known[idx]));
 	s->count -= g_hash_table_size(s->known[idx]);
 	g_hash_table_destroy(s->known[idx]);
 	__atomic_store_n(&s->known[idx], NULL, __ATOMIC_RELEASE);
@@ -82,12 +88,15 @@ static void forget(struct dirstamps *s, int idx)
  * within a second.  Under s->lock. */
 static void set(struct dirstamps *s, int idx, uint64_t ino, const dirstamp *st)
 {
+	assert(pthread_mutex_trylock(&s->lock) == EBUSY && idx >= 0 && idx < MEMBERS_MAX);
 	GHashTable *t = s->known[idx];
 	if (st && st->ctime_nsec == 0 && st->mtime_nsec == 0)
 		st = NULL;
 	if (!st) {
-		if (t && g_hash_table_remove(t, &ino))
+		if (t && g_hash_table_remove(t, &ino)) {
+			assert(s->count > 0);
 			s->count--;
+		}
 		return;
 	}
 	if (!t) {

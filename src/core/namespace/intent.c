@@ -285,6 +285,7 @@ static struct log_maker *makers;
 /* Under makers_lock. */
 static bool log_being_made(const volume *v, int idx)
 {
+	assert(pthread_mutex_trylock(&makers_lock) == EBUSY); /* held, by some thread */
 	for (const struct log_maker *m = makers; m; m = m->next)
 		if (m->v == v && m->idx == idx)
 			return true;
@@ -480,6 +481,7 @@ static void begin_member(void *arg)
 
 int intent_write_member(volume *v, const intent *it, int idx)
 {
+	assert(it->buf); /* sealed: the record is written as it is */
 	int rc = write_copy(v, idx, it);
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "writing an intent");
@@ -488,6 +490,7 @@ int intent_write_member(volume *v, const intent *it, int idx)
 
 void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const intent_fds *f)
 {
+	assert(idx >= 0 && idx < it->n);
 	/* A refused operation changed nothing (mirror.h): no sync. */
 	if (rc >= 0)
 		sync_parents(v, idx, it, f);
@@ -547,6 +550,7 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f)
 {
 	bool exchange = it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE);
+	assert(idx >= 0 && idx < it->n);
 	if (it->op == INTENT_MKDIR) /* nothing there yet to identify */
 		return;
 	if (f) {
@@ -601,11 +605,11 @@ static uint64_t next_id(void)
 /* The slots of the operations in progress.  Process-wide: a slot is an
  * offset in every member's log, so two volumes in one process would only
  * share the 64. */
+/* guards slots_busy; order: a leaf, never held across a member call */
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_freed = PTHREAD_COND_INITIALIZER;
 static uint64_t slots_busy;
 
-/* guards slots_busy; order: a leaf, never held across a member call */
 static int take_slot(void)
 {
 	pthread_mutex_lock(&slot_lock);
@@ -620,6 +624,7 @@ static int take_slot(void)
 static void give_slot(int slot)
 {
 	pthread_mutex_lock(&slot_lock);
+	assert(slot >= 0 && slot < INTENT_SLOTS && (slots_busy >> slot & 1)); /* taken, once */
 	slots_busy &= ~(1ull << slot);
 	pthread_cond_signal(&slot_freed);
 	pthread_mutex_unlock(&slot_lock);
@@ -639,6 +644,7 @@ intent *intent_new(volume *v, const intent_args *a)
 	it->uid = a->op == INTENT_MKDIR ? a->uid : (uid_t)-1;
 	it->gid = a->op == INTENT_MKDIR ? a->gid : (gid_t)-1;
 	it->n = volume_n(v);
+	assert(it->n > 0 && it->n <= 64); /* an identity per member fits the record */
 	it->from = g_strdup(a->from);
 	it->to = g_strdup(a->to);
 	it->id = next_id();
