@@ -15,7 +15,7 @@ typedef struct attr_entry {
 } attr_entry;
 
 struct attr_cache {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards paths; order: a leaf */
 	GHashTable *paths; /* path -> attr_entry */
 	uint64_t listings; /* atomic */
 };

@@ -25,7 +25,7 @@
 /* The root's last known attributes: when more than m members have failed
  * every request fails with EIO, but the root must still answer getattr, or
  * the kernel would not even ask for its user.ecfs.health report. */
-static pthread_mutex_t root_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t root_lock = PTHREAD_MUTEX_INITIALIZER; /* guards both below; a leaf */
 static struct stat root_stat;
 static bool root_known;
 

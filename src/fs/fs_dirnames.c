@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "fs_dirnames.h"
 
+#include <assert.h>
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -25,10 +27,16 @@ struct held_dir {
 	uint64_t *on_ino;
 };
 
+/* guards the four below; order: before a volume's dirstamps lock and
+ * log_lock only */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static GHashTable *dirs; /* uint64_t dir -> struct held_dir */
 static size_t held;      /* names in all of them, and one for each */
 static uint64_t generation;
+
+/* For assert(): lock is held (by some thread: a mutex does not say
+ * which); every function below that reaches dirs runs under it. */
+#define HELD() (pthread_mutex_trylock(&lock) == EBUSY)
 
 static GHashTable *names_new(void)
 {
@@ -60,6 +68,7 @@ static struct held_dir *held_new(const dir_members *on)
 
 static void clear_all(void)
 {
+	assert(HELD());
 	if (dirs)
 		g_hash_table_destroy(dirs);
 	dirs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, held_free);
@@ -79,9 +88,11 @@ static struct held_dir *held_of(uint64_t dir)
 
 static void drop(uint64_t dir)
 {
+	assert(HELD());
 	struct held_dir *d = held_of(dir);
 	if (!d)
 		return;
+	assert(held >= names_in(d) + 1);
 	held -= names_in(d) + 1;
 	g_hash_table_remove(dirs, &dir);
 }
@@ -132,6 +143,7 @@ static int type_in(uint64_t dir, const char *name)
 /* name of type in dir, if dir is held and the type known. */
 static void put_in(uint64_t dir, const char *name, int type)
 {
+	assert(HELD());
 	struct held_dir *d = held_of(dir);
 	if (!d || type < 0)
 		return;
@@ -145,8 +157,10 @@ static void put_in(uint64_t dir, const char *name, int type)
 
 static void take_out(uint64_t dir, const char *name)
 {
+	assert(HELD());
 	struct held_dir *d = held_of(dir);
 	if (d && g_hash_table_remove(names_to_change(d), name)) {
+		assert(d->bytes >= strlen(name) + 1 && held > 0);
 		d->bytes -= strlen(name) + 1;
 		held--;
 	}

@@ -134,7 +134,7 @@ struct listed_at {
 
 #define LISTED_MAX 16384
 
-static pthread_mutex_t listed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t listed_lock = PTHREAD_MUTEX_INITIALIZER; /* guards listed; a leaf */
 static GHashTable *listed; /* fuse_ino_t -> struct listed_at */
 
 static void note_listed(fuse_ino_t ino, uint64_t changes)

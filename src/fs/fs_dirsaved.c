@@ -8,7 +8,7 @@
 #include "log.h"
 #include "memberops.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards saved; order: a leaf */
 static saved_listings *saved; /* what the last unmount saved, not yet taken */
 static bool saving;
 

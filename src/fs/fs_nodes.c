@@ -6,6 +6,7 @@
  */
 #include "fs_nodes.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ typedef struct node {
 } node;
 
 static struct {
-	GMutex lock;
+	GMutex lock; /* guards the table; order: a leaf */
 	GHashTable *nodes; /* &node->ino -> node */
 	name_index names;
 	unsigned orphans;  /* orphan names given */
@@ -50,8 +51,13 @@ static node *node_get(fuse_ino_t ino)
 	return g_hash_table_lookup(table.nodes, &ino);
 }
 
+/* For assert(): the table's lock is held (by some thread: a mutex does
+ * not say which); the table's functions below run under it. */
+#define TABLE_HELD() (!g_mutex_trylock(&table.lock))
+
 static node *node_make(fuse_ino_t ino, mode_t type)
 {
+	assert(TABLE_HELD());
 	node *n = node_get(ino);
 	if (n)
 		return n;
@@ -72,12 +78,16 @@ static name_key *name_get(fuse_ino_t parent, const char *name)
 /* Drops a name from its node and the table. */
 static void name_drop(name_key *k)
 {
-	g_ptr_array_remove(k->node->names, k);
+	assert(TABLE_HELD());
+	gboolean had = g_ptr_array_remove(k->node->names, k);
+	assert(had); /* a name of the index is one of its node's */
+	(void)had;
 	names_remove(&table.names, k);
 }
 
 static void name_bind(fuse_ino_t parent, const char *name, node *n)
 {
+	assert(TABLE_HELD());
 	name_key *k = name_get(parent, name);
 	if (k && k->node == n)
 		return;
@@ -91,6 +101,7 @@ static void name_bind(fuse_ino_t parent, const char *name, node *n)
 /* Frees a node the kernel no longer holds and nobody has open. */
 static void node_maybe_free(node *n)
 {
+	assert(TABLE_HELD() && n->opens >= 0);
 	if (n->nlookup || n->opens || n->ino == FUSE_ROOT_ID)
 		return;
 	while (n->names->len)
@@ -103,7 +114,9 @@ void fs_nodes_init(void)
 	g_mutex_init(&table.lock);
 	table.nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, node_free);
 	names_init(&table.names);
+	g_mutex_lock(&table.lock);
 	node_make(FUSE_ROOT_ID, S_IFDIR)->nlookup = 1;
+	g_mutex_unlock(&table.lock);
 }
 
 void fs_nodes_free(void)
@@ -123,6 +136,7 @@ static int build_path(node *n, char **path)
 	int depth = 0;
 	const char *top = "";
 
+	assert(TABLE_HELD());
 	while (n->ino != FUSE_ROOT_ID) {
 		if (!n->names->len)
 			return -ENOENT;
@@ -359,7 +373,7 @@ enum inval_kind { INVAL_INODE, INVAL_ENTRY, INVAL_ALL, INVAL_STOP };
 
 /* A caller that waits until its notification is sent. */
 typedef struct waiter {
-	GMutex lock;
+	GMutex lock; /* guards done; order: a leaf */
 	GCond sent;
 	bool done;
 } waiter;

@@ -65,6 +65,8 @@ struct heal {
 	volume *v;
 	uint64_t rate;
 	pthread_t thread;
+	/* guards what is marked under lock; order: after an ecfile's lock,
+	 * before the volume's files_lock */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stop;

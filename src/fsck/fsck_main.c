@@ -45,7 +45,7 @@
  * kept for the JSON report, and the progress line.  Files are checked on
  * several threads (fsck_tree.c): the lock keeps their lines whole. */
 typedef struct output {
-	GMutex lock;
+	GMutex lock; /* guards all below and stdout; order: a leaf */
 	GString *json;  /* the "problems" array items */
 	int64_t last_us; /* the progress line was drawn */
 	bool progress_shown;

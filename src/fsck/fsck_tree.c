@@ -27,6 +27,7 @@
  */
 #include "fsck.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -416,7 +417,7 @@ static int check_file(entry_ctx *e)
 #define HANDED_OFF 1 /* check_entry: the entry is a file thread's now */
 
 typedef struct dir_jobs {
-	GMutex lock;
+	GMutex lock; /* guards pending, rc; order: a leaf */
 	GCond done;
 	int pending;
 	int rc; /* the first error of a file */
@@ -464,6 +465,7 @@ static void file_job(gpointer data, gpointer unused)
 	g_mutex_lock(&jobs->lock);
 	if (rc < 0 && !jobs->rc)
 		jobs->rc = rc;
+	assert(jobs->pending > 0);
 	jobs->pending--;
 	g_cond_signal(&jobs->done);
 	g_mutex_unlock(&jobs->lock);

@@ -46,7 +46,7 @@
 #include "volume_internal.h"
 
 /* f->links and f->repair_pool: files are checked on several threads. */
-static GMutex shared_lock;
+static GMutex shared_lock; /* order: a leaf */
 
 enum fsck_status fsck_outcome(const fsck *f, int rc)
 {

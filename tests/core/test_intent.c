@@ -716,7 +716,10 @@ static void test_log_of_a_revived_member(void **state)
 
 /* Logged operations from several threads at once, each in its own slot
  * of the one log every member holds open: each is logged and ended on
- * every member, and each log is opened once. */
+ * every member, and each log is opened once.  The volume is not replayed,
+ * so the first records make the logs: one thread makes each, while the
+ * others wait (a second maker's zeros would wipe the records written
+ * through the first one's log meanwhile). */
 enum { THREADS = 8, ROUNDS = 40 };
 
 struct renamer {

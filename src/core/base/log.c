@@ -13,6 +13,8 @@
 static const char *log_ident = "ecfs";
 static bool log_syslog;
 static bool log_debug;
+/* guards the lines on stderr; order: last, the innermost lock (any
+ * holder of another may log) */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ecfs_log_init(const char *ident, bool use_syslog, bool debug)

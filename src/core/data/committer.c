@@ -12,12 +12,19 @@
  */
 #include "committer.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #define CM_THREADS 2
 
+/* For assert(): m is held, by this thread or another (a default mutex
+ * cannot say which).  Every function on a queue runs under its owner's
+ * lock (committer.h). */
+#define HELD(m) (pthread_mutex_trylock(m) == EBUSY)
+
 struct cm_queue {
-	pthread_mutex_t *lock; /* the owner's; guards everything below */
+	pthread_mutex_t *lock; /* the owner's (an ecfile's lock): guards everything below */
 	pthread_cond_t changed; /* a batch finished or the queue went idle */
 	cm_batch slot[CM_DEPTH];
 	bool used[CM_DEPTH];
@@ -32,7 +39,7 @@ struct cm_queue {
 
 static struct {
 	pthread_once_t once;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards head, tail; order: a leaf, under an ecfile's lock */
 	pthread_cond_t wake;
 	cm_queue *head, *tail;
 	int threads;
@@ -43,8 +50,10 @@ static struct {
 static void run_queue(cm_queue *q)
 {
 	pthread_mutex_lock(q->lock);
+	assert(q->scheduled);
 	while (q->head) {
 		cm_batch *b = q->head;
+		assert(b >= q->slot && b < q->slot + CM_DEPTH && q->used[b - q->slot]);
 		/* b stays at the head while it runs: writers append behind it. */
 		int rc = q->run(q->owner, b);
 		if (rc < 0 && !q->err)
@@ -110,6 +119,7 @@ void cm_queue_free(cm_queue *q)
 {
 	if (!q)
 		return;
+	assert(!q->scheduled && !q->head);
 	for (int i = 0; i < CM_DEPTH; i++)
 		free(q->slot[i].data);
 	pthread_cond_destroy(&q->changed);
@@ -126,12 +136,14 @@ int cm_free_slots(const cm_queue *q)
 
 void cm_wait_slots(cm_queue *q, int need)
 {
+	assert(HELD(q->lock) && need >= 0 && need <= CM_DEPTH);
 	while (cm_free_slots(q) < need)
 		pthread_cond_wait(&q->changed, q->lock);
 }
 
 cm_batch *cm_reserve(cm_queue *q)
 {
+	assert(HELD(q->lock));
 	for (int i = 0; i < CM_DEPTH; i++)
 		if (!q->used[i]) {
 			/* Memory at a batch's first use: most files never fill one
@@ -150,6 +162,8 @@ cm_batch *cm_reserve(cm_queue *q)
 
 void cm_submit(cm_queue *q, cm_batch *b)
 {
+	assert(HELD(q->lock));
+	assert(b >= q->slot && b < q->slot + CM_DEPTH && q->used[b - q->slot] && !b->next);
 	if (q->tail)
 		q->tail->next = b;
 	else
@@ -176,12 +190,14 @@ bool cm_busy(const cm_queue *q)
 
 void cm_drain(cm_queue *q)
 {
+	assert(!q || HELD(q->lock));
 	while (q && q->scheduled)
 		pthread_cond_wait(&q->changed, q->lock);
 }
 
 int cm_take_error(cm_queue *q)
 {
+	assert(!q || HELD(q->lock));
 	int e = q ? q->err : 0;
 	if (q)
 		q->err = 0;

@@ -10,6 +10,7 @@
  */
 #include "ecfile_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ int ecfile_release(ecfile *f)
 	int rc = ecfile_flush(f);
 
 	volume_files_lock(v);
+	assert(f->refs > 0);
 	bool last = f->refs == 1;
 	volume_files_unlock(v);
 	if (last && rc == 0) {

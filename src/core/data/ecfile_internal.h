@@ -22,7 +22,7 @@ struct ecfile {
 	volume *v;
 	uint8_t id[16];
 	int refs;          /* under the volume's files lock */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* the file's state; order: first; held across member calls */
 	char *path;        /* the name it was first opened by, for messages */
 	stripe_ctx c;
 	uint64_t size;     /* logical size, buffered writes included */

@@ -140,7 +140,7 @@ int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flag
  * not come, or a chunk that was there already or failed, writes nothing,
  * and the caller writes every header after its wait as before. */
 struct create_chain {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards the fields below; order: a leaf */
 	bool excl;        /* O_EXCL: each member first looks for the name */
 	uint64_t probed;  /* bit i: member i has looked */
 	bool exists;      /* ... and some member holds the name */

@@ -6,6 +6,8 @@
  */
 #include "stripe_decode.h"
 
+#include <assert.h>
+
 void stripe_vote_take(const strip_judgment *st, int n, int k, int m, uint64_t s,
                       uint64_t durable, uint64_t ignore, stripe_vote *out)
 {
@@ -29,6 +31,7 @@ int stripe_decode_erased(const ec_code *code, uint8_t *const *blocks, int n, uin
 {
 	int list[64], ne = 0;
 
+	assert(n <= 64);
 	for (int j = 0; j < n; j++)
 		if (erased >> j & 1)
 			list[ne++] = j;

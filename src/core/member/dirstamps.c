@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "dirstamps.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -12,7 +14,8 @@
 #define MEMBERS_MAX 64
 
 struct dirstamps {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards the tables and count; order: a leaf, under the
+	                      * volume's health lock and the daemon's names lock */
 	GHashTable *known[MEMBERS_MAX]; /* per member: uint64_t ino -> dirstamp */
 	guint count;                    /* in all of them */
 };
@@ -66,10 +69,14 @@ bool dirstamps_watching(dirstamps *s, int idx)
 	       __atomic_load_n(&s->known[idx], __ATOMIC_ACQUIRE) != NULL;
 }
 
+/* Under s->lock (the asserts see it held, by some thread: a mutex does
+ * not say which). */
 static void forget(struct dirstamps *s, int idx)
 {
+	assert(pthread_mutex_trylock(&s->lock) == EBUSY && idx >= 0 && idx < MEMBERS_MAX);
 	if (!s->known[idx])
 		return;
+	assert(s->count >= g_hash_table_size(s->known[idx]));
 	s->count -= g_hash_table_size(s->known[idx]);
 	g_hash_table_destroy(s->known[idx]);
 	__atomic_store_n(&s->known[idx], NULL, __ATOMIC_RELEASE);
@@ -78,15 +85,18 @@ static void forget(struct dirstamps *s, int idx)
 /* Member idx's stamp of s->ino is now st (known) or none (NULL).  A
  * stamp in whole seconds is none: a filesystem that keeps no finer time
  * (sshfs, whose SFTP has no ctime either) gives the same stamp to changes
- * within a second. */
+ * within a second.  Under s->lock. */
 static void set(struct dirstamps *s, int idx, uint64_t ino, const dirstamp *st)
 {
+	assert(pthread_mutex_trylock(&s->lock) == EBUSY && idx >= 0 && idx < MEMBERS_MAX);
 	GHashTable *t = s->known[idx];
 	if (st && st->ctime_nsec == 0 && st->mtime_nsec == 0)
 		st = NULL;
 	if (!st) {
-		if (t && g_hash_table_remove(t, &ino))
+		if (t && g_hash_table_remove(t, &ino)) {
+			assert(s->count > 0);
 			s->count--;
+		}
 		return;
 	}
 	if (!t) {

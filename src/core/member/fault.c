@@ -29,7 +29,8 @@ struct fault_rules {
 	rule *rules;
 	int n;
 	long abort_after;
-	pthread_mutex_t lock; /* hung operations wait on cond */
+	pthread_mutex_t lock; /* guards released, hung calls wait on cond; order: a
+	                      * leaf, taken inside a member call */
 	pthread_cond_t cond;
 	bool released;
 };

@@ -15,6 +15,7 @@
  */
 #include "memberio.h"
 
+#include <assert.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -38,7 +39,7 @@ typedef struct mio_task {
 
 typedef struct worker {
 	pthread_t thread;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* queue, current, stop, lost, stuck; a leaf, after rlock */
 	pthread_cond_t wake;
 	mio_task *head, *tail;
 	mio_task *current; /* the task being run */
@@ -72,12 +73,12 @@ struct memberio {
 	worker **w;
 	pthread_t watchdog;
 	bool watching;
-	pthread_mutex_t lock; /* the watchdog's sleep */
+	pthread_mutex_t lock; /* the watchdog's sleep, stop; order: a leaf */
 	pthread_cond_t wake;
 	bool stop;
 	/* The relay: one queue of small tasks of any member, run by one
 	 * thread at a time (relay_main) */
-	pthread_mutex_t rlock;
+	pthread_mutex_t rlock; /* the relay's queue, relay, rstop; before a worker's lock */
 	pthread_cond_t rwake, rdone;
 	mio_task *rhead, *rtail;
 	unsigned rposted;  /* tasks queued on the relay so far (atomic): what
@@ -123,7 +124,9 @@ static void task_done(mio_task *t, int lost_idx)
 	free(t);
 	if (lost_idx >= 0)
 		__atomic_fetch_or(&b->lost, 1ull << lost_idx, __ATOMIC_RELEASE);
-	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0 || each)
+	int left = __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+	assert(left >= 0);
+	if (left == 0 || each)
 		futex_wake(&b->pending);
 }
 
@@ -593,6 +596,7 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 {
 	mio_task *t = malloc(sizeof(*t));
 
+	assert(idx >= 0 && idx < mio->n);
 	if (!t) {
 		fn(arg); /* out of memory: run it here rather than lose it */
 		return;

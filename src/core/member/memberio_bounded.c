@@ -23,7 +23,7 @@ static int64_t now_ms(void)
 }
 
 struct mio_bounded {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards done, abandoned; order: a leaf */
 	pthread_cond_t done_cond;
 	void (*fn)(void *);
 	void (*late)(void *);

@@ -5,6 +5,7 @@
  * A mutating operation that a fault fails or fakes is neither. */
 #include "memberops.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -68,6 +69,7 @@ static void io_scope_end(int *unused)
 
 void mop_keep_dirstamps(volume *v)
 {
+	assert(!mop_dirstamps(v)); /* once per volume: a second set would lose the first */
 	__atomic_store_n(&((mop_state *)(void *)v)->dirstamps, dirstamps_new(), __ATOMIC_RELEASE);
 }
 
@@ -265,6 +267,7 @@ static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int
 	if (v)
 		__atomic_add_fetch(&((mop_state *)(void *)v)->reads, 1, __ATOMIC_ACQ_REL);
 	mio_io_end();
+	assert(!bounce || r <= (ssize_t)len); /* the copy below stays in the bounce */
 	for (ssize_t done = 0; bounce && done < r; iov++) {
 		size_t part = (size_t)(r - done) < iov->iov_len ? (size_t)(r - done) : iov->iov_len;
 		memcpy(iov->iov_base, bounce + done, part);
@@ -439,6 +442,7 @@ int mop_fallocate(volume *v, int idx, int fd, int mode, off_t off, off_t len)
 bool mop_syncs(volume *v, int idx)
 {
 	const mop_state *s = (const mop_state *)(const void *)v;
+	assert(idx >= 0 && idx < 64); /* a bit of memory_only */
 	return !v || !(__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) ||
 	       (RECORDING && record_active());
 }

@@ -24,6 +24,7 @@ struct rec_line {
 /* Process-wide.  lock serialises the recorded operations; recording and
  * abort_at are set at a volume open, before the operations they affect,
  * and read without it. */
+/* held across the member call it records; order: before log_lock only */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool started;
 static bool recording;

@@ -7,6 +7,7 @@
  */
 #include "intent.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -253,6 +254,80 @@ static int prepare_log(volume *v, int idx, int root)
 	return rc < 0 ? rc : fd;
 }
 
+/* Member idx's log opened, or made if missing, and handed to the volume
+ * to hold (another thread's may come first: then that one). */
+static int open_member_log(volume *v, int idx)
+{
+	int root = volume_root_fd(v, idx);
+	int fd = open_log(v, idx, root, O_RDWR);
+	if (fd == -ENOENT)
+		fd = prepare_log(v, idx, root);
+	return fd < 0 ? fd : volume_hold_log_fd(v, idx, root, fd, false);
+}
+
+/* One thread at a time opens or makes a member's log: a second maker's
+ * zeros would land on the records written meanwhile through the first
+ * one's descriptor.  makers lists the logs being opened, each entry on
+ * its maker's stack.  A thread that finds its member's log in the list
+ * waits for it as for a call on that member (timed: a maker stuck in a
+ * member call gets the waiter given up too, memberio.h). */
+struct log_maker {
+	const volume *v;
+	int idx;
+	struct log_maker *next;
+};
+
+/* guards makers; order: a leaf, never held across a member call */
+static pthread_mutex_t makers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t log_made = PTHREAD_COND_INITIALIZER;
+static struct log_maker *makers;
+
+/* Under makers_lock. */
+static bool log_being_made(const volume *v, int idx)
+{
+	assert(pthread_mutex_trylock(&makers_lock) == EBUSY); /* held, by some thread */
+	for (const struct log_maker *m = makers; m; m = m->next)
+		if (m->v == v && m->idx == idx)
+			return true;
+	return false;
+}
+
+/* Lists me as the maker of its member's log and returns true, unless
+ * another thread is making that log: then waits until it is done and
+ * returns false. */
+static bool claim_log(struct log_maker *me)
+{
+	pthread_mutex_lock(&makers_lock);
+	bool busy = log_being_made(me->v, me->idx);
+	if (!busy) {
+		me->next = makers;
+		makers = me;
+		pthread_mutex_unlock(&makers_lock);
+		return true;
+	}
+	pthread_mutex_unlock(&makers_lock);
+	mio_io_begin();
+	pthread_mutex_lock(&makers_lock);
+	while (log_being_made(me->v, me->idx))
+		pthread_cond_wait(&log_made, &makers_lock);
+	pthread_mutex_unlock(&makers_lock);
+	mio_io_end(); /* never returns if given up */
+	return false;
+}
+
+static void unclaim_log(struct log_maker *me)
+{
+	pthread_mutex_lock(&makers_lock);
+	struct log_maker **p = &makers;
+	while (*p != me) {
+		assert(*p); /* me is listed */
+		p = &(*p)->next;
+	}
+	*p = me->next;
+	pthread_cond_broadcast(&log_made);
+	pthread_mutex_unlock(&makers_lock);
+}
+
 /* Member idx's log, held open by the volume for the mount (its fd is
  * never closed while mounted: volume_hold_log_fd), so a logged operation
  * makes no open or close of it.  Opened by the first operation that
@@ -263,14 +338,19 @@ static int prepare_log(volume *v, int idx, int root)
  * nothing of ours replaces .ecfs beneath a root in service. */
 static int log_fd(volume *v, int idx)
 {
-	int fd = volume_log_fd(v, idx);
+	struct log_maker me = { v, idx, NULL };
+	int fd;
+
+	while ((fd = volume_log_fd(v, idx)) < 0 && !claim_log(&me))
+		; /* made by another thread meanwhile, or it failed to: look again */
 	if (fd >= 0)
 		return fd;
-	int root = volume_root_fd(v, idx);
-	fd = open_log(v, idx, root, O_RDWR);
-	if (fd == -ENOENT)
-		fd = prepare_log(v, idx, root);
-	return fd < 0 ? fd : volume_hold_log_fd(v, idx, root, fd, false);
+	/* held by a maker that finished between the look and the claim */
+	fd = volume_log_fd(v, idx);
+	if (fd < 0)
+		fd = open_member_log(v, idx);
+	unclaim_log(&me);
+	return fd;
 }
 
 /* The identity of path's object on member idx (ino 0 if it has none), and
@@ -401,6 +481,7 @@ static void begin_member(void *arg)
 
 int intent_write_member(volume *v, const intent *it, int idx)
 {
+	assert(it->buf); /* sealed: the record is written as it is */
 	int rc = write_copy(v, idx, it);
 	if (rc < 0)
 		volume_member_error(v, idx, -rc, "writing an intent");
@@ -409,6 +490,7 @@ int intent_write_member(volume *v, const intent *it, int idx)
 
 void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const intent_fds *f)
 {
+	assert(idx >= 0 && idx < it->n);
 	/* A refused operation changed nothing (mirror.h): no sync. */
 	if (rc >= 0)
 		sync_parents(v, idx, it, f);
@@ -468,6 +550,7 @@ static void on_members(volume *v, const struct member_task *t, void (*fn)(void *
 void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f)
 {
 	bool exchange = it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE);
+	assert(idx >= 0 && idx < it->n);
 	if (it->op == INTENT_MKDIR) /* nothing there yet to identify */
 		return;
 	if (f) {
@@ -522,6 +605,7 @@ static uint64_t next_id(void)
 /* The slots of the operations in progress.  Process-wide: a slot is an
  * offset in every member's log, so two volumes in one process would only
  * share the 64. */
+/* guards slots_busy; order: a leaf, never held across a member call */
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slot_freed = PTHREAD_COND_INITIALIZER;
 static uint64_t slots_busy;
@@ -540,6 +624,7 @@ static int take_slot(void)
 static void give_slot(int slot)
 {
 	pthread_mutex_lock(&slot_lock);
+	assert(slot >= 0 && slot < INTENT_SLOTS && (slots_busy >> slot & 1)); /* taken, once */
 	slots_busy &= ~(1ull << slot);
 	pthread_cond_signal(&slot_freed);
 	pthread_mutex_unlock(&slot_lock);
@@ -559,6 +644,7 @@ intent *intent_new(volume *v, const intent_args *a)
 	it->uid = a->op == INTENT_MKDIR ? a->uid : (uid_t)-1;
 	it->gid = a->op == INTENT_MKDIR ? a->gid : (gid_t)-1;
 	it->n = volume_n(v);
+	assert(it->n > 0 && it->n <= 64); /* an identity per member fits the record */
 	it->from = g_strdup(a->from);
 	it->to = g_strdup(a->to);
 	it->id = next_id();

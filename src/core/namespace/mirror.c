@@ -6,6 +6,7 @@
  */
 #include "mirror.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -131,7 +132,8 @@ static uint64_t find_primary(struct member_run *r, int from, bool *decided, int 
 struct relayed_all {
 	struct member_run r;
 	const char *what;
-	pthread_mutex_t lock; /* the state below; never held across a member call */
+	pthread_mutex_t lock; /* the state below; order: before log_lock only; never
+	                      * held across a member call */
 	uint64_t in, ran;     /* members asked; those whose call has run */
 	bool decided;
 	int answer;
@@ -187,6 +189,7 @@ static int apply_all_relayed(struct member_run *r, const char *what)
 	}
 	uint64_t lost = mio_batch_wait(&b);
 	pthread_mutex_destroy(&a.lock);
+	assert(!(a.ran & ~a.in)); /* tasks ran only where asked */
 	/* What the relay left: in member order, as apply_all would. */
 	for (int idx = 0; idx < volume_n(v); idx++) {
 		if (!(a.in >> idx & 1) || (a.ran >> idx & 1) || (lost >> idx & 1) ||
@@ -358,7 +361,8 @@ struct chain {
 	struct member_run r; /* the operation (r.idx unused) */
 	intent *it;
 	const char *what;
-	pthread_mutex_t lock; /* the state below; never held across a member call */
+	pthread_mutex_t lock; /* the state below; order: before log_lock only; never
+	                      * held across a member call */
 	uint64_t in;          /* the members in service at the start */
 	uint64_t done[CH_STAGES]; /* bit i: member i's task of that stage has run */
 	uint64_t ended;       /* members whose part of the intent ended with the operation */
@@ -388,6 +392,8 @@ static uint64_t chain_left(struct chain *c, int stage)
  * operation before a member decided, on every member before idx too. */
 static bool chain_ready(struct chain *c, int stage, int idx)
 {
+	assert(pthread_mutex_trylock(&c->lock) == EBUSY); /* held, by some thread */
+	assert(stage >= CH_IDENT && stage < CH_STAGES && idx >= 0 && idx < volume_n(c->r.v));
 	if (stage > CH_IDENT && chain_left(c, stage - 1))
 		return false;
 	if (stage == CH_OP && !c->decided)
@@ -433,6 +439,7 @@ static void chain_op(struct chain *c, int idx)
 		if (!decided || answer < 0 || !volume_usable(v))
 			return;
 	}
+	assert(decided && answer >= 0); /* a part of the intent ends after a success only */
 	if (volume_member_ok(v, idx)) {
 		intent_end_member_at(v, c->it, idx, answer, &c->fds[idx]);
 		pthread_mutex_lock(&c->lock);
@@ -555,6 +562,9 @@ static int apply_logged_chained(struct member_run *r, const intent_args *a, cons
 	mio_batch_wait(&b);
 	chain_catch_up(&c, jobs);
 	pthread_mutex_destroy(&c.lock);
+	for (int stage = 0; stage < CH_STAGES; stage++)
+		assert(!(c.done[stage] & ~c.in)); /* tasks ran only where asked */
+	assert(!(c.ended & ~c.in));
 	/* Unusable now: the copies left on the members replay it. */
 	intent_free(c.it);
 	return volume_usable(v) ? c.answer : -EIO;

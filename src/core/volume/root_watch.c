@@ -4,6 +4,7 @@
  */
 #include "root_watch.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,7 +29,7 @@
 #define META_EVENTS (PATH_EVENTS | IN_DELETE | IN_MOVED_FROM)
 
 struct root_watch {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards all below; order: a leaf */
 	int inotify;          /* -1 without inotify */
 	int mounts;           /* /proc/self/mountinfo, -1 without it */
 	uint64_t epoch;       /* events read so far that could change a root */
@@ -87,6 +88,7 @@ void root_watch_member(root_watch *w, int idx, const char *path, int rootfd,
 	char real[PATH_MAX], meta[PATH_MAX];
 	struct stat a, b;
 
+	assert(idx >= 0 && idx < w->n);
 	pthread_mutex_lock(&w->lock);
 	w->watched[idx] = false;
 	w->verified[idx] = 0;
@@ -135,6 +137,7 @@ static void look(root_watch *w)
 	struct pollfd fds[2] = { { .fd = w->inotify, .events = POLLIN },
 	                         { .fd = w->mounts, .events = POLLPRI } };
 
+	assert(pthread_mutex_trylock(&w->lock) == EBUSY); /* held, by some thread */
 	if (poll(fds, 2, 0) <= 0)
 		return;
 	bool changed = (fds[1].revents & (POLLPRI | POLLERR)) != 0;
@@ -149,6 +152,7 @@ bool root_watch_quiet(root_watch *w, int idx, uint64_t *epoch)
 	*epoch = 0;
 	if (!w)
 		return false;
+	assert(idx >= 0 && idx < w->n);
 	pthread_mutex_lock(&w->lock);
 	bool watched = w->watched[idx];
 	if (watched)
@@ -163,7 +167,9 @@ void root_watch_verified(root_watch *w, int idx, uint64_t epoch)
 {
 	if (!w)
 		return;
+	assert(idx >= 0 && idx < w->n);
 	pthread_mutex_lock(&w->lock);
+	assert(epoch <= w->epoch); /* root_watch_quiet's, which only grows */
 	/* An event read during the check leaves the member unverified. */
 	if (w->watched[idx] && epoch == w->epoch)
 		w->verified[idx] = epoch + 1;

@@ -4,6 +4,8 @@
  */
 #include "size_cache.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <glib.h>
 #include <pthread.h>
 #include <string.h>
@@ -22,7 +24,7 @@ typedef struct size_entry {
 } size_entry;
 
 struct size_cache {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards floor and the tables; order: a leaf */
 	uint64_t epoch; /* atomic */
 	uint64_t floor; /* entries made before it are stale (under lock) */
 	GHashTable *sizes; /* chunk_key -> size_entry */
@@ -93,6 +95,7 @@ void size_cache_file_changed(size_cache *sc, uint64_t ident)
 /* Under sc->lock: no change of e's file since the epoch e was made at. */
 static bool still_current(size_cache *sc, const size_entry *e)
 {
+	assert(pthread_mutex_trylock(&sc->lock) == EBUSY); /* held, by some thread */
 	if (e->epoch < sc->floor)
 		return false;
 	const uint64_t *last = g_hash_table_lookup(sc->changed, &e->ident);
@@ -120,6 +123,9 @@ bool size_cache_get(size_cache *sc, int mb, const struct stat *st, uint64_t *siz
 /* Under sc->lock: e for key k, unless the entry there was made later. */
 static void store(size_cache *sc, const chunk_key *k, const size_entry *e)
 {
+	assert(pthread_mutex_trylock(&sc->lock) == EBUSY);
+	/* an epoch is one size_cache_epoch gave (or one just made) */
+	assert(e->epoch <= __atomic_load_n(&sc->epoch, __ATOMIC_ACQUIRE));
 	const size_entry *old = g_hash_table_lookup(sc->sizes, k);
 	if (old && old->epoch > e->epoch)
 		return;

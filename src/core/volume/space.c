@@ -5,6 +5,7 @@
  */
 #include "space.h"
 
+#include <assert.h>
 #include <glib.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,7 +21,7 @@ typedef struct member_room {
 } member_room;
 
 struct space {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards full, mem[]; order: a leaf */
 	int n;
 	bool full;
 	member_room mem[];
@@ -58,6 +59,7 @@ uint64_t space_reserve_for(uint64_t fs_bytes)
 
 void space_update(space *s, int idx, const struct statvfs *st, int64_t now_ms)
 {
+	assert(idx >= 0 && idx < s->n);
 	member_room *r = &s->mem[idx];
 
 	pthread_mutex_lock(&s->lock);
@@ -80,6 +82,7 @@ space_verdict space_claim(space *s, uint64_t members, uint64_t bytes, int64_t no
 {
 	space_verdict v = SPACE_OK;
 
+	assert(s->n == 64 || members >> s->n == 0); /* members of this volume */
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < s->n && v == SPACE_OK; i++) {
 		const member_room *r = &s->mem[i];
@@ -102,6 +105,7 @@ space_verdict space_claim(space *s, uint64_t members, uint64_t bytes, int64_t no
 
 uint64_t space_room(space *s, int idx)
 {
+	assert(idx >= 0 && idx < s->n);
 	pthread_mutex_lock(&s->lock);
 	uint64_t room = room_locked(&s->mem[idx]);
 	pthread_mutex_unlock(&s->lock);

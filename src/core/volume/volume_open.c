@@ -6,6 +6,7 @@
  * accessors, the members' descriptors, and the caches shared by every
  * open file (codes, checksum objects, the open-file table).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -410,6 +411,7 @@ void *volume_files_lookup(volume *v, const uint8_t id[16])
 }
 void volume_files_insert(volume *v, const uint8_t *id, void *f)
 {
+	assert(!g_hash_table_contains(v->files, id));
 	g_hash_table_insert(v->files, (gpointer)id, f);
 }
 void volume_files_remove(volume *v, const uint8_t id[16])

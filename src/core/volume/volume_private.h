@@ -62,11 +62,11 @@ struct volume {
 	char *checksum_name;
 	bool read_only;
 	bool journals_none;    /* journal_census: no member holds a journal */
-	pthread_mutex_t lock;           /* member health */
-	pthread_mutex_t cache_lock;     /* codes and checksums */
+	pthread_mutex_t lock;       /* member health; order: before dirstamps', log_lock */
+	pthread_mutex_t cache_lock; /* codes and checksums; order: a leaf */
 	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
 	checksum *sums[8];
-	pthread_mutex_t files_lock;
+	pthread_mutex_t files_lock; /* files, ecfile.refs; after heal's, before cache_lock */
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
