@@ -303,8 +303,9 @@ static void apply_rest(struct member_run *r, intent *it, uint64_t ran, int answe
  * there: two waits in all, after the one for the identities the intent
  * records (intent.c).  Without a timeout, or on a worker already,
  * the calls run inline one after the other, which is faster still
- * (docs/performance-history.md section 7).  With every member fast enough for
- * the relay, apply_logged_chained below takes a single wait instead. */
+ * (docs/performance-history.md section 7).  With every member fast
+ * enough for the relay, apply_logged_chained below takes a single wait
+ * instead. */
 static int apply_logged_parallel(struct member_run *r, const intent_args *a, const char *what)
 {
 	volume *v = r->v;
