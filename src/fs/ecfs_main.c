@@ -33,6 +33,7 @@
 #include "fs_ops.h"
 
 #include "ecfile.h"
+#include "fdlimit.h"
 #include "fs_dirsaved.h"
 #include "log.h"
 #include "heal.h"
@@ -437,6 +438,7 @@ static int parse_command_line(struct daemon_state *d, const char *prog)
 static bool mount_volume(struct daemon_state *d)
 {
 	ecfs_log_init("ecfs", false, d->opts.debug);
+	ecfs_raise_fd_limit();
 	if (!d->opts.foreground)
 		d->verdict_fd = detach_start();
 

@@ -25,6 +25,7 @@
 #include <glib.h>
 
 #include "chunk.h"
+#include "fdlimit.h"
 #include "fsck.h"
 #include "log.h"
 #include "memberio.h"
@@ -873,6 +874,7 @@ int main(int argc, char **argv)
 		return finish(&f, st, bad);
 	/* Only files with a chunk known lost are read at all. */
 	f.quick = f.o.rebuild;
+	ecfs_raise_fd_limit();
 
 	char **paths = g_strsplit(argv[optind], ":", -1);
 	st = open_members(&f, paths, &mounted);
