@@ -38,6 +38,7 @@ import atexit
 import ctypes
 import errno
 import fcntl
+import hashlib
 import itertools
 import os
 import pickle
@@ -237,6 +238,21 @@ def first_difference(a, b):
                 if a[j] != b[j]:
                     return j
     return n if len(a) != len(b) else -1
+
+
+def tree_snapshot(top):
+    """Every entry beneath top with its type, size and sha256."""
+    out = {}
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            digest = None
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, top)] = (st.st_mode, st.st_size, digest)
+    return out
 
 
 def describe_mismatch(got, want):
