@@ -262,24 +262,26 @@ int volume_meta_open(volume *v, int idx, int root, const char *path, int flags, 
 	return fd == -ELOOP ? refused(v, idx, path, fd) : fd;
 }
 
-int volume_meta_mkdirat(volume *v, int idx, int root, const char *path, mode_t mode)
+/* mkdirat (make, arg the mode) or unlinkat (arg the flags) of metadata
+ * path in its parent opened as volume_meta_dir does. */
+static int meta_change(volume *v, int idx, int root, const char *path, bool make, int arg)
 {
 	const char *leaf;
 	int dfd = meta_parent(v, idx, root, path, &leaf);
 	if (dfd < 0)
 		return dfd;
-	int rc = mop_mkdirat(v, idx, dfd, leaf, mode);
+	int rc = make ? mop_mkdirat(v, idx, dfd, leaf, (mode_t)arg)
+	              : mop_unlinkat(v, idx, dfd, leaf, arg);
 	MIO_CALL(close(dfd));
 	return rc;
 }
 
+int volume_meta_mkdirat(volume *v, int idx, int root, const char *path, mode_t mode)
+{
+	return meta_change(v, idx, root, path, true, (int)mode);
+}
+
 int volume_meta_unlinkat(volume *v, int idx, int root, const char *path, int flags)
 {
-	const char *leaf;
-	int dfd = meta_parent(v, idx, root, path, &leaf);
-	if (dfd < 0)
-		return dfd;
-	int rc = mop_unlinkat(v, idx, dfd, leaf, flags);
-	MIO_CALL(close(dfd));
-	return rc;
+	return meta_change(v, idx, root, path, false, flags);
 }
