@@ -241,17 +241,19 @@ def first_difference(a, b):
 
 
 def tree_snapshot(top):
-    """Every entry beneath top with its type, size and sha256."""
+    """top and every entry beneath it: type, size, and a file's sha256 or
+    a directory's mtime (a name made and removed again moves it)."""
     out = {}
     for dirpath, dirs, files in os.walk(top):
-        for name in dirs + files:
-            p = os.path.join(dirpath, name)
+        for p in ([top] if dirpath == top else []) + \
+                [os.path.join(dirpath, name) for name in dirs + files]:
             st = os.lstat(p)
-            digest = None
-            if os.path.isfile(p) and not os.path.islink(p):
+            if stat.S_ISREG(st.st_mode):
                 with open(p, "rb") as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(p, top)] = (st.st_mode, st.st_size, digest)
+                    seen = hashlib.sha256(f.read()).hexdigest()
+            else:
+                seen = st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+            out[os.path.relpath(p, top)] = (st.st_mode, st.st_size, seen)
     return out
 
 
