@@ -33,6 +33,7 @@
 #include "stripe.h"
 #include "superblock.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 #ifndef ECFS_VERSION
 #define ECFS_VERSION "unknown"
@@ -236,14 +237,20 @@ static int read_superblock(fsck *f, int idx, superblock *sb, char **why)
 static int write_superblock_run(void *arg)
 {
 	sb_call *c = arg;
-	int rc = mop_mkdirat(c->v, c->idx, c->rootfd, ECFS_META_DIR, 0755);
+	/* a symlink where a metadata directory belongs: a real one instead */
+	int rc = volume_meta_unlink_links(c->v, c->idx, c->rootfd);
+	if (rc == 0)
+		rc = mop_mkdirat(c->v, c->idx, c->rootfd, ECFS_META_DIR, 0755);
 	if (rc < 0 && rc != -EEXIST)
 		return rc;
-	int metafd = MIO_CALL(openat(c->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY |
-	                                                        O_NOFOLLOW | O_CLOEXEC));
+	int metafd = MIO_CALL(volume_dir_beneath(c->rootfd, ECFS_META_DIR));
 	if (metafd < 0)
-		return -errno;
-	rc = superblock_write(c->v, c->idx, metafd, &c->sb);
+		return metafd;
+	char *why = NULL;
+	rc = MIO_CALL(volume_meta_dirs_check(metafd, &why)); /* a file in a dir's place stays */
+	g_free(why);
+	if (rc == 0)
+		rc = superblock_write(c->v, c->idx, metafd, &c->sb);
 	MIO_CALL(close(metafd));
 	return rc;
 }
@@ -504,10 +511,10 @@ static int lock_held_run(void *arg)
 {
 	lock_call *c = arg;
 	char who[sizeof(c->who)];
-	int fd = MIO_CALL(openat(volume_root_fd(c->v, c->idx), ECFS_META_DIR "/" LOCK_NAME,
-	                         O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+	int fd = volume_meta_open(c->v, c->idx, volume_root_fd(c->v, c->idx),
+	                          ECFS_META_DIR "/" LOCK_NAME, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	bool locked = MIO_CALL(fcntl(fd, F_OFD_GETLK, &fl)) == 0 && fl.l_type != F_UNLCK;
 	if (locked) {

@@ -16,6 +16,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 static void report_intent(void *arg, const char *op, const char *from, const char *to,
                           int copies)
@@ -38,10 +39,10 @@ static int remove_orphan(void *arg)
 	const orphan_call *o = arg;
 	char *path = g_strdup_printf(ECFS_META_DIR "/orphans/%s", o->name);
 	int root = volume_root_fd(o->v, o->mb);
-	int rc = mop_unlinkat(o->v, o->mb, root, path, 0);
+	int rc = volume_meta_unlinkat(o->v, o->mb, root, path, 0);
 
 	if (rc == -EISDIR)
-		rc = mop_unlinkat(o->v, o->mb, root, path, AT_REMOVEDIR);
+		rc = volume_meta_unlinkat(o->v, o->mb, root, path, AT_REMOVEDIR);
 	g_free(path);
 	return rc;
 }
@@ -50,7 +51,8 @@ static int remove_orphan(void *arg)
  * the daemon stopped.  Nothing can reach them any more. */
 static void check_orphans(fsck *f, int mb)
 {
-	list_call l = { volume_root_fd(f->v, mb), ECFS_META_DIR "/orphans", 0, NULL };
+	/* .ecfs held open since the probe: orphans is one component below */
+	list_call l = { volume_meta_fd(f->v, mb), "orphans", 0, NULL };
 
 	if (fsck_on_member(f, mb, fsck_list_run, &l) < 0 || !l.names)
 		return;

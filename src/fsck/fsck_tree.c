@@ -42,6 +42,7 @@
 #include "repair.h"
 #include "stripe.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 #include "xattrs.h"
 
 /* ---- votes ---- */
@@ -244,15 +245,14 @@ static int move_to_lost(entry_ctx *e, int mb, int unused)
 	int root = volume_root_fd(f->v, mb);
 	char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA1, e->path, -1);
 	char *target = g_strdup_printf("%.12s-%.200s", sum, e->name);
-	int rc = mop_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700);
+	int rc = volume_meta_mkdirat(f->v, mb, root, ECFS_META_DIR "/lost+found", 0700);
 
 	(void)unused;
 	if (rc == -EEXIST)
 		rc = 0;
-	int lfd = rc ? -1 : MIO_CALL(openat(root, ECFS_META_DIR "/lost+found",
-	                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	int lfd = rc ? -1 : volume_meta_dir(f->v, mb, root, ECFS_META_DIR "/lost+found");
 	if (!rc && lfd < 0)
-		rc = -errno;
+		rc = lfd;
 	if (!rc)
 		rc = mop_renameat2(f->v, mb, e->dfd[mb], e->name, lfd, target, 0);
 	if (lfd >= 0)

@@ -38,6 +38,7 @@ import atexit
 import ctypes
 import errno
 import fcntl
+import hashlib
 import itertools
 import os
 import pickle
@@ -237,6 +238,23 @@ def first_difference(a, b):
                 if a[j] != b[j]:
                     return j
     return n if len(a) != len(b) else -1
+
+
+def tree_snapshot(top):
+    """top and every entry beneath it: type, size, and a file's sha256 or
+    a directory's mtime (a name made and removed again moves it)."""
+    out = {}
+    for dirpath, dirs, files in os.walk(top):
+        for p in ([top] if dirpath == top else []) + \
+                [os.path.join(dirpath, name) for name in dirs + files]:
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as f:
+                    seen = hashlib.sha256(f.read()).hexdigest()
+            else:
+                seen = st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+            out[os.path.relpath(p, top)] = (st.st_mode, st.st_size, seen)
+    return out
 
 
 def describe_mismatch(got, want):

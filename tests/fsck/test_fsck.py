@@ -868,6 +868,46 @@ class SlowMemberTest(FsckCase):
             v.unhide(late)
 
 
+class MetadataLinkTest(FsckCase):
+    """A member's .ecfs/intent, .ecfs/journal or .ecfs replaced by a symlink
+    to a copy outside every member: -n reports it naming the path, -y
+    replaces the link by a real directory, and neither writes outside."""
+
+    def check(self, rel, shown):
+        v, data = self.build()
+        mnt = self.mount(v)  # an overwrite: the journal folder exists
+        fd = os.open(os.path.join(mnt, "mid"), os.O_RDWR)
+        os.pwrite(fd, data["mid"][:5000], 0)
+        os.close(fd)
+        self.assert_clean_unmount(v)
+        outside = os.path.join(v.base, "outside")
+        place = os.path.join(v.members[1], ".ecfs", *([rel] if rel else []))
+        shutil.copytree(place, outside, symlinks=True)
+        shutil.rmtree(place)
+        os.symlink(outside, place)
+        before = h.tree_snapshot(outside)
+        rc, rep = self.fsck_json(v, "-n")
+        self.assertEqual(rc, 4, json.dumps(rep, indent=1))
+        named = [p for p in rep["problems"] if p["member"] == 1 and shown in p["detail"]]
+        self.assertTrue(named, json.dumps(rep["problems"], indent=1))
+        self.assertEqual(h.tree_snapshot(outside), before, "written outside the members")
+        self.cycle(v, {"member"})
+        self.assertEqual(h.tree_snapshot(outside), before, "written outside the members")
+        self.assertFalse(os.path.islink(place))
+        self.assert_healthy(v)
+        self.read_back(v, data, subsets=2)
+        self.assertEqual(h.tree_snapshot(outside), before, "written outside the members")
+
+    def test_intent_is_a_link(self):
+        self.check("intent", ".ecfs/intent is a symlink")
+
+    def test_journal_is_a_link(self):
+        self.check("journal", ".ecfs/journal is a symlink")
+
+    def test_ecfs_is_a_link(self):
+        self.check("", ".ecfs is a symlink")
+
+
 if __name__ == "__main__":
     FSCK = h.take_fsck_argument()
     sys.exit(h.main())

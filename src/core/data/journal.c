@@ -25,6 +25,7 @@
 #include "log.h"
 #include "memberops.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 #define SUM_OFFSET (JOURNAL_HEADER_SIZE - 32)
 
@@ -132,8 +133,7 @@ void journal_path(const uint8_t id[16], char out[JOURNAL_PATH_SIZE])
 /* fsync of a directory beneath member mb's root. */
 static int sync_dir(volume *v, int mb, const char *dir)
 {
-	int fd = mop_openat(v, mb, volume_root_fd(v, mb), dir,
-	                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), dir);
 	if (fd < 0)
 		return fd;
 	int rc = mop_fsync(v, mb, fd, false);
@@ -153,16 +153,16 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 	if (jf->open >> mb & 1)
 		return jf->fd[mb];
 	journal_path(id, name);
-	fd = mop_openat(v, mb, root, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CLOEXEC, 0);
 	if (fd == -ENOENT) {
-		int rc = mop_mkdirat(v, mb, root, JOURNAL_DIR, 0700);
+		int rc = volume_meta_mkdirat(v, mb, root, JOURNAL_DIR, 0700);
 		if (rc == 0)
 			rc = sync_dir(v, mb, ECFS_META_DIR);
 		else if (rc == -EEXIST)
 			rc = 0;
 		if (rc < 0)
 			return rc;
-		fd = mop_openat(v, mb, root, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return fd;
 		rc = sync_dir(v, mb, JOURNAL_DIR);
@@ -181,8 +181,7 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 /* True if member mb's journal folder holds no journal (or is not there). */
 static bool member_has_no_journal(volume *v, int mb)
 {
-	int fd = mop_openat(v, mb, volume_root_fd(v, mb), JOURNAL_DIR,
-	                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), JOURNAL_DIR);
 	if (fd < 0)
 		return fd == -ENOENT;
 	DIR *d = fdopendir(fd);
@@ -244,7 +243,8 @@ void journal_remove(volume *v, journal_files *jf, const uint8_t id[16], uint64_t
 	journal_close(v, jf);
 	journal_path(id, name);
 	for (int mb = 0; mb < JOURNAL_MAX_MEMBERS; mb++) {
-		int rc = members >> mb & 1 ? mop_unlinkat(v, mb, volume_root_fd(v, mb), name, 0) : 0;
+		int rc = members >> mb & 1 ? volume_meta_unlinkat(v, mb, volume_root_fd(v, mb), name, 0)
+		                           : 0;
 		if (rc < 0 && rc != -ENOENT)
 			ecfs_log(LOG_WARNING, "%s: cannot remove the journal on member %d: %s", path,
 			         mb, g_strerror(-rc));

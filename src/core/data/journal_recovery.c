@@ -21,6 +21,7 @@
 #include "memberops.h"
 #include "stripe_decode.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 typedef struct jmember {
 	int fd;
@@ -48,8 +49,8 @@ static int read_journal(void *arg)
 	int mb = j->mb;
 	uint8_t buf[JOURNAL_HEADER_SIZE];
 	const char *why = NULL;
-	int fd = mop_openat(c->v, mb, volume_root_fd(c->v, mb), j->name,
-	                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int fd = volume_meta_open(c->v, mb, volume_root_fd(c->v, mb), j->name,
+	                          O_RDONLY | O_CLOEXEC, 0);
 
 	if (fd < 0) {
 		if (fd != -ENOENT)

@@ -24,6 +24,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 #define INTENT_MAGIC "ECFSINT1"
 #define INTENT_HEAD 48     /* fixed part before the per-member identities */
@@ -208,8 +209,8 @@ static intent *decode(const uint8_t *b, size_t room, int n)
 
 static int fsync_at(volume *v, int idx, int root, const char *dir)
 {
-	int fd = MIO_CALL(openat(root, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	int rc = fd < 0 ? -errno : mop_fsync(v, idx, fd, false);
+	int fd = volume_meta_dir(v, idx, root, dir);
+	int rc = fd < 0 ? fd : mop_fsync(v, idx, fd, false);
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	return rc;
@@ -217,7 +218,7 @@ static int fsync_at(volume *v, int idx, int root, const char *dir)
 
 static int open_log(volume *v, int idx, int root, int flags)
 {
-	return mop_openat(v, idx, root, INTENT_LOG, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return volume_meta_open(v, idx, root, INTENT_LOG, flags | O_CLOEXEC, 0600);
 }
 
 /* Makes the log beneath member idx's root exist, whole and durable: its
@@ -226,7 +227,7 @@ static int open_log(volume *v, int idx, int root, int flags)
  * Returns it open for reading and writing, or a negative errno. */
 static int prepare_log(volume *v, int idx, int root)
 {
-	int rc = mop_mkdirat(v, idx, root, INTENT_DIR, 0700);
+	int rc = volume_meta_mkdirat(v, idx, root, INTENT_DIR, 0700);
 	struct stat st;
 	if (rc == 0)
 		rc = fsync_at(v, idx, root, ECFS_META_DIR);

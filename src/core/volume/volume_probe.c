@@ -22,6 +22,7 @@
 #include "mounts.h"
 #include "record.h"
 #include "superblock.h"
+#include "volume_paths.h"
 #include "volume_private.h"
 
 static gint by_name(gconstpointer a, gconstpointer b)
@@ -86,8 +87,10 @@ void vol_probe_member(probe *p)
 		int count = absent ? root_content(p->rootfd, &p->why) : -1;
 		if (count < 0) {
 			p->state = P_BROKEN;
-			p->why = g_strdup_printf("cannot %s: %s", absent ? "list it"
-			                         : "open " ECFS_META_DIR, g_strerror(errno));
+			p->why = errno == ENOTDIR || errno == ELOOP
+			         ? volume_meta_refusal(ECFS_META_DIR)
+			         : g_strdup_printf("cannot %s: %s", absent ? "list it"
+			                           : "open " ECFS_META_DIR, g_strerror(errno));
 		} else if (count == 0) {
 			p->state = P_EMPTY;
 			p->why = g_strdup("empty: replaced disk, needs rebuild");
@@ -97,6 +100,8 @@ void vol_probe_member(probe *p)
 		return;
 	}
 	p->err = -superblock_read(p->metafd, &p->sb, &p->why);
+	if (!p->err)
+		p->err = -volume_meta_dirs_check(p->metafd, &p->why);
 	p->state = p->err ? P_BROKEN : P_OK;
 }
 
