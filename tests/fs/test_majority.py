@@ -7,6 +7,10 @@ Started by meson as `python3 test_majority.py ECFS ECFS_FSCK [unittest args]`.
   (here the first member's checksum key) is failed, with the reason, and
   never followed: the volume mounts, reads exact and takes writes without
   it, and the online heal does not take it back.
+- A flood of records in one member's .ecfs/missed/ naming every other
+  member as having missed changes marks no more than m members healing:
+  the volume stays readable and writable, and the records not believed
+  are logged as refused, once.
 """
 
 import os
@@ -76,6 +80,32 @@ class SuperblockTest(MajorityCase):
         self.assert_clean_unmount(v)
         with open(sb) as f:
             self.assertEqual(f.read(), forged, "the daemon rewrote the member's superblock")
+
+
+class MissedFloodTest(MajorityCase):
+
+    def test_flood_of_missed_records(self):
+        v, data = self.populated()
+        missed = os.path.join(v.members[0], ".ecfs", "missed")
+        os.makedirs(missed, exist_ok=True)
+        seq = int(time.time() * 1e6) + 10 ** 12      # after any heal
+        for i in range(1, K + M):
+            for s in range(300):
+                open(os.path.join(missed, f"{i}.{seq + s}"), "w").close()
+        mnt = self.mount(v, "heal_rate=1")
+        rep = h.health(mnt)
+        healing = [i for i in range(K + M)
+                   if rep.get(f"member.{i}", "").startswith("healing")]
+        self.assertLessEqual(len(healing), M, rep)
+        self.assertNotIn(0, healing, rep)
+        out = v.output()
+        claim = f"member 0 ({v.members[0]}) records members"
+        self.assertEqual(out.count(claim), 1, out)
+        self.assertIn("refused", out[out.index(claim):].splitlines()[0])
+        self.check_all(mnt, data, "after the flood:")
+        self.write_more(mnt, data)
+        self.check_all(mnt, data, "after the flood, written:")
+        self.assert_clean_unmount(v)
 
 
 if __name__ == "__main__":
