@@ -7,7 +7,8 @@
  * then replayed to one outcome on every member for each kind of operation
  * (rename, exchange, directory rename, link, unlink, rmdir, mkdir); redo
  * bound to the identity of the object; records found on some members only;
- * and torn, foreign or malicious records refused without harm.
+ * torn, foreign or malicious records refused without harm; and a forged
+ * mkdir on one member not believed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -813,17 +814,22 @@ static size_t make_record(fixture *fx, const craft *c, uint8_t *b)
 	return len;
 }
 
+/* Writes rec into slot `slot` of member mb's log. */
+static void put_slot_on(fixture *fx, int mb, int slot, const uint8_t *rec, size_t len)
+{
+	char *p = g_strdup_printf("%s/%s", fx->mb.path[mb], LOG_PATH);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, rec, len, (off_t)slot * SLOT_SIZE), (ssize_t)len);
+	close(fd);
+	g_free(p);
+}
+
 /* Writes rec into slot `slot` of every member's log. */
 static void put_slot(fixture *fx, int slot, const uint8_t *rec, size_t len)
 {
-	for (int mb = 0; mb < N; mb++) {
-		char *p = g_strdup_printf("%s/%s", fx->mb.path[mb], LOG_PATH);
-		int fd = open(p, O_WRONLY | O_CLOEXEC);
-		assert_true(fd >= 0);
-		assert_int_equal(pwrite(fd, rec, len, (off_t)slot * SLOT_SIZE), (ssize_t)len);
-		close(fd);
-		g_free(p);
-	}
+	for (int mb = 0; mb < N; mb++)
+		put_slot_on(fx, mb, slot, rec, len);
 }
 
 static void test_malformed_records_refused(void **state)
@@ -881,6 +887,57 @@ static void test_malformed_records_refused(void **state)
 	g_free(long_path);
 }
 
+/* A mkdir record of rel made by a hostile member: root's, mode 04777. */
+static size_t forge_mkdir(fixture *fx, const char *rel, uint8_t *rec)
+{
+	size_t len = make_record(fx, &(craft){ INTENT_MKDIR, N, rel, NULL, "/" }, rec);
+	memset(rec + 48, 0, 32 * N); /* no identities */
+	put64(rec + 32, (uint64_t)04777 << 32);
+	put64(rec + 40, 0);
+	SHA256(rec, len - 32, rec + len - 32);
+	return len;
+}
+
+static void make_dir_on(fixture *fx, int mb, const char *rel, mode_t mode, uid_t uid)
+{
+	char *p = member_path(&fx->mb, mb, rel);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chmod(p, mode), 0);
+	if (getuid() == 0)
+		assert_int_equal(chown(p, uid, uid), 0);
+	g_free(p);
+}
+
+/* A forged mkdir record on one member (root's, mode 04777) is not
+ * replayed as such: for a directory no other member has, not at all;
+ * for one most members have, with their mode and owner. */
+static void test_forged_mkdir_not_believed(void **state)
+{
+	fixture *fx = *state;
+	uint8_t *rec = g_malloc(SLOT_SIZE);
+
+	umask(0022);
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 0); /* makes the logs */
+	put_slot_on(fx, 0, 3, rec, forge_mkdir(fx, "/evil", rec));
+	make_dir_on(fx, 0, "/evil", 04777, 0);
+	put_slot_on(fx, 0, 4, rec, forge_mkdir(fx, "/shared", rec));
+	make_dir_on(fx, 0, "/shared", 04777, 0);
+	for (int mb = 1; mb < N - 1; mb++)
+		make_dir_on(fx, mb, "/shared", 0750, 1234);
+	assert_int_equal(intent_scan(fx->v, NULL, NULL), 2);
+	assert_int_equal(intent_replay(fx->v, NULL, NULL), 1);
+	assert_logs_clean(fx);
+	for (int mb = 1; mb < N; mb++) {
+		assert_true(volume_member_ok(fx->v, mb));
+		assert_content(fx, mb, "/evil", NULL);
+		struct stat st = stat_of(fx, mb, "/shared");
+		assert_int_equal(st.st_mode & 07777, 0750);
+		if (getuid() == 0)
+			assert_int_equal(st.st_uid, 1234);
+	}
+	g_free(rec);
+}
+
 #define T(fn) \
 	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
 	                                         (void *)&opts)
@@ -906,6 +963,7 @@ int main(void)
 		T(test_log_of_a_revived_member),
 		T(test_logged_at_once),
 		T(test_malformed_records_refused),
+		T(test_forged_mkdir_not_believed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * Unit tests of volume_open (src/core/volume/volume_open.c) on real member directories:
  * creation, reopening, members in the wrong order, foreign and duplicate
  * members, an empty member (replaced disk), too many missing members,
- * broken superblocks, the lock, and which members are synced.
+ * broken superblocks, superblocks that differ from the majority's, the
+ * lock, and which members are synced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -250,6 +251,84 @@ static void test_broken_superblocks(void **state)
 	g_free(sb);
 }
 
+/* Member i's superblock text with the line of key given value. */
+static void set_superblock_key(members *mb, int i, const char *key, const char *value)
+{
+	char *sb = g_strdup_printf("%s/.ecfs/superblock", mb->path[i]);
+	char *pat = g_strdup_printf("\n%s=", key);
+	size_t len;
+	char *text = (char *)slurp(sb, &len);
+	char *at = strstr(text, pat);
+
+	assert_non_null(at);
+	char *end = strchr(at + 1, '\n');
+	char *out = g_strdup_printf("%.*s\n%s=%s%s", (int)(at - text), text, key, value,
+	                            end ? end : "");
+	assert_true(g_file_set_contents(sb, out, -1, NULL));
+	g_free(out);
+	g_free(text);
+	g_free(pat);
+	g_free(sb);
+}
+
+static void assert_failed_for(volume *v, int i, const char *what)
+{
+	char *health = volume_health_text(v);
+	char *key = g_strdup_printf("member.%d=failed", i);
+	const char *line = strstr(health, key);
+
+	assert_false(volume_member_ok(v, i));
+	if (!line || !strstr(line, what) || !strstr(line, "not followed"))
+		fail_msg("member %d is not failed for its %s: %s", i, what, health);
+	g_free(key);
+	g_free(health);
+}
+
+#define KEY_A "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#define KEY_B "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+
+/* A superblock that differs from the one most members carry fails its
+ * member, also the first member's (whose key was once taken for the
+ * volume's), and sits in its own place; with no majority the open is
+ * refused, naming the members and what differs. */
+static void test_superblock_differs_from_majority(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg, *sb3 = g_strdup_printf("%s/.ecfs/superblock", mb->path[3]);
+	size_t len;
+
+	create(mb);
+	char *orig3 = (char *)slurp(sb3, &len);
+	set_superblock_key(mb, 0, "checksum_key", KEY_A);
+	set_superblock_key(mb, 5, "k", "3");
+	set_superblock_key(mb, 5, "m", "3");
+	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v, &msg), 0);
+	assert_int_equal(volume_failed_count(v), 2);
+	assert_failed_for(v, 0, "checksum key");
+	assert_failed_for(v, 5, "geometry");
+	assert_int_equal(volume_k(v), 4);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(volume_member_path(v, i), mb->path[i]);
+	volume_close(v);
+
+	/* a third member differing: the original is no majority any more */
+	set_superblock_key(mb, 3, "strip_size", "8192");
+	expect_refused(mb->path, 6, 0, 0, -EINVAL, "no superblock is carried by a majority");
+	expect_refused(mb->path, 6, 0, 0, -EINVAL, mb->path[3]);
+	expect_refused(mb->path, 6, 0, 0, -EINVAL, "differs in code defaults");
+	assert_true(g_file_set_contents(sb3, orig3, (gssize)len, NULL));
+
+	/* three against three */
+	set_superblock_key(mb, 5, "k", "4");
+	set_superblock_key(mb, 5, "m", "2");
+	for (int i = 0; i < 6; i++)
+		set_superblock_key(mb, i, "checksum_key", i < 3 ? KEY_A : KEY_B);
+	expect_refused(mb->path, 6, 0, 0, -EINVAL, "m5 carry one that differs in checksum key");
+	g_free(orig3);
+	g_free(sb3);
+}
+
 static void test_lock(void **state)
 {
 	members *mb = *state;
@@ -433,6 +512,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lost_found_is_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broken_superblocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_superblock_differs_from_majority, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_vanishes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),

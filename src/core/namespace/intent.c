@@ -20,6 +20,7 @@
 
 #include <glib.h>
 
+#include "intent_trust.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -36,13 +37,6 @@
 #define INTENT_SLOT_SIZE 16384 /* > INTENT_MAX */
 _Static_assert(INTENT_MAX < INTENT_SLOT_SIZE, "a record fits a slot");
 
-/* An object's identity on one member: its inode number (0: no object)
- * and birth time, so that an inode number reused for a newer object is
- * told apart (btime 0: the member filesystem does not keep it). */
-typedef struct ident {
-	uint64_t ino, btime;
-} ident;
-
 struct intent {
 	intent_op op;
 	unsigned flags;
@@ -55,6 +49,7 @@ struct intent {
 	ident from_id[64], to_id[64]; /* per member */
 	int slot;         /* its place in the members' logs */
 	uint64_t holders; /* replay: members with a valid copy */
+	uint8_t sum[INTENT_SUM]; /* replay: the record's, which tells copies apart */
 	uint8_t *buf;     /* the record, once sealed (intent_seal) */
 	size_t len;
 };
@@ -202,6 +197,7 @@ static intent *decode(const uint8_t *b, size_t room, int n)
 	}
 	it->from = g_strndup((const char *)p1, l1);
 	it->to = two ? g_strndup((const char *)p2, l2) : NULL;
+	memcpy(it->sum, sum, INTENT_SUM);
 	return it;
 }
 
@@ -352,40 +348,6 @@ static int log_fd(volume *v, int idx)
 		fd = open_member_log(v, idx);
 	unclaim_log(&me);
 	return fd;
-}
-
-/* The identity of path's object on member idx (ino 0 if it has none), and
- * its type in *mode. */
-static ident ident_at(volume *v, int idx, int d, const char *leaf, mode_t *mode)
-{
-	struct statx stx;
-	ident id = { 0, 0 };
-	if (d >= 0 && mop_statx(v, idx, d, leaf, AT_SYMLINK_NOFOLLOW,
-	                        STATX_TYPE | STATX_INO | STATX_BTIME, &stx) == 0) {
-		id.ino = stx.stx_ino;
-		if (stx.stx_mask & STATX_BTIME)
-			id.btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
-		if (mode)
-			*mode = stx.stx_mode;
-	}
-	return id;
-}
-
-static ident ident_of(volume *v, int idx, const char *path, mode_t *mode)
-{
-	const char *leaf;
-	int d = volume_parent_fd(v, idx, path, &leaf);
-	ident id = ident_at(v, idx, d, leaf, mode);
-	if (d >= 0)
-		MIO_CALL(close(d));
-	return id;
-}
-
-/* True if path's object on member idx is the one recorded as want. */
-static bool is_object(volume *v, int idx, const char *path, ident want, mode_t *mode)
-{
-	ident have = ident_of(v, idx, path, mode);
-	return want.ino && have.ino == want.ino && have.btime == want.btime;
 }
 
 /* Writes the record into its slot of the member's log, durably, in one
@@ -555,14 +517,14 @@ void intent_identify_member(volume *v, intent *it, int idx, const intent_fds *f)
 	if (it->op == INTENT_MKDIR) /* nothing there yet to identify */
 		return;
 	if (f) {
-		it->from_id[idx] = ident_at(v, idx, f->d1, f->leaf1, NULL);
+		it->from_id[idx] = intent_ident_at(v, idx, f->d1, f->leaf1, NULL);
 		if (exchange)
-			it->to_id[idx] = ident_at(v, idx, f->d2, f->leaf2, NULL);
+			it->to_id[idx] = intent_ident_at(v, idx, f->d2, f->leaf2, NULL);
 		return;
 	}
-	it->from_id[idx] = ident_of(v, idx, it->from, NULL);
+	it->from_id[idx] = intent_ident_of(v, idx, it->from, NULL);
 	if (exchange)
-		it->to_id[idx] = ident_of(v, idx, it->to, NULL);
+		it->to_id[idx] = intent_ident_of(v, idx, it->to, NULL);
 }
 
 /* The identities the record holds, of member idx's objects. */
@@ -703,6 +665,18 @@ void intent_free(intent *it)
 
 /* ---- finding and replaying ---- */
 
+/* Copies are one record when their bytes are (their sums): two records
+ * of one id are two, each with its own holders. */
+static guint sum_hash(gconstpointer p)
+{
+	return (guint)get32(p);
+}
+
+static gboolean sum_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, INTENT_SUM) == 0;
+}
+
 static gint by_id(gconstpointer a, gconstpointer b)
 {
 	const intent *x = *(intent *const *)a, *y = *(intent *const *)b;
@@ -760,7 +734,7 @@ static void read_log(void *arg)
  * cleared or torn ones), which a replay then clears. */
 static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 {
-	GHashTable *by_id_table = g_hash_table_new(g_int64_hash, g_int64_equal);
+	GHashTable *by_sum = g_hash_table_new(sum_hash, sum_equal);
 	GPtrArray *all = g_ptr_array_new();
 	struct log_job jobs[64];
 	mio_batch b;
@@ -782,19 +756,19 @@ static GPtrArray *collect(volume *v, bool replay, uint64_t *dirty)
 		*dirty |= (uint64_t)jobs[idx].dirty << idx;
 		for (guint i = 0; i < found->len; i++) {
 			intent *it = found->pdata[i];
-			intent *have = g_hash_table_lookup(by_id_table, &it->id);
+			intent *have = g_hash_table_lookup(by_sum, it->sum);
 			if (have) {
 				intent_release(it);
 				it = have;
 			} else {
-				g_hash_table_insert(by_id_table, &it->id, it);
+				g_hash_table_insert(by_sum, it->sum, it);
 				g_ptr_array_add(all, it);
 			}
 			it->holders |= 1ull << idx;
 		}
 		g_ptr_array_free(found, TRUE);
 	}
-	g_hash_table_destroy(by_id_table);
+	g_hash_table_destroy(by_sum);
 	g_ptr_array_sort(all, by_id);
 	return all;
 }
@@ -839,10 +813,10 @@ static int redo_member(volume *v, int idx, const intent *it)
 	mode_t mode = 0;
 	if (it->op == INTENT_MKDIR)
 		return redo_mkdir(v, idx, it);
-	if (!is_object(v, idx, it->from, it->from_id[idx], &mode))
+	if (!intent_is_object(v, idx, it->from, it->from_id[idx], &mode))
 		return 0; /* done here already, or never concerned this member */
 	if (it->op == INTENT_RENAME && (it->flags & RENAME_EXCHANGE) &&
-	    !is_object(v, idx, it->to, it->to_id[idx], NULL))
+	    !intent_is_object(v, idx, it->to, it->to_id[idx], NULL))
 		return 0;
 	const char *leaf1, *leaf2 = NULL;
 	int d1 = volume_parent_fd(v, idx, it->from, &leaf1), d2 = -1, rc = 0;
@@ -874,6 +848,25 @@ static int redo_member(volume *v, int idx, const intent *it)
 	return rc;
 }
 
+/* Whether the record is consistent with what a majority of the members
+ * show (intent_trust.h; for a mkdir, the mode and owner set to the
+ * members'); a record not believed is logged and left. */
+static bool believed(volume *v, intent *it)
+{
+	bool removes = it->op == INTENT_UNLINK || it->op == INTENT_RMDIR;
+	intent_claim c = { it->op == INTENT_MKDIR, removes, it->n, it->from, it->to, it->from_id,
+	                   it->holders, &it->mode, &it->uid, &it->gid };
+	int holders, voters;
+
+	if (intent_claim_believed(v, &c, &holders, &voters))
+		return true;
+	ecfs_log(LOG_WARNING, "not finishing a %s of %s%s%s: %d of the %d members that "
+	         "answer hold its record, and what the others show does not agree with "
+	         "it; refused, left as the members show it", op_name(it->op), it->from,
+	         it->to ? " to " : "", it->to ? it->to : "", holders, voters);
+	return false;
+}
+
 static void replay_one(volume *v, const intent *it)
 {
 	for (int idx = 0; idx < it->n; idx++) {
@@ -903,6 +896,10 @@ static int scan_or_replay(volume *v, bool replay, intent_report_fn report, void 
 			       __builtin_popcountll(it->holders));
 		if (!replay)
 			continue;
+		if (!believed(v, it)) {
+			count--;
+			continue;
+		}
 		ecfs_log(LOG_WARNING, "finishing a %s of %s%s%s that a crash interrupted",
 		         op_name(it->op), it->from, it->to ? " to " : "", it->to ? it->to : "");
 		replay_one(v, it);

@@ -169,6 +169,54 @@ out:
 	return rc;
 }
 
+static void note(GString *s, bool differs, const char *what)
+{
+	if (differs)
+		g_string_append_printf(s, "%s%s", s->len ? ", " : "", what);
+}
+
+char *superblock_differs(const superblock *a, const superblock *b)
+{
+	GString *s = g_string_new(NULL);
+
+	note(s, memcmp(a->uuid, b->uuid, 16) != 0, "volume uuid");
+	note(s, a->version != b->version, "format version");
+	note(s, a->n != b->n || a->k != b->k || a->m != b->m, "geometry");
+	note(s, a->code != b->code || a->w != b->w || a->packet_size != b->packet_size ||
+	     a->strip_size != b->strip_size, "code defaults");
+	note(s, a->checksum != b->checksum, "checksum algorithm");
+	note(s, memcmp(a->key, b->key, CHECKSUM_KEY_SIZE) != 0, "checksum key");
+	note(s, a->created != b->created, "creation time");
+	if (!s->len) {
+		g_string_free(s, TRUE);
+		return NULL;
+	}
+	return g_string_free(s, FALSE);
+}
+
+bool superblock_same(const superblock *a, const superblock *b)
+{
+	char *diff = superblock_differs(a, b);
+	g_free(diff);
+	return !diff;
+}
+
+int superblock_majority(const superblock *const *sb, int n)
+{
+	int answered = 0;
+
+	for (int i = 0; i < n; i++)
+		answered += sb[i] != NULL;
+	for (int i = 0; i < n; i++) {
+		int votes = 0;
+		for (int j = 0; j < n && sb[i]; j++)
+			votes += sb[j] && superblock_same(sb[i], sb[j]);
+		if (2 * votes > answered)
+			return i;
+	}
+	return -1;
+}
+
 char *superblock_format(const superblock *sb)
 {
 	GKeyFile *kf = g_key_file_new();

@@ -7,6 +7,7 @@
 #ifndef ECFS_SUPERBLOCK_H
 #define ECFS_SUPERBLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "checksum.h"
@@ -42,6 +43,17 @@ char *superblock_format(const superblock *sb);
  * write; v is NULL while the volume is being created). */
 int superblock_read(int metafd, superblock *sb, char **why);
 int superblock_write(volume *v, int idx, int metafd, const superblock *sb);
+
+/* What differs between the superblocks of two members, the index (each
+ * member's own) aside: NULL if nothing, else a g_malloc'd list such as
+ * "code defaults, checksum key".  superblock_same: nothing differs. */
+char *superblock_differs(const superblock *a, const superblock *b);
+bool superblock_same(const superblock *a, const superblock *b);
+/* The superblock more than half of the given ones carry (sb[i] NULL: a
+ * member that gave none): the index of one, or -1 if none has a
+ * majority (or none is given).  One member's word is never the
+ * volume's (docs/SECURITY.md). */
+int superblock_majority(const superblock *const *sb, int n);
 
 void uuid_format(const uint8_t uuid[16], char out[37]);
 int uuid_parse(const char *s, uint8_t uuid[16]);

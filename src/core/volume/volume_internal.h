@@ -71,7 +71,8 @@ bool volume_journals_none(volume *v);
 void volume_set_journals_none(volume *v, bool none);
 /* Members that missed changes (volume_missed.c).  At open: the members in
  * service that another member in service records as failed since their
- * own last heal (by[i]: that other member).  Direct calls. */
+ * own last heal (by[i]: that other member), no more than m leaves room
+ * for beside the members failed or healing already.  Direct calls. */
 uint64_t volume_missed_stale(volume *v, int *by);
 /* Writes past a slow member: tells the hook (volume_set_left_out_hook,
  * volume.h) that the file at path was just written without `members`

@@ -114,7 +114,8 @@ static int take_lock(volume *v, int idx, char **message)
 }
 
 /* Takes the lock of every member in service (unless read-only), and marks
- * healing the members whose online rebuild a stop cut short. */
+ * healing the members whose online rebuild a stop cut short, then those
+ * the others record as having missed changes (volume_missed_stale). */
 int vol_lock_members(volume *v, bool read_only, char **message)
 {
 	int rc;
@@ -128,9 +129,6 @@ int vol_lock_members(volume *v, bool read_only, char **message)
 		if (!v->mem[i].failed)
 			left_open |= read_only ? lock_text_left(v, i) : v->mem[i].left_open;
 	volume_settle_open(v, left_open, read_only);
-	int by[64];
-	uint64_t stale = volume_missed_stale(v, by);
-	v->changes_at_open = v->mops.made; /* the locks are no change to miss */
 	for (int i = 0; i < v->n; i++) {
 		struct stat st;
 		if (!v->mem[i].failed &&
@@ -138,12 +136,17 @@ int vol_lock_members(volume *v, bool read_only, char **message)
 			v->mem[i].healing = true;
 			ecfs_log(LOG_WARNING, "member %d (%s): its online rebuild was cut short; it "
 			         "answers no lookup until the rebuild is done", i, v->mem[i].path);
-		} else if (stale >> i & 1) {
+		}
+	}
+	int by[64];
+	uint64_t stale = volume_missed_stale(v, by); /* counts those healing already */
+	v->changes_at_open = v->mops.made; /* the locks are no change to miss */
+	for (int i = 0; i < v->n; i++)
+		if (stale >> i & 1) {
 			v->mem[i].healing = true;
 			ecfs_log(LOG_WARNING, "member %d (%s) is back with an older copy (member %d "
 			         "saw it fail): it answers no lookup until the online heal has "
 			         "rebuilt it", i, v->mem[i].path, by[i]);
 		}
-	}
 	return 0;
 }

@@ -6,7 +6,8 @@
  * service, and "healed.<seq>" for the last time the heal finished
  * rebuilding this member itself; seq is a time in microseconds.  A member
  * in service that another member in service records as failed after its
- * own last heal came back with an older copy: the open marks it healing.
+ * own last heal came back with an older copy: the open marks it healing,
+ * as many of those as m leaves room for (volume_missed_stale).
  * The file names are the whole record, so each change is one create or
  * unlink and a directory sync.
  */
@@ -85,24 +86,69 @@ static int read_book(int metafd, book *b)
 	return rc;
 }
 
+/* Logs the claims of member j about the members in mask that were not
+ * believed. */
+static void log_refused(volume *v, int j, uint64_t mask)
+{
+	GString *s = g_string_new(NULL);
+
+	for (int i = 0; i < volume_n(v); i++)
+		if (mask >> i & 1)
+			g_string_append_printf(s, "%s%d", s->len ? ", " : "", i);
+	ecfs_log(LOG_WARNING, "member %d (%s) records member%s %s as having missed changes: "
+	         "refused, not believed (the records mark at most m=%d members healing, those "
+	         "failed or healing already counted)", j, volume_member_path(v, j),
+	         __builtin_popcountll(mask) > 1 ? "s" : "", s->str, volume_m(v));
+	g_string_free(s, TRUE);
+}
+
+/* The member claimed stale by the most members (the lowest index among
+ * equals) of those in claims not yet judged, or -1. */
+static int most_claimed(const uint64_t *claims, int n)
+{
+	int best = -1;
+
+	for (int i = 0; i < n; i++)
+		if (claims[i] && (best < 0 ||
+		                  __builtin_popcountll(claims[i]) > __builtin_popcountll(claims[best])))
+			best = i;
+	return best;
+}
+
+/* One member's record is no word for the volume: a claim is believed only
+ * from a member in service (so one whose superblock is the majority's:
+ * volume_probe.c fails the others), and no more members are marked
+ * healing than m leaves room for beside those failed or healing already,
+ * the members claimed by the most others first.  The claims not believed
+ * are logged, each claimer once. */
 uint64_t volume_missed_stale(volume *v, int *by)
 {
-	int n = volume_n(v);
+	int n = volume_n(v), out = 0;
 	book *b = g_new0(book, n);
-	uint64_t ok = 0, stale = 0;
+	uint64_t ok = 0, stale = 0, claims[64] = { 0 }, refused[64] = { 0 };
 
 	for (int j = 0; j < n; j++)
 		if (volume_member_ok(v, j) && read_book(volume_meta_fd(v, j), &b[j]) == 0)
 			ok |= 1ull << j;
 	for (int i = 0; i < n; i++) {
-		if (!(ok >> i & 1))
-			continue;
-		for (int j = n - 1; j >= 0; j--)
-			if (j != i && (ok >> j & 1) && b[j].failed[i] > b[i].healed) {
-				stale |= 1ull << i;
-				by[i] = j;
-			}
+		out += !volume_member_answers(v, i);
+		for (int j = 0; j < n && volume_member_answers(v, i) && (ok >> i & 1); j++)
+			if (j != i && (ok >> j & 1) && b[j].failed[i] > b[i].healed)
+				claims[i] |= 1ull << j;
 	}
+	for (int i; (i = most_claimed(claims, n)) >= 0; claims[i] = 0) {
+		if (out < volume_m(v)) {
+			stale |= 1ull << i;
+			by[i] = __builtin_ctzll(claims[i]);
+			out++;
+			continue;
+		}
+		for (int j = 0; j < n; j++)
+			refused[j] |= (uint64_t)(claims[i] >> j & 1) << i;
+	}
+	for (int j = 0; j < n; j++)
+		if (refused[j])
+			log_refused(v, j, refused[j]);
 	g_free(b);
 	return stale;
 }

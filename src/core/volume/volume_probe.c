@@ -116,77 +116,140 @@ void vol_probe_free(probe *p)
 
 /* ---- judging probed members ---- */
 
-/* Picks the reference superblock (the UUID most members carry) and refuses
- * any member that contradicts it.  Sets *ref to the reference probe (-1 if
- * no member is formatted); returns 0 or a negative errno with *message. */
+/* A member that cannot be used refuses the open: one that holds
+ * something else, or a superblock of a version this build cannot read. */
+static int refuse_unusable(const probe *p, char **message)
+{
+	if (p->state == P_FOREIGN) {
+		*message = g_strdup_printf(
+			"member %s is not empty (%s) and holds no ecfs volume (no " ECFS_META_DIR
+			"/superblock): refusing to use it.  Give an empty directory or a freshly "
+			"formatted disk; a member of this volume that lost its " ECFS_META_DIR
+			" is rebuilt once emptied, or kept with mkdir %s/" ECFS_META_DIR
+			" and ecfs-fsck -y", p->path, p->why, p->path);
+		return -EINVAL;
+	}
+	if (p->state == P_BROKEN && p->err == EPROTO) {
+		*message = g_strdup_printf("member %s: %s", p->path, p->why);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* No superblock has a majority: the members that answered, grouped by
+ * the superblock they carry, and what each group's differs in from the
+ * first group's. */
+static char *no_majority(const probe *pr, const superblock *const *sb, int n)
+{
+	GString *s = g_string_new(NULL);
+	bool told[64] = { false };
+	int first = -1, answered = 0;
+
+	for (int i = 0; i < n; i++)
+		answered += sb[i] != NULL;
+	g_string_printf(s, "no superblock is carried by a majority of the %d members that "
+	                "answered, so none is believed:", answered);
+	for (int i = 0; i < n; i++) {
+		if (!sb[i] || told[i])
+			continue;
+		int count = 0;
+		g_string_append(s, first < 0 ? " " : "; ");
+		for (int j = i; j < n; j++)
+			if (sb[j] && !told[j] && superblock_same(sb[i], sb[j])) {
+				g_string_append_printf(s, "%s%s", count++ ? ", " : "", pr[j].path);
+				told[j] = true;
+			}
+		g_string_append(s, count > 1 ? " carry one" : " carries one");
+		if (first < 0) {
+			first = i;
+			continue;
+		}
+		char *diff = superblock_differs(sb[i], sb[first]);
+		g_string_append_printf(s, " that differs in %s", diff);
+		g_free(diff);
+	}
+	return g_string_free(s, FALSE);
+}
+
+/* A member whose superblock differs from the majority's (*r) is failed,
+ * with what differs, and never followed.  One of another volume (its
+ * uuid differs) refuses the open: a wrong directory was given. */
+static int fail_differing(probe *p, const superblock *r, int votes, int answered,
+                          char **message)
+{
+	char ua[37], ub[37];
+	char *diff = superblock_differs(&p->sb, r);
+
+	if (!diff)
+		return 0;
+	if (memcmp(p->sb.uuid, r->uuid, 16)) {
+		uuid_format(p->sb.uuid, ua);
+		uuid_format(r->uuid, ub);
+		*message = g_strdup_printf("member %s belongs to another volume (uuid %s, "
+		                           "not %s): refusing to use it", p->path, ua, ub);
+		g_free(diff);
+		return -EINVAL;
+	}
+	g_free(p->why);
+	p->why = g_strdup_printf("its superblock differs from the one %d of the %d members that "
+	                         "answered carry (%s): not followed", votes, answered, diff);
+	ecfs_log(LOG_WARNING, "member %s: %s", p->path, p->why);
+	p->state = P_BROKEN;
+	p->err = EINVAL;
+	p->slot = p->sb.index; /* its place, if no member in service claims it */
+	g_free(diff);
+	return 0;
+}
+
+/* Picks the reference superblock: the one a majority of the members that
+ * answered carry (uuid, geometry, code defaults, checksum and key).  A
+ * member that differs from it is failed (fail_differing); with no
+ * majority, or a member that contradicts the volume, the open is
+ * refused.  Sets *ref to the reference probe (-1 if no member is
+ * formatted); returns 0 or a negative errno with *message. */
 static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref,
                              char **message)
 {
-	int best = -1, best_votes = 0;
+	const superblock *sb[64];
+	int answered = 0, votes = 0, rc;
 
 	*ref = -1;
 	for (int i = 0; i < n; i++) {
-		if (pr[i].state == P_FOREIGN) {
-			*message = g_strdup_printf(
-				"member %s is not empty (%s) and holds no ecfs volume (no " ECFS_META_DIR
-				"/superblock): refusing to use it.  Give an empty directory or a freshly "
-				"formatted disk; a member of this volume that lost its " ECFS_META_DIR
-				" is rebuilt once emptied, or kept with mkdir %s/" ECFS_META_DIR
-				" and ecfs-fsck -y", pr[i].path, pr[i].why,
-				pr[i].path);
-			return -EINVAL;
-		}
-		if (pr[i].state == P_BROKEN && pr[i].err == EPROTO) {
-			*message = g_strdup_printf("member %s: %s", pr[i].path, pr[i].why);
-			return -EPROTO;
-		}
-		if (pr[i].state != P_OK)
-			continue;
-		int votes = 0;
-		for (int j = 0; j < n; j++)
-			votes += pr[j].state == P_OK && !memcmp(pr[j].sb.uuid, pr[i].sb.uuid, 16);
-		if (votes > best_votes) {
-			best = i;
-			best_votes = votes;
-		}
+		if ((rc = refuse_unusable(&pr[i], message)) < 0)
+			return rc;
+		sb[i] = pr[i].state == P_OK ? &pr[i].sb : NULL;
+		answered += sb[i] != NULL;
 	}
-	if (best < 0)
+	if (!answered)
 		return 0;
-	const superblock *r = &pr[best].sb;
-	for (int i = 0; i < n; i++) {
-		char ua[37], ub[37];
-		if (pr[i].state != P_OK)
-			continue;
-		if (memcmp(pr[i].sb.uuid, r->uuid, 16)) {
-			uuid_format(pr[i].sb.uuid, ua);
-			uuid_format(r->uuid, ub);
-			*message = g_strdup_printf("member %s belongs to another volume (uuid %s, "
-			                           "not %s): refusing to use it", pr[i].path, ua, ub);
-			return -EINVAL;
-		}
-		if (pr[i].sb.n != n || pr[i].sb.k != r->k || pr[i].sb.m != r->m) {
-			*message = g_strdup_printf("member %s belongs to a volume of %d members "
-			                           "(k=%d m=%d) but %d members were given",
-			                           pr[i].path, pr[i].sb.n, pr[i].sb.k, pr[i].sb.m, n);
-			return -EINVAL;
-		}
-		if (pr[i].sb.version != r->version) {
-			*message = g_strdup_printf("member %s has format version %d, the others %d: "
-			                           "refusing to mix them", pr[i].path, pr[i].sb.version,
-			                           r->version);
-			return -EINVAL;
-		}
-		for (int j = 0; j < i; j++)
+	int best = superblock_majority(sb, n);
+	if (best < 0) {
+		*message = no_majority(pr, sb, n);
+		return -EINVAL;
+	}
+	const superblock r = pr[best].sb;
+	for (int i = 0; i < n; i++)
+		votes += sb[i] && superblock_same(sb[i], &r);
+	for (int i = 0; i < n; i++)
+		if (sb[i] && (rc = fail_differing(&pr[i], &r, votes, answered, message)) < 0)
+			return rc;
+	if (r.n != n) {
+		*message = g_strdup_printf("member %s belongs to a volume of %d members "
+		                           "(k=%d m=%d) but %d members were given",
+		                           pr[best].path, r.n, r.k, r.m, n);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i && pr[i].state == P_OK; j++)
 			if (pr[j].state == P_OK && pr[j].sb.index == pr[i].sb.index) {
 				*message = g_strdup_printf("members %s and %s both claim index %d of the "
 				                           "volume", pr[j].path, pr[i].path, pr[i].sb.index);
 				return -EINVAL;
 			}
-	}
 	const volume_geometry *g = &o->geometry;
-	if ((g->k && g->k != r->k) || (g->m && g->m != r->m)) {
+	if ((g->k && g->k != r.k) || (g->m && g->m != r.m)) {
 		*message = g_strdup_printf("the volume has k=%d m=%d; k and m cannot change "
-		                           "(given k=%d m=%d)", r->k, r->m, g->k, g->m);
+		                           "(given k=%d m=%d)", r.k, r.m, g->k, g->m);
 		return -EINVAL;
 	}
 	*ref = best;
@@ -205,8 +268,11 @@ void vol_place_members(probe *pr, int n, probe **slot)
 			slot[pr[i].sb.index] = &pr[i];
 			moved |= pr[i].sb.index != i;
 		}
+	for (int i = 0; i < n; i++)
+		if (pr[i].state != P_OK && pr[i].slot >= 0 && pr[i].slot < n && !slot[pr[i].slot])
+			slot[pr[i].slot] = &pr[i];
 	for (int i = 0, s = 0; i < n; i++) {
-		if (pr[i].state == P_OK)
+		if (pr[i].state == P_OK || (pr[i].slot >= 0 && slot[pr[i].slot] == &pr[i]))
 			continue;
 		while (slot[s])
 			s++;

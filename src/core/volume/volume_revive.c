@@ -75,23 +75,44 @@ void volume_member_healed(volume *v, int idx)
 	__atomic_store_n(&v->mem[idx].healing, false, __ATOMIC_RELEASE);
 }
 
-/* Gives an empty directory the volume's superblock with index idx (copied
- * from a member in service).  Returns the .ecfs fd or a negative errno. */
+/* The superblock a majority of the other members in service carry (read
+ * on the caller's worker, each as one member call), never one member's
+ * word: 0, or -EIO if none has a majority. */
+static int majority_superblock(volume *v, int idx, superblock *out)
+{
+	superblock got[64];
+	const superblock *sb[64];
+
+	for (int j = 0; j < v->n; j++) {
+		char *why = NULL;
+		sb[j] = NULL;
+		if (j == idx || !volume_member_ok(v, j))
+			continue;
+		mio_io_begin();
+		int rc = superblock_read(v->mem[j].metafd, &got[j], &why);
+		mio_io_end();
+		if (rc == 0)
+			sb[j] = &got[j];
+		g_free(why);
+	}
+	int best = superblock_majority(sb, v->n);
+	const superblock *r = best < 0 ? NULL : sb[best];
+	/* and it is still the one the volume was opened with */
+	if (!r || memcmp(r->uuid, v->uuid, 16) || memcmp(r->key, v->key, sizeof(v->key)) ||
+	    r->k != v->k || r->m != v->m || r->version != v->format)
+		return -EIO;
+	*out = *r;
+	return 0;
+}
+
+/* Gives an empty directory the volume's superblock with index idx (the
+ * one the members in service carry).  Returns the .ecfs fd or a negative
+ * errno. */
 static int format_member(volume *v, int idx, int rootfd)
 {
 	superblock sb;
-	char *why = NULL;
-	int rc = -EIO, metafd;
+	int rc = majority_superblock(v, idx, &sb), metafd;
 
-	for (int j = 0; j < v->n && rc < 0; j++) {
-		if (j == idx || !volume_member_ok(v, j))
-			continue;
-		mio_io_begin(); /* on member idx's worker (revive_format) */
-		rc = superblock_read(v->mem[j].metafd, &sb, &why);
-		mio_io_end();
-		if (rc < 0)
-			g_clear_pointer(&why, g_free);
-	}
 	if (rc < 0)
 		return rc;
 	sb.index = idx;
@@ -147,7 +168,35 @@ typedef struct revive_call {
 	int st_rc;
 	int old_lockfd, lockfd, heal_rc; /* revive_lock */
 	char *msg;
+	superblock ref; /* revive_probe: the members in service's, if ref_rc is 0 */
+	int ref_rc;
 } revive_call;
+
+/* A directory whose superblock differs from the one the members in
+ * service carry is never taken (said once while it stays so). */
+static bool revive_differs(volume *v, int idx, const revive_call *r)
+{
+	member *mb = &v->mem[idx];
+	char *diff = r->ref_rc < 0 ? g_strdup("no majority among the others")
+	             : superblock_differs(&r->p.sb, &r->ref);
+
+	if (!diff)
+		return false;
+	char *why = g_strdup_printf("its superblock differs from the one the members in service "
+	                            "carry (%s): not taken back", diff);
+	pthread_mutex_lock(&v->lock);
+	bool told = mb->why && !strcmp(mb->why, why);
+	if (!told) {
+		g_free(mb->why);
+		mb->why = g_strdup(why); /* what the health report says */
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (!told)
+		ecfs_log(LOG_WARNING, "member %d (%s): %s", idx, mb->path, why);
+	g_free(why);
+	g_free(diff);
+	return true;
+}
 
 static int revive_probe(void *arg)
 {
@@ -159,6 +208,8 @@ static int revive_probe(void *arg)
 	vol_probe_member(&p);
 	int st_rc = p.rootfd >= 0 ? fstat(p.rootfd, &st) : -1;
 	mio_io_end();
+	if (p.state == P_OK)
+		r->ref_rc = majority_superblock(r->v, r->idx, &r->ref);
 	r->p = p;
 	r->st = st;
 	r->st_rc = st_rc;
@@ -233,12 +284,14 @@ int volume_member_revive(volume *v, int idx)
 	 * hang this thread too. */
 	if (volume_member_ok(v, idx) || v->read_only || memberio_lost(v->mio, idx))
 		return 0;
-	revive_call r = { v, idx, p, { 0 }, -1, -1, -1, 0, NULL };
+	revive_call r = { .v = v, .idx = idx, .p = p, .st_rc = -1, .old_lockfd = -1, .lockfd = -1 };
 	if (volume_on_member(v, idx, revive_probe, &r) < 0)
 		return revive_lost(v, idx); /* its fds are the stuck worker's */
 	p = r.p;
 	if (p.state == P_OK && (memcmp(p.sb.uuid, v->uuid, 16) || p.sb.index != idx))
 		goto out; /* another volume's or another member's: never ours to take */
+	if (p.state == P_OK && revive_differs(v, idx, &r))
+		goto out;
 	if (revive_unmounted(v, idx, &p))
 		goto out;
 	if (p.state == P_OK) {
