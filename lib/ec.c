@@ -156,6 +156,17 @@ size_t ec_block_align(const ec_code *code)
 	return code ? code->align : 0;
 }
 
+size_t ec_params_block_align(const ec_params *params)
+{
+	const ec_family *fam = params ? ec_family_for(params->kind) : NULL;
+
+	if (check_params(fam, params) != 0)
+		return 0;
+	/* Every family's alignment is a function of the parameters alone. */
+	ec_code probe = { .params = *params, .family = fam };
+	return fam->block_align(&probe);
+}
+
 static int check_len(const ec_code *code, size_t len)
 {
 	size_t align = code->align;

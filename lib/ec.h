@@ -88,6 +88,11 @@ const ec_params *ec_get_params(const ec_code *code);
  * for bit-matrix codes. */
 size_t ec_block_align(const ec_code *code);
 
+/* What ec_block_align() would answer for a code of these parameters,
+ * without creating it (a cheap check, for a reader judging parameters it
+ * was given); 0 if ec_create would refuse them. */
+size_t ec_params_block_align(const ec_params *params);
+
 /* Computes parity[0..m-1] (each len bytes) from data[0..k-1]. */
 int ec_encode(const ec_code *code, const uint8_t *const *data,
               uint8_t *const *parity, size_t len);

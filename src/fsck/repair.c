@@ -171,9 +171,8 @@ static int probe_chunk(void *arg)
 	if (got < 0) {
 		p->why = "header unreadable";
 	} else if (chunk_header_decode(buf, (size_t)got, &p->h, &p->why) == 0) {
-		p->valid = memcmp(p->h.volume_uuid, volume_uuid(f->v), 16) == 0;
-		if (!p->valid)
-			p->why = "header of another volume";
+		p->why = volume_header_misfit(f->v, &p->h, p->mb);
+		p->valid = !p->why;
 	}
 	return 0;
 }
@@ -371,9 +370,6 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 		} else if (!rules_same_file(&q->h, &fc->c.hdr)) {
 			fc->c.state[mb] = CHUNK_CORRUPT;
 			mark_chunk(fc, mb, "chunk-header", "header of another file or code");
-		} else if (q->h.position != (uint32_t)layout_position_of(&fc->c.lay, mb)) {
-			fc->c.state[mb] = CHUNK_CORRUPT;
-			mark_chunk(fc, mb, "chunk-header", "position does not match the rotation");
 		} else if (fc->c.hdr.missed >> mb & 1) {
 			fc->c.state[mb] = CHUNK_STALE;
 			mark_chunk(fc, mb, "chunk-stale", "missed writes while the member was failed");

@@ -3,7 +3,9 @@
  * Unit tests of the chunk format (src/core/format/chunk.c, src/core/format/checksum.c): header and
  * record round trips field by field, and detection of every corrupted
  * byte, of strips moved to another stripe, position or file, for every
- * checksum algorithm; what counts as a page a power cut lost.
+ * checksum algorithm; what counts as a page a power cut lost; every
+ * header and record field out of range refused alone (with a good
+ * checksum), a huge size without overflow, and the limits accepted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,7 +28,7 @@ static chunk_header sample_header(void)
 {
 	chunk_header h = {
 		.version = CHUNK_FORMAT_VERSION, .position = 5, .rotation = 3, .kind = EC_RS_CAUCHY,
-		.k = 4, .m = 3, .w = 16, .checksum = CHECKSUM_GMAC, .packet_size = 1024,
+		.k = 4, .m = 3, .w = 16, .checksum = CHECKSUM_GMAC, .packet_size = 0,
 		.strip_size = 65536, .size = 0x123456789abcull, .generation = 0xfedcba987654ull,
 		.missed = 0x41,
 	};
@@ -56,7 +58,7 @@ static void test_header_round_trip(void **state)
 	assert_int_equal(d.m, 3);
 	assert_int_equal(d.w, 16);
 	assert_int_equal(d.checksum, CHECKSUM_GMAC);
-	assert_int_equal(d.packet_size, 1024);
+	assert_int_equal(d.packet_size, 0);
 	assert_int_equal(d.strip_size, 65536);
 	assert_int_equal(d.size, 0x123456789abcull);
 	assert_int_equal(d.generation, 0xfedcba987654ull);
@@ -91,6 +93,20 @@ static void reseal(uint8_t *buf)
 	SHA256(buf, CHUNK_HEADER_SIZE_V2 - 32, buf + CHUNK_HEADER_SIZE_V2 - 32);
 }
 
+/* The sample header with byte off set to val (and byte off + 1 to hi),
+ * sealed again, decoded: its return. */
+static int byte_set_sealed(unsigned off, uint8_t val, uint8_t hi, const char **why)
+{
+	uint8_t buf[CHUNK_HEADER_MAX];
+	chunk_header h = sample_header(), d;
+
+	chunk_header_encode(&h, buf);
+	buf[off] = val;
+	buf[off + 1] = hi;
+	reseal(buf);
+	return chunk_header_decode(buf, sizeof(buf), &d, why);
+}
+
 static void test_header_bad_fields(void **state)
 {
 	uint8_t buf[CHUNK_HEADER_MAX];
@@ -98,35 +114,137 @@ static void test_header_bad_fields(void **state)
 	const char *why;
 
 	(void)state;
-	chunk_header_encode(&h, buf);
-	buf[8] = 3; /* version */
-	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EPROTO);
+	assert_int_equal(byte_set_sealed(8, 3, 0, &why), -EPROTO); /* version */
 	assert_non_null(strstr(why, "version"));
+	assert_int_equal(byte_set_sealed(48, 7, 0, &why), -ERANGE);  /* position >= k+m */
+	assert_int_equal(byte_set_sealed(66, 99, 0, &why), -ERANGE); /* checksum algorithm */
+	assert_int_equal(byte_set_sealed(56, 77, 0, &why), -ERANGE); /* code kind */
+	assert_int_equal(byte_set_sealed(12, 0, 1, &why), -ERANGE);  /* header size 256 */
+	assert_int_equal(byte_set_sealed(112, 32, 0, &why), -ERANGE); /* record size */
+	assert_int_equal(byte_set_sealed(116, 32, 0, &why), -ERANGE); /* group size */
 
+	/* A bad checksum is damage, not a sealed header out of range. */
 	chunk_header_encode(&h, buf);
-	buf[48] = 7; /* position >= k+m */
-	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
-
-	chunk_header_encode(&h, buf);
-	buf[66] = 99; /* checksum algorithm */
-	reseal(buf);
-	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
-
-	chunk_header_encode(&h, buf);
-	buf[56] = 77; /* code kind */
-	reseal(buf);
+	buf[60] ^= 1;
 	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 
 	memset(buf, 0, sizeof(buf));
 	assert_int_equal(chunk_header_decode(buf, sizeof(buf), &d, &why), -EINVAL);
 }
 
+/* Encodes h (sealed: a good checksum) and decodes it: 0 or -ERANGE. */
+static int sealed_decode(const chunk_header *h)
+{
+	uint8_t buf[CHUNK_HEADER_MAX];
+	chunk_header d;
+	const char *why = NULL;
+
+	size_t len = chunk_header_encode(h, buf);
+	int rc = chunk_header_decode(buf, len, &d, &why);
+	assert_true(rc == 0 || (rc == -ERANGE && why));
+	if (rc == 0)
+		assert_memory_equal(&d, h, sizeof(d));
+	return rc;
+}
+
+/* Each field out of range alone, with a valid checksum: refused. */
+static void test_header_fields_refused(void **state)
+{
+	const chunk_header base = sample_header();
+	chunk_header h;
+
+	(void)state;
+	assert_int_equal(sealed_decode(&base), 0);
+#define REFUSED(...) \
+	do { \
+		h = base; \
+		__VA_ARGS__; \
+		assert_int_equal(sealed_decode(&h), -ERANGE); \
+	} while (0)
+	REFUSED(h.k = 0);
+	REFUSED(h.m = 0);
+	REFUSED(h.k = 1; h.m = 64);                  /* n = 65 */
+	REFUSED(h.k = 60; h.m = 5);
+	REFUSED(h.k = 0xffff; h.m = 0xffff);         /* no 16-bit wrap */
+	REFUSED(h.position = 7);                     /* n = 7 */
+	REFUSED(h.rotation = 7);
+	REFUSED(h.rotation = UINT32_MAX);
+	REFUSED(h.missed = 1ull << 7);               /* a member past n */
+	REFUSED(h.missed = ~0ull);
+	REFUSED(h.checksum = 0);
+	REFUSED(h.checksum = 99);
+	REFUSED(h.kind = 0);
+	REFUSED(h.kind = 77);
+	REFUSED(h.w = 7);                            /* RS: 8, 16 or 32 */
+	REFUSED(h.w = 0);
+	REFUSED(h.w = 64);
+	REFUSED(h.packet_size = 1024);               /* packets: bit-matrix codes only */
+	REFUSED(h.kind = EC_RAID6_PQ);               /* m = 2 and w = 8 only */
+	REFUSED(h.kind = EC_CAUCHY_GOOD; h.w = 8);   /* a bit-matrix code needs packets */
+	REFUSED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = 12);
+	REFUSED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = UINT64_MAX);
+	REFUSED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = 1ull << 32);
+	/* liberation: m = 2, w prime, k <= w */
+	REFUSED(h.kind = EC_LIBERATION; h.m = 2; h.missed = 1; h.w = 8; h.packet_size = 8;
+	        h.strip_size = 8 * 8 * 64);
+	REFUSED(h.strip_size = 0);
+	REFUSED(h.strip_size = 65537);               /* not a multiple of w/8 = 2 */
+	REFUSED(h.strip_size = CHUNK_STRIP_MAX + 2);
+	REFUSED(h.strip_size = UINT64_MAX - 1);
+	/* bit-matrix: strips of whole w * packet_size blocks (8 * 64 = 512) */
+	REFUSED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = 64; h.strip_size = 65536 + 64);
+	REFUSED(h.generation = CHUNK_GENERATION_MAX + 1);
+	REFUSED(h.generation = UINT64_MAX);
+	REFUSED(h.durable = UINT64_MAX);
+	REFUSED(h.size = UINT64_C(1) << 63);
+	REFUSED(h.size = UINT64_MAX);
+	/* the chunk offsets of the last stripe pass INT64_MAX: 64-byte strips
+	 * take twice the file's size in the chunk */
+	REFUSED(h.k = 1; h.m = 6; h.strip_size = 64; h.size = UINT64_C(1) << 62);
+#undef REFUSED
+}
+
+/* The largest and smallest values each field may take: accepted. */
+static void test_header_boundaries_accepted(void **state)
+{
+	const chunk_header base = sample_header();
+	chunk_header h;
+
+	(void)state;
+#define ACCEPTED(...) \
+	do { \
+		h = base; \
+		__VA_ARGS__; \
+		assert_int_equal(sealed_decode(&h), 0); \
+	} while (0)
+	ACCEPTED(h.k = 1; h.m = 63; h.position = 63; h.rotation = 63; h.missed = 1ull << 63);
+	ACCEPTED(h.k = 63; h.m = 1; h.missed = ~0ull);
+	ACCEPTED(h.k = 1; h.m = 1; h.position = 1; h.rotation = 1; h.missed = 3);
+	ACCEPTED(h.w = 8; h.strip_size = 1);
+	ACCEPTED(h.w = 32; h.strip_size = 4);
+	ACCEPTED(h.strip_size = CHUNK_STRIP_MAX);
+	ACCEPTED(h.generation = CHUNK_GENERATION_MAX);
+	ACCEPTED(h.generation = 0);
+	ACCEPTED(h.durable = CHUNK_STRIPE_LIMIT);
+	ACCEPTED(h.size = 0);
+	ACCEPTED(h.kind = EC_RAID6_PQ; h.k = 5; h.m = 2; h.w = 8; h.position = 6; h.rotation = 6;
+	         h.missed = 0x7f);
+	ACCEPTED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = 64; h.strip_size = 65536);
+	ACCEPTED(h.kind = EC_LIBERATION; h.m = 2; h.missed = 1; h.w = 7; h.packet_size = 8;
+	         h.strip_size = 7 * 8 * 1024);
+	ACCEPTED(h.kind = EC_CAUCHY_GOOD; h.w = 8; h.packet_size = 1 << 26;
+	         h.strip_size = 8u << 26);
+	/* the largest size: strips of 1 GiB take a chunk about k times smaller */
+	ACCEPTED(h.strip_size = CHUNK_STRIP_MAX; h.size = CHUNK_SIZE_MAX);
+	ACCEPTED(h.version = 1; h.strip_size = CHUNK_STRIP_MAX; h.size = CHUNK_SIZE_MAX);
+	ACCEPTED(h.k = 1; h.m = 6; h.strip_size = 64; h.size = UINT64_C(1) << 61);
+#undef ACCEPTED
+}
+
 static void test_record_round_trip(void **state)
 {
-	chunk_record r = { .stripe = 0x1122334455667788ull, .generation = 0x99aabbccddeeff00ull,
-	                   .position = 0x01020304, .flags = CHUNK_RECORD_WRITTEN,
+	chunk_record r = { .stripe = 0x0122334455667788ull, .generation = 0x79aabbccddeeff00ull,
+	                   .position = 63, .flags = CHUNK_RECORD_WRITTEN,
 	                   .size = 0xabcdef0123ull }, d;
 	uint8_t buf[CHUNK_RECORD_SIZE];
 
@@ -135,7 +253,7 @@ static void test_record_round_trip(void **state)
 		r.sum[i] = (uint8_t)(i * 7 + 1);
 	chunk_record_encode(&r, buf);
 	assert_false(chunk_record_is_blank(buf));
-	chunk_record_decode(buf, &d);
+	assert_int_equal(chunk_record_decode(buf, &d), 0);
 	assert_int_equal(d.stripe, r.stripe);
 	assert_int_equal(d.generation, r.generation);
 	assert_int_equal(d.position, r.position);
@@ -144,6 +262,41 @@ static void test_record_round_trip(void **state)
 	assert_memory_equal(d.sum, r.sum, CHECKSUM_MAX);
 	memset(buf, 0, sizeof(buf));
 	assert_true(chunk_record_is_blank(buf));
+	assert_int_equal(chunk_record_decode(buf, &d), -EINVAL); /* not written */
+}
+
+/* Each record field out of range alone: refused; the limits: accepted. */
+static void test_record_fields(void **state)
+{
+	const chunk_record base = { .stripe = 5, .generation = 9, .position = 2,
+	                            .flags = CHUNK_RECORD_WRITTEN, .size = 1000 };
+	uint8_t buf[CHUNK_RECORD_SIZE];
+	chunk_record r, d;
+
+	(void)state;
+#define RECORD(rc, ...) \
+	do { \
+		r = base; \
+		__VA_ARGS__; \
+		chunk_record_encode(&r, buf); \
+		assert_int_equal(chunk_record_decode(buf, &d), rc); \
+	} while (0)
+	RECORD(0);
+	RECORD(-EINVAL, r.flags = 0);
+	RECORD(-EINVAL, r.flags = CHUNK_RECORD_WRITTEN | 2);
+	RECORD(-EINVAL, r.position = CHUNK_MAX_MEMBERS);
+	RECORD(-EINVAL, r.position = UINT32_MAX);
+	RECORD(-EINVAL, r.generation = 0);
+	RECORD(-EINVAL, r.generation = CHUNK_GENERATION_MAX + 1);
+	RECORD(-EINVAL, r.stripe = CHUNK_STRIPE_LIMIT);
+	RECORD(-EINVAL, r.stripe = UINT64_MAX);
+	RECORD(-EINVAL, r.size = CHUNK_SIZE_MAX + 1);
+	RECORD(0, r.position = CHUNK_MAX_MEMBERS - 1);
+	RECORD(0, r.generation = CHUNK_GENERATION_MAX);
+	RECORD(0, r.stripe = CHUNK_STRIPE_LIMIT - 1);
+	RECORD(0, r.size = CHUNK_SIZE_MAX);
+	RECORD(0, r.stripe = 0; r.size = 0);
+#undef RECORD
 }
 
 static void check_strip_detection(checksum_alg alg)
@@ -282,7 +435,10 @@ int main(void)
 		cmocka_unit_test(test_header_round_trip),
 		cmocka_unit_test(test_header_every_byte_flip_detected),
 		cmocka_unit_test(test_header_bad_fields),
+		cmocka_unit_test(test_header_fields_refused),
+		cmocka_unit_test(test_header_boundaries_accepted),
 		cmocka_unit_test(test_record_round_trip),
+		cmocka_unit_test(test_record_fields),
 		cmocka_unit_test(test_strip_detection_every_algorithm),
 		cmocka_unit_test(test_checksum_known_answer),
 		cmocka_unit_test(test_lost_page_needs_a_hole),

@@ -8,7 +8,8 @@
  * members reached by an interrupted overwrite, torn strips, journals on
  * too few members, a first write cut short, a truncate cut short), each
  * reopened with every set of up to m members hidden: every stripe must
- * read as its old or its new content, never fail.
+ * read as its old or its new content, never fail.  Every journal header
+ * field out of range, and records that are not the header's, refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -188,6 +189,19 @@ static int hide_sets(uint64_t *out)
 
 /* ---- the journal's format ---- */
 
+/* The records of a journaled commit as h describes it: stripes first.., its
+ * position and generation, random sums. */
+static void journal_records(journal_header *h)
+{
+	for (uint32_t i = 0; i < h->count && i < JOURNAL_MAX_STRIPES; i++) {
+		chunk_record r = { .stripe = h->first + i, .generation = h->generation,
+		                   .position = h->position, .flags = CHUNK_RECORD_WRITTEN,
+		                   .size = 1000 };
+		fill_random(r.sum, CHECKSUM_MAX, 10 + (uint64_t)i);
+		chunk_record_encode(&r, h->records[i]);
+	}
+}
+
 static void test_header_format(void **state)
 {
 	(void)state;
@@ -198,8 +212,7 @@ static void test_header_format(void **state)
 
 	fill_random(h.volume_uuid, 16, 1);
 	fill_random(h.file_id, 16, 2);
-	for (int i = 0; i < 3; i++)
-		fill_random(h.records[i], CHUNK_RECORD_SIZE, 10 + (uint64_t)i);
+	journal_records(&h);
 	journal_header_encode(&h, buf);
 	assert_memory_equal(buf, JOURNAL_MAGIC, 8);
 	assert_int_equal(journal_header_decode(buf, &g, &why), 0);
@@ -240,6 +253,67 @@ static void test_header_format(void **state)
 	uint8_t id[16] = { 0x00, 0x1f, 0xa0, 0xff };
 	journal_file_name(id, hex);
 	assert_string_equal(hex, "001fa0ff000000000000000000000000");
+}
+
+/* Encodes h (sealed) after fixing its records (unless keep) and decodes
+ * it: 0 or -EINVAL. */
+static int journal_sealed(journal_header *h, bool keep)
+{
+	uint8_t buf[JOURNAL_HEADER_SIZE];
+	journal_header g;
+	const char *why = NULL;
+
+	if (!keep)
+		journal_records(h);
+	journal_header_encode(h, buf);
+	int rc = journal_header_decode(buf, &g, &why);
+	assert_true(rc == 0 || (rc == -EINVAL && why));
+	return rc;
+}
+
+/* Each field out of range alone, with a good sum: refused; the limits:
+ * accepted; records that are not the commit's: refused. */
+static void test_header_ranges(void **state)
+{
+	const journal_header base = { .position = 2, .count = 4, .first = 9, .generation = 5,
+	                              .strip_size = 4096 };
+	journal_header h;
+
+	(void)state;
+#define JH(rc, keep, ...) \
+	do { \
+		h = base; \
+		__VA_ARGS__; \
+		assert_int_equal(journal_sealed(&h, keep), rc); \
+	} while (0)
+	JH(0, false);
+	JH(-EINVAL, false, h.position = JOURNAL_MAX_MEMBERS);
+	JH(-EINVAL, false, h.generation = 0);
+	JH(-EINVAL, false, h.generation = CHUNK_GENERATION_MAX + 1);
+	JH(-EINVAL, false, h.strip_size = 0);
+	JH(-EINVAL, false, h.strip_size = CHUNK_STRIP_MAX + 1);
+	JH(-EINVAL, false, h.strip_size = UINT64_MAX);
+	/* stripes first..first+count-1 past the stripe limit, or wrapping */
+	JH(-EINVAL, false, h.first = CHUNK_STRIPE_LIMIT - 3);
+	JH(-EINVAL, false, h.first = UINT64_MAX - 1);
+	JH(0, false, h.first = CHUNK_STRIPE_LIMIT - 4);
+	JH(0, false, h.position = JOURNAL_MAX_MEMBERS - 1; h.count = JOURNAL_MAX_STRIPES);
+	JH(0, false, h.generation = CHUNK_GENERATION_MAX; h.strip_size = CHUNK_STRIP_MAX);
+	/* the records must be the commit's, in order */
+	journal_header ok = base;
+	journal_records(&ok);
+	chunk_record r;
+	JH(-EINVAL, true, journal_records(&h); memset(h.records[1], 0, CHUNK_RECORD_SIZE));
+	JH(-EINVAL, true, journal_records(&h); chunk_record_decode(ok.records[2], &r);
+	   r.stripe++; chunk_record_encode(&r, h.records[2]));
+	JH(-EINVAL, true, journal_records(&h); chunk_record_decode(ok.records[0], &r);
+	   r.position++; chunk_record_encode(&r, h.records[0]));
+	JH(-EINVAL, true, journal_records(&h); chunk_record_decode(ok.records[3], &r);
+	   r.generation--; chunk_record_encode(&r, h.records[3]));
+	JH(-EINVAL, true, journal_records(&h); chunk_record_decode(ok.records[3], &r);
+	   r.size = UINT64_MAX; chunk_record_encode(&r, h.records[3]));
+	JH(0, true, journal_records(&h));
+#undef JH
 }
 
 /* ---- which commits are journaled ---- */
@@ -727,6 +801,7 @@ int main(void)
 	ecfs_log_init("test_journal", false, false);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_format),
+		cmocka_unit_test(test_header_ranges),
 		cmocka_unit_test(test_first_write_not_journaled),
 		cmocka_unit_test_setup_teardown(test_overwrite_crash_states, crash_setup, crash_teardown),
 		cmocka_unit_test_setup_teardown(test_journal_short_of_k, crash_setup, crash_teardown),

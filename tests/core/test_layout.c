@@ -2,7 +2,8 @@
 /*
  * Unit tests of the striped-layout arithmetic (src/core/format/layout.c): offsets to
  * stripes, positions to members under rotation, and where strips and
- * records sit in a chunk file.
+ * records sit in a chunk file; which sizes fit a layout, against a
+ * 128-bit reference, and stripe counts of sizes near 2^64.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,74 @@ static void test_stripe_math(void **state)
 	assert_int_equal(layout_stripe_count(&l, 1), 1);
 	assert_int_equal(layout_stripe_count(&l, 262144), 1);
 	assert_int_equal(layout_stripe_count(&l, 262145), 2);
+}
+
+/* layout_chunk_length of a size's stripe count, in 128 bits (FORMAT.md 4). */
+static unsigned __int128 chunk_length_ref(const layout *l, uint64_t size)
+{
+	unsigned __int128 S = l->strip_size, sd = S * (unsigned)l->k;
+	unsigned __int128 count = (size + sd - 1) / sd, grp = 4096 + 64 * S;
+
+	if (count == 0)
+		return l->version == 1 ? 4096 : 192;
+	unsigned __int128 s = count - 1, base = 4096;
+	if (l->version != 1) {
+		if (s == 0)
+			return 192 + 64 + S;
+		base = (192 + 64 + S + 4095) / 4096 * 4096;
+		s--;
+	}
+	return base + s / 64 * grp + 4096 + (s % 64 + 1) * S;
+}
+
+static void test_stripe_count_huge(void **state)
+{
+	layout l;
+
+	(void)state;
+	layout_init(&l, 4, 2, 65536, 0);
+	/* (size + sd - 1) would wrap: the count of UINT64_MAX bytes */
+	assert_true(layout_stripe_count(&l, UINT64_MAX) == UINT64_MAX / 262144 + 1);
+	assert_true(layout_stripe_count(&l, UINT64_MAX - 262143) == UINT64_MAX / 262144);
+	layout_init(&l, 63, 1, UINT64_C(1) << 30, 0);
+	assert_true(layout_stripe_count(&l, UINT64_MAX) == UINT64_MAX / (63ull << 30) + 1);
+}
+
+/* layout_size_fits is true exactly up to the largest size whose chunk
+ * length (128-bit reference) is at most INT64_MAX, for either version,
+ * small and large strips, and never for a size above INT64_MAX. */
+static void test_size_fits(void **state)
+{
+	static const struct { int k; uint64_t strip; } shapes[] = {
+		{ 1, 64 }, { 1, 1 }, { 4, 65536 }, { 63, UINT64_C(1) << 30 }, { 2, 4097 * 8 },
+	};
+
+	(void)state;
+	for (unsigned v = 1; v <= 2; v++)
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+			layout l;
+			layout_init(&l, shapes[i].k, 1, shapes[i].strip, 0);
+			layout_set_version(&l, v, 1);
+			uint64_t lo = 0, hi = INT64_MAX; /* lo fits; find the last that does */
+			if (chunk_length_ref(&l, hi) <= INT64_MAX)
+				lo = hi;
+			while (lo < hi) {
+				uint64_t mid = lo + (hi - lo + 1) / 2;
+				if (chunk_length_ref(&l, mid) <= INT64_MAX)
+					lo = mid;
+				else
+					hi = mid - 1;
+			}
+			assert_true(layout_size_fits(&l, 0));
+			assert_true(layout_size_fits(&l, lo));
+			if (lo < INT64_MAX)
+				assert_false(layout_size_fits(&l, lo + 1));
+			assert_false(layout_size_fits(&l, (uint64_t)INT64_MAX + 1));
+			assert_false(layout_size_fits(&l, UINT64_MAX));
+			/* where it fits, the layout's own length agrees */
+			assert_true(layout_chunk_length(&l, layout_stripe_count(&l, lo)) ==
+			            (uint64_t)chunk_length_ref(&l, lo));
+		}
 }
 
 static void test_rotation_is_a_permutation(void **state)
@@ -195,6 +264,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stripe_math),
+		cmocka_unit_test(test_stripe_count_huge),
+		cmocka_unit_test(test_size_fits),
 		cmocka_unit_test(test_rotation_is_a_permutation),
 		cmocka_unit_test(test_rotation_from_identity_spreads),
 		cmocka_unit_test(test_chunk_offsets_v1),

@@ -8,7 +8,8 @@
  * short of k votes); the hole rule (a process crash, a power cut with
  * pages lost, the durable mark, unread members, positions ignored); file
  * identity; the generation reservation of the daemon and of repair, over
- * many reservations.
+ * many reservations; a header against its volume (UUID, k and m, strip
+ * bound, position of its member) and the volume's strip bound.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -295,6 +296,79 @@ static void test_same_file_fields(void **state)
 	DIFFERS(packet_size, 1024);
 	DIFFERS(strip_size, 4096);
 #undef DIFFERS
+}
+
+/* A record whose checksum matches but whose fields are out of range
+ * (chunk_record_decode) names no strip: an erasure, no generation. */
+static void test_judge_record_out_of_range(void **state)
+{
+	fixture *fx = *state;
+	uint8_t data[STRIP], rec[CHUNK_RECORD_SIZE];
+	const chunk_record base = { .stripe = 5, .generation = 42, .position = fx->h.position,
+	                            .flags = CHUNK_RECORD_WRITTEN, .size = FILE_SIZE };
+	chunk_record bad[3] = { base, base, base };
+
+	memset(data, 0xc3, sizeof(data));
+	bad[0].size = UINT64_MAX;
+	bad[1].flags = CHUNK_RECORD_WRITTEN | 4;
+	bad[2].generation = CHUNK_GENERATION_MAX + 1;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &bad[i], data, STRIP), 0);
+		chunk_record_encode(&bad[i], rec);
+		strip_judgment j = judge(fx, 5, rec, data);
+		assert_int_equal(j.v, STRIP_BAD);
+		assert_int_equal(j.gen, 0);
+		assert_string_equal(j.why, "strip record fields out of range");
+	}
+}
+
+/* ---- a header against its volume ---- */
+
+static void test_header_misfit(void **state)
+{
+	fixture *fx = *state;
+	const chunk_header h = fx->h; /* k=2 m=1, rotation 0, position 1 */
+	chunk_header o;
+	rules_volume vol = { .uuid = h.volume_uuid, .k = 2, .m = 1, .strip_max = STRIP };
+
+	assert_null(rules_header_misfit(&h, &vol, 1));
+	assert_null(rules_header_misfit(&h, &vol, -1));
+	/* the position its rotation gives each member */
+	assert_non_null(rules_header_misfit(&h, &vol, 0));
+	assert_non_null(rules_header_misfit(&h, &vol, 2));
+	o = h;
+	o.rotation = 2;
+	o.position = 2;
+	assert_null(rules_header_misfit(&o, &vol, 1)); /* (1 + 3 - 2) % 3 */
+	assert_non_null(rules_header_misfit(&o, &vol, 2));
+	/* another volume */
+	o = h;
+	o.volume_uuid[15] ^= 1;
+	assert_non_null(rules_header_misfit(&o, &vol, 1));
+	/* k and m the volume's: k + m = n is not enough */
+	o = h;
+	o.k = 1;
+	o.m = 2;
+	assert_non_null(rules_header_misfit(&o, &vol, 1));
+	o.k = 1;
+	o.m = 63;
+	assert_non_null(rules_header_misfit(&o, &vol, 1));
+	/* strips up to the volume's largest */
+	o = h;
+	o.strip_size = STRIP + 64;
+	assert_non_null(rules_header_misfit(&o, &vol, 1));
+	vol.strip_max = STRIP + 64;
+	assert_null(rules_header_misfit(&o, &vol, 1));
+}
+
+static void test_volume_strip_max(void **state)
+{
+	(void)state;
+	assert_true(rules_volume_strip_max(65536) == RULES_STRIP_BOUND);
+	assert_true(rules_volume_strip_max(RULES_STRIP_BOUND) == RULES_STRIP_BOUND);
+	assert_true(rules_volume_strip_max(RULES_STRIP_BOUND * 2) == RULES_STRIP_BOUND * 2);
+	assert_true(rules_volume_strip_max(CHUNK_STRIP_MAX) == CHUNK_STRIP_MAX);
+	assert_true(rules_volume_strip_max(UINT64_MAX) == CHUNK_STRIP_MAX);
 }
 
 /* ---- the vote ---- */
@@ -620,6 +694,9 @@ int main(void)
 		cmocka_unit_test(test_hole_after_a_power_cut),
 		cmocka_unit_test(test_hole_with_members_unread),
 		cmocka_unit_test(test_hole_ignores_positions),
+		cmocka_unit_test_setup_teardown(test_judge_record_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_header_misfit, setup, teardown),
+		cmocka_unit_test(test_volume_strip_max),
 		cmocka_unit_test(test_gen_reserved),
 		cmocka_unit_test(test_header_generation),
 		cmocka_unit_test(test_reservation_over_many_commits),

@@ -113,6 +113,41 @@ static void test_create_and_reopen(void **state)
 	expect_refused(mb->path, 5, 0, 0, -EINVAL, "6 members");
 }
 
+/* Opens with -o strip=strip (k=4, m=2): 0, or -EINVAL with msg
+ * containing fragment. */
+static int open_strip(members *mb, size_t strip, const char *fragment)
+{
+	volume_options o = { .geometry = { .k = 4, .m = 2 }, .files.strip_size = strip };
+	volume *v = NULL;
+	char *msg = NULL;
+	int rc = volume_open((const char *const *)mb->path, 6, &o, &v, &msg);
+
+	if (rc == 0)
+		volume_close(v);
+	else if (!msg || !strstr(msg, fragment))
+		fail_msg("strip=%zu: %d '%s' lacks '%s'", strip, rc, msg ? msg : "", fragment);
+	g_free(msg);
+	return rc;
+}
+
+/* The largest strip a volume's files may have: 64 MiB, or the
+ * superblock's if larger, never above 1 GiB (a header naming more is
+ * refused as corrupt, so the volume never writes one). */
+static void test_strip_bound(void **state)
+{
+	members *mb = *state;
+
+	/* a volume is not made with strips a header may not name */
+	assert_int_equal(open_strip(mb, (size_t)2 << 30, "at most"), -EINVAL);
+	assert_int_equal(open_strip(mb, (size_t)1 << 30, ""), 0); /* created: 1 GiB strips */
+	assert_int_equal(open_strip(mb, (size_t)512 << 20, ""), 0);
+	members_remove(mb);
+	members_make(mb, 6);
+	assert_int_equal(open_strip(mb, 65536, ""), 0); /* created: 64 KiB strips */
+	assert_int_equal(open_strip(mb, (size_t)64 << 20, ""), 0);
+	assert_int_equal(open_strip(mb, ((size_t)64 << 20) + 65536, "at most"), -EINVAL);
+}
+
 static void test_wrong_order(void **state)
 {
 	members *mb = *state;
@@ -507,6 +542,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_strip_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_and_duplicate_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_member_is_replaced_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_found_is_empty, setup, teardown),

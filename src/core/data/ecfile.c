@@ -260,7 +260,6 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 		 * member's old directory, from before the member failed and was
 		 * replaced. */
 		if (pc.fd < 0 || !pc.valid || !rules_same_file(&pc.h, &f->c.hdr) ||
-		    pc.h.position != (uint32_t)layout_position_of(&f->c.lay, mb) ||
 		    pc.h.missed >> mb & 1) {
 			if (pc.fd >= 0)
 				close(pc.fd);

@@ -62,8 +62,10 @@ typedef struct probe_chunk {
 
 /* ---- ecfile_open.c ---- */
 /* Opens (create: makes) member mb's chunk of path and reads its header
- * into *pc: an error makes it an erasure.  Returns 0, or the member's
- * negative errno when it does not hold the file. */
+ * into *pc: an error makes it an erasure.  pc->valid if the header
+ * decodes and fits the volume and member (volume_header_misfit); a sealed
+ * header that does not is logged, with the member and why.  Returns 0, or
+ * the member's negative errno when it does not hold the file. */
 int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flags, mode_t mode,
                       uid_t uid, gid_t gid, probe_chunk *pc);
 

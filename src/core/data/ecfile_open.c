@@ -117,7 +117,8 @@ int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	pc->state = CHUNK_CORRUPT;
 	const char *why;
 	rc = chunk_header_decode(buf, (size_t)got, &pc->h, &why);
-	if (rc == 0 && memcmp(pc->h.volume_uuid, volume_uuid(v), 16) == 0) {
+	const char *misfit = rc == 0 ? volume_header_misfit(v, &pc->h, mb) : NULL;
+	if (rc == 0 && !misfit) {
 		pc->valid = true;
 		pc->state = CHUNK_OK;
 		keep_head(pc, buf, (size_t)got);
@@ -126,6 +127,12 @@ int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flag
 		ecfs_log(LOG_ERR, "%s: the chunk on member %d (%s) is refused: %s %u (this "
 		         "build reads 1 to %u)", path, mb, volume_member_path(v, mb), why,
 		         (unsigned)pc->h.version, CHUNK_FORMAT_VERSION);
+	} else if (misfit || rc == -ERANGE) {
+		/* A sealed header whose fields no volume, or not this one, could
+		 * hold: an erasure, named once per open of the file (the open
+		 * file keeps the verdict; reads do not look again). */
+		ecfs_log(LOG_ERR, "%s: the chunk on member %d (%s) is refused: %s", path, mb,
+		         volume_member_path(v, mb), misfit ? misfit : why);
 	}
 	return 0;
 }
@@ -465,15 +472,15 @@ static int choose_header(volume *v, const char *path, probe_chunk *pc, int n, ch
 /* Judges each chunk against header h, finishes a create a crash cut
  * short, and requires k current chunks.  0 or -EIO. */
 static int check_chunks(volume *v, const char *path, probe_chunk *pc, int n, chunk_header *h,
-                        const layout *lay, bool *fresh)
+                        bool *fresh)
 {
 	int usable = 0;
 
 	for (int mb = 0; mb < n; mb++) {
 		probe_chunk *p = &pc[mb];
 		if (!*fresh && p->state == CHUNK_OK) {
-			if (!rules_same_file(&p->h, h) ||
-			    p->h.position != (uint32_t)layout_position_of(lay, mb))
+			/* its position fits its member (ecfile_open_chunk) */
+			if (!rules_same_file(&p->h, h))
 				p->state = CHUNK_CORRUPT;
 			else if (h->missed >> mb & 1)
 				/* Only the newest header's record of missed writes
@@ -656,7 +663,6 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	int n = volume_n(v), rc;
 	probe_chunk pc[STRIPE_MAX_N];
 	chunk_header h;
-	layout lay;
 	bool fresh = false;
 
 	*out = NULL;
@@ -686,10 +692,8 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	if (create && (rc = refused_for_space(v, path, pc, n)) < 0)
 		return rc;
 	rc = choose_header(v, path, pc, n, &h, chp ? &pre : NULL, &fresh);
-	if (rc == 0) {
-		chunk_layout(&h, 1, &lay); /* positions only */
-		rc = check_chunks(v, path, pc, n, &h, &lay, &fresh);
-	}
+	if (rc == 0)
+		rc = check_chunks(v, path, pc, n, &h, &fresh);
 	if (rc < 0) {
 		close_chunks(pc, n);
 		return rc;

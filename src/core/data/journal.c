@@ -70,6 +70,32 @@ void journal_header_encode(const journal_header *h, uint8_t out[JOURNAL_HEADER_S
 	SHA256(out, SUM_OFFSET, out + SUM_OFFSET);
 }
 
+/* Why the fields of a sealed journal header are out of range, or NULL:
+ * each alone (the limits of chunk.h), and the records against the header
+ * (the very records of the commit: its stripes, position, generation). */
+static const char *journal_fields_why(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header *h)
+{
+	if (get32(in + 12) != JOURNAL_HEADER_SIZE)
+		return "journal header size not supported";
+	if (h->count < 1 || h->count > JOURNAL_MAX_STRIPES || h->position >= JOURNAL_MAX_MEMBERS)
+		return "journal header count or position out of range";
+	if (h->first > CHUNK_STRIPE_LIMIT - h->count)
+		return "journal header stripes out of range";
+	if (h->generation == 0 || h->generation > CHUNK_GENERATION_MAX)
+		return "journal header generation out of range";
+	if (h->strip_size == 0 || h->strip_size > CHUNK_STRIP_MAX)
+		return "journal header strip size out of range";
+	for (uint32_t i = 0; i < h->count; i++) {
+		chunk_record r;
+		memcpy(h->records[i], in + JOURNAL_RECORDS_OFFSET + i * CHUNK_RECORD_SIZE,
+		       CHUNK_RECORD_SIZE);
+		if (chunk_record_decode(h->records[i], &r) < 0 || r.stripe != h->first + i ||
+		    r.position != h->position || r.generation != h->generation)
+			return "journal record does not match its header";
+	}
+	return NULL;
+}
+
 int journal_header_decode(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header *h,
                           const char **why)
 {
@@ -99,16 +125,8 @@ int journal_header_decode(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header 
 	h->first = get64(in + 56);
 	h->generation = get64(in + 64);
 	h->strip_size = get64(in + 72);
-	if (get32(in + 12) != JOURNAL_HEADER_SIZE || h->count < 1 ||
-	    h->count > JOURNAL_MAX_STRIPES || h->position >= 64 || h->strip_size == 0 ||
-	    h->generation == 0) {
-		*why = "journal header fields out of range";
-		return -EINVAL;
-	}
-	for (uint32_t i = 0; i < h->count; i++)
-		memcpy(h->records[i], in + JOURNAL_RECORDS_OFFSET + i * CHUNK_RECORD_SIZE,
-		       CHUNK_RECORD_SIZE);
-	return 0;
+	*why = journal_fields_why(in, h);
+	return *why ? -EINVAL : 0;
 }
 
 void journal_file_name(const uint8_t id[16], char out[33])

@@ -214,9 +214,8 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 		uint32_t pos = (uint32_t)layout_position_of(&c->lay, mb);
 		for (uint64_t i = last - g0; i < gn; i++) {
 			chunk_record rec;
-			chunk_record_decode(recs + i * CHUNK_RECORD_SIZE, &rec);
-			if (rec.stripe != g0 + i || rec.position != pos ||
-			    !(rec.flags & CHUNK_RECORD_WRITTEN))
+			if (chunk_record_decode(recs + i * CHUNK_RECORD_SIZE, &rec) < 0 ||
+			    rec.stripe != g0 + i || rec.position != pos)
 				continue;
 			if (g0 + i > last ||
 			    (size % layout_stripe_data(&c->lay) && rec.size > size))

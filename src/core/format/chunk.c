@@ -8,6 +8,7 @@
 #include "chunk.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -92,7 +93,7 @@ int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const ch
 	if (get32(in + 12) != len || get32(in + 112) != CHUNK_RECORD_SIZE ||
 	    get32(in + 116) != CHUNK_GROUP_STRIPES) {
 		*why = "chunk header geometry not supported";
-		return -EINVAL;
+		return -ERANGE;
 	}
 	memcpy(h->volume_uuid, in + 16, 16);
 	memcpy(h->file_id, in + 32, 16);
@@ -109,14 +110,54 @@ int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const ch
 	h->generation = get64(in + 96);
 	h->missed = get64(in + 104);
 	h->durable = get64(in + 120);
-	if (h->k < 1 || h->m < 1 || h->k + h->m > 64 || h->position >= (uint32_t)(h->k + h->m) ||
-	    h->rotation >= (uint32_t)(h->k + h->m) || h->strip_size == 0 ||
-	    h->strip_size > (1u << 30) || checksum_alg_size(h->checksum) == 0 ||
-	    !ec_kind_name((ec_kind)h->kind)) {
-		*why = "chunk header fields out of range";
-		return -EINVAL;
+	const char *bad = chunk_header_why(h);
+	if (bad) {
+		*why = bad;
+		return -ERANGE;
 	}
 	return 0;
+}
+
+/* The code's parameters: 0 if libec would not make that code, else the
+ * block alignment of its strips. */
+static uint64_t code_align(const chunk_header *h)
+{
+	ec_params p = { .kind = (ec_kind)h->kind, .k = h->k, .m = h->m, .w = h->w,
+	                .packet_size = (size_t)h->packet_size };
+
+	if ((uint64_t)p.packet_size != h->packet_size)
+		return 0; /* a size_t narrower than the field */
+	return ec_params_block_align(&p);
+}
+
+const char *chunk_header_why(const chunk_header *h)
+{
+	uint32_t n = (uint32_t)h->k + h->m;
+
+	if (h->k < 1 || h->m < 1 || n > CHUNK_MAX_MEMBERS)
+		return "chunk header k or m out of range";
+	if (h->position >= n || h->rotation >= n)
+		return "chunk header position or rotation out of range";
+	if (n < CHUNK_MAX_MEMBERS && h->missed >> n)
+		return "chunk header names a missed member past k+m";
+	if (checksum_alg_size(h->checksum) == 0)
+		return "chunk header names an unknown checksum";
+	if (!ec_kind_name((ec_kind)h->kind))
+		return "chunk header names an unknown code";
+	/* w, and a packet size for bit-matrix codes only, as libec takes them */
+	uint64_t align = code_align(h);
+	if (!align)
+		return "chunk header code parameters (w, packet size) not valid";
+	if (h->strip_size == 0 || h->strip_size > CHUNK_STRIP_MAX || h->strip_size % align)
+		return "chunk header strip size out of range or not a multiple of the code's "
+		       "block alignment";
+	if (h->generation > CHUNK_GENERATION_MAX || h->durable > CHUNK_STRIPE_LIMIT)
+		return "chunk header generation or durable mark out of range";
+	layout l;
+	chunk_layout(h, align, &l);
+	if (!layout_size_fits(&l, h->size))
+		return "chunk header size out of range";
+	return NULL;
 }
 
 void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE])
@@ -129,7 +170,7 @@ void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE])
 	memcpy(out + 32, r->sum, CHECKSUM_MAX);
 }
 
-void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r)
+int chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r)
 {
 	r->stripe = get64(in);
 	r->generation = get64(in + 8);
@@ -137,6 +178,11 @@ void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r)
 	r->flags = get32(in + 20);
 	r->size = get64(in + 24);
 	memcpy(r->sum, in + 32, CHECKSUM_MAX);
+	if (r->flags != CHUNK_RECORD_WRITTEN || r->position >= CHUNK_MAX_MEMBERS ||
+	    r->generation == 0 || r->generation > CHUNK_GENERATION_MAX ||
+	    r->stripe >= CHUNK_STRIPE_LIMIT || r->size > CHUNK_SIZE_MAX)
+		return -EINVAL;
+	return 0;
 }
 
 bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE])

@@ -21,6 +21,20 @@
 #define CHUNK_FORMAT_VERSION 2u
 #define CHUNK_RECORD_WRITTEN 1u /* record flag: the slot holds a strip */
 
+/* The format's limits (docs/FORMAT.md section 7): what no volume can
+ * hold is refused where a header or record is decoded. */
+#define CHUNK_MAX_MEMBERS 64
+/* The largest strip size a header may name. */
+#define CHUNK_STRIP_MAX (UINT64_C(1) << 30)
+/* File sizes, chunk offsets and generations fit in an off_t (int64_t):
+ * a generation so bounded leaves room for the header's reservation
+ * (RULES_GEN_RESERVE) above it. */
+#define CHUNK_SIZE_MAX ((uint64_t)INT64_MAX)
+#define CHUNK_GENERATION_MAX ((uint64_t)INT64_MAX)
+/* Every stripe has a 64-byte record in the chunk: no stripe index
+ * reaches this in a chunk of at most CHUNK_SIZE_MAX bytes. */
+#define CHUNK_STRIPE_LIMIT (CHUNK_SIZE_MAX / CHUNK_RECORD_SIZE)
+
 typedef struct chunk_header {
 	uint32_t version;
 	uint8_t volume_uuid[16];
@@ -50,8 +64,13 @@ typedef struct chunk_record {
 /* Encodes the header of h->version; returns its length in bytes. */
 size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX]);
 /* Decodes a header from the first got bytes of a chunk.  Returns 0, or a
- * negative errno (-EINVAL short, bad magic/size/checksum/fields, -EPROTO
- * unknown version, then in h->version) and a static reason in *why. */
+ * negative errno (-EINVAL short, bad magic or checksum; -ERANGE sealed by
+ * its checksum but with fields out of range; -EPROTO unknown version,
+ * then in h->version) and a static reason in *why.
+ * Every field is checked alone and against the others (chunk_header_why):
+ * what no volume could hold is refused here, so no later arithmetic on a
+ * decoded header overflows.  Whether it fits this volume is
+ * rules_header_misfit's (reader_rules.h). */
 int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const char **why);
 /* The 64-bit identity of a file id (its two halves folded): the inode
  * number a file shows (ecfile_ident) and the size cache's key for it. */
@@ -59,8 +78,17 @@ uint64_t chunk_file_ident(const uint8_t file_id[16]);
 /* The layout a chunk header describes, for a code of that block alignment. */
 void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l);
 
+/* Why the fields of h do not make a header any volume could hold, or
+ * NULL if they do: the checks of chunk_header_decode past the bytes. */
+const char *chunk_header_why(const chunk_header *h);
+
 void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE]);
-void chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);
+/* Decodes a record; 0 if it is a written record whose fields are in range
+ * (flags exactly CHUNK_RECORD_WRITTEN, position < CHUNK_MAX_MEMBERS,
+ * generation 1..CHUNK_GENERATION_MAX, stripe < CHUNK_STRIPE_LIMIT, size
+ * <= CHUNK_SIZE_MAX), else -EINVAL (a blank record too); r is filled
+ * either way. */
+int chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r);
 bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE]);
 
 /* True if some 4 KiB page of the strip (data, len bytes read from file

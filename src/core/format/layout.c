@@ -11,6 +11,7 @@
  */
 #include "layout.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void layout_init(layout *l, int k, int m, uint64_t strip_size, int rot)
@@ -51,7 +52,7 @@ int layout_rotation(const uint8_t id[16], int n)
 uint64_t layout_stripe_count(const layout *l, uint64_t size)
 {
 	uint64_t sd = layout_stripe_data(l);
-	return (size + sd - 1) / sd;
+	return size / sd + (size % sd != 0); /* no size + sd - 1: it may wrap */
 }
 
 int layout_member_of(const layout *l, int pos)
@@ -135,6 +136,24 @@ uint64_t layout_chunk_length(const layout *l, uint64_t count)
 	if (count == 0)
 		return layout_header_size(l);
 	return layout_strip_offset(l, count - 1) + l->strip_size;
+}
+
+bool layout_size_fits(const layout *l, uint64_t size)
+{
+	uint64_t S = l->strip_size, count, end, grp, rest;
+
+	if (size > (uint64_t)INT64_MAX || S == 0 || S > (uint64_t)INT64_MAX / 2 / CHUNK_GROUP_STRIPES)
+		return false;
+	count = layout_stripe_count(l, size);
+	if (count <= 1)
+		return true; /* a header, a record (block) and one strip */
+	/* layout_chunk_length(count): base + g * group_size + record block +
+	 * (i + 1) * S, each product checked (group_of's terms). */
+	uint64_t g, i, base;
+	group_of(l, count - 1, &g, &i, &base);
+	rest = base + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE + (i + 1) * S;
+	return !__builtin_mul_overflow(g, group_size(l), &grp) &&
+	       !__builtin_add_overflow(grp, rest, &end) && end <= (uint64_t)INT64_MAX;
 }
 
 uint64_t layout_strip_len(const layout *l, uint64_t stripe, uint64_t size)

@@ -51,6 +51,11 @@ static inline uint64_t layout_stripe_of(const layout *l, uint64_t off)
 }
 /* Number of stripes a file of `size` bytes occupies. */
 uint64_t layout_stripe_count(const layout *l, uint64_t size);
+/* True if a file of `size` bytes fits the layout: size and every chunk
+ * offset its stripes take (layout_chunk_length of its stripe count) at
+ * most INT64_MAX, so they fit an off_t.  Computed without overflow, for
+ * any size and strip size. */
+bool layout_size_fits(const layout *l, uint64_t size);
 
 /* Member that stores strip position pos, and the inverse. */
 int layout_member_of(const layout *l, int pos);

@@ -33,13 +33,14 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 		out->blank = true;
 		return;
 	}
-	chunk_record_decode(rec, &r);
-	bool names = r.stripe == s && r.position == h->position;
+	/* A record out of range names nothing: judged like another's. */
+	bool sane = chunk_record_decode(rec, &r) == 0;
+	bool names = sane && r.stripe == s && r.position == h->position;
 	if (names) {
 		out->gen = r.generation;
 		out->len = layout_strip_len(lay, s, r.size);
 	}
-	if (chunk_strip_verify(sum, h, &r, s, h->position, data, out->len)) {
+	if (names && chunk_strip_verify(sum, h, &r, s, h->position, data, out->len)) {
 		out->v = STRIP_GOOD;
 		out->size = r.size;
 		/* A short strip's bytes past its length are no part of it. */
@@ -47,7 +48,9 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 		return;
 	}
 	out->zpage = chunk_strip_has_lost_page(fd, data, out->len, layout_strip_offset(lay, s));
-	out->why = names ? "checksum mismatch" : "record names another stripe or position";
+	out->why = names ? "checksum mismatch"
+	           : sane ? "record names another stripe or position"
+	           : "strip record fields out of range";
 }
 
 bool rules_strip_current(const strip_judgment *st, uint64_t best)
@@ -139,6 +142,27 @@ bool rules_same_file(const chunk_header *a, const chunk_header *b)
 	       a->kind == b->kind && a->k == b->k && a->m == b->m && a->w == b->w &&
 	       a->checksum == b->checksum && a->packet_size == b->packet_size &&
 	       a->strip_size == b->strip_size && a->version == b->version;
+}
+
+uint64_t rules_volume_strip_max(uint64_t sb_strip)
+{
+	uint64_t max = sb_strip > RULES_STRIP_BOUND ? sb_strip : RULES_STRIP_BOUND;
+	return max < CHUNK_STRIP_MAX ? max : CHUNK_STRIP_MAX;
+}
+
+const char *rules_header_misfit(const chunk_header *h, const rules_volume *vol, int member)
+{
+	if (memcmp(h->volume_uuid, vol->uuid, 16) != 0)
+		return "header of another volume";
+	if (h->k != vol->k || h->m != vol->m)
+		return "header's k and m are not the volume's";
+	if (h->strip_size > vol->strip_max)
+		return "header's strip size is above the volume's largest";
+	/* k + m = n now, and rotation < n (chunk_header_decode) */
+	uint32_t n = (uint32_t)vol->k + (uint32_t)vol->m;
+	if (member >= 0 && h->position != ((uint32_t)member + n - h->rotation) % n)
+		return "position does not match the rotation";
+	return NULL;
 }
 
 bool rules_gen_reserved(uint64_t hdr, uint64_t gen)

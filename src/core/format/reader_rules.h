@@ -81,6 +81,30 @@ bool rules_first_write_cut_short(const strip_judgment *st, int n, int m, uint64_
  * whose header is not of the file's is corrupt for it. */
 bool rules_same_file(const chunk_header *a, const chunk_header *b);
 
+/* A volume as a chunk header must fit it, in plain values (the volume
+ * layer fills them in: volume_header_misfit). */
+typedef struct rules_volume {
+	const uint8_t *uuid; /* 16 bytes */
+	int k, m;
+	uint64_t strip_max;  /* rules_volume_strip_max */
+} rules_volume;
+
+/* The largest strip a volume allows its files unless its superblock's
+ * strip size is larger: it bounds the buffers of an open file, whatever
+ * a header claims (docs/FORMAT.md section 7). */
+#define RULES_STRIP_BOUND (UINT64_C(64) << 20)
+
+/* The largest strip size of a volume whose superblock says sb_strip:
+ * RULES_STRIP_BOUND or sb_strip, the larger, at most CHUNK_STRIP_MAX. */
+uint64_t rules_volume_strip_max(uint64_t sb_strip);
+
+/* Why chunk header h (decoded, so consistent in itself) does not fit the
+ * volume for the chunk of member `member` (-1: any), or NULL if it does:
+ * the volume's UUID, its k and m (so k + m = n), a strip size at most
+ * the volume's largest, and the position the header's rotation gives
+ * that member.  A header that does not fit makes the chunk corrupt. */
+const char *rules_header_misfit(const chunk_header *h, const rules_volume *vol, int member);
+
 /* Generations a header reserves at once when it must move above the
  * records' (one header write per this many commits at most). */
 #define RULES_GEN_RESERVE (UINT64_C(1) << 16)

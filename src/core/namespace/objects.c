@@ -85,7 +85,7 @@ static int stat_probe_run(void *arg)
 	if (fd >= 0)
 		MIO_CALL(close(fd));
 	bool valid = got >= 0 && chunk_header_decode(buf, (size_t)got, &h, NULL) == 0 &&
-	             !memcmp(h.volume_uuid, volume_uuid(p->v), 16);
+	             !volume_header_misfit(p->v, &h, p->mb);
 	if (valid) {
 		/* A chunk of a file open in the daemon: that file knows its size
 		 * best (buffered writes included), and no other member need say

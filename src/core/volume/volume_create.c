@@ -18,6 +18,7 @@
 #include "checksum.h"
 #include "log.h"
 #include "memberops.h"
+#include "reader_rules.h"
 #include "superblock.h"
 #include "volume_private.h"
 
@@ -50,6 +51,11 @@ static char *invalid_code_message(const ec_params *p)
 static int fit_strip(size_t *strip_size, size_t align, bool strip_given, ec_kind kind,
                      char **message)
 {
+	if (*strip_size > CHUNK_STRIP_MAX) {
+		*message = g_strdup_printf("strip=%zu: the strip size may be at most %llu bytes",
+		                           *strip_size, (unsigned long long)CHUNK_STRIP_MAX);
+		return -EINVAL;
+	}
 	if (strip_given && *strip_size % STRIP_GRANULE) {
 		*message = g_strdup_printf("strip=%zu: the strip size must be a multiple of %d "
 		                           "bytes", *strip_size, STRIP_GRANULE);
@@ -83,6 +89,13 @@ static int check_defaults(volume *v, volume_file_defaults *d, bool strip_given,
 	int rc = fit_strip(&d->strip_size, ec_block_align(code), strip_given, d->code, message);
 	if (rc < 0)
 		return rc;
+	if (d->strip_size > v->strip_max) {
+		/* A header naming more is refused (rules_header_misfit). */
+		*message = g_strdup_printf("strip=%zu: this volume's files take strips of at most "
+		                           "%llu bytes (its superblock's strip size or 64 MiB)",
+		                           d->strip_size, (unsigned long long)v->strip_max);
+		return -EINVAL;
+	}
 	if (!checksum_alg_from_name(d->checksum) ||
 	    !volume_checksum(v, checksum_alg_from_name(d->checksum))) {
 		char *choices = volume_checksum_choices();
@@ -116,6 +129,7 @@ int vol_set_defaults(volume *v, const superblock *sb, const volume_options *opts
 	else if (!d->packet_size)
 		d->packet_size = VOLUME_DEFAULT_PACKET_SIZE;
 	d->strip_size = o->strip_size ? o->strip_size : sb->strip_size;
+	v->strip_max = rules_volume_strip_max(sb->strip_size);
 	v->checksum_name = g_strdup(o->checksum ? o->checksum : checksum_alg_name(sb->checksum));
 	d->checksum = v->checksum_name;
 	v->settings = opts->run;

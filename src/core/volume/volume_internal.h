@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "checksum.h"
+#include "chunk.h"
 #include "ec.h"
 #include "memberio.h"
 #include "size_cache.h"
@@ -18,6 +19,10 @@
 #include "volume.h"
 
 const uint8_t *volume_uuid(const volume *v);
+/* Why chunk header h, read from member mb's chunk (-1: any member's),
+ * does not fit this volume (rules_header_misfit, with the volume's UUID,
+ * k, m and largest strip size), or NULL if it does. */
+const char *volume_header_misfit(const volume *v, const chunk_header *h, int mb);
 memberio *volume_memberio(volume *v);
 /* The members' room and reserves (space.h). */
 space *volume_space(volume *v);

@@ -27,6 +27,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "mounts.h"
+#include "reader_rules.h"
 #include "record.h"
 #include "root_watch.h"
 #include "superblock.h"
@@ -313,6 +314,12 @@ const volume_file_defaults *volume_defaults(const volume *v) { return &v->defaul
 const volume_runtime *volume_settings(const volume *v) { return &v->settings; }
 const char *volume_member_path(const volume *v, int idx) { return v->mem[idx].path; }
 const uint8_t *volume_uuid(const volume *v) { return v->uuid; }
+
+const char *volume_header_misfit(const volume *v, const chunk_header *h, int mb)
+{
+	rules_volume r = { .uuid = v->uuid, .k = v->k, .m = v->m, .strip_max = v->strip_max };
+	return rules_header_misfit(h, &r, mb);
+}
 memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }

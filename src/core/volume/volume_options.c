@@ -27,7 +27,8 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		.help = "word size of the code (default: the code's)" },
 	[VOPT_STRIP] = { "strip", "SIZE", VOPT_TYPE_SIZE, STR(VOLUME_DEFAULT_STRIP_KIB) "K",
 		.superblock = true, .help = "bytes per strip of new files, suffix K/M/G; a "
-		"multiple of 64 and of the code's alignment" },
+		"multiple of 64 and of the code's alignment, at most 64M (or the volume's, "
+		"up to 1G)" },
 	[VOPT_PACKET] = { "packet", "SIZE", VOPT_TYPE_SIZE, STR(VOLUME_DEFAULT_PACKET_KIB) "K",
 		.superblock = true, .help = "packet size of bit-matrix codes" },
 	[VOPT_CHECKSUM] = { "checksum", "ALG", VOPT_TYPE_CHECKSUM, CHECKSUM_DEFAULT,

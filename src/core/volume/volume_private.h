@@ -54,6 +54,7 @@ struct volume {
 	void (*refresh)(const char *dir); /* volume_set_refresh */
 	int n, k, m;
 	int format;            /* the superblock's: the version of the chunks */
+	uint64_t strip_max;    /* the largest strip of a file (rules_volume_strip_max) */
 	member *mem;
 	uint8_t uuid[16];
 	uint8_t key[CHECKSUM_KEY_SIZE];
