@@ -7,11 +7,15 @@ Started by meson as `python3 test_access.py ECFS [unittest args]`.
   so the daemon raises its soft limit of open files (RLIMIT_NOFILE) to the
   hard limit at start: a daemon started with the common soft limit of
   1024 runs with its hard limit.
+- A member tree that local users can reach is named in a warning at
+  mount; members inside a directory only root can search are not.
 """
 
 import os
 import resource
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,6 +45,29 @@ class FdLimitTest(H.MountedCase):
         self.assertEqual(hard_now, hard, "the hard limit changed")
         self.assertEqual(soft_now, hard, "the soft limit of open files was not raised")
         self.assertNotIn("open-file limit", v.output())
+        self.assert_clean_unmount(v)
+
+
+REACHABLE = "is within reach of local users"
+
+
+class MemberReachTest(H.MountedCase):
+    def test_reachable_members_are_named(self):
+        # the harness's volumes sit in a 0755 directory under /tmp (1777)
+        v = self.volume(3)
+        self.mount(v, "k=2,m=1")
+        out = v.output()
+        for i in range(3):
+            self.assertIn(f"member {i} ({v.members[i]}) {REACHABLE}", out)
+        self.assert_clean_unmount(v)
+
+    def test_members_in_a_private_directory_are_not(self):
+        private = tempfile.mkdtemp(prefix="ecfs-private-")  # 0700, root's
+        self.addCleanup(shutil.rmtree, private, True)
+        self.assertEqual(os.stat(private).st_mode & 0o777, 0o700)
+        v = self.volume(3, tmpdir=private)
+        self.mount(v, "k=2,m=1")
+        self.assertNotIn(REACHABLE, v.output())
         self.assert_clean_unmount(v)
 
 

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -96,4 +98,27 @@ char *mounts_same_filesystem(const mount_info *mi, int n, uint64_t known,
 			g_string_truncate(s, start);
 	}
 	return s->len ? g_string_free(s, FALSE) : (g_string_free(s, TRUE), NULL);
+}
+
+bool mounts_path_guarded(const char *path)
+{
+	char *real = realpath(path, NULL);
+	bool guarded = false;
+
+	if (!real)
+		return false;
+	/* From the member root's parent up to "/". */
+	for (char *cut = strrchr(real, '/'); cut && !guarded; cut = strrchr(real, '/')) {
+		struct stat st;
+		if (cut == real)
+			cut[1] = '\0'; /* the parent is "/" itself */
+		else
+			*cut = '\0';
+		guarded = stat(real, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+		          !(st.st_mode & (S_IXGRP | S_IXOTH));
+		if (cut == real)
+			break;
+	}
+	free(real);
+	return guarded;
 }

@@ -41,6 +41,13 @@ bool mounts_local(const mount_info *mi);
  * nor are plain directories beside one mounted member. */
 int mounts_unmounted_beside(const mount_info *mi, int n, int i);
 
+/* Whether local users are kept out of the tree at path: some directory
+ * above it is root's and lets no one else search it (mode 0700 or the
+ * like).  A member root cannot be such a directory itself, since its mode
+ * is the volume root's (docs/SECURITY.md, "Member trees").  ACLs on those
+ * directories are not read.  False also when path cannot be resolved. */
+bool mounts_path_guarded(const char *path);
+
 /* Groups of members that share a filesystem (same st_dev), members in the
  * mask `known` only: "0,1,2 4,5" (indices), or with paths "a, b, c; e, f".
  * g_malloc'd, or NULL if each member has its own. */

@@ -200,6 +200,18 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 	return 0;
 }
 
+/* A member tree local users can reach lets them past the mount's
+ * permission checks, and lets them plant chunks (docs/SECURITY.md). */
+static void warn_reachable(probe *const *slot, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (slot[i]->state != P_MISSING && !slot[i]->guarded)
+			ecfs_log(LOG_WARNING, "member %d (%s) is within reach of local users: no "
+			         "directory above it is root's alone; keep the members in a "
+			         "directory of mode 0700 owned by root (docs/SECURITY.md)", i,
+			         slot[i]->path);
+}
+
 int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message)
 {
@@ -237,6 +249,8 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);
+	if (rc == 0)
+		warn_reachable(slot, n);
 	for (int i = 0; i < n; i++)
 		vol_probe_free(&pr[i]);
 	g_free(pr);

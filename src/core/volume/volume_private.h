@@ -103,6 +103,7 @@ typedef struct probe {
 	char *why;
 	int slot;
 	mount_info mi;
+	bool guarded;     /* out of local users' reach (mounts_path_guarded) */
 } probe;
 
 /* A member's root, for a task on its worker. */

@@ -81,6 +81,7 @@ void vol_probe_member(probe *p)
 		return;
 	}
 	p->mi = mount_info_of_root(p->rootfd);
+	p->guarded = mounts_path_guarded(p->path);
 	p->metafd = openat(p->rootfd, ECFS_META_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (p->metafd < 0) {
 		bool absent = errno == ENOENT;
