@@ -832,6 +832,29 @@ static void put_slot(fixture *fx, int slot, const uint8_t *rec, size_t len)
 		put_slot_on(fx, mb, slot, rec, len);
 }
 
+/* A path too long for a record's slot is refused before any member is
+ * written: its record would run into the next slot of the log. */
+static void test_path_too_long_refused(void **state)
+{
+	fixture *fx = *state;
+	char *deep = g_malloc(INTENT_PATH_MAX + 2);
+	intent *it = NULL;
+
+	memset(deep, 'd', INTENT_PATH_MAX + 1);
+	deep[0] = '/';
+	deep[INTENT_PATH_MAX + 1] = '\0';
+	intent_args mk = { INTENT_MKDIR, .from = deep, .mode = 0755 };
+	assert_int_equal(intent_begin(fx->v, &mk, &it), -ENAMETOOLONG);
+	assert_null(it);
+	intent_args mv = { INTENT_RENAME, .from = "/a", .to = deep };
+	assert_int_equal(intent_args_fit(&mv), -ENAMETOOLONG);
+	deep[INTENT_PATH_MAX] = '\0'; /* the longest that fits */
+	assert_int_equal(intent_args_fit(&mv), 0);
+	for (int mb = 0; mb < N; mb++)
+		assert_int_equal(record_slots(fx, mb), 0);
+	g_free(deep);
+}
+
 static void test_malformed_records_refused(void **state)
 {
 	fixture *fx = *state;
@@ -962,6 +985,7 @@ int main(void)
 		T(test_replay_makes_the_log),
 		T(test_log_of_a_revived_member),
 		T(test_logged_at_once),
+		T(test_path_too_long_refused),
 		T(test_malformed_records_refused),
 		T(test_forged_mkdir_not_believed),
 	};

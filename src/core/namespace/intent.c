@@ -31,7 +31,7 @@
 #define INTENT_HEAD 48     /* fixed part before the per-member identities */
 #define INTENT_SUM 32      /* SHA-256 of everything before it */
 #define INTENT_IDENT 32    /* per member: from's and to's identity */
-#define INTENT_MAX (INTENT_HEAD + 64 * INTENT_IDENT + 2 * 4096 + INTENT_SUM)
+#define INTENT_MAX (INTENT_HEAD + 64 * INTENT_IDENT + 2 * INTENT_PATH_MAX + INTENT_SUM)
 #define INTENT_LOG INTENT_DIR "/log"
 #define INTENT_SLOTS 64
 #define INTENT_SLOT_SIZE 16384 /* > INTENT_MAX */
@@ -150,7 +150,7 @@ static uint8_t *encode(const intent *it, size_t *len)
  * (it is resolved beneath the member root anyway). */
 static bool sane_path(const uint8_t *p, size_t len)
 {
-	if (len < 2 || len > 4095 || p[0] != '/' || memchr(p, 0, len))
+	if (len < 2 || len > INTENT_PATH_MAX || p[0] != '/' || memchr(p, 0, len))
 		return false;
 	char *s = g_strndup((const char *)p, len);
 	bool ok = !strstr(s, "//") && !g_str_has_suffix(s, "/") && !strstr(s, "/../") &&
@@ -170,7 +170,7 @@ static intent *decode(const uint8_t *b, size_t room, int n)
 	if (room < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
 		return NULL;
 	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
-	if (rn > 64 || l1 > 4095 || l2 > 4095)
+	if (rn > 64 || l1 > INTENT_PATH_MAX || l2 > INTENT_PATH_MAX)
 		return NULL;
 	size_t ids = (size_t)rn * INTENT_IDENT, len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
 	if (len > room || op < INTENT_RENAME || op > INTENT_MKDIR || (int)rn != n)
@@ -608,6 +608,7 @@ intent *intent_new(volume *v, const intent_args *a)
 	it->gid = a->op == INTENT_MKDIR ? a->gid : (gid_t)-1;
 	it->n = volume_n(v);
 	assert(it->n > 0 && it->n <= 64); /* an identity per member fits the record */
+	assert(intent_args_fit(a) == 0);  /* and so do the paths */
 	it->from = g_strdup(a->from);
 	it->to = g_strdup(a->to);
 	it->id = next_id();
@@ -621,11 +622,21 @@ void intent_seal(intent *it)
 		it->buf = encode(it, &it->len);
 }
 
+int intent_args_fit(const intent_args *a)
+{
+	if (strlen(a->from) > INTENT_PATH_MAX || (a->to && strlen(a->to) > INTENT_PATH_MAX))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int intent_begin_first(volume *v, const intent_args *a, intent **out, intent_first *first)
 {
 	*out = NULL;
 	if (first)
 		first->rc = INTENT_NOT_RUN;
+	int fit = intent_args_fit(a);
+	if (fit < 0)
+		return fit;
 	if (!volume_usable(v))
 		return -EIO;
 	intent *it = intent_new(v, a);

@@ -62,6 +62,12 @@ typedef struct intent_args {
  * when more than m members are failed.  A member that fails to take the
  * record is failed (volume_member_error). */
 int intent_begin(volume *v, const intent_args *a, intent **out);
+/* 0 if a record of a fits its slot, else -ENAMETOOLONG: each path at most
+ * INTENT_PATH_MAX bytes (the decoder's bound; docs/FORMAT.md section 8).
+ * intent_begin and intent_begin_first ask it first; a caller of the steps
+ * below (intent_new) asks it itself. */
+#define INTENT_PATH_MAX 4095
+int intent_args_fit(const intent_args *a);
 /* intent_begin, and on member first->idx, right after its own copy is
  * durable and before the others' may be, first->fn(first->arg) on that
  * member's I/O worker: the operation on the member that decides

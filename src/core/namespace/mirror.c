@@ -587,6 +587,9 @@ int mirror_apply2(volume *v, const char *from, const char *to, mirror_fn2 fn,
 int mirror_apply_logged(volume *v, const intent_args *a, mirror_fn fn, mirror_fn2 fn2,
                         void *arg, const char *what)
 {
+	int fit = intent_args_fit(a);
+	if (fit < 0)
+		return fit;
 	if (volume_hands_off(v)) {
 		struct member_run r = { .v = v, .path = a->from, .to = a->to, .fn = fn, .fn2 = fn2,
 		                        .arg = arg };
