@@ -41,6 +41,7 @@ typedef struct fsck_options {
 	bool repair, json, quiet, progress, deep;
 	bool rebuild; /* repair only what is known lost, reading k strips (--rebuild) */
 	unsigned timeout_ms; /* the member I/O timeout (--timeout); 0: none */
+	volume_runtime tune; /* the daemon's defaults, and --tune switches */
 } fsck_options;
 
 struct fsck;

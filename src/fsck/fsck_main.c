@@ -576,6 +576,10 @@ static void usage(FILE *out)
 	      "                    a member whose call has not returned after this long\n"
 	      "                    is failed and the run goes on without it (default %g,\n"
 	      "                    0 = never)\n"
+	      "      --tune=NAME=VALUE\n"
+	      "                    a switch for benchmarks and tests: spin, hedge,\n"
+	      "                    slow_readaround, as the daemon's -o tune.NAME\n"
+	      "                    (docs/TUNING.md)\n"
 	      "  -h, --help        this help\n"
 	      "  -V, --version     the version\n"
 	      "\n"
@@ -699,7 +703,8 @@ static int finish_why(fsck *f, int status, const char *fmt, ...)
  * has not said it). */
 static int parse_command_line(int argc, char **argv, fsck_options *o, const char **bad)
 {
-	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD, OPT_TIMEOUT };
+	enum { OPT_DEEP = 256, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_REBUILD, OPT_TIMEOUT,
+	       OPT_TUNE };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "repair", no_argument, NULL, 'y' },
@@ -710,6 +715,7 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "tune", required_argument, NULL, OPT_TUNE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -717,8 +723,10 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 	int progress = -1, c;
 	bool dry = false;
 	const char *bad_timeout = NULL;
+	char *bad_tune = NULL;
 
 	o->timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS;
+	o->tune = volume_runtime_defaults();
 	while ((c = getopt_long(argc, argv, "nyqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': dry = true; break;
@@ -733,6 +741,10 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 			if (!volume_parse_timeout(optarg, &o->timeout_ms))
 				bad_timeout = optarg;
 			break;
+		case OPT_TUNE:
+			if (!bad_tune)
+				volume_runtime_tune(&o->tune, optarg, &bad_tune);
+			break;
 		case 'h': usage(stdout); return FSCK_EXIT_CLEAN;
 		case 'V': printf("ecfs-fsck %s\n", ECFS_VERSION); return FSCK_EXIT_CLEAN;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
@@ -740,6 +752,7 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 	}
 	/* the daemon's words for its -o timeout= (a usage error: leaked) */
 	*bad = bad_timeout ? g_strdup_printf("--timeout=%s: " VOLUME_TIMEOUT_RANGE, bad_timeout)
+	       : bad_tune ? bad_tune
 	       : optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
 	       : dry && o->rebuild ? "-n and --rebuild exclude each other"
 	       : dry && o->repair ? "-n and -y exclude each other"
@@ -766,7 +779,7 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 	 * batches of member calls on the relay as a mount (and as the daemon's
 	 * online heal, which runs this check), so the relay stays awake as
 	 * long (tune.spin, docs/TUNING.md). */
-	volume_options vo = { .run = volume_runtime_defaults() };
+	volume_options vo = { .run = f->o.tune };
 	vo.run.read_only = !f->o.repair;
 	vo.run.timeout_ms = f->o.timeout_ms;
 	if (!check_member_paths(f, paths, n))

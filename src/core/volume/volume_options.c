@@ -306,3 +306,33 @@ void volume_options_usage(FILE *out)
 	fputs(s->str, out);
 	g_string_free(s, TRUE);
 }
+
+bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why)
+{
+	const char *eq = strchr(setting, '=');
+	size_t len = eq ? (size_t)(eq - setting) : strlen(setting);
+	const char *name = strncmp(setting, "tune.", 5) == 0 ? setting + 5 : setting;
+	int id = -1;
+
+	len -= (size_t)(name - setting);
+	for (int i = 0; i < VOPT_COUNT; i++)
+		if (volume_option_table[i].tuning &&
+		    strncmp(volume_option_table[i].name + 5, name, len) == 0 &&
+		    volume_option_table[i].name[5 + len] == '\0')
+			id = i;
+	if (id < 0 || !eq) {
+		*why = g_strdup_printf("%s: give NAME=VALUE, NAME one of spin, hedge, "
+		                       "slow_readaround (docs/TUNING.md)", setting);
+		return false;
+	}
+	volume_option_value val;
+	if (!volume_option_parse(id, eq + 1, &val, why))
+		return false;
+	if (id == VOPT_TUNE_SPIN)
+		r->spin_us = (unsigned)val.number;
+	else if (id == VOPT_TUNE_HEDGE)
+		r->no_hedge = !val.number;
+	else
+		r->no_read_around = !val.number;
+	return true;
+}

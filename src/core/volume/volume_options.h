@@ -121,6 +121,13 @@ typedef struct volume_option {
 
 extern const volume_option volume_option_table[VOPT_COUNT];
 
+/* Sets one tune.* switch of r from "NAME=VALUE" (NAME with or without its
+ * "tune." prefix), for programs that take the switches one by one
+ * (ecfs-fsck --tune).  False, with *why g_malloc'd, if setting names no
+ * switch or its value is not one the switch takes. */
+struct volume_runtime;
+bool volume_runtime_tune(struct volume_runtime *r, const char *setting, char **why);
+
 /* One option's value, parsed. */
 typedef struct volume_option_value {
 	bool given;            /* on the command line, else the default (if any) */
