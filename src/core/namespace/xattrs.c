@@ -241,7 +241,13 @@ const char *xattrs_list_next(const char *list, size_t len, size_t *at)
 	if (*at >= len)
 		return NULL;
 	const char *name = list + *at;
-	*at += strlen(name) + 1;
+	/* The member's bytes: a last name without its NUL ends the list. */
+	const char *end = memchr(name, 0, len - *at);
+	if (!end) {
+		*at = len;
+		return NULL;
+	}
+	*at = (size_t)(end - list) + 1;
 	return name;
 }
 
