@@ -17,6 +17,10 @@
 
 #include <openssl/sha.h>
 
+#include "chunk.h"
+#include "ec.h"
+#include "layout.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A malloc'd copy of the first len bytes of data (zeros past size), with
@@ -34,6 +38,19 @@ static inline uint8_t *fuzz_resum(const uint8_t *data, size_t size, size_t len, 
 static inline uint32_t fuzz_get32(const uint8_t *p)
 {
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* As opening a file does (ecfile_open.c): the code of a header's
+ * parameters (NULL if it has none) and the layout it describes. */
+static inline ec_code *fuzz_layout(const chunk_header *h, layout *l)
+{
+	ec_params p = { .kind = h->kind, .k = h->k, .m = h->m, .w = h->w,
+	                .packet_size = h->packet_size };
+	ec_code *code = NULL;
+	if (ec_create(&p, &code) != 0)
+		code = NULL;
+	chunk_layout(h, code ? ec_block_align(code) : 1, l);
+	return code;
 }
 
 #endif

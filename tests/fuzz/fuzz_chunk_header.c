@@ -46,13 +46,8 @@ static void decode(const uint8_t *data, size_t size)
 		assert(why);
 		return;
 	}
-	ec_params p = { .kind = h.kind, .k = h.k, .m = h.m, .w = h.w,
-	                .packet_size = h.packet_size };
-	ec_code *code = NULL;
-	if (ec_create(&p, &code) != 0)
-		code = NULL;
 	layout l;
-	chunk_layout(&h, code ? ec_block_align(code) : 1, &l);
+	ec_code *code = fuzz_layout(&h, &l);
 	use_layout(&h, &l);
 	ec_destroy(code);
 }

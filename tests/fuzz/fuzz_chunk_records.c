@@ -37,13 +37,8 @@ static void judge(const uint8_t *key, const uint8_t *chunk, size_t size)
 	checksum *sum = checksum_new((checksum_alg)h.checksum, key);
 	if (!sum)
 		return;
-	ec_params p = { .kind = h.kind, .k = h.k, .m = h.m, .w = h.w,
-	                .packet_size = h.packet_size };
-	ec_code *code = NULL;
-	if (ec_create(&p, &code) != 0)
-		code = NULL;
 	layout l;
-	chunk_layout(&h, code ? ec_block_align(code) : 1, &l);
+	ec_code *code = fuzz_layout(&h, &l);
 	uint8_t rec[CHUNK_RECORD_SIZE];
 	uint8_t *data = malloc(h.strip_size);
 	if (!data)
