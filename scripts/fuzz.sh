@@ -29,7 +29,11 @@ for p in $parsers; do
 	targets="$targets fuzz_$p"
 done
 # shellcheck disable=SC2086
-meson compile -C "$build" $targets >/dev/null
+if ! meson compile -C "$build" $targets >"$build/compile.log" 2>&1; then
+	cat "$build/compile.log" >&2
+	echo "fuzz.sh: the fuzzers did not build" >&2
+	exit 1
+fi
 
 mkdir -p "$build/crashes" "$build/logs"
 failed=0
