@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Installs every Debian package ecfs needs to build, test and benchmark.
 # This is the one list: .ci/run and the README's setup command both call it.
+# clang and its runtime (libclang-rt-<clang's version>-dev, 14 on Debian 12)
+# build the fuzzers (-fsanitize=fuzzer, scripts/fuzz.sh).
 set -eu
 
 PACKAGES="
@@ -13,6 +15,7 @@ PACKAGES="
   libisal-dev libjerasure-dev libgf-complete-dev liburing-dev
   python3 mergerfs snapraid time
   gnuplot-nox
+  clang libclang-rt-14-dev
 "
 
 SUDO=""

@@ -9,7 +9,8 @@
  * deciding whether the umask applies; file capabilities, read from a
  * member only on volumes where one was set; a name longer than NAME_MAX is
  * ENAMETOOLONG before a member is asked; and the member-side reading and
- * writing ecfs-fsck repairs with.
+ * writing ecfs-fsck repairs with; a member's list of names walked
+ * within its length.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -369,6 +370,23 @@ static void test_member_read_and_write(void **state)
 	g_free(p1);
 }
 
+/* A list of names as a member returns it is walked within its length: a
+ * last name without its NUL is no name, never read past the list. */
+static void test_list_walk_stays_inside(void **state)
+{
+	static const char bytes[] = { 'u', 's', 'e', 'r', '.', 'a', 0, 'u', 's', 'e', 'r', '.', 'b' };
+	char *list = g_memdup2(bytes, sizeof bytes); /* exactly its length, no NUL after */
+	size_t at = 0;
+
+	(void)state;
+	assert_string_equal(xattrs_list_next(list, sizeof bytes, &at), "user.a");
+	assert_null(xattrs_list_next(list, sizeof bytes, &at));
+	assert_null(xattrs_list_next(list, sizeof bytes, &at));
+	at = 0;
+	assert_null(xattrs_list_next(list, 0, &at));
+	g_free(list);
+}
+
 #define T(fn) \
 	cmocka_unit_test_prestate_setup_teardown(fn, test_volume_setup, test_volume_teardown, \
 	                                         (void *)&opts)
@@ -384,6 +402,7 @@ int main(void)
 		T(test_capabilities),
 		T(test_acls),
 		T(test_member_read_and_write),
+		cmocka_unit_test(test_list_walk_stays_inside),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

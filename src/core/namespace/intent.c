@@ -66,7 +66,7 @@ static const char *op_name(intent_op op)
 	}
 }
 
-static void intent_release(intent *it)
+void intent_release(intent *it)
 {
 	if (!it)
 		return;
@@ -162,9 +162,7 @@ static bool sane_path(const uint8_t *p, size_t len)
 	return ok;
 }
 
-/* Decodes a record read from a member of an n-member volume; NULL if it
- * is torn or not a record of this volume's shape. */
-static intent *decode(const uint8_t *b, size_t room, int n)
+intent *intent_decode(const uint8_t *b, size_t room, int n)
 {
 	uint8_t sum[INTENT_SUM];
 	if (room < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
@@ -731,7 +729,7 @@ static void read_log(void *arg)
 			break;
 		if (memcmp(slot, zero, 8) != 0)
 			j->dirty = true;
-		intent *it = decode(slot, (size_t)r, volume_n(v));
+		intent *it = intent_decode(slot, (size_t)r, volume_n(v));
 		if (it)
 			g_ptr_array_add(j->found, it);
 	}

@@ -129,6 +129,13 @@ void intent_end_member(volume *v, const intent *it, int idx, int rc);
 void intent_end_member_at(volume *v, const intent *it, int idx, int rc, const intent_fds *f);
 void intent_free(intent *it);
 
+/* Decodes a record read from a slot of a member's log (room bytes) of an
+ * n-member volume: the intent, holding no slot, or NULL if the record is
+ * torn or not of this volume's shape.  Parsing only; intent_release
+ * frees what it returns. */
+intent *intent_decode(const uint8_t *b, size_t room, int n);
+void intent_release(intent *it);
+
 /* One pending intent (for ecfs-fsck): the operation's name ("rename",
  * ...), its paths (to NULL if none) and how many members hold a valid
  * copy of the record. */

@@ -236,6 +236,21 @@ int xattrs_get(volume *v, const char *path, const char *name, void *value, size_
 
 /* ---- list ---- */
 
+const char *xattrs_list_next(const char *list, size_t len, size_t *at)
+{
+	if (*at >= len)
+		return NULL;
+	const char *name = list + *at;
+	/* The member's bytes: a last name without its NUL ends the list. */
+	const char *end = memchr(name, 0, len - *at);
+	if (!end) {
+		*at = len;
+		return NULL;
+	}
+	*at = (size_t)(end - list) + 1;
+	return name;
+}
+
 struct list_args {
 	char *names; /* the member's list, malloc'd */
 	ssize_t len;
@@ -293,8 +308,8 @@ int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t
 		return rc;
 	}
 	GString *out = g_string_new(NULL);
-	for (ssize_t i = 0; i < l.len; i += (ssize_t)strlen(l.names + i) + 1) {
-		const char *name = l.names + i;
+	size_t at = 0;
+	for (const char *name; (name = xattrs_list_next(l.names, (size_t)l.len, &at));) {
 		if (xattrs_name_kept(name) && (privileged || !has_prefix(name, "trusted.")))
 			g_string_append_len(out, name, (gssize)strlen(name) + 1);
 	}
@@ -373,8 +388,9 @@ void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out)
 	int rc = list_object(&o, &list, &len);
 	if (rc < 0)
 		out->complete = rc == -EOPNOTSUPP;
-	for (ssize_t i = 0; rc == 0 && i < len; i += (ssize_t)strlen(list + i) + 1)
-		g_ptr_array_add(out->names, g_strdup(list + i));
+	size_t at = 0;
+	for (const char *name; rc == 0 && (name = xattrs_list_next(list, (size_t)len, &at));)
+		g_ptr_array_add(out->names, g_strdup(name));
 	free(list);
 	g_ptr_array_sort(out->names, cmp_names);
 	for (guint i = 0; i < out->names->len; i++) {

@@ -66,6 +66,10 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
                size_t size, int flags);
 /* removexattr(2) of path on every member. */
 int xattrs_remove(volume *v, const char *path, const char *name);
+/* The name at *at of a list of names as listxattr(2) gives it (len bytes,
+ * from a member), moving *at past it; NULL at the end, or where a last
+ * name lacks its NUL (nothing is read past len).  Parsing only. */
+const char *xattrs_list_next(const char *list, size_t len, size_t *at);
 /* listxattr(2) of path: the kept names (trusted.* only if privileged) as
  * NUL-terminated strings into list, with the size rules of getxattr. */
 int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t size);

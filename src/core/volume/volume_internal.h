@@ -79,6 +79,9 @@ void volume_set_journals_none(volume *v, bool none);
  * own last heal (by[i]: that other member), no more than m leaves room
  * for beside the members failed or healing already.  Direct calls. */
 uint64_t volume_missed_stale(volume *v, int *by);
+/* Parses the name of an entry of .ecfs/missed/: "<i>.<seq>" (*idx set,
+ * 0..63) or "healed.<seq>" (*idx -1); false if the name is neither. */
+bool volume_missed_parse(const char *name, int *idx, uint64_t *seq);
 /* Writes past a slow member: tells the hook (volume_set_left_out_hook,
  * volume.h) that the file at path was just written without `members`
  * (stripe_leave_out_slow), so the online heal catches it up.  With no

@@ -34,9 +34,7 @@ typedef struct book {
 	uint64_t healed;     /* this member's last heal (0: none recorded) */
 } book;
 
-/* Parses "<i>.<seq>" (*idx set) or "healed.<seq>" (*idx -1); false if
- * the name is neither. */
-static bool parse_entry(const char *name, int *idx, uint64_t *seq)
+bool volume_missed_parse(const char *name, int *idx, uint64_t *seq)
 {
 	char *end;
 	const char *dot = strchr(name, '.');
@@ -74,7 +72,7 @@ static int read_book(int metafd, book *b)
 	while ((errno = 0, e = MIO_CALL(readdir(d)))) {
 		int idx;
 		uint64_t seq;
-		if (!parse_entry(e->d_name, &idx, &seq))
+		if (!volume_missed_parse(e->d_name, &idx, &seq))
 			continue;
 		if (idx < 0)
 			b->healed = MAX(b->healed, seq);
@@ -215,7 +213,7 @@ static int remove_run(void *arg)
 	while ((e = MIO_CALL(readdir(d)))) {
 		int idx;
 		uint64_t seq;
-		if (parse_entry(e->d_name, &idx, &seq) && idx == c->about && seq != c->seq) {
+		if (volume_missed_parse(e->d_name, &idx, &seq) && idx == c->about && seq != c->seq) {
 			c->seen = MAX(c->seen, seq);
 			g_ptr_array_add(names, g_strdup(e->d_name));
 		}
