@@ -1,19 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Builds ecfs and runs every test (the README's test command), in three parts:
+# Builds ecfs and runs every test (the README's test command):
 #   1. build/: the unit, func, external and crash suites (with ECFS_SLOW=1
-#      also the slow ones).  Extra arguments go to this `meson test` (for
-#      example: --suite unit).
+#      also the slow ones), each fuzz harness once over its seeds among
+#      them.  Extra arguments go to this `meson test` (for example:
+#      --suite unit).
+# With ECFS_HARDEN=1, two more parts, as long again as the first (CI's 30
+# minutes on 2 cores hold part 1; parts 2 and 3 are the hardening run):
 #   2. every fuzzer of tests/fuzz/ for ECFS_FUZZ_SECONDS (default 20) from
 #      its seed corpus (scripts/fuzz.sh, build-fuzz/; needs clang).
 #   3. build-sanitize/ (-Dsanitize=true: ASan and UBSan, any report fatal):
 #      the suites of ECFS_SANITIZE_SUITES (default: unit and func) once.
-# CI has 30 minutes on 2 cores.  Measured on 2 cores shared with other
-# builds (load about 9), so CI's own figures are lower: part 1 about 11
-# minutes; part 2 its build (lib/ and src/core/ with clang) up to 9, then
-# 8 fuzzers x 20 s; part 3 its build 7, the unit suite 2.2 and the func
-# suite 4.2 (2 processes).  Hence 20 s per fuzzer and unit + func only
-# (external and crash run in part 1 alone).
+# Measured on 2 cores shared with other builds (load about 9): part 1
+# about 11 minutes; part 2 its build (lib/ and src/core/ with clang) up
+# to 9, then 8 fuzzers x 20 s; part 3 its build 7, the unit suite 2.2 and
+# the func suite 4.2 (2 processes).
 #
 # The build it uses always has the options the tests need (fault injection
 # for the fault and crash suites), whoever configured it first.  Every test
@@ -28,6 +29,8 @@ fuzz_secs=${ECFS_FUZZ_SECONDS:-20}
 san_suites=${ECFS_SANITIZE_SUITES:-unit func}
 slow=false
 [ "${ECFS_SLOW:-0}" = 1 ] && slow=true
+harden=false
+[ "${ECFS_HARDEN:-0}" = 1 ] && harden=true
 
 # configure DIR OPTION...: the build directory with these options, made or kept.
 configure() {
@@ -56,7 +59,9 @@ parts_skipped="$build/test-parts-skipped.txt"
 : >"$fuzzed"
 : >"$parts_skipped"
 
-if [ "$fuzz_secs" = 0 ]; then
+if ! $harden; then
+	: # parts 2 and 3 are the hardening run (ECFS_HARDEN=1)
+elif [ "$fuzz_secs" = 0 ]; then
 	echo "fuzzers: ECFS_FUZZ_SECONDS=0" >>"$parts_skipped"
 elif ! command -v clang >/dev/null 2>&1; then
 	echo "fuzzers: clang not found (scripts/install-deps.sh installs it)" >>"$parts_skipped"
@@ -72,7 +77,9 @@ else
 fi
 
 san_log=
-if [ "${ECFS_SANITIZE:-1}" = 0 ]; then
+if ! $harden; then
+	:
+elif [ "${ECFS_SANITIZE:-1}" = 0 ]; then
 	echo "sanitizer suites: ECFS_SANITIZE=0" >>"$parts_skipped"
 else
 	configure "$san_build" -Dsanitize=true -Dfault_injection=true

@@ -750,9 +750,16 @@ static int parse_command_line(int argc, char **argv, fsck_options *o, const char
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
-	/* the daemon's words for its -o timeout= (a usage error: leaked) */
-	*bad = bad_timeout ? g_strdup_printf("--timeout=%s: " VOLUME_TIMEOUT_RANGE, bad_timeout)
-	       : bad_tune ? bad_tune
+	/* the daemon's words for its -o timeout=; the message lives until exit */
+	static char why[512];
+	if (bad_timeout || bad_tune) {
+		if (bad_timeout)
+			snprintf(why, sizeof(why), "--timeout=%s: " VOLUME_TIMEOUT_RANGE, bad_timeout);
+		else
+			snprintf(why, sizeof(why), "%s", bad_tune);
+		g_free(bad_tune);
+	}
+	*bad = bad_timeout || bad_tune ? why
 	       : optind != argc - 1 ? "give one MEMBER:MEMBER:... list"
 	       : dry && o->rebuild ? "-n and --rebuild exclude each other"
 	       : dry && o->repair ? "-n and -y exclude each other"
