@@ -22,6 +22,7 @@
 #include <glib.h>
 #include <openssl/sha.h>
 
+#include "le.h"
 #include "log.h"
 #include "memberops.h"
 #include "volume_internal.h"
@@ -29,41 +30,19 @@
 
 #define SUM_OFFSET (JOURNAL_HEADER_SIZE - 32)
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> 8 * i);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 void journal_header_encode(const journal_header *h, uint8_t out[JOURNAL_HEADER_SIZE])
 {
 	memset(out, 0, JOURNAL_HEADER_SIZE);
 	memcpy(out, JOURNAL_MAGIC, 8);
-	put32(out + 8, JOURNAL_VERSION);
-	put32(out + 12, JOURNAL_HEADER_SIZE);
+	le_put32(out + 8, JOURNAL_VERSION);
+	le_put32(out + 12, JOURNAL_HEADER_SIZE);
 	memcpy(out + 16, h->volume_uuid, 16);
 	memcpy(out + 32, h->file_id, 16);
-	put32(out + 48, h->position);
-	put32(out + 52, h->count);
-	put64(out + 56, h->first);
-	put64(out + 64, h->generation);
-	put64(out + 72, h->strip_size);
+	le_put32(out + 48, h->position);
+	le_put32(out + 52, h->count);
+	le_put64(out + 56, h->first);
+	le_put64(out + 64, h->generation);
+	le_put64(out + 72, h->strip_size);
 	for (uint32_t i = 0; i < h->count && i < JOURNAL_MAX_STRIPES; i++)
 		memcpy(out + JOURNAL_RECORDS_OFFSET + i * CHUNK_RECORD_SIZE, h->records[i],
 		       CHUNK_RECORD_SIZE);
@@ -75,7 +54,7 @@ void journal_header_encode(const journal_header *h, uint8_t out[JOURNAL_HEADER_S
  * (the very records of the commit: its stripes, position, generation). */
 static const char *journal_fields_why(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header *h)
 {
-	if (get32(in + 12) != JOURNAL_HEADER_SIZE)
+	if (le_get32(in + 12) != JOURNAL_HEADER_SIZE)
 		return "journal header size not supported";
 	if (h->count < 1 || h->count > JOURNAL_MAX_STRIPES || h->position >= JOURNAL_MAX_MEMBERS)
 		return "journal header count or position out of range";
@@ -113,18 +92,18 @@ int journal_header_decode(const uint8_t in[JOURNAL_HEADER_SIZE], journal_header 
 		*why = "journal header checksum mismatch";
 		return -EINVAL;
 	}
-	if (get32(in + 8) != JOURNAL_VERSION) {
+	if (le_get32(in + 8) != JOURNAL_VERSION) {
 		*why = "unsupported journal version";
 		return -EPROTO;
 	}
 	memset(h, 0, sizeof(*h));
 	memcpy(h->volume_uuid, in + 16, 16);
 	memcpy(h->file_id, in + 32, 16);
-	h->position = get32(in + 48);
-	h->count = get32(in + 52);
-	h->first = get64(in + 56);
-	h->generation = get64(in + 64);
-	h->strip_size = get64(in + 72);
+	h->position = le_get32(in + 48);
+	h->count = le_get32(in + 52);
+	h->first = le_get64(in + 56);
+	h->generation = le_get64(in + 64);
+	h->strip_size = le_get64(in + 72);
 	*why = journal_fields_why(in, h);
 	return *why ? -EINVAL : 0;
 }

@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 
 #include "ec.h"
+#include "le.h"
 
 /* The header's length by version; it ends with its SHA-256. */
 static uint32_t header_size(uint32_t version)
@@ -22,38 +23,31 @@ static uint32_t header_size(uint32_t version)
 	return version == 1 ? CHUNK_HEADER_SIZE_V1 : CHUNK_HEADER_SIZE_V2;
 }
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
-static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
-static void put64(uint8_t *p, uint64_t v) { put32(p, v); put32(p + 4, v >> 32); }
-static uint16_t get16(const uint8_t *p) { return p[0] | p[1] << 8; }
-static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
-
 size_t chunk_header_encode(const chunk_header *h, uint8_t out[CHUNK_HEADER_MAX])
 {
 	uint32_t len = header_size(h->version);
 
 	memset(out, 0, len);
 	memcpy(out, CHUNK_MAGIC, 8);
-	put32(out + 8, h->version);
-	put32(out + 12, len);
+	le_put32(out + 8, h->version);
+	le_put32(out + 12, len);
 	memcpy(out + 16, h->volume_uuid, 16);
 	memcpy(out + 32, h->file_id, 16);
-	put32(out + 48, h->position);
-	put32(out + 52, h->rotation);
-	put32(out + 56, h->kind);
-	put16(out + 60, h->k);
-	put16(out + 62, h->m);
-	put16(out + 64, h->w);
-	put16(out + 66, h->checksum);
-	put64(out + 72, h->packet_size);
-	put64(out + 80, h->strip_size);
-	put64(out + 88, h->size);
-	put64(out + 96, h->generation);
-	put64(out + 104, h->missed);
-	put32(out + 112, CHUNK_RECORD_SIZE);
-	put32(out + 116, CHUNK_GROUP_STRIPES);
-	put64(out + 120, h->durable);
+	le_put32(out + 48, h->position);
+	le_put32(out + 52, h->rotation);
+	le_put32(out + 56, h->kind);
+	le_put16(out + 60, h->k);
+	le_put16(out + 62, h->m);
+	le_put16(out + 64, h->w);
+	le_put16(out + 66, h->checksum);
+	le_put64(out + 72, h->packet_size);
+	le_put64(out + 80, h->strip_size);
+	le_put64(out + 88, h->size);
+	le_put64(out + 96, h->generation);
+	le_put64(out + 104, h->missed);
+	le_put32(out + 112, CHUNK_RECORD_SIZE);
+	le_put32(out + 116, CHUNK_GROUP_STRIPES);
+	le_put64(out + 120, h->durable);
 	SHA256(out, len - 32, out + len - 32);
 	return len;
 }
@@ -71,7 +65,7 @@ int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const ch
 	}
 	/* The version is read before the checksum is known good: a version
 	 * this build does not know is refused by name, never guessed at. */
-	uint32_t version = get32(in + 8);
+	uint32_t version = le_get32(in + 8);
 	if (version < 1 || version > CHUNK_FORMAT_VERSION) {
 		memset(h, 0, sizeof(*h));
 		h->version = version; /* for the message */
@@ -90,26 +84,26 @@ int chunk_header_decode(const uint8_t *in, size_t got, chunk_header *h, const ch
 	}
 	memset(h, 0, sizeof(*h));
 	h->version = version;
-	if (get32(in + 12) != len || get32(in + 112) != CHUNK_RECORD_SIZE ||
-	    get32(in + 116) != CHUNK_GROUP_STRIPES) {
+	if (le_get32(in + 12) != len || le_get32(in + 112) != CHUNK_RECORD_SIZE ||
+	    le_get32(in + 116) != CHUNK_GROUP_STRIPES) {
 		*why = "chunk header geometry not supported";
 		return -ERANGE;
 	}
 	memcpy(h->volume_uuid, in + 16, 16);
 	memcpy(h->file_id, in + 32, 16);
-	h->position = get32(in + 48);
-	h->rotation = get32(in + 52);
-	h->kind = get32(in + 56);
-	h->k = get16(in + 60);
-	h->m = get16(in + 62);
-	h->w = get16(in + 64);
-	h->checksum = get16(in + 66);
-	h->packet_size = get64(in + 72);
-	h->strip_size = get64(in + 80);
-	h->size = get64(in + 88);
-	h->generation = get64(in + 96);
-	h->missed = get64(in + 104);
-	h->durable = get64(in + 120);
+	h->position = le_get32(in + 48);
+	h->rotation = le_get32(in + 52);
+	h->kind = le_get32(in + 56);
+	h->k = le_get16(in + 60);
+	h->m = le_get16(in + 62);
+	h->w = le_get16(in + 64);
+	h->checksum = le_get16(in + 66);
+	h->packet_size = le_get64(in + 72);
+	h->strip_size = le_get64(in + 80);
+	h->size = le_get64(in + 88);
+	h->generation = le_get64(in + 96);
+	h->missed = le_get64(in + 104);
+	h->durable = le_get64(in + 120);
 	const char *bad = chunk_header_why(h);
 	if (bad) {
 		*why = bad;
@@ -162,21 +156,21 @@ const char *chunk_header_why(const chunk_header *h)
 
 void chunk_record_encode(const chunk_record *r, uint8_t out[CHUNK_RECORD_SIZE])
 {
-	put64(out, r->stripe);
-	put64(out + 8, r->generation);
-	put32(out + 16, r->position);
-	put32(out + 20, r->flags);
-	put64(out + 24, r->size);
+	le_put64(out, r->stripe);
+	le_put64(out + 8, r->generation);
+	le_put32(out + 16, r->position);
+	le_put32(out + 20, r->flags);
+	le_put64(out + 24, r->size);
 	memcpy(out + 32, r->sum, CHECKSUM_MAX);
 }
 
 int chunk_record_decode(const uint8_t in[CHUNK_RECORD_SIZE], chunk_record *r)
 {
-	r->stripe = get64(in);
-	r->generation = get64(in + 8);
-	r->position = get32(in + 16);
-	r->flags = get32(in + 20);
-	r->size = get64(in + 24);
+	r->stripe = le_get64(in);
+	r->generation = le_get64(in + 8);
+	r->position = le_get32(in + 16);
+	r->flags = le_get32(in + 20);
+	r->size = le_get64(in + 24);
 	memcpy(r->sum, in + 32, CHECKSUM_MAX);
 	if (r->flags != CHUNK_RECORD_WRITTEN || r->position >= CHUNK_MAX_MEMBERS ||
 	    r->generation == 0 || r->generation > CHUNK_GENERATION_MAX ||

@@ -21,6 +21,7 @@
 #include <glib.h>
 
 #include "intent_trust.h"
+#include "le.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -78,34 +79,6 @@ void intent_release(intent *it)
 
 /* ---- the record's bytes ---- */
 
-static void put32(uint8_t *p, uint32_t x)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(x >> 8 * i);
-}
-
-static void put64(uint8_t *p, uint64_t x)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(x >> 8 * i);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t x = 0;
-	for (int i = 3; i >= 0; i--)
-		x = x << 8 | p[i];
-	return x;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t x = 0;
-	for (int i = 7; i >= 0; i--)
-		x = x << 8 | p[i];
-	return x;
-}
-
 static void sha256(const uint8_t *data, size_t len, uint8_t out[INTENT_SUM])
 {
 	GChecksum *c = g_checksum_new(G_CHECKSUM_SHA256);
@@ -122,21 +95,21 @@ static uint8_t *encode(const intent *it, size_t *len)
 	*len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
 	uint8_t *b = g_malloc0(*len);
 	memcpy(b, INTENT_MAGIC, 8);
-	put32(b + 8, it->op);
-	put32(b + 12, it->flags);
-	put64(b + 16, it->id);
-	put32(b + 24, (uint32_t)it->n);
-	put32(b + 28, (uint32_t)l1);
-	put32(b + 32, (uint32_t)l2);
-	put32(b + 36, it->mode);
-	put32(b + 40, it->uid);
-	put32(b + 44, it->gid);
+	le_put32(b + 8, it->op);
+	le_put32(b + 12, it->flags);
+	le_put64(b + 16, it->id);
+	le_put32(b + 24, (uint32_t)it->n);
+	le_put32(b + 28, (uint32_t)l1);
+	le_put32(b + 32, (uint32_t)l2);
+	le_put32(b + 36, it->mode);
+	le_put32(b + 40, it->uid);
+	le_put32(b + 44, it->gid);
 	for (int i = 0; i < it->n; i++) {
 		uint8_t *p = b + INTENT_HEAD + INTENT_IDENT * i;
-		put64(p, it->from_id[i].ino);
-		put64(p + 8, it->from_id[i].btime);
-		put64(p + 16, it->to_id[i].ino);
-		put64(p + 24, it->to_id[i].btime);
+		le_put64(p, it->from_id[i].ino);
+		le_put64(p + 8, it->from_id[i].btime);
+		le_put64(p + 16, it->to_id[i].ino);
+		le_put64(p + 24, it->to_id[i].btime);
 	}
 	memcpy(b + INTENT_HEAD + ids, it->from, l1);
 	memcpy(b + INTENT_HEAD + ids + l1, it->to ? it->to : "", l2);
@@ -167,7 +140,7 @@ intent *intent_decode(const uint8_t *b, size_t room, int n)
 	uint8_t sum[INTENT_SUM];
 	if (room < INTENT_HEAD + INTENT_SUM || memcmp(b, INTENT_MAGIC, 8) != 0)
 		return NULL;
-	uint32_t op = get32(b + 8), rn = get32(b + 24), l1 = get32(b + 28), l2 = get32(b + 32);
+	uint32_t op = le_get32(b + 8), rn = le_get32(b + 24), l1 = le_get32(b + 28), l2 = le_get32(b + 32);
 	if (rn > 64 || l1 > INTENT_PATH_MAX || l2 > INTENT_PATH_MAX)
 		return NULL;
 	size_t ids = (size_t)rn * INTENT_IDENT, len = INTENT_HEAD + ids + l1 + l2 + INTENT_SUM;
@@ -182,16 +155,16 @@ intent *intent_decode(const uint8_t *b, size_t room, int n)
 		return NULL;
 	intent *it = g_new0(intent, 1);
 	it->op = (intent_op)op;
-	it->flags = get32(b + 12);
-	it->mode = get32(b + 36) & 07777;
-	it->uid = get32(b + 40);
-	it->gid = get32(b + 44);
-	it->id = get64(b + 16);
+	it->flags = le_get32(b + 12);
+	it->mode = le_get32(b + 36) & 07777;
+	it->uid = le_get32(b + 40);
+	it->gid = le_get32(b + 44);
+	it->id = le_get64(b + 16);
 	it->n = n;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *p = b + INTENT_HEAD + INTENT_IDENT * i;
-		it->from_id[i] = (ident){ get64(p), get64(p + 8) };
-		it->to_id[i] = (ident){ get64(p + 16), get64(p + 24) };
+		it->from_id[i] = (ident){ le_get64(p), le_get64(p + 8) };
+		it->to_id[i] = (ident){ le_get64(p + 16), le_get64(p + 24) };
 	}
 	it->from = g_strndup((const char *)p1, l1);
 	it->to = two ? g_strndup((const char *)p2, l2) : NULL;
@@ -678,7 +651,7 @@ void intent_free(intent *it)
  * of one id are two, each with its own holders. */
 static guint sum_hash(gconstpointer p)
 {
-	return (guint)get32(p);
+	return (guint)le_get32(p);
 }
 
 static gboolean sum_equal(gconstpointer a, gconstpointer b)
