@@ -223,11 +223,11 @@ static bool build_options(const volume_option_value *val, int n, volume_options 
 	o->run = (volume_runtime){
 		.read_only = val[VOPT_RO].number,
 		.timeout_ms = (unsigned)val[VOPT_TIMEOUT].number,
-		.spin_us = (unsigned)val[VOPT_TUNE_SPIN].number,
 		.write_quorum = (int)val[VOPT_WRITE_QUORUM].number,
-		.no_read_around = !val[VOPT_TUNE_SLOW_READAROUND].number,
-		.no_hedge = !val[VOPT_TUNE_HEDGE].number,
 	};
+	for (int id = 0; id < VOPT_COUNT; id++)
+		if (volume_option_table[id].tuning)
+			volume_runtime_set_tuning(&o->run, id, &val[id]);
 	if (val[VOPT_NOHEAL].number && o->run.write_quorum && o->run.write_quorum < n)
 		return fail("write_quorum=%d leaves slow members out of writes for the online "
 		            "heal to catch up: it does not go with noheal", o->run.write_quorum);

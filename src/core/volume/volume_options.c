@@ -328,11 +328,16 @@ bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why)
 	volume_option_value val;
 	if (!volume_option_parse(id, eq + 1, &val, why))
 		return false;
-	if (id == VOPT_TUNE_SPIN)
-		r->spin_us = (unsigned)val.number;
-	else if (id == VOPT_TUNE_HEDGE)
-		r->no_hedge = !val.number;
-	else
-		r->no_read_around = !val.number;
+	volume_runtime_set_tuning(r, id, &val);
 	return true;
+}
+
+void volume_runtime_set_tuning(volume_runtime *r, int id, const volume_option_value *val)
+{
+	if (id == VOPT_TUNE_SPIN)
+		r->spin_us = (unsigned)val->number;
+	else if (id == VOPT_TUNE_HEDGE)
+		r->no_hedge = !val->number;
+	else if (id == VOPT_TUNE_SLOW_READAROUND)
+		r->no_read_around = !val->number;
 }

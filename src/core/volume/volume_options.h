@@ -143,6 +143,9 @@ typedef struct volume_option_value {
  * g_malloc'd line naming the option and what it takes, if text is not a
  * value of the option. */
 bool volume_option_parse(int id, const char *text, volume_option_value *out, char **why);
+/* Sets the runtime field of tune.* switch id from its parsed value (one
+ * home for what each switch sets: the daemon's -o and ecfs-fsck --tune). */
+void volume_runtime_set_tuning(volume_runtime *r, int id, const volume_option_value *val);
 /* The checksum names for a message: "sha256, blake2b, ... or poly1305",
  * g_malloc'd. */
 char *volume_checksum_choices(void);
