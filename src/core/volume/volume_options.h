@@ -125,8 +125,7 @@ extern const volume_option volume_option_table[VOPT_COUNT];
  * "tune." prefix), for programs that take the switches one by one
  * (ecfs-fsck --tune).  False, with *why g_malloc'd, if setting names no
  * switch or its value is not one the switch takes. */
-struct volume_runtime;
-bool volume_runtime_tune(struct volume_runtime *r, const char *setting, char **why);
+bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why);
 
 /* One option's value, parsed. */
 typedef struct volume_option_value {
