@@ -97,8 +97,14 @@ static void give_back_buffers(file_check *fc)
 {
 	struct repair_pool *p = fc->pool;
 
+	fc->pool = NULL;
 	if (!p)
 		return;
+	if (p->lent) {
+		mio_free_or_keep(p->mem, true);
+		g_free(p);
+		return;
+	}
 	g_mutex_lock(&shared_lock);
 	p->next = fc->f->repair_pool;
 	fc->f->repair_pool = p;

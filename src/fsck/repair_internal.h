@@ -60,6 +60,9 @@ typedef struct run_slot {
  * would be faulted in again every time.  One per file in flight, on the
  * list fsck.repair_pool while unused. */
 struct repair_pool {
+	/* A write given up inside its member call may still read mem: the
+	 * pool is then never reused or freed (memberio.h, mio_batch_stuck). */
+	bool lent;
 	run_slot slot[2];
 	uint8_t *mem;
 	size_t size;

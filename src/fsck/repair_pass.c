@@ -405,6 +405,8 @@ static void finish_writes(file_check *fc, run_slot *rs)
 		return;
 	rs->writing = false;
 	uint64_t lost = mio_batch_wait(&rs->writes);
+	if (mio_batch_stuck(&rs->writes))
+		fc->pool->lent = true;
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *t = &rs->task[pos];
 		if (!t->wmask)

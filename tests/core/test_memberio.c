@@ -277,6 +277,8 @@ static void hang_on_a_relay_spinning_for(unsigned spin_us)
 	assert_int_equal(mio_batch_wait(&b), 1u << 1);
 	double took = seconds_since(&t0);
 	assert_true(took >= 0.2 && took < 5.0);
+	/* member 1's hung task is still in its call; its next never ran */
+	assert_int_equal(mio_batch_stuck(&b), 1u << 1);
 	assert_int_equal(lost_calls, 1);
 	assert_int_equal(lost_idx, 1);
 	assert_true(memberio_lost(mio, 1));
@@ -300,6 +302,41 @@ static void hang_on_a_relay_spinning_for(unsigned spin_us)
 	assert_true(js.j[0].order > 0);
 	memberio_free(mio); /* does not wait for the stuck call */
 	close(pipefd[1]); /* the stuck relay returns into mio_io_end and stops there */
+	usleep(20000);
+	close(pipefd[0]);
+}
+
+/* A call that hangs on a member's worker: its batch learns the member
+ * was lost and that its task is stuck inside the call (so what the task
+ * was lent must outlive the batch); a task queued behind it in another
+ * batch was given up without running, so that batch's member is lost
+ * but not stuck. */
+static void hang_on_a_worker(void **state)
+{
+	memberio *mio = memberio_new(N, 200, note_lost, NULL);
+	int pipefd[2];
+	mio_batch hung, queued;
+	jobs js;
+
+	(void)state;
+	lost_calls = 0;
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	jobs_init(&js);
+	mio_batch_init(&hung);
+	mio_batch_init(&queued);
+	memberio_submit(mio, 0, &hung, run_job, &js.j[0]);
+	memberio_submit(mio, 1, &hung, hung_call, &pipefd[0]);
+	memberio_submit(mio, 1, &queued, run_job, &js.j[1]);
+	memberio_submit(mio, 2, &queued, run_job, &js.j[2]);
+	assert_int_equal(mio_batch_wait(&hung), 1u << 1);
+	assert_int_equal(mio_batch_stuck(&hung), 1u << 1);
+	assert_int_equal(mio_batch_wait(&queued), 1u << 1);
+	assert_int_equal(mio_batch_stuck(&queued), 0);
+	assert_int_equal(js.j[1].order, 0);
+	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
+	assert_int_equal(lost_calls, 1);
+	memberio_free(mio);
+	close(pipefd[1]); /* the stuck worker returns into mio_io_end and stops there */
 	usleep(20000);
 	close(pipefd[0]);
 }
@@ -545,6 +582,7 @@ int main(void)
 		cmocka_unit_test(caller_runs_the_last_task),
 		cmocka_unit_test(caller_keeps_member_order),
 		cmocka_unit_test(no_caller_run_with_a_timeout),
+		cmocka_unit_test(hang_on_a_worker),
 		cmocka_unit_test(latency_follows_the_calls),
 		cmocka_unit_test(slow_by_cost_per_byte),
 		cmocka_unit_test(writes_judged_apart),

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "memberio.h"
+
 #define CM_THREADS 2
 
 /* For assert(): m is held, by this thread or another (a default mutex
@@ -115,13 +117,13 @@ cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_f
 	return q;
 }
 
-void cm_queue_free(cm_queue *q)
+void cm_queue_free(cm_queue *q, bool lent)
 {
 	if (!q)
 		return;
 	assert(!q->scheduled && !q->head);
 	for (int i = 0; i < CM_DEPTH; i++)
-		free(q->slot[i].data);
+		mio_free_or_keep(q->slot[i].data, lent);
 	pthread_cond_destroy(&q->changed);
 	free(q);
 }

@@ -45,8 +45,9 @@ typedef int (*cm_run_fn)(void *owner, cm_batch *b);
  * synchronously). */
 cm_queue *cm_queue_new(pthread_mutex_t *owner_lock, size_t batch_bytes, cm_run_fn run,
                        void *owner);
-/* Frees an idle queue (drain it first). */
-void cm_queue_free(cm_queue *q);
+/* Frees an idle queue (drain it first).  Its batches' data is kept if
+ * lent to a member call given up (mio_free_or_keep). */
+void cm_queue_free(cm_queue *q, bool lent);
 
 /* Batches not in flight. */
 int cm_free_slots(const cm_queue *q);

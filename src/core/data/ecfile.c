@@ -20,6 +20,7 @@
 #include <glib.h>
 
 #include "log.h"
+#include "memberio.h"
 #include "reader_rules.h"
 #include "volume_internal.h"
 
@@ -28,13 +29,14 @@ void ecfile_free(ecfile *f)
 	pthread_mutex_lock(&f->lock);
 	cm_drain(f->cq);
 	pthread_mutex_unlock(&f->lock);
-	cm_queue_free(f->cq);
+	/* the batches, f->buf and f->partial are what commits write from */
+	cm_queue_free(f->cq, f->c.buffers_lent);
 	stripe_wait_late_reads(&f->c);
 	for (int i = 0; i < f->c.lay.n; i++)
 		volume_member_close(f->v, i, f->c.fd[i]);
 	stripe_ctx_free_buffers(&f->c);
-	free(f->buf);
-	free(f->partial);
+	mio_free_or_keep(f->buf, f->c.buffers_lent);
+	mio_free_or_keep(f->partial, f->c.buffers_lent);
 	pthread_mutex_destroy(&f->lock);
 	g_free(f->path);
 	g_free(f);

@@ -71,11 +71,11 @@ void stripe_ctx_free_buffers(stripe_ctx *c)
 	stripe_drop_hedges(c);
 	stripe_forget_heads(c);
 	journal_close(c->v, &c->jf);
-	free(c->scratch);
-	free(c->parity);
-	free(c->run_parity);
-	free(c->pack_in);
-	free(c->pack_out);
+	mio_free_or_keep(c->scratch, c->buffers_lent);
+	mio_free_or_keep(c->parity, c->buffers_lent);
+	mio_free_or_keep(c->run_parity, c->buffers_lent);
+	mio_free_or_keep(c->pack_in, c->buffers_lent);
+	mio_free_or_keep(c->pack_out, c->buffers_lent);
 	c->scratch = c->parity = c->run_parity = c->pack_in = c->pack_out = NULL;
 }
 

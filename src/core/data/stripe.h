@@ -63,6 +63,10 @@ typedef struct stripe_ctx {
 	 * (a first write); below it a commit is an overwrite and journaled. */
 	uint64_t written_end;
 	bool inplace_unsynced; /* a journaled commit's in-place writes are not synced yet */
+	/* A write of this file's was given up inside its member call, which
+	 * may still read the buffers it was lent: they are never freed
+	 * (memberio.h, mio_batch_stuck). */
+	bool buffers_lent;
 	journal_files jf;      /* the journals open for writing */
 	/* Hedged reads with an answer still to come, and one ended for
 	 * reuse (stripe_hedge.c). */

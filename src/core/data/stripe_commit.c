@@ -206,6 +206,11 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
 			                &tasks[pos]);
 	uint64_t lost = mio_batch_wait(&batch);
+	if (mio_batch_stuck(&batch) && !c->buffers_lent) {
+		c->buffers_lent = true;
+		ecfs_log(LOG_INFO, "%s: a write given up on a member may still read this file's "
+		         "buffers; they are kept until the daemon exits", c->path);
+	}
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		commit_task *t = &tasks[pos];
 		if (t->err == 0 && (lost >> t->member & 1))

@@ -193,8 +193,10 @@ static void lose_member(memberio *mio, int idx, mio_task *cur)
 	 * failed, and failed for this reason */
 	if (!was && mio->on_lost)
 		mio->on_lost(mio->ctx, idx, mio->timeout_ms);
-	if (cur)
+	if (cur) {
+		__atomic_fetch_or(&cur->batch->stuck, 1ull << idx, __ATOMIC_RELEASE);
 		task_done(cur, idx);
+	}
 	while (t) {
 		mio_task *next = t->next;
 		task_done(t, idx);
@@ -481,7 +483,7 @@ bool memberio_lost(memberio *mio, int idx)
 void mio_batch_init(mio_batch *b)
 {
 	b->pending = 0;
-	b->lost = 0;
+	b->lost = b->stuck = 0;
 	b->caller = NULL;
 	b->held = NULL;
 	b->small = false;
@@ -625,6 +627,33 @@ uint64_t mio_batch_wait(mio_batch *b)
 		enqueue(b->caller, t, true);
 	}
 	return mio_batch_wait_left(b, 0);
+}
+
+uint64_t mio_batch_stuck(const mio_batch *b)
+{
+	return __atomic_load_n(&b->stuck, __ATOMIC_ACQUIRE);
+}
+
+/* What mio_free_or_keep kept: a few buffers per member given up. */
+static struct kept {
+	void *p;
+	struct kept *next;
+} *kept_list;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mio_free_or_keep(void *p, bool lent)
+{
+	struct kept *k = lent && p ? malloc(sizeof(*k)) : NULL;
+
+	if (!k) {
+		if (!lent)
+			free(p);
+		return; /* lent, and no memory to note it in: leaked as it is */
+	}
+	pthread_mutex_lock(&kept_lock);
+	*k = (struct kept){ p, kept_list };
+	kept_list = k;
+	pthread_mutex_unlock(&kept_lock);
 }
 
 uint64_t mio_batch_wait_left(mio_batch *b, int left)

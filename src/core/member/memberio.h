@@ -16,7 +16,13 @@
  * the worker stops in mio_io_end for good, before it touches anything of
  * the task's caller again.  Reads on a worker therefore land in the
  * worker's own bounce buffer first (mio_bounce), never straight in the
- * caller's memory, which may be reused by then.
+ * caller's memory, which may be reused by then.  A write cannot be made
+ * safe that way at no cost: the kernel may still copy from the caller's
+ * buffer when the call comes back.  Small writes go through the bounce
+ * buffer too; a batch says which of its tasks were given up inside their
+ * call (mio_batch_stuck), and the caller of a large write keeps the
+ * memory it lent them for good (a member is given up once a mount, so
+ * that is at most one write's buffers per member).
  *
  * The relay: on two cores, waking a thread costs more than a small member
  * call on a local filesystem, so a batch of small calls (namespace
@@ -41,6 +47,7 @@ typedef struct memberio memberio;
 typedef struct mio_batch {
 	int pending;   /* tasks not done yet (atomic), the word the waiter sleeps on */
 	uint64_t lost; /* bit i: member i's tasks were given up (atomic) */
+	uint64_t stuck; /* bit i: member i's task was given up inside its call (atomic) */
 	memberio *caller; /* mio_batch_init_caller without a timeout */
 	struct mio_task *held; /* its last task, not queued yet */
 	bool small;       /* mio_batch_init_small with a timeout */
@@ -101,6 +108,15 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
  * have run in part and said nothing true; the caller treats them as
  * failed with ETIMEDOUT. */
 uint64_t mio_batch_wait(mio_batch *b);
+/* After mio_batch_wait: the members whose task of this batch was given up
+ * inside its member call, which may still read (never write) the memory
+ * the task was handed, should the call come back.  A subset of the lost
+ * mask. */
+uint64_t mio_batch_stuck(const mio_batch *b);
+/* free(p), or, if lent to a task given up inside its call, keep p for
+ * the life of the process (reachable, so leak checkers do not count
+ * it). */
+void mio_free_or_keep(void *p, bool lent);
 /* For a batch whose caller goes on with the first of its answers (hedged
  * reads, stripe_fetch.c): mio_batch_wait_left wakes at every task done, not
  * only at the last.  Its tasks must own everything they touch, since the
@@ -203,7 +219,9 @@ bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms);
 int64_t mio_deadline_ms(unsigned timeout_ms);
 
 /* On a worker with a timeout: its bounce buffer of at least len bytes for
- * a read; otherwise (or out of memory) NULL: read in place. */
+ * a read, or a write of at most MIO_BOUNCE_WRITE_MAX; otherwise (or out
+ * of memory) NULL: read or write in place. */
+#define MIO_BOUNCE_WRITE_MAX (64 * 1024)
 uint8_t *mio_bounce(size_t len);
 
 #endif

@@ -368,8 +368,31 @@ int mop_touchat(volume *v, int idx, int dirfd, const char *name, bool sync_dir)
 	return sync_dir ? mop_fsync(v, idx, dirfd, false) : 0;
 }
 
+/* On a worker, a small write goes out of its bounce buffer (memberio.h):
+ * should the call be given up and come back later, the kernel copies
+ * from memory that is the worker's, not from the caller's, which may be
+ * freed by then.  *one takes the bounce's iovec; returns the iovec to
+ * write. */
+static const struct iovec *write_source(const struct iovec *iov, int *cnt, size_t len,
+                                        struct iovec *one)
+{
+	uint8_t *bounce = len <= MIO_BOUNCE_WRITE_MAX ? mio_bounce(len) : NULL;
+
+	if (!bounce)
+		return iov;
+	for (size_t done = 0; done < len; iov++) {
+		memcpy(bounce + done, iov->iov_base, iov->iov_len);
+		done += iov->iov_len;
+	}
+	*one = (struct iovec){ bounce, len };
+	*cnt = 1;
+	return one;
+}
+
 static ssize_t write_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
+	struct iovec bounced;
+	iov = write_source(iov, &cnt, iov_total(iov, cnt), &bounced);
 	IO_SCOPE();
 	CHANGE_SCOPE();
 	FAULT_GATE(FAULT_WRITE, (ssize_t)iov_total(iov, cnt));
@@ -484,7 +507,9 @@ static void record_write_sync(int idx, int fd, const struct iovec *iov, size_t d
 
 ssize_t mop_pwrite_dsync(volume *v, int idx, int fd, const void *buf, size_t len, off_t off)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec bounced, one = { .iov_base = (void *)buf, .iov_len = len };
+	int cnt = 1;
+	struct iovec iov = *write_source(&one, &cnt, len, &bounced);
 	bool dsync = mop_syncs(v, idx);
 	int sync_err = 0;
 	IO_SCOPE();
