@@ -504,6 +504,7 @@ static int serve(struct daemon_state *d)
 		ecfs_log(LOG_INFO, "the kernel ended the FUSE connection (unmount or abort)");
 	fuse_remove_signal_handlers(d->se);
 	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
+	volume_mark_closing(d->state.vol); /* a mount meanwhile waits for the locks */
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
 	fs_nodes_notify_stop();

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -372,12 +374,67 @@ static void test_lock(void **state)
 	char want[64];
 
 	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
-	snprintf(want, sizeof(want), "in use by pid %ld", (long)getpid());
-	expect_refused(mb->path, 6, 0, 0, -EBUSY, want);
+	snprintf(want, sizeof(want), "in use by pid %ld on ", (long)getpid());
+	expect_refused(mb->path, 6, 0, 0, -EBUSY, want); /* at once: not closing */
 	volume_close(v);
 	/* Closing released it. */
 	assert_int_equal(open_paths(mb->path, 6, 0, 0, &v2, &msg), 0);
 	volume_close(v2);
+}
+
+/* A volume unmounted and closing (volume_mark_closing), closed by this
+ * thread after delay_ms. */
+struct closer {
+	volume *v;
+	unsigned delay_ms;
+};
+
+static void *close_later(void *arg)
+{
+	struct closer *c = arg;
+	usleep(c->delay_ms * 1000);
+	volume_close(c->v);
+	return NULL;
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* `umount M && mount M`: an open that finds the locks held by a process
+ * of this host that is closing the volume waits for them, up to the
+ * member timeout; one held by a volume still open is refused at once. */
+static void test_lock_of_a_closing_volume(void **state)
+{
+	members *mb = *state;
+	volume_options o = { .run.timeout_ms = 5000 };
+	struct closer c = { NULL, 300 };
+	struct timespec t0;
+	pthread_t th;
+	volume *v2;
+	char *msg = NULL;
+
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &c.v, &msg), 0);
+	volume_mark_closing(c.v);
+	assert_int_equal(pthread_create(&th, NULL, close_later, &c), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = volume_open((const char *const *)mb->path, 6, &o, &v2, &msg);
+	if (rc != 0)
+		fail_msg("the open after a close returned %d: %s", rc, msg ? msg : "");
+	assert_true(since(&t0) >= 0.25); /* it waited for the close */
+	pthread_join(th, NULL);
+	/* past the timeout, it gives up and says why */
+	volume_mark_closing(v2);
+	c = (struct closer){ v2, 1500 };
+	assert_int_equal(pthread_create(&th, NULL, close_later, &c), 0);
+	o.run.timeout_ms = 200;
+	assert_int_equal(volume_open((const char *const *)mb->path, 6, &o, &v2, &msg), -EBUSY);
+	assert_non_null(strstr(msg, "which is still closing it"));
+	g_free(msg);
+	pthread_join(th, NULL);
 }
 
 static void test_member_vanishes(void **state)
@@ -551,6 +608,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_superblock_differs_from_majority, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_of_a_closing_volume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_vanishes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_unsettled_after_an_open_never_closed, setup,

@@ -35,6 +35,9 @@ typedef struct volume volume;
 int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message);
 void volume_close(volume *v);
+/* The daemon was unmounted and closes the volume: its lock texts say so,
+ * and an open on this host meanwhile waits for the locks (volume_lock.c). */
+void volume_mark_closing(volume *v);
 /* Closes a descriptor on member idx, unless the member was given up after
  * the I/O timeout (memberio.h): then it stays open, as closing would wait
  * on the member. */

@@ -241,7 +241,7 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 		rc = check_quorum(v, message);
 	}
 	if (rc == 0)
-		rc = vol_lock_members(v, opts->run.read_only, message);
+		rc = vol_lock_members(v, opts->run.read_only, opts->run.timeout_ms, message);
 	if (rc == 0)
 		rc = vol_set_defaults(v, &pr[ref].sb, opts, message);
 	if (rc == 0)

@@ -132,8 +132,9 @@ int vol_create(probe *pr, int n, const volume_options *opts, superblock *sb,
 
 /* volume_lock.c: member idx locked through metafd; the locks of the open
  * (and the healing marks); the lock texts emptied at close. */
-int vol_lock_member(volume *v, int idx, int metafd, int *lockfd, char **message);
-int vol_lock_members(volume *v, bool read_only, char **message);
+int vol_lock_member(volume *v, int idx, int metafd, int *lockfd, int64_t wait_until_ms,
+                    char **message);
+int vol_lock_members(volume *v, bool read_only, unsigned timeout_ms, char **message);
 void vol_clear_lock_texts(volume *v);
 
 /* volume_open.c: whether member idx's syncs are skipped (its mount); an

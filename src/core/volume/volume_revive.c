@@ -238,7 +238,7 @@ static int revive_lock(void *arg)
 
 	if (r->old_lockfd >= 0)
 		MIO_CALL(close(r->old_lockfd));
-	int rc = vol_lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, &r->msg);
+	int rc = vol_lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, 0, &r->msg);
 	r->heal_rc = rc == 0 ? mop_touchat(r->v, r->idx, r->p.metafd, HEAL_FILE, false) : 0;
 	return rc;
 }
