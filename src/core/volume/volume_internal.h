@@ -13,6 +13,7 @@
 #include "checksum.h"
 #include "chunk.h"
 #include "ec.h"
+#include "fdpool.h"
 #include "memberio.h"
 #include "size_cache.h"
 #include "space.h"
@@ -28,6 +29,8 @@ memberio *volume_memberio(volume *v);
 space *volume_space(volume *v);
 /* Closed files' sizes, for stat (size_cache.h). */
 size_cache *volume_sizes(volume *v);
+/* The pool of open files' member descriptors (fdpool.h). */
+fdpool *volume_fd_pool(volume *v);
 /* What xattrs.c knows of its markers on the volume: two ints it reads and
  * writes atomically, 0 at open. */
 int *volume_xattr_marks(volume *v);

@@ -72,6 +72,7 @@ struct volume {
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
 	size_cache *sizes;     /* closed files' sizes, for stat */
+	fdpool *fds;           /* open files' member descriptors (fdpool.h) */
 	root_watch *watch;     /* members whose roots are known unchanged */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t changes_at_open; /* mops.made once the locks were written */
