@@ -63,7 +63,12 @@ int volume_log_fd(volume *v, int idx);
  * Returns the fd to use: fd, or the one another thread had made held
  * first (then fd is closed). */
 int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace);
-/* Cached objects, shared and immutable; NULL if the parameters are bad. */
+/* Cached objects, shared and immutable; NULL if the parameters are bad.
+ * The codes are cached for at most VOLUME_CODES_MAX parameter sets (the
+ * volume's k and m, so a kind, w and packet size each): a set past them
+ * has no code (its files fail with EIO, logged once), so that headers
+ * cannot grow the cache without bound. */
+#define VOLUME_CODES_MAX 16
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
 /* Logs a bad strip on member idx (first one per member at WARNING, the

@@ -432,13 +432,19 @@ const ec_code *volume_code(volume *v, const ec_params *p)
 
 	pthread_mutex_lock(&v->cache_lock);
 	code = g_hash_table_lookup(v->codes, key);
-	if (!code && ec_create(p, &code) == 0) {
+	bool full = !code && g_hash_table_size(v->codes) >= VOLUME_CODES_MAX;
+	if (!code && !full && ec_create(p, &code) == 0) {
 		g_hash_table_insert(v->codes, key, code);
 		key = NULL;
 	}
+	bool warn = full && !v->warned_codes;
+	v->warned_codes |= full;
 	pthread_mutex_unlock(&v->cache_lock);
+	if (warn)
+		ecfs_log(LOG_ERR, "files of more than %d sets of code parameters: those of code "
+		         "%s are not read (the first refused)", VOLUME_CODES_MAX, key);
 	g_free(key);
-	return code;
+	return full ? NULL : code;
 }
 
 void volume_files_lock(volume *v) { pthread_mutex_lock(&v->files_lock); }
