@@ -29,6 +29,13 @@ def content(i):
     return H.pattern(SIZE, 1000 + i)
 
 
+def read_through(fd):
+    """The file's bytes from the daemon, not the kernel's page cache."""
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    return os.pread(fd, SIZE, 0)
+
+
 def hold_files(top, ready_w, go_r, done_w):
     """In a child as HOLDER: opens and writes HOLD files, keeps them open,
     says so on ready_w, waits for go_r, then reads back and rewrites each
@@ -42,14 +49,13 @@ def hold_files(top, ready_w, go_r, done_w):
         os.write(ready_w, b"r")
         os.read(go_r, 1)
         for i, fd in enumerate(fds):
-            got = os.pread(fd, SIZE, 0)
+            got = read_through(fd)
             if got != content(i):
                 raise AssertionError(f"f{i}: read back {H.describe_mismatch(got, content(i))}")
             os.pwrite(fd, b"again", 10)
             want = content(i)[:10] + b"again" + content(i)[15:]
-            if os.pread(fd, SIZE, 0) != want:
+            if read_through(fd) != want:
                 raise AssertionError(f"f{i}: the rewrite did not read back")
-            os.fsync(fd)
         verdict = b"ok"
     except BaseException as e:  # reported to the parent
         verdict = f"{type(e).__name__}: {e} (after {len(fds)} opens)".encode()
@@ -121,6 +127,35 @@ class OpenFilesTest(H.MountedCase):
             want = content(i)[:10] + b"again" + content(i)[15:]
             self.assert_exact(os.path.join(top, f"f{i}"), want)
         self.assertNotIn("is not the one this open file had", v.output())
+        self.assert_clean_unmount(v)
+
+    def test_parked_chunks_are_reopened_by_identity(self):
+        v = self.volume(3)
+        v.wrapper = ["prlimit", f"--nofile={LIMIT}:{LIMIT}", "--"]
+        mnt = self.mount(v, "k=2,m=1,strip=4K")
+        fds = []
+        try:
+            for i in range(HOLD // 2):
+                fd = os.open(os.path.join(mnt, f"f{i}"), os.O_CREAT | os.O_RDWR, 0o600)
+                fds.append(fd)
+                os.pwrite(fd, content(i), 0)
+            # f0 and f1 are parked by now (the least recently used)
+            os.rename(os.path.join(mnt, "f0"), os.path.join(mnt, "renamed"))
+            chunk = v.chunk_path(0, "f1")
+            with open(chunk, "rb") as f:
+                copy = f.read()
+            os.unlink(chunk)
+            with open(chunk, "wb") as f:  # the same bytes, another inode
+                f.write(copy)
+            for i, fd in enumerate(fds):
+                self.assertEqual(read_through(fd), content(i), f"f{i}")
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.assertIn("f1: the chunk on member 0", v.output())
+        self.assertIn("is not the one this open file had", v.output())
+        self.assertNotIn("f0: the chunk", v.output())
+        self.assert_exact(os.path.join(mnt, "renamed"), content(0))
         self.assert_clean_unmount(v)
 
 

@@ -71,6 +71,27 @@ static int identify_run(void *arg)
 	return 0;
 }
 
+/* Whether fd is the chunk pk: its device and inode, and its handle when
+ * one was kept (which names the inode's generation too: an inode number
+ * reused by a file made since is not the chunk). */
+static bool same_chunk(int fd, const struct parked_chunk *pk)
+{
+	struct parked_chunk now;
+	struct stat st;
+	int mount_id;
+
+	if (MIO_CALL(fstat(fd, &st)) < 0 || st.st_dev != pk->dev || st.st_ino != pk->ino ||
+	    !S_ISREG(st.st_mode))
+		return false;
+	if (!pk->h.fh.handle_bytes)
+		return true;
+	now.h.fh.handle_bytes = MAX_HANDLE_SZ;
+	return MIO_CALL(name_to_handle_at(fd, "", &now.h.fh, &mount_id, AT_EMPTY_PATH)) == 0 &&
+	       now.h.fh.handle_bytes == pk->h.fh.handle_bytes &&
+	       now.h.fh.handle_type == pk->h.fh.handle_type &&
+	       memcmp(now.h.fh.f_handle, pk->h.fh.f_handle, pk->h.fh.handle_bytes) == 0;
+}
+
 /* On member p->mb: the parked chunk opened again, by its handle, else by
  * the file's name; the descriptor, or -ESTALE if what opens is not the
  * chunk that was parked. */
@@ -78,7 +99,6 @@ static int reopen_run(void *arg)
 {
 	const struct park_call *p = arg;
 	struct parked_chunk pk = *p->pk;
-	struct stat st;
 	int fd = -1;
 
 	if (pk.h.fh.handle_bytes)
@@ -88,8 +108,7 @@ static int reopen_run(void *arg)
 		fd = volume_open_beneath(p->v, p->mb, p->path, p->acc | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return fd;
-	if (MIO_CALL(fstat(fd, &st)) < 0 || st.st_dev != pk.dev || st.st_ino != pk.ino ||
-	    !S_ISREG(st.st_mode)) {
+	if (!same_chunk(fd, &pk)) {
 		MIO_CALL(close(fd));
 		return -ESTALE;
 	}
@@ -114,9 +133,12 @@ static bool park_chunks(ecfile *f)
 		if (f->c.fd[mb] < 0)
 			continue;
 		struct park_call p = { f->v, mb, f->c.fd[mb], 0, NULL, &f->park[mb] };
+		open |= 1ull << mb;
+		memset(&f->park[mb], 0, sizeof(f->park[mb])); /* inode 0: not kept */
+		if (!volume_member_ok(f->v, mb))
+			continue; /* failed: not reopened until the heal takes it back */
 		if (volume_on_member(f->v, mb, identify_run, &p) < 0)
 			return false;
-		open |= 1ull << mb;
 	}
 	for (int mb = 0; mb < n; mb++)
 		if (open >> mb & 1) {
@@ -163,13 +185,15 @@ static void unpark_chunks(ecfile *f)
 		if (!(parked >> mb & 1))
 			continue;
 		struct park_call p = { f->v, mb, -1, acc, f->path, &f->park[mb] };
-		int fd = volume_member_ok(f->v, mb) ? volume_on_member(f->v, mb, reopen_run, &p)
-		                                    : -EIO;
+		bool kept = f->park[mb].ino != 0 && volume_member_ok(f->v, mb);
+		int fd = kept ? volume_on_member(f->v, mb, reopen_run, &p) : -ENXIO;
 		if (fd >= 0) {
 			f->c.fd[mb] = fd;
 			continue;
 		}
-		if (fd == -ESTALE || fd == -ENOENT)
+		if (fd == -ENXIO)
+			; /* failed when parked, or now: the heal takes it back */
+		else if (fd == -ESTALE || fd == -ENOENT)
 			ecfs_log(LOG_ERR, "%s: the chunk on member %d (%s) is not the one this open "
 			         "file had: an erasure for it", f->path, mb, volume_member_path(f->v, mb));
 		else
