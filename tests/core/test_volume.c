@@ -28,6 +28,7 @@
 #include "log.h"
 #include "memberops.h"
 #include "volume.h"
+#include "volume_internal.h"
 
 static int setup(void **state)
 {
@@ -148,6 +149,33 @@ static void test_strip_bound(void **state)
 	assert_int_equal(open_strip(mb, 65536, ""), 0); /* created: 64 KiB strips */
 	assert_int_equal(open_strip(mb, (size_t)64 << 20, ""), 0);
 	assert_int_equal(open_strip(mb, ((size_t)64 << 20) + 65536, "at most"), -EINVAL);
+}
+
+/* The code cache holds VOLUME_CODES_MAX parameter sets; headers naming
+ * more do not grow it (their files have no code). */
+static void test_code_cache_bound(void **state)
+{
+	members *mb = *state;
+	volume *v;
+	char *msg;
+	const ec_code *first = NULL;
+
+	assert_int_equal(open_paths(mb->path, 6, 4, 2, &v, &msg), 0);
+	int cached = 0;
+	for (int i = 0; i < 2 * VOLUME_CODES_MAX; i++) {
+		ec_params p = { .kind = EC_CAUCHY_GOOD, .k = 4, .m = 2, .w = 8,
+		                .packet_size = (size_t)64 * (size_t)(i + 1) };
+		const ec_code *c = volume_code(v, &p);
+		if (i == 0)
+			first = c;
+		cached += c != NULL;
+	}
+	/* the volume's own set was cached at open */
+	assert_int_equal(cached, VOLUME_CODES_MAX - 1);
+	ec_params p = { .kind = EC_CAUCHY_GOOD, .k = 4, .m = 2, .w = 8, .packet_size = 64 };
+	assert_ptr_equal(volume_code(v, &p), first); /* a cached set stays */
+	assert_non_null(first);
+	volume_close(v);
 }
 
 static void test_wrong_order(void **state)
@@ -599,6 +627,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_code_cache_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strip_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_and_duplicate_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_member_is_replaced_disk, setup, teardown),

@@ -26,6 +26,7 @@
 
 void ecfile_free(ecfile *f)
 {
+	fdpool_remove(volume_fd_pool(f->v), &f->pool); /* no parking of it runs */
 	pthread_mutex_lock(&f->lock);
 	cm_drain(f->cq);
 	pthread_mutex_unlock(&f->lock);
@@ -38,8 +39,15 @@ void ecfile_free(ecfile *f)
 	mio_free_or_keep(f->buf, f->c.buffers_lent);
 	mio_free_or_keep(f->partial, f->c.buffers_lent);
 	pthread_mutex_destroy(&f->lock);
+	g_free(f->park);
 	g_free(f->path);
 	g_free(f);
+}
+
+void ecfile_settle_journals(ecfile *f)
+{
+	if (f->c.jf.open && stripe_sync(&f->c, true) == 0)
+		stripe_remove_journals(&f->c);
 }
 
 /* Under f->lock, the committer drained: true if the headers on the
@@ -64,15 +72,14 @@ int ecfile_release(ecfile *f)
 		 * protects durable in place and drop it, rather than leave it for
 		 * the next open to judge.  Under the file's lock, so an open that
 		 * comes in meanwhile shares this state. */
-		pthread_mutex_lock(&f->lock);
+		ecfile_lock(f);
 		cm_drain(f->cq);
-		if (f->c.jf.open && stripe_sync(&f->c, true) == 0)
-			stripe_remove_journals(&f->c);
+		ecfile_settle_journals(f);
 		/* A stat, chmod or utimens after the close (tar x sets the times
 		 * then) finds the size without reading the headers. */
 		if (headers_current(f))
 			stripe_remember_size(&f->c);
-		pthread_mutex_unlock(&f->lock);
+		ecfile_unlock(f);
 	}
 	volume_files_lock(v);
 	last = --f->refs == 0;
@@ -114,7 +121,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 {
 	int rc = -EIO;
 
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	cm_drain(f->cq); /* the stripe context is the committer's meanwhile */
 	uint64_t epoch = size_cache_epoch(volume_sizes(f->v));
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
@@ -133,7 +140,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 		}
 		volume_member_error(f->v, mb, errno, "stat of a chunk");
 	}
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return rc;
 }
 
@@ -199,7 +206,7 @@ char *ecfile_layout_text(ecfile *f)
 	GString *s = g_string_new(NULL);
 	const chunk_header *h = &f->c.hdr;
 
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	cm_drain(f->cq);
 	g_string_append_printf(s, "code=%s\nk=%d\nm=%d\nw=%d\npacket_size=%llu\nstrip_size=%llu\n"
 	                       "checksum=%s\nsize=%llu\ngeneration=%llu\nrotation=%u\nhealthy=",
@@ -219,7 +226,7 @@ char *ecfile_layout_text(ecfile *f)
 		g_string_append_printf(s, "member.%d=%s %s\n", mb, state_name(f->c.state[mb]),
 		                       volume_member_path(f->v, mb));
 	}
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return g_string_free(s, FALSE);
 }
 
@@ -231,7 +238,7 @@ ecfile *ecfile_heal_begin(volume *v, const char *path)
 
 	if (ecfile_open(v, path, 0, &f) < 0)
 		return NULL;
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	/* Commits in flight land first: the heal reads the stored stripes.  A
 	 * commit error stays queued for the file's user; the buffered stripe
 	 * stays buffered (it reaches the healed member when committed). */
@@ -275,6 +282,6 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 			f->c.hdr.generation = pc.h.generation;
 		f->c.hdr.missed = pc.h.missed;
 	}
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	ecfile_release(f);
 }

@@ -5,7 +5,10 @@
  *
  * An ecfile is shared by every open of the same file (hard links included:
  * it is keyed by the file's identity, not its path) and holds an fd per
- * member, so rename and unlink of an open file do not disturb it.  It
+ * member, so rename and unlink of an open file do not disturb it (an idle
+ * file's are closed when the volume's pool of them is full, and reopened
+ * by file handle at its next use: ecfile_pool.c; never those of a chunk
+ * unlinked while open).  It
  * buffers writes per stripe, encodes full stripes and writes them to all
  * members in parallel, does read-modify-write for partial stripes, and on
  * reads decodes around missing or corrupt strips.  All functions are

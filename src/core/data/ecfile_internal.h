@@ -16,6 +16,7 @@
 
 #include "chunk.h"
 #include "committer.h"
+#include "fdpool.h"
 #include "stripe.h"
 
 struct ecfile {
@@ -41,6 +42,12 @@ struct ecfile {
 	 * everything that touches them but the write path drains it first. */
 	cm_queue *cq;
 	int cq_stripes;    /* stripes per batch; 0: not started, -1: none */
+	/* Its descriptors in the volume's pool (ecfile_pool.c): while it is
+	 * idle and the pool full, its chunks are parked (descriptors closed),
+	 * and the next ecfile_lock reopens them. */
+	fdpool_entry pool;
+	uint64_t parked;   /* bit mb: member mb's chunk is parked; atomic, set under lock */
+	struct parked_chunk *park; /* n, what each parked chunk must be */
 };
 
 static inline uint64_t stripe_data(const ecfile *f)
@@ -83,7 +90,23 @@ int ecfile_truncate_locked(ecfile *f, uint64_t size);
  * short and cuts what it left past the size; errors are logged. */
 void ecfile_recover_locked(ecfile *f);
 
+/* ---- ecfile_pool.c ---- */
+/* Takes f->lock for a use of its chunks: pins f in the pool (never
+ * parked while held) and reopens its parked chunks, room made first. */
+void ecfile_lock(ecfile *f);
+/* Ends the use: f's descriptors counted again, f->lock released. */
+void ecfile_unlock(ecfile *f);
+/* Makes room in the pool for want more descriptors (fdpool_make_room),
+ * parking idle files; with no file's lock held. */
+void ecfile_make_room(volume *v, int want);
+/* Enters a file just opened into the pool. */
+void ecfile_pool_enter(ecfile *f);
+
 /* ---- ecfile.c ---- */
+/* Under f->lock, the committer drained: the journals of f made durable in
+ * place and dropped (the last close, a parking), so that nothing is left
+ * for the next open to judge. */
+void ecfile_settle_journals(ecfile *f);
 /* Frees an open file no one refers to: its commits drained, its chunks
  * closed. */
 void ecfile_free(ecfile *f);

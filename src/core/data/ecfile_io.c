@@ -382,7 +382,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 	if (size == 0)
 		return 0;
 	volume_check_roots(f->v);
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	sd = stripe_data(f);
 	if (f->read_only) {
 		rc = -EROFS;
@@ -443,7 +443,7 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 			rc = commit_buffer(f, true);
 	}
 out:
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	/* Like write(2): what was taken before an error, else the error. */
 	if (rc < 0 && pos == (uint64_t)off)
 		return rc;
@@ -494,7 +494,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 	if (off < 0)
 		return -EINVAL;
 	volume_check_roots(f->v);
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	cm_drain(f->cq); /* reads see every write answered before */
 	sd = stripe_data(f);
 	strip = f->c.lay.strip_size;
@@ -551,7 +551,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		pos += len;
 	}
 out:
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	/* An error anywhere fails the request: through FUSE a short read
 	 * means end of file, and the kernel would zero-fill the rest of the
 	 * page (silently wrong data past a stripe that cannot be decoded). */
@@ -664,9 +664,9 @@ int ecfile_truncate(ecfile *f, off_t size)
 
 	if (size < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	rc = ecfile_truncate_locked(f, (uint64_t)size);
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return rc;
 }
 
@@ -695,10 +695,10 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
 	rc = volume_claim_space(f->v, write_cost(f, (uint64_t)off, (uint64_t)off + (uint64_t)len));
 	if (rc < 0 || (mode & FALLOC_FL_KEEP_SIZE))
 		return rc;
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	if ((uint64_t)(off + len) > f->size)
 		rc = ecfile_truncate_locked(f, (uint64_t)(off + len));
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return rc;
 }
 
@@ -717,9 +717,9 @@ static int flush_locked(ecfile *f)
 
 int ecfile_flush(ecfile *f)
 {
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	int rc = flush_locked(f);
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return rc;
 }
 
@@ -727,7 +727,7 @@ int ecfile_fsync(ecfile *f, int datasync)
 {
 	int rc;
 
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	rc = flush_locked(f);
 	if (rc == 0 && !f->read_only)
 		rc = ecfile_write_headers(f, false);
@@ -741,6 +741,6 @@ int ecfile_fsync(ecfile *f, int datasync)
 		f->c.hdr.durable = durable;
 		f->hdr_dirty = true; /* written at the next flush, unsynced */
 	}
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	return rc;
 }

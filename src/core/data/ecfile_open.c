@@ -560,9 +560,9 @@ static int open_again(ecfile *f, probe_chunk *pc, int n, int flags)
 
 	close_chunks(pc, n);
 	if (flags & O_TRUNC) {
-		pthread_mutex_lock(&f->lock);
+		ecfile_lock(f);
 		rc = ecfile_truncate_locked(f, 0);
-		pthread_mutex_unlock(&f->lock);
+		ecfile_unlock(f);
 	}
 	return rc < 0 ? (ecfile_release(f), rc) : 0;
 }
@@ -668,6 +668,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	*out = NULL;
 	if (!volume_usable(v))
 		return -EIO;
+	ecfile_make_room(v, n); /* idle files parked for this one's chunks */
 	struct create_chain ch, *chp = NULL;
 	chunk_header pre;
 	if (create && volume_all_relayed(v)) {
@@ -714,9 +715,10 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	volume_files_unlock(v);
 	if (!f)
 		return -EIO;
+	ecfile_pool_enter(f);
 	*out = f;
 
-	pthread_mutex_lock(&f->lock);
+	ecfile_lock(f);
 	if (fresh && chp && headers_written(f, &ch))
 		rc = 0;
 	else if (fresh)
@@ -725,7 +727,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		ecfile_recover_locked(f);
 	if (rc == 0 && !fresh && (flags & O_TRUNC) && f->size)
 		rc = ecfile_truncate_locked(f, 0);
-	pthread_mutex_unlock(&f->lock);
+	ecfile_unlock(f);
 	if (rc < 0) {
 		ecfile_release(f);
 		*out = NULL;

@@ -13,6 +13,7 @@
 #include "checksum.h"
 #include "chunk.h"
 #include "ec.h"
+#include "fdpool.h"
 #include "memberio.h"
 #include "size_cache.h"
 #include "space.h"
@@ -28,6 +29,8 @@ memberio *volume_memberio(volume *v);
 space *volume_space(volume *v);
 /* Closed files' sizes, for stat (size_cache.h). */
 size_cache *volume_sizes(volume *v);
+/* The pool of open files' member descriptors (fdpool.h). */
+fdpool *volume_fd_pool(volume *v);
 /* What xattrs.c knows of its markers on the volume: two ints it reads and
  * writes atomically, 0 at open. */
 int *volume_xattr_marks(volume *v);
@@ -60,7 +63,12 @@ int volume_log_fd(volume *v, int idx);
  * Returns the fd to use: fd, or the one another thread had made held
  * first (then fd is closed). */
 int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace);
-/* Cached objects, shared and immutable; NULL if the parameters are bad. */
+/* Cached objects, shared and immutable; NULL if the parameters are bad.
+ * The codes are cached for at most VOLUME_CODES_MAX parameter sets (the
+ * volume's k and m, so a kind, w and packet size each): a set past them
+ * has no code (its files fail with EIO, logged once), so that headers
+ * cannot grow the cache without bound. */
+#define VOLUME_CODES_MAX 16
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
 /* Logs a bad strip on member idx (first one per member at WARNING, the

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "checksum.h"
 #include "dirstamps.h"
 #include "fault.h"
+#include "fdpool.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -178,6 +180,18 @@ void vol_watch_root(volume *v, int idx)
 
 /* Starts the member workers; the fault rules (*faults, taken over) apply
  * from here on: the lock files are no member operation a rule counts. */
+/* The descriptors open files may hold on the members: the open-file limit
+ * now (raised at start, fdlimit.h) less the headroom fdpool_cap_for_limit
+ * leaves for the rest of the daemon. */
+static int open_files_cap(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 1024;
+	return fdpool_cap_for_limit(rl.rlim_cur);
+}
+
 static int start_members(volume *v, struct fault_rules **faults, const volume_options *opts,
                          char **message)
 {
@@ -190,6 +204,7 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 	}
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();
+	v->fds = fdpool_new(open_files_cap());
 	if (!v->mio) {
 		*message = g_strdup("cannot start the member I/O threads");
 		return -ENOMEM;
@@ -295,6 +310,7 @@ void volume_close(volume *v)
 	dirstamps_free(v->mops.dirstamps);
 	space_free(v->room);
 	size_cache_free(v->sizes);
+	fdpool_free(v->fds);
 	root_watch_free(v->watch);
 	for (int i = 0; i < v->n; i++) {
 		g_free(v->mem[i].path);
@@ -337,6 +353,7 @@ const char *volume_header_misfit(const volume *v, const chunk_header *h, int mb)
 memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }
+fdpool *volume_fd_pool(volume *v) { return v->fds; }
 int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
 bool *volume_unsettled_flag(volume *v) { return &v->names_unsettled; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
@@ -415,13 +432,19 @@ const ec_code *volume_code(volume *v, const ec_params *p)
 
 	pthread_mutex_lock(&v->cache_lock);
 	code = g_hash_table_lookup(v->codes, key);
-	if (!code && ec_create(p, &code) == 0) {
+	bool full = !code && g_hash_table_size(v->codes) >= VOLUME_CODES_MAX;
+	if (!code && !full && ec_create(p, &code) == 0) {
 		g_hash_table_insert(v->codes, key, code);
 		key = NULL;
 	}
+	bool warn = full && !v->warned_codes;
+	v->warned_codes |= full;
 	pthread_mutex_unlock(&v->cache_lock);
+	if (warn)
+		ecfs_log(LOG_ERR, "files of more than %d sets of code parameters: those of code "
+		         "%s are not read (the first refused)", VOLUME_CODES_MAX, key);
 	g_free(key);
-	return code;
+	return full ? NULL : code;
 }
 
 void volume_files_lock(volume *v) { pthread_mutex_lock(&v->files_lock); }

@@ -65,13 +65,15 @@ struct volume {
 	bool journals_none;    /* journal_census: no member holds a journal */
 	pthread_mutex_t lock;       /* member health; order: before dirstamps', log_lock */
 	pthread_mutex_t cache_lock; /* codes and checksums; order: a leaf */
-	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code* */
+	GHashTable *codes;     /* "kind:k:m:w:packet" -> ec_code*, VOLUME_CODES_MAX at most */
+	bool warned_codes;     /* a set past the bound was logged */
 	checksum *sums[8];
 	pthread_mutex_t files_lock; /* files, ecfile.refs; after heal's, before cache_lock */
 	GHashTable *files;     /* file id -> ecfile* */
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
 	size_cache *sizes;     /* closed files' sizes, for stat */
+	fdpool *fds;           /* open files' member descriptors (fdpool.h) */
 	root_watch *watch;     /* members whose roots are known unchanged */
 	int64_t roots_checked; /* monotonic seconds of the last root check */
 	uint64_t changes_at_open; /* mops.made once the locks were written */
