@@ -9,8 +9,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,25 +132,37 @@ static void reap(events *e, pid_t pid, const char *what)
 		         WTERMSIG(status));
 }
 
-/* Runs the program for q, its stdin /dev/null and no other descriptor of
- * the daemon's but stdout and stderr. */
+/* Runs the program for q: stdin /dev/null, no other descriptor of the
+ * daemon's but stdout and stderr, the usual umask (the daemon's is 0),
+ * the signals' default actions.  The child of a threaded process makes
+ * only async-signal-safe calls before execve. */
 static void run(events *e, const struct event *q)
 {
 	char **env = environment(e, q);
 	char *argv[] = { e->program, NULL };
 	const char *what = volume_event_name(q->ev);
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sigset_t none;
 
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	int rc = posix_spawn(&pid, e->program, &fa, NULL, argv, env);
-	posix_spawn_file_actions_destroy(&fa);
+	sigemptyset(&none);
+	pid_t pid = null < 0 ? -1 : fork();
+	if (pid == 0) {
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		pthread_sigmask(SIG_SETMASK, &none, NULL);
+		umask(022);
+		if (dup2(null, 0) < 0 || close_range(3, ~0u, 0) < 0)
+			_exit(127);
+		execve(e->program, argv, env);
+		_exit(127);
+	}
+	int err = errno;
+	if (null >= 0)
+		close(null);
 	g_strfreev(env);
-	if (rc != 0) {
+	if (pid < 0) {
 		ecfs_log(LOG_WARNING, "events: cannot run %s for %s: %s", e->program, what,
-		         g_strerror(rc));
+		         g_strerror(err));
 		return;
 	}
 	reap(e, pid, what);

@@ -103,11 +103,14 @@ static void json_files(GString *out, GHashTable *r, const char *what)
 
 	health_report_u64(r, &n, "%s_files", what);
 	health_report_u64(r, &more, "%s_unlisted", what);
-	g_string_append_printf(out, ", \"%s\": [", what);
-	for (uint64_t i = 0; i < n; i++) {
+	g_string_append_printf(out, ", \"%s_files\": %llu, \"%s\": [", what, (unsigned long long)n,
+	                       what);
+	for (uint64_t i = 0, shown = 0; i < n; i++) {
 		char *p = health_report_path(r, "%s.%llu", what, (unsigned long long)i);
-		g_string_append(out, i ? ", " : "");
-		json_string(out, p);
+		if (p) /* absent: not shown to this user (docs/SECURITY.md) */
+			g_string_append(out, shown++ ? ", " : "");
+		if (p)
+			json_string(out, p);
 		g_free(p);
 	}
 	g_string_append_printf(out, "], \"%s_unlisted\": %llu", what, (unsigned long long)more);
@@ -176,10 +179,18 @@ static void text_files(GString *out, GHashTable *r, const char *what, const char
 
 	health_report_u64(r, &n, "%s_files", what);
 	health_report_u64(r, &more, "%s_unlisted", what);
-	g_string_append_printf(out, "%s: %s\n", title, n ? "" : "none");
-	for (uint64_t i = 0; i < n; i++) {
+	g_string_append_printf(out, "%s: ", title);
+	if (!n)
+		g_string_append(out, "none\n");
+	else
+		g_string_append_printf(out, "%llu\n", (unsigned long long)n);
+	for (uint64_t i = 0, hidden = 0; i < n; i++) {
 		char *p = health_report_path(r, "%s.%llu", what, (unsigned long long)i);
-		g_string_append_printf(out, "  %s\n", p ? p : "?");
+		if (p)
+			g_string_append_printf(out, "  %s\n", p);
+		else if (!hidden++) /* not shown to this user (docs/SECURITY.md) */
+			g_string_append(out, "  (their paths are shown to root and the user who "
+			                "mounted only)\n");
 		g_free(p);
 	}
 	if (more)

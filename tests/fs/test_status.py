@@ -198,6 +198,12 @@ class StatusTest(H.MountedCase):
         self.assertEqual(st["members"][1]["checksum_errors"], 0, st)
         self.assertEqual(st["damaged"], ["/" + first], st)
         self.assertEqual(st["state"], "healthy", st)
+        # other users learn how many, not which (docs/SECURITY.md)
+        rc, text, err = status("--json", mnt, user=H.NOBODY)
+        self.assertEqual(rc, 0, err)
+        other = json.loads(text)
+        self.assertEqual((other["damaged_files"], other["damaged"]), (1, []), other)
+        self.assertNotIn(first, text)
         runs = self.wait_for("event", lambda: self.runs(out), 2.0)
         self.assertEqual([r.get("ECFS_EVENT") for r in runs], ["checksum_error"], runs)
         self.assertEqual((runs[0].get("ECFS_MEMBER"), runs[0].get("ECFS_PATH")),
