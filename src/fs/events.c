@@ -188,6 +188,20 @@ static void *event_thread(void *arg)
 	return NULL;
 }
 
+/* Frees e, its thread joined or never started. */
+static void events_free(events *e)
+{
+	if (e->queue.length)
+		ecfs_log(LOG_INFO, "events: %u not run at unmount", e->queue.length);
+	g_queue_clear_full(&e->queue, (GDestroyNotify)event_free);
+	ratelimit_free(e->limit);
+	pthread_mutex_destroy(&e->lock);
+	pthread_cond_destroy(&e->wake);
+	g_free(e->program);
+	g_free(e->mountpoint);
+	g_free(e);
+}
+
 events *events_start(const char *program, volume *v, const char *mountpoint)
 {
 	events *e = g_new0(events, 1);
@@ -205,10 +219,7 @@ events *events_start(const char *program, volume *v, const char *mountpoint)
 	int rc = pthread_create(&e->thread, NULL, event_thread, e);
 	if (rc != 0) {
 		ecfs_log(LOG_ERR, "events: cannot start the thread: %s", g_strerror(rc));
-		ratelimit_free(e->limit);
-		g_free(e->program);
-		g_free(e->mountpoint);
-		g_free(e);
+		events_free(e);
 		return NULL;
 	}
 	return e;
@@ -224,13 +235,5 @@ void events_stop(events *e)
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->thread, NULL);
-	if (e->queue.length)
-		ecfs_log(LOG_INFO, "events: %u not run at unmount", e->queue.length);
-	g_queue_clear_full(&e->queue, (GDestroyNotify)event_free);
-	ratelimit_free(e->limit);
-	pthread_mutex_destroy(&e->lock);
-	pthread_cond_destroy(&e->wake);
-	g_free(e->program);
-	g_free(e->mountpoint);
-	g_free(e);
+	events_free(e);
 }

@@ -224,12 +224,8 @@ metrics *metrics_start(const char *file, volume *v, const char *mountpoint)
 	int rc = pthread_create(&m->thread, NULL, metrics_thread, m);
 	if (rc != 0) {
 		ecfs_log(LOG_ERR, "metrics: cannot start the thread: %s", g_strerror(rc));
-		pthread_cond_destroy(&m->wake);
-		pthread_mutex_destroy(&m->lock);
-		g_free(m->file);
-		g_free(m->tmp);
-		g_free(m->mountpoint);
-		g_free(m);
+		m->joined = true; /* no thread to stop, no file written */
+		metrics_free(m);
 		return NULL;
 	}
 	return m;

@@ -163,6 +163,37 @@ class StatusTest(H.MountedCase):
         self.assert_clean_unmount(v)
         self.assertFalse(os.path.exists(prom), "the metrics file outlives the mount")
 
+    def test_heal_progress_and_its_events(self):
+        v = self.volume(3)
+        out, prog = self.events_dir(v)
+        mnt = self.mount(v, f"k=2,m=1,heal_rate=2,events={prog}")
+        for i in range(6):
+            H.write_file(os.path.join(mnt, f"f{i}"), H.pattern(1 << 20, i))
+        v.lose(1, "empty")  # a new disk: rebuilt at 2 MB/s, about 3 s
+
+        def rebuilding():
+            rc, text, err = status("--json", mnt)
+            st = json.loads(text)
+            return (rc, st) if "eta_s" in st["heal"] else None
+        got = self.wait_for("heal", rebuilding, 10)
+        self.assertTrue(got, "status never showed the rebuild's progress:\n" + v.log())
+        rc, st = got
+        self.assertEqual(rc, 1, st)
+        self.assertEqual(st["members"][1]["state"], "healing", st)
+        self.assertEqual(st["heal"]["state"], "running", st)
+        self.assertGreater(st["heal"]["bytes_total"], 0, st)
+        self.assertLessEqual(st["heal"]["bytes"], st["heal"]["bytes_total"], st)
+        text = status(mnt)[1]
+        self.assertRegex(text, r"heal: member 1 rebuilding, \d+% .*left", text)
+
+        self.wait_healed(mnt)
+        self.assertEqual(status(mnt)[0], 0)
+        runs = self.wait_for("events", lambda: len(self.runs(out)) >= 3 and self.runs(out), 2)
+        self.assertEqual(sorted((r["ECFS_EVENT"], r["ECFS_MEMBER"]) for r in runs or []),
+                         [("member_back", "1"), ("member_failed", "1"),
+                          ("member_healed", "1")], runs)
+        self.assert_clean_unmount(v)
+
     def corrupt_strip(self, v, idx, rel):
         """Flips bytes of stripe 0's strip of rel on member idx."""
         path = v.chunk_path(idx, rel)
