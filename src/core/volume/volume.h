@@ -216,10 +216,12 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *   same_filesystem=0,1,2 4,5  (only if members in service share one:
  *                               see volume_same_filesystem)
  *   damaged_files=<D>  damaged.<0..D-1>=<path of a file a bad strip was
- *                      read from since mount, escaped; the first 32>
+ *                      read from since mount, escaped; the first 32, of
+ *                      4 KiB in all>
  *   damaged_unlisted=<further bad-strip reports, of files past those>
  *   lost_files=<L>  lost.<0..L-1>=<path of a file with a stripe that could
- *                   not be read since mount, escaped; the first 32>
+ *                   not be read since mount, escaped; the first 32, of
+ *                   4 KiB in all>
  *   lost_unlisted=<further such reports>
  *   heal=...  (the daemon's online heal, see heal.h) */
 char *volume_health_text(volume *v);

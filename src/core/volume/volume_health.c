@@ -237,20 +237,26 @@ bool volume_member_io_error(volume *v, int idx, int err, const char *what, enum 
 
 /* ---- files met damaged or lost, and events ---- */
 
-/* The paths listed in the health report, each list at most this long: the
- * report is an xattr value (at most 64 KiB). */
+/* The paths listed in the health report: each list at most this many,
+ * of at most this many bytes in all (escaped, at most 4 times as many),
+ * as the report is an xattr value of at most 64 KiB. */
 #define FILES_LISTED 32
+#define FILES_LISTED_BYTES 4096
 
 /* Lists path in *list unless it is there, or counts it in *unlisted once
  * the list is full (v->lock held). */
 static void note_file(GPtrArray **list, uint64_t *unlisted, const char *path)
 {
+	size_t bytes = strlen(path);
+
 	if (!*list)
 		*list = g_ptr_array_new_with_free_func(g_free);
-	for (guint i = 0; i < (*list)->len; i++)
+	for (guint i = 0; i < (*list)->len; i++) {
 		if (strcmp((*list)->pdata[i], path) == 0)
 			return;
-	if ((*list)->len < FILES_LISTED)
+		bytes += strlen((*list)->pdata[i]);
+	}
+	if ((*list)->len < FILES_LISTED && bytes <= FILES_LISTED_BYTES)
 		g_ptr_array_add(*list, g_strdup(path));
 	else
 		(*unlisted)++;
@@ -304,9 +310,11 @@ void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
 	         "member %d (%s): %s, stripe %llu: %s; decoding around it%s", idx, mb->path,
 	         path, (unsigned long long)stripe, why,
 	         first ? " (further bad strips on this member are logged at debug level)" : "");
-	char *detail = g_strdup_printf("stripe %llu: %s", (unsigned long long)stripe, why);
-	vol_event(v, VOLUME_EVENT_CHECKSUM_ERROR, idx, path, detail);
-	g_free(detail);
+	if (v->event_hook) {
+		char *detail = g_strdup_printf("stripe %llu: %s", (unsigned long long)stripe, why);
+		vol_event(v, VOLUME_EVENT_CHECKSUM_ERROR, idx, path, detail);
+		g_free(detail);
+	}
 }
 
 void volume_count_decoded(volume *v, uint64_t stripes)
