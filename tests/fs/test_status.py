@@ -5,6 +5,7 @@ limited) and the Prometheus file of -o metrics, on real mounts.
 
 usage: test_status.py ECFS_BINARY [unittest args]"""
 
+import errno
 import json
 import os
 import re
@@ -252,6 +253,43 @@ class StatusTest(H.MountedCase):
         time.sleep(1.0)
         runs = self.runs(out)
         self.assertEqual(len(runs), 1, f"{len(runs)} runs for one member's checksum errors")
+        self.assert_clean_unmount(v)
+
+    def test_lost_file_listed(self):
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1")
+        H.write_file(os.path.join(mnt, "gone"), H.pattern(200000, 3))
+        H.write_file(os.path.join(mnt, "kept"), H.pattern(200000, 4))
+        for idx in (0, 1):  # two bad strips of one stripe: more than m
+            self.corrupt_strip(v, idx, "gone")
+        H.drop_caches()
+        _, err = H.read_all(os.path.join(mnt, "gone"))
+        self.assertEqual(err, errno.EIO)
+        rc, text, err = status("--json", mnt)
+        st = json.loads(text)
+        self.assertEqual(st["lost"], ["/gone"], st)
+        self.assertEqual(st["lost_files"], 1, st)
+        self.assertIn("/gone", status(mnt)[1])
+        self.assert_clean_unmount(v)
+
+    def test_volume_full_event(self):
+        why = H.disks_unusable_reason()
+        if why:
+            self.skipTest(f"ext4 member disks: {why}")
+        v = self.volume(3, member_fs="ext4", member_mib=32)
+        out, prog = self.events_dir(v)
+        mnt = self.mount(v, f"k=2,m=1,events={prog}")
+        piece = H.pattern(1 << 20, 7)
+        with self.assertRaises(OSError) as cm:
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                for _ in range(256):
+                    f.write(piece)
+                    f.flush()
+        self.assertEqual(cm.exception.errno, errno.ENOSPC)
+        runs = self.wait_for("event", lambda: self.runs(out), 2.0)
+        self.assertEqual([(r["ECFS_EVENT"], r["ECFS_MEMBER"]) for r in runs],
+                         [("volume_full", "")], runs)
+        self.assertEqual(status(mnt)[0], 0, "a full volume is not a degraded one")
         self.assert_clean_unmount(v)
 
 
