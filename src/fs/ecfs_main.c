@@ -454,17 +454,25 @@ static void on_volume_event(void *arg, volume_event ev, int member, const char *
 		metrics_poke(d->metrics);
 }
 
-/* Starts -o events and -o metrics, if given. */
+/* Starts -o events and -o metrics, if given.  A member already failed
+ * when the volume was opened is told as failing now (a degraded mount at
+ * boot is news too). */
 static void start_watchers(struct daemon_state *d)
 {
 	const char *program = d->val[VOPT_EVENTS].text, *file = d->val[VOPT_METRICS].text;
+	volume *v = d->state.vol;
 
 	if (program)
-		d->events = events_start(program, d->state.vol, d->opts.mountpoint);
+		d->events = events_start(program, v, d->opts.mountpoint);
 	if (file)
-		d->metrics = metrics_start(file, d->state.vol, d->opts.mountpoint);
-	if (d->events || d->metrics)
-		volume_set_event_hook(d->state.vol, on_volume_event, d);
+		d->metrics = metrics_start(file, v, d->opts.mountpoint);
+	if (!d->events && !d->metrics)
+		return;
+	volume_set_event_hook(v, on_volume_event, d);
+	for (int i = 0; i < volume_n(v); i++)
+		if (!volume_member_ok(v, i))
+			on_volume_event(d, VOLUME_EVENT_MEMBER_FAILED, i, NULL,
+			                "failed when the volume was mounted (ecfs status says why)");
 }
 
 /* Frees them once the volume is closed: until then a thread of the
@@ -587,11 +595,11 @@ int main(int argc, char *argv[])
 	                          .members = g_ptr_array_new_with_free_func(free),
 	                          .verdict_fd = -1 };
 
+	if (argc >= 2 && strcmp(argv[1], "status") == 0)
+		return status_main(argc - 1, argv + 1);
 	/* Objects are created on members with exactly the mode asked for: the
 	 * caller's umask is already applied (by the kernel, or with ACLs by
 	 * xattrs_create_mode), or a default ACL on the member replaces it. */
-	if (argc >= 2 && strcmp(argv[1], "status") == 0)
-		return status_main(argc - 1, argv + 1);
 	umask(0);
 	/* Every open file takes stripe buffers of up to a few MiB and gives
 	 * them back at close.  Past glibc's mmap threshold each would be a

@@ -195,6 +195,19 @@ class StatusTest(H.MountedCase):
                           ("member_healed", "1")], runs)
         self.assert_clean_unmount(v)
 
+    def test_member_missing_at_mount_is_told(self):
+        v = self.volume(3)
+        out, prog = self.events_dir(v)
+        self.mount(v, "k=2,m=1")
+        v.unmount()
+        v.hide(2)
+        mnt = self.mount(v, f"k=2,m=1,events={prog}")
+        runs = self.wait_for("event", lambda: self.runs(out), 2.0)
+        self.assertEqual([(r["ECFS_EVENT"], r["ECFS_MEMBER"]) for r in runs],
+                         [("member_failed", "2")], runs)
+        self.assertEqual(status(mnt)[0], 1)
+        self.assert_clean_unmount(v)
+
     def corrupt_strip(self, v, idx, rel):
         """Flips bytes of stripe 0's strip of rel on member idx."""
         path = v.chunk_path(idx, rel)
