@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ecfs: the FUSE daemon.  `ecfs [options] MEMBER:MEMBER:... MOUNTPOINT`
- * mounts the erasure-coded volume made of the member directories.
+ * mounts the erasure-coded volume made of the member directories;
+ * `ecfs status ...` shows mounted volumes instead (status.h: one volume
+ * cannot be named "status", as it has at least two members).
  *
  * Everything that can be wrong with the command line or the volume is
  * found before the mount and reported as one line on stderr with exit
@@ -36,7 +38,10 @@
 #include "fdlimit.h"
 #include "fs_dirsaved.h"
 #include "log.h"
+#include "events.h"
 #include "heal.h"
+#include "metrics.h"
+#include "status.h"
 #include "intent.h"
 #include "journal.h"
 #include "volume.h"
@@ -116,10 +121,12 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MEMBER:MEMBER:...:MEMBER MOUNTPOINT\n\n"
+	printf("usage: %s [options] MEMBER:MEMBER:...:MEMBER MOUNTPOINT\n"
+	       "       %s status [--json] [MOUNTPOINT]\n\n"
 	       "Mounts an erasure-coded volume made of k+m member directories.\n"
-	       "The first mount of empty directories creates the volume.\n\n"
-	       "ecfs options:\n", prog);
+	       "The first mount of empty directories creates the volume.  ecfs status\n"
+	       "shows the state of mounted volumes (ecfs status --help).\n\n"
+	       "ecfs options:\n", prog, prog);
 	volume_options_usage(stdout);
 	printf("    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
@@ -375,6 +382,8 @@ struct daemon_state {
 	struct fuse_session *se;
 	bool mounted;
 	heal *healer;
+	events *events;       /* -o events */
+	metrics *metrics;     /* -o metrics */
 	int verdict_fd;       /* the parent waits on it (see detach_start) */
 };
 
@@ -433,6 +442,49 @@ static int parse_command_line(struct daemon_state *d, const char *prog)
 	return GO_ON;
 }
 
+/* The volume's events go to -o events and wake -o metrics (a change of
+ * state; the counters wait for its next period). */
+static void on_volume_event(void *arg, volume_event ev, int member, const char *path,
+                            const char *detail)
+{
+	struct daemon_state *d = arg;
+
+	events_post(d->events, ev, member, path, detail);
+	if (ev != VOLUME_EVENT_CHECKSUM_ERROR)
+		metrics_poke(d->metrics);
+}
+
+/* Starts -o events and -o metrics, if given.  A member already failed
+ * when the volume was opened is told as failing now (a degraded mount at
+ * boot is news too). */
+static void start_watchers(struct daemon_state *d)
+{
+	const char *program = d->val[VOPT_EVENTS].text, *file = d->val[VOPT_METRICS].text;
+	volume *v = d->state.vol;
+
+	if (program)
+		d->events = events_start(program, v, d->opts.mountpoint);
+	if (file)
+		d->metrics = metrics_start(file, v, d->opts.mountpoint);
+	if (!d->events && !d->metrics)
+		return;
+	volume_set_event_hook(v, on_volume_event, d);
+	for (int i = 0; i < volume_n(v); i++)
+		if (!volume_member_ok(v, i))
+			on_volume_event(d, VOLUME_EVENT_MEMBER_FAILED, i, NULL,
+			                "failed when the volume was mounted (ecfs status says why)");
+}
+
+/* Frees them once the volume is closed: until then a thread of the
+ * volume may tell an event. */
+static void free_watchers(struct daemon_state *d)
+{
+	events_stop(d->events);
+	d->events = NULL;
+	metrics_free(d->metrics);
+	d->metrics = NULL;
+}
+
 /* Detaches (unless -f), opens the volume and mounts it, then starts the
  * online heal.  False if it could not mount (said why, or libfuse did). */
 static bool mount_volume(struct daemon_state *d)
@@ -488,6 +540,7 @@ static bool mount_volume(struct daemon_state *d)
 	                             (uint64_t)d->val[VOPT_HEAL_RATE].number * 1000000)))
 		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not "
 		         "rebuilt while mounted");
+	start_watchers(d);
 	return true;
 }
 
@@ -505,6 +558,7 @@ static int serve(struct daemon_state *d)
 	fuse_remove_signal_handlers(d->se);
 	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
 	volume_mark_closing(d->state.vol); /* a mount meanwhile waits for the locks */
+	metrics_stop(d->metrics); /* before the heal: it reads the heal's lines */
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
 	fs_nodes_notify_stop();
@@ -518,6 +572,7 @@ static int serve(struct daemon_state *d)
 /* Unmounts and releases whatever the run got to. */
 static void release(struct daemon_state *d)
 {
+	metrics_stop(d->metrics);
 	heal_stop(d->healer);
 	fs_nodes_notify_stop();
 	if (d->mounted)
@@ -527,6 +582,7 @@ static void release(struct daemon_state *d)
 	fs_nodes_free();
 	if (d->state.vol)
 		volume_close(d->state.vol);
+	free_watchers(d);
 	attr_cache_free(d->state.attrs);
 	free(d->opts.mountpoint);
 	free_cli(&d->cli);
@@ -540,6 +596,8 @@ int main(int argc, char *argv[])
 	                          .members = g_ptr_array_new_with_free_func(free),
 	                          .verdict_fd = -1 };
 
+	if (argc >= 2 && strcmp(argv[1], "status") == 0)
+		return status_main(argc - 1, argv + 1);
 	/* Objects are created on members with exactly the mode asked for: the
 	 * caller's umask is already applied (by the kernel, or with ACLs by
 	 * xattrs_create_mode), or a default ACL on the member replaces it. */

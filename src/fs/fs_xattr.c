@@ -6,10 +6,11 @@
  * regular file (its code, size and which members hold a good chunk) and
  * user.ecfs.health on the root are computed when read by name; they are
  * not listed, so copying tools (rsync -X, cp -a) neither copy nor remove
- * them.  The whole user.ecfs. namespace is ecfs's: setting or removing a
- * name there is accepted and changes nothing (a copy of a file that
- * carries one, made elsewhere, must not fail), reading an unknown one finds
- * nothing.
+ * them.  The health report names the files met damaged or lost to root
+ * and the user who mounted only.  The whole user.ecfs. namespace is
+ * ecfs's: setting or removing a name there is accepted and changes
+ * nothing (a copy of a file that carries one, made elsewhere, must not
+ * fail), reading an unknown one finds nothing.
  */
 #include "fs_ops.h"
 
@@ -57,8 +58,26 @@ static int set_value(fuse_req_t req, const char *path, const char *name, const c
 	return rc;
 }
 
-/* The value of a virtual attribute, or ENODATA where it does not apply. */
-static int virtual_value(const char *path, const char *name, char *value, size_t size)
+/* The health report without the paths of the files met damaged or lost
+ * (their counts stay): those may name files in directories the caller
+ * cannot search (docs/SECURITY.md). */
+static char *without_file_paths(char *text)
+{
+	GString *s = g_string_sized_new(strlen(text));
+	gchar **lines = g_strsplit(text, "\n", -1);
+
+	for (gchar **l = lines; *l; l++)
+		if (**l && !g_str_has_prefix(*l, "damaged.") && !g_str_has_prefix(*l, "lost."))
+			g_string_append_printf(s, "%s\n", *l);
+	g_strfreev(lines);
+	g_free(text);
+	return g_string_free(s, FALSE);
+}
+
+/* The value of a virtual attribute, or ENODATA where it does not apply;
+ * privileged: the caller is root or the user who mounted. */
+static int virtual_value(const char *path, const char *name, bool privileged, char *value,
+                         size_t size)
 {
 	volume *v = fs_volume();
 	char *text = NULL;
@@ -66,6 +85,8 @@ static int virtual_value(const char *path, const char *name, char *value, size_t
 		if (strcmp(path, "/") != 0)
 			return -ENODATA;
 		text = volume_health_text(v);
+		if (!privileged)
+			text = without_file_paths(text);
 	} else if (strcmp(name, XATTR_LAYOUT) == 0) {
 		struct stat st;
 		int rc = fs_member_lstat(path, &st);
@@ -92,10 +113,13 @@ static int virtual_value(const char *path, const char *name, char *value, size_t
 	return rc;
 }
 
-static int get_value(const char *path, const char *name, char *value, size_t size)
+static int get_value(fuse_req_t req, const char *path, const char *name, char *value,
+                     size_t size)
 {
+	uid_t uid = fuse_req_ctx(req)->uid;
+
 	if (ecfs_name(name))
-		return virtual_value(path, name, value, size);
+		return virtual_value(path, name, uid == 0 || uid == fs_state()->uid, value, size);
 	return xattrs_get(fs_volume(), path, name, value, size);
 }
 
@@ -141,7 +165,7 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	char *path = NULL, *value = size ? g_malloc(size) : NULL;
 	int rc = fs_nodes_path(ino, &path);
 	if (rc == 0)
-		rc = get_value(path, name, value, size);
+		rc = get_value(req, path, name, value, size);
 	g_free(path);
 	reply_value(req, rc, value, size);
 	g_free(value);

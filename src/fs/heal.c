@@ -209,6 +209,7 @@ static char *health_lines(void *arg)
 {
 	heal *h = arg;
 	GString *s = g_string_new("heal=");
+	long left = -1;
 
 	pthread_mutex_lock(&h->lock);
 	if (!h->members) {
@@ -228,9 +229,19 @@ static char *health_lines(void *arg)
 			                       (unsigned long long)h->bytes,
 			                       (unsigned long long)h->total_bytes, rate / 1e6);
 			if (rate > 0 && h->total_bytes > h->bytes) {
-				long left = (long)((double)(h->total_bytes - h->bytes) / rate);
+				left = (long)((double)(h->total_bytes - h->bytes) / rate);
 				g_string_append_printf(s, " eta=%ld:%02ld", left / 60, left % 60);
 			}
+			/* the same for programs (ecfs status, -o metrics) */
+			g_string_append_printf(s, "\nheal.bytes=%llu\nheal.bytes_total=%llu\n"
+			                       "heal.files=%llu\nheal.files_total=%llu\n"
+			                       "heal.rate_bytes=%.0f",
+			                       (unsigned long long)h->bytes,
+			                       (unsigned long long)h->total_bytes,
+			                       (unsigned long long)h->files,
+			                       (unsigned long long)h->total_files, rate);
+			if (left >= 0)
+				g_string_append_printf(s, "\nheal.eta_s=%ld", left);
 		}
 	}
 	g_string_append_printf(s, "\nheals_completed=%llu\nheal_catchup=%u\n",

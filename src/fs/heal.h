@@ -8,6 +8,10 @@
  * in the volume-health report:
  *   heal=idle                      nothing to rebuild
  *   heal=member 2 rebuilding files=12/40 bytes=123456/999999 rate=12.3MB/s eta=0:05
+ *   heal.bytes=, heal.bytes_total=, heal.files=, heal.files_total=,
+ *   heal.rate_bytes= (per second), heal.eta_s=  the same figures for
+ *                                  programs, while a rebuild runs (eta_s
+ *                                  once it can be told)
  *   heals_completed=<members rebuilt since mount>
  *   heal_catchup=<files written past slow members, not caught up yet>
  * It also catches up the files that writes left slow members out of

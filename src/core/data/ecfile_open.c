@@ -73,7 +73,7 @@ int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	if (pc->fd < 0) {
 		int e = -pc->fd;
 		pc->fd = -1;
-		if (volume_member_error(v, mb, e, "opening a chunk"))
+		if (volume_member_io_error(v, mb, e, "opening a chunk", VOLUME_IO_READ))
 			pc->state = CHUNK_FAILED;
 		else if (e != ENOENT)
 			pc->state = CHUNK_CORRUPT;
@@ -107,7 +107,8 @@ int ecfile_open_chunk(volume *v, int mb, const char *path, bool create, int flag
 	uint8_t buf[CHUNK_HEADER_MAX];
 	ssize_t got = mop_pread(v, mb, pc->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
-		if (volume_member_error(v, mb, (int)-got, "reading a chunk header"))
+		if (volume_member_io_error(v, mb, (int)-got, "reading a chunk header",
+		                           VOLUME_IO_READ))
 			pc->state = CHUNK_FAILED;
 		else
 			pc->state = CHUNK_CORRUPT;
@@ -196,7 +197,8 @@ static void chain_header_run(struct open_job *j)
 	struct iovec iov = { buf, chunk_header_encode(&h, buf) };
 	ssize_t r = mop_transfer(j->v, j->mb, j->pc->fd, &iov, 1, 0, true);
 	if (r < 0) {
-		volume_member_error(j->v, j->mb, (int)-r, "writing a chunk header");
+		volume_member_io_error(j->v, j->mb, (int)-r, "writing a chunk header",
+		                       VOLUME_IO_WRITE);
 		return;
 	}
 	pthread_mutex_lock(&ch->lock);

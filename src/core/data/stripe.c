@@ -281,7 +281,7 @@ static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
 		if (jobs[mb].err == 0) {
 			ok++;
 		} else if (jobs[mb].err < 0) {
-			volume_member_error(c->v, mb, jobs[mb].err, what);
+			volume_member_io_error(c->v, mb, jobs[mb].err, what, VOLUME_IO_WRITE);
 			if (space_error(jobs[mb].err))
 				full = jobs[mb].err;
 			else
@@ -403,7 +403,7 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 		if (rc == 0 && (uint64_t)st.st_size > len)
 			rc = mop_ftruncate(c->v, mb, c->fd[mb], (off_t)len);
 		if (rc < 0) {
-			if (volume_member_error(c->v, mb, -rc, "truncating a chunk"))
+			if (volume_member_io_error(c->v, mb, -rc, "truncating a chunk", VOLUME_IO_WRITE))
 				c->state[mb] = CHUNK_FAILED;
 		} else {
 			ok++;

@@ -218,7 +218,7 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 		if (t->err == 0) {
 			ok++;
 		} else if (t->err < 0) {
-			volume_member_error(c->v, t->member, -t->err, what);
+			volume_member_io_error(c->v, t->member, -t->err, what, VOLUME_IO_WRITE);
 			if (space_error(t->err))
 				*full = t->err;
 			else

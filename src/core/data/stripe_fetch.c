@@ -307,7 +307,8 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 		const fetch_task *t = &tasks[j];
 		st[j] = t->st[i];
 		if (st[j].v == STRIP_ERR) {
-			if (volume_member_error(c->v, t->member, t->err, "reading a chunk"))
+			if (volume_member_io_error(c->v, t->member, t->err, "reading a chunk",
+			                           VOLUME_IO_READ))
 				c->state[t->member] = CHUNK_FAILED;
 		} else if (st[j].v == STRIP_BAD) {
 			volume_strip_failure(c->v, t->member, c->path, s, st[j].why);
@@ -326,6 +327,7 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 	if (vote.outcome == STRIPE_LOST) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu has fewer than k=%d good strips: unreadable",
 		         c->path, (unsigned long long)s, k);
+		volume_file_lost(c->v, c->path);
 		return -EIO;
 	}
 	uint64_t best = vote.best, heal = 0;
@@ -357,6 +359,7 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 	if (rc < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed: %s", c->path,
 		         (unsigned long long)s, ec_strerror(rc));
+		volume_file_lost(c->v, c->path);
 		return -EIO;
 	}
 	volume_count_decoded(c->v, 1);
@@ -366,7 +369,8 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 		int mb = tasks[j].member;
 		int wrc = stripe_write_strip(c, mb, s, blocks[j], best, vote.size);
 		if (wrc < 0) {
-			if (volume_member_error(c->v, mb, -wrc, "rewriting a bad strip"))
+			if (volume_member_io_error(c->v, mb, -wrc, "rewriting a bad strip",
+			                           VOLUME_IO_WRITE))
 				c->state[mb] = CHUNK_FAILED;
 			continue;
 		}

@@ -26,6 +26,20 @@
 
 typedef struct volume volume;
 
+/* What the volume tells the daemon's -o events and -o metrics as it
+ * happens (volume_set_event_hook). */
+typedef enum volume_event {
+	VOLUME_EVENT_MEMBER_FAILED,  /* a member is out of service */
+	VOLUME_EVENT_MEMBER_BACK,    /* a failed member is back, being rebuilt */
+	VOLUME_EVENT_MEMBER_HEALED,  /* its rebuild is complete */
+	VOLUME_EVENT_CHECKSUM_ERROR, /* a bad strip was read */
+	VOLUME_EVENT_VOLUME_FULL,    /* writes get ENOSPC */
+	VOLUME_EVENTS
+} volume_event;
+/* fn(arg, event, member index or -1, path in the volume or NULL, detail). */
+typedef void (*volume_event_fn)(void *arg, volume_event e, int member, const char *path,
+                                const char *detail);
+
 /* Opens (creating on first use of n empty directories) the volume made of
  * the member directories paths[0..n-1], given in any order.  Takes the
  * volume lock.  On failure returns a negative errno and sets *message to a
@@ -177,11 +191,18 @@ int volume_statfs(volume *v, struct statvfs *st);
 int volume_claim_space(volume *v, uint64_t bytes);
 
 /* The volume-health report (the root's user.ecfs.health xattr): one
- * "key=value" line per fact, g_malloc'd:
+ * "key=value" line per fact, g_malloc'd.  Paths in the keys that end in
+ * .path and in damaged.<i> and lost.<i> are escaped as in C (a backslash,
+ * and \ooo for control bytes), so each fact is one line:
  *   state=healthy|degraded|failed   (degraded also while a member heals)
  *   k=K  m=M  n=N  members_failed=F
  *   member.<idx>=up <path>          or  member.<idx>=failed <path>: <why>
  *                                   or  member.<idx>=healing <path> (online heal)
+ *   member.<idx>.state=up|failed|healing
+ *   member.<idx>.path=<path, escaped>
+ *   member.<idx>.read_errors=<errors of its chunk reads since mount>
+ *   member.<idx>.write_errors=<errors of its chunk writes since mount>
+ *   member.<idx>.checksum_errors=<bad strips read from it since mount>
  *   member.<idx>.latency_us=<moving average of its recent calls, memberio.h>
  *   member.<idx>.read_us=<its read cost: microseconds per 64 KiB read (median),
  *                         memberio_cost_us>[ slow]  (slow: read around
@@ -197,8 +218,22 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                             unmount saved, since mount (saved_listings.h)>
  *   same_filesystem=0,1,2 4,5  (only if members in service share one:
  *                               see volume_same_filesystem)
+ *   damaged_files=<D>  damaged.<0..D-1>=<path of a file a bad strip was
+ *                      read from since mount, escaped; the first 32, of
+ *                      4 KiB in all>
+ *   damaged_unlisted=<further bad-strip reports, of files past those>
+ *   lost_files=<L>  lost.<0..L-1>=<path of a file with a stripe that could
+ *                   not be read since mount, escaped; the first 32, of
+ *                   4 KiB in all>
+ *   lost_unlisted=<further such reports>
  *   heal=...  (the daemon's online heal, see heal.h) */
 char *volume_health_text(volume *v);
+/* Tells fn(arg, ...) each volume_event, on the thread that met it and
+ * with no lock of the volume held: fn returns at once (it queues, never
+ * waits on anything slow).  Set before the volume is used; NULL: none. */
+void volume_set_event_hook(volume *v, volume_event_fn fn, void *arg);
+/* The event's name for programs: "member_failed", ... */
+const char *volume_event_name(volume_event e);
 
 /* Counters shown in the health report. */
 void volume_count_decoded(volume *v, uint64_t stripes);

@@ -3,13 +3,15 @@
  * Member health: which members are in service, failing one for the rest
  * of the mount, the check that a member root is still the directory
  * opened, which errors mean a broken member and which are answers, the
- * counters, and the volume-health report (volume_health_text).
+ * counters, the files met damaged or lost, the events told to the daemon,
+ * and the volume-health report (volume_health_text).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -73,9 +75,11 @@ bool volume_member_answers(volume *v, int idx)
 void vol_fail_member(volume *v, int idx, const char *why)
 {
 	member *mb = &v->mem[idx];
+	bool first;
 
 	pthread_mutex_lock(&v->lock);
-	if (!mb->failed) {
+	first = !mb->failed;
+	if (first) {
 		mb->why = g_strdup(why);
 		__atomic_store_n(&mb->failed, true, __ATOMIC_RELEASE);
 		dirstamps_forget_member(v->mops.dirstamps, idx); /* it misses what is made now */
@@ -84,6 +88,8 @@ void vol_fail_member(volume *v, int idx, const char *why)
 		         volume_usable(v) ? "" : ", more than m: the volume is unusable");
 	}
 	pthread_mutex_unlock(&v->lock);
+	if (first)
+		vol_event(v, VOLUME_EVENT_MEMBER_FAILED, idx, NULL, why);
 }
 
 /* The member root still the directory we opened, and still ours?  Asked
@@ -178,7 +184,9 @@ static void member_full(volume *v, int idx, int err, const char *what)
 		         g_strerror(err));
 }
 
-bool volume_member_error(volume *v, int idx, int err, const char *what)
+/* volume_member_error, counting the error as a chunk read's or write's
+ * (io, enum volume_io) unless io is -1 or the error is an answer. */
+static bool member_error(volume *v, int idx, int err, const char *what, int io)
 {
 	const char *why = NULL;
 	char *msg;
@@ -203,6 +211,11 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 		if (!why)
 			return false;
 	}
+	if (io >= 0) {
+		pthread_mutex_lock(&v->lock);
+		v->mem[idx].io_errors[io]++;
+		pthread_mutex_unlock(&v->lock);
+	}
 	msg = why ? g_strdup_printf("%s (%s: %s)", why, what, g_strerror(err))
 	          : g_strdup_printf("%s: %s", what, g_strerror(err));
 	if (why)
@@ -210,6 +223,74 @@ bool volume_member_error(volume *v, int idx, int err, const char *what)
 	vol_fail_member(v, idx, msg);
 	g_free(msg);
 	return true;
+}
+
+bool volume_member_error(volume *v, int idx, int err, const char *what)
+{
+	return member_error(v, idx, err, what, -1);
+}
+
+bool volume_member_io_error(volume *v, int idx, int err, const char *what, enum volume_io io)
+{
+	return member_error(v, idx, err, what, (int)io);
+}
+
+/* ---- files met damaged or lost, and events ---- */
+
+/* The paths listed in the health report: each list at most this many,
+ * of at most this many bytes in all (escaped, at most 4 times as many),
+ * as the report is an xattr value of at most 64 KiB. */
+#define FILES_LISTED 32
+#define FILES_LISTED_BYTES 4096
+
+/* Lists path in *list unless it is there, or counts it in *unlisted once
+ * the list is full (v->lock held). */
+static void note_file(GPtrArray **list, uint64_t *unlisted, const char *path)
+{
+	size_t bytes = strlen(path);
+
+	if (!*list)
+		*list = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; i < (*list)->len; i++) {
+		if (strcmp((*list)->pdata[i], path) == 0)
+			return;
+		bytes += strlen((*list)->pdata[i]);
+	}
+	if ((*list)->len < FILES_LISTED && bytes <= FILES_LISTED_BYTES)
+		g_ptr_array_add(*list, g_strdup(path));
+	else
+		(*unlisted)++;
+}
+
+void volume_file_lost(volume *v, const char *path)
+{
+	pthread_mutex_lock(&v->lock);
+	note_file(&v->lost, &v->lost_unlisted, path);
+	pthread_mutex_unlock(&v->lock);
+}
+
+void vol_event(volume *v, volume_event e, int idx, const char *path, const char *detail)
+{
+	if (v->event_hook)
+		v->event_hook(v->event_arg, e, idx, path, detail);
+}
+
+void volume_set_event_hook(volume *v, volume_event_fn fn, void *arg)
+{
+	v->event_arg = arg;
+	v->event_hook = fn;
+}
+
+const char *volume_event_name(volume_event e)
+{
+	static const char *const names[VOLUME_EVENTS] = {
+		[VOLUME_EVENT_MEMBER_FAILED] = "member_failed",
+		[VOLUME_EVENT_MEMBER_BACK] = "member_back",
+		[VOLUME_EVENT_MEMBER_HEALED] = "member_healed",
+		[VOLUME_EVENT_CHECKSUM_ERROR] = "checksum_error",
+		[VOLUME_EVENT_VOLUME_FULL] = "volume_full",
+	};
+	return (unsigned)e < VOLUME_EVENTS ? names[e] : "unknown";
 }
 
 void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
@@ -223,11 +304,17 @@ void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
 	mb->strip_failures++;
 	first = !mb->warned_strip;
 	mb->warned_strip = true;
+	note_file(&v->damaged, &v->damaged_unlisted, path);
 	pthread_mutex_unlock(&v->lock);
 	ecfs_log(first ? LOG_WARNING : LOG_DEBUG,
 	         "member %d (%s): %s, stripe %llu: %s; decoding around it%s", idx, mb->path,
 	         path, (unsigned long long)stripe, why,
 	         first ? " (further bad strips on this member are logged at debug level)" : "");
+	if (v->event_hook) {
+		char *detail = g_strdup_printf("stripe %llu: %s", (unsigned long long)stripe, why);
+		vol_event(v, VOLUME_EVENT_CHECKSUM_ERROR, idx, path, detail);
+		g_free(detail);
+	}
 }
 
 void volume_count_decoded(volume *v, uint64_t stripes)
@@ -272,6 +359,57 @@ char *volume_same_filesystem(volume *v)
 	return mounts_same_filesystem(mi, v->n, ok, NULL);
 }
 
+/* Appends p escaped as in C (volume.h: the report's paths), so that a
+ * path is one line whatever bytes it holds. */
+static void append_escaped(GString *s, const char *p)
+{
+	for (; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\\')
+			g_string_append(s, "\\\\");
+		else if (c < 0x20 || c == 0x7f)
+			g_string_append_printf(s, "\\%03o", c);
+		else
+			g_string_append_c(s, (char)c);
+	}
+}
+
+/* The members' lines of the report (v->lock held). */
+static void members_text(volume *v, GString *s)
+{
+	for (int i = 0; i < v->n; i++) {
+		member *mb = &v->mem[i];
+		const char *state = mb->failed ? "failed"
+		                    : __atomic_load_n(&mb->healing, __ATOMIC_ACQUIRE) ? "healing"
+		                                                                       : "up";
+		if (mb->failed)
+			g_string_append_printf(s, "member.%d=failed %s: %s\n", i, mb->path, mb->why);
+		else
+			g_string_append_printf(s, "member.%d=%s %s\n", i, state, mb->path);
+		g_string_append_printf(s, "member.%d.state=%s\nmember.%d.path=", i, state, i);
+		append_escaped(s, mb->path);
+		g_string_append_printf(s, "\nmember.%d.read_errors=%llu\nmember.%d.write_errors=%llu\n"
+		                       "member.%d.checksum_errors=%llu\n", i,
+		                       (unsigned long long)mb->io_errors[VOLUME_IO_READ], i,
+		                       (unsigned long long)mb->io_errors[VOLUME_IO_WRITE], i,
+		                       (unsigned long long)mb->strip_failures);
+	}
+}
+
+/* The damaged or lost files' lines (v->lock held). */
+static void files_text(GString *s, const char *what, const GPtrArray *list, uint64_t unlisted)
+{
+	guint n = list ? list->len : 0;
+
+	g_string_append_printf(s, "%s_files=%u\n", what, n);
+	for (guint i = 0; i < n; i++) {
+		g_string_append_printf(s, "%s.%u=", what, i);
+		append_escaped(s, list->pdata[i]);
+		g_string_append_c(s, '\n');
+	}
+	g_string_append_printf(s, "%s_unlisted=%llu\n", what, (unsigned long long)unlisted);
+}
+
 char *volume_health_text(volume *v)
 {
 	GString *s = g_string_new(NULL);
@@ -282,15 +420,7 @@ char *volume_health_text(volume *v)
 	                       : failed <= v->m ? "degraded" : "failed");
 	g_string_append_printf(s, "k=%d\nm=%d\nn=%d\nmembers_failed=%d\n", v->k, v->m, v->n, failed);
 	pthread_mutex_lock(&v->lock);
-	for (int i = 0; i < v->n; i++) {
-		if (v->mem[i].failed)
-			g_string_append_printf(s, "member.%d=failed %s: %s\n", i, v->mem[i].path,
-			                       v->mem[i].why);
-		else
-			g_string_append_printf(s, "member.%d=%s %s\n", i,
-			                       __atomic_load_n(&v->mem[i].healing, __ATOMIC_ACQUIRE)
-			                       ? "healing" : "up", v->mem[i].path);
-	}
+	members_text(v, s);
 	pthread_mutex_unlock(&v->lock);
 	uint64_t up = 0;
 	for (int i = 0; i < v->n; i++)
@@ -324,6 +454,10 @@ char *volume_health_text(volume *v)
 	if (shared)
 		g_string_append_printf(s, "same_filesystem=%s\n", shared);
 	g_free(shared);
+	pthread_mutex_lock(&v->lock);
+	files_text(s, "damaged", v->damaged, v->damaged_unlisted);
+	files_text(s, "lost", v->lost, v->lost_unlisted);
+	pthread_mutex_unlock(&v->lock);
 	if (v->health_hook) {
 		char *extra = v->health_hook(v->health_arg);
 		g_string_append(s, extra);

@@ -71,8 +71,16 @@ int volume_hold_log_fd(volume *v, int idx, int root, int fd, bool replace);
 #define VOLUME_CODES_MAX 16
 const checksum *volume_checksum(volume *v, checksum_alg alg);
 const ec_code *volume_code(volume *v, const ec_params *p);
+/* volume_member_error for a chunk read or write: the error, if it is not
+ * an answer, is also counted as member idx's (the health report). */
+enum volume_io { VOLUME_IO_READ, VOLUME_IO_WRITE };
+bool volume_member_io_error(volume *v, int idx, int err, const char *what, enum volume_io io);
+/* A file of which a stripe could not be read (fewer than k good strips):
+ * listed in the health report (lost.<i>), bounded. */
+void volume_file_lost(volume *v, const char *path);
 /* Logs a bad strip on member idx (first one per member at WARNING, the
- * rest at DEBUG) and counts it. */
+ * rest at DEBUG), counts it, lists path among the damaged files of the
+ * health report (damaged.<i>, bounded) and tells a checksum_error event. */
 void volume_strip_failure(volume *v, int idx, const char *path, uint64_t stripe,
                           const char *why);
 

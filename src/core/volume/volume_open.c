@@ -327,6 +327,10 @@ void volume_close(volume *v)
 		g_array_free(v->old_fds, TRUE);
 	g_free(v->checksum_name);
 	g_free(v->mem);
+	if (v->damaged)
+		g_ptr_array_free(v->damaged, TRUE);
+	if (v->lost)
+		g_ptr_array_free(v->lost, TRUE);
 	fault_free(v->mops.faults);
 	g_free(v);
 #ifdef ECFS_FAULT_INJECTION

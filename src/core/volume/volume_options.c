@@ -49,6 +49,15 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		.help = "all: every member gets every write; N (k < N <= k+m): a write may "
 		"leave out members much slower than the others down to N, and the online "
 		"heal catches them up (such a file survives N-k losses until then)" },
+	[VOPT_EVENTS] = { "events", "PROGRAM", VOPT_TYPE_PATH,
+		.help = "runs PROGRAM (an absolute path, as root) with ECFS_EVENT, ECFS_MEMBER, "
+		"ECFS_PATH and ECFS_DETAIL in its environment when a member fails, is back "
+		"or healed, on a checksum error and when the volume is full (at most one a "
+		"minute of each kind and member)" },
+	[VOPT_METRICS] = { "metrics", "FILE", VOPT_TYPE_PATH,
+		.help = "writes the volume's state, counters and latencies to FILE (an "
+		"absolute path) in Prometheus text format every 5 seconds and at each "
+		"change of state, for node_exporter's textfile collector" },
 	[VOPT_ENTRY_TIMEOUT] = { "entry_timeout", "T", VOPT_TYPE_SECONDS, "1", 0, 1e9,
 		.help = "seconds the kernel keeps names and listings" },
 	[VOPT_ATTR_TIMEOUT] = { "attr_timeout", "T", VOPT_TYPE_SECONDS, "1", 0, 1e9,
@@ -196,6 +205,8 @@ static bool parse_value(const volume_option *o, const char *text, volume_option_
 	case VOPT_TYPE_QUORUM:
 		out->number = 0;
 		return !strcmp(text, "all") || parse_number(text, o->lo, o->hi, &out->number);
+	case VOPT_TYPE_PATH:
+		return text[0] == '/';
 	}
 	return false;
 }
@@ -228,6 +239,8 @@ static char *what_it_takes(const volume_option *o)
 		return s;
 	case VOPT_TYPE_QUORUM:
 		return g_strdup("give all or a number of members from k+1 to k+m");
+	case VOPT_TYPE_PATH:
+		return g_strdup("give an absolute path");
 	case VOPT_TYPE_FLAG:
 		break;
 	}

@@ -88,6 +88,7 @@ bool volume_parse_timeout(const char *s, unsigned *ms);
 enum volume_option_id {
 	VOPT_K, VOPT_M, VOPT_CODE, VOPT_W, VOPT_STRIP, VOPT_PACKET, VOPT_CHECKSUM,
 	VOPT_RO, VOPT_HEAL_RATE, VOPT_NOHEAL, VOPT_TIMEOUT, VOPT_WRITE_QUORUM,
+	VOPT_EVENTS, VOPT_METRICS,
 	VOPT_ENTRY_TIMEOUT, VOPT_ATTR_TIMEOUT, VOPT_NEGATIVE_TIMEOUT,
 	VOPT_KERNEL_CACHE, VOPT_AUTO_CACHE, VOPT_DIRECT_IO,
 	VOPT_TUNE_SPIN, VOPT_TUNE_HEDGE, VOPT_TUNE_SLOW_READAROUND,
@@ -104,6 +105,7 @@ typedef enum volume_option_type {
 	VOPT_TYPE_CODE,     /* the name of a code (lib/ec.h) */
 	VOPT_TYPE_CHECKSUM, /* the name of a checksum (checksum.h) */
 	VOPT_TYPE_QUORUM,   /* all (0), or a number of members from lo to hi */
+	VOPT_TYPE_PATH,     /* an absolute path (the daemon leaves its directory) */
 } volume_option_type;
 
 typedef struct volume_option {
@@ -134,7 +136,7 @@ typedef struct volume_option_value {
 	                        * CODE (its ec_kind); TIMEOUT (ms) */
 	size_t size;           /* SIZE */
 	double seconds;        /* SECONDS */
-	const char *text;      /* the text parsed (CHECKSUM's name); NULL: none */
+	const char *text;      /* the text parsed (CHECKSUM's name, PATH); NULL: none */
 } volume_option_value;
 
 /* Parses option id from text as given (NULL: not given; for a flag, any

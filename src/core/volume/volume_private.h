@@ -43,6 +43,7 @@ typedef struct member {
 	bool warned_unmounted; /* the heal said it will not take it */
 	mount_info mi;
 	uint64_t strip_failures;
+	uint64_t io_errors[2]; /* errors of chunk reads and writes (enum volume_io) */
 	bool root_lost;  /* failed because its directory went away (heal may revive it) */
 	bool healing;    /* back in service, being rebuilt by the online heal */
 	bool locked;     /* its lock is this process's (vol_lock_member) */
@@ -87,6 +88,10 @@ struct volume {
 	void *health_arg;
 	void (*left_out_hook)(void *, const char *, const uint8_t *, uint64_t);
 	void *left_out_arg;           /* the online heal's: files to catch up */
+	volume_event_fn event_hook;   /* the daemon's events and metrics */
+	void *event_arg;
+	GPtrArray *damaged, *lost;    /* paths met since mount (under lock), bounded */
+	uint64_t damaged_unlisted, lost_unlisted; /* reports past the bound */
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
 	bool names_unsettled;  /* volume_settled.c */
 };
@@ -147,7 +152,9 @@ void vol_keep_old_fd(volume *v, int idx, int fd);
 void vol_watch_root(volume *v, int idx);
 
 /* volume_health.c: member idx failed for the rest of the mount, why
- * logged once. */
+ * logged once; an event told to the daemon's hook (volume_set_event_hook),
+ * with no lock of the volume held. */
 void vol_fail_member(volume *v, int idx, const char *why);
+void vol_event(volume *v, volume_event e, int idx, const char *path, const char *detail);
 
 #endif

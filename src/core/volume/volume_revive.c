@@ -73,6 +73,7 @@ void volume_member_healed(volume *v, int idx)
 		ecfs_log(LOG_WARNING, "member %d (%s): cannot remove " ECFS_META_DIR "/" HEAL_FILE
 		         ": %s", idx, v->mem[idx].path, g_strerror(-rc));
 	__atomic_store_n(&v->mem[idx].healing, false, __ATOMIC_RELEASE);
+	vol_event(v, VOLUME_EVENT_MEMBER_HEALED, idx, NULL, "its rebuild is complete");
 }
 
 /* The superblock a majority of the other members in service carry (read
@@ -358,6 +359,7 @@ int volume_member_revive(volume *v, int idx)
 		vol_watch_root(v, idx);
 		ecfs_log(LOG_WARNING, "member %d (%s) is back in service: rebuilding it online", idx,
 		         mb->path);
+		vol_event(v, VOLUME_EVENT_MEMBER_BACK, idx, NULL, "back in service: rebuilding it online");
 	} else {
 		ecfs_log(LOG_WARNING, "member %d (%s): %s", idx, mb->path, msg);
 	}

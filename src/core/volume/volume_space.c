@@ -14,7 +14,7 @@
 #include "log.h"
 #include "memberio.h"
 #include "space.h"
-#include "volume_internal.h"
+#include "volume_private.h"
 
 struct member_statfs {
 	volume *v;
@@ -92,10 +92,14 @@ int volume_claim_space(volume *v, uint64_t bytes)
 		verdict = space_claim(s, members_in_service(v), bytes, now_ms(), true);
 	}
 	bool full = verdict == SPACE_FULL;
-	if (space_set_full(s, full))
+	if (space_set_full(s, full)) {
 		ecfs_log(LOG_NOTICE, full ? "the volume is full: writes get ENOSPC until space is "
 		                            "freed (each member keeps a reserve for deletes)"
 		                          : "the volume has room again");
+		if (full)
+			vol_event(v, VOLUME_EVENT_VOLUME_FULL, -1, NULL, "writes get ENOSPC until "
+			          "space is freed");
+	}
 	return full ? -ENOSPC : 0;
 }
 
