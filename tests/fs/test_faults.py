@@ -457,8 +457,15 @@ class HungMemberTest(FaultCase):
             # 30 ms more is 8 times the median depends on the machine
             return
         self.assertGreater(int(h["strips_decoded"]), 0, f"member 2 was waited for: {h}")
-        h, lat = self.slow_member_reads("")
-        self.assertEqual(int(h["strips_decoded"]), 0, f"all fast, yet decoded: {h} {lat}")
+        # All fast: a loaded machine (the sanitizer build beside other
+        # tests) can hold one member's reads up long enough to look slow
+        # for a while, so one of three rounds must decode nothing.
+        for _ in range(3):
+            h, lat = self.slow_member_reads("")
+            if int(h["strips_decoded"]) == 0:
+                break
+        else:
+            self.fail(f"all fast, yet decoded in three rounds: {h} {lat}")
         h, lat = self.slow_member_reads("member=2,op=read,delay=30",
                                         "tune.slow_readaround=off")
         self.assertGreater(lat[2], 5000, f"latencies {lat}")

@@ -229,7 +229,7 @@ class StatusTest(H.MountedCase):
         v = self.volume(3)
         out, prog = self.events_dir(v)
         mnt = self.mount(v, f"k=2,m=1,events={prog}")
-        files = {f"d{i:02d}": H.pattern(200000, 10 + i) for i in range(12)}
+        files = {f"d{i:02d}": H.pattern(200000, 10 + i) for i in range(24)}
         for rel, data in files.items():
             H.write_file(os.path.join(mnt, rel), data)
         data_files = [rel for rel in files if self.holds_data(v, 0, rel, 2)]
