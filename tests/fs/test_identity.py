@@ -10,6 +10,9 @@ as root and switches to two unprivileged users.
   user B's directory with B's files of the same names.  The kernel checks
   each request against A's own objects; none of them may land on B's
   files (their mode, size, data and names stay as they were).
+- A create that finds an object at the name (there behind the daemon's
+  back, after the kernel's lookup found none) does not open it: the
+  kernel looks again and checks it.
 - A chunk copied on the members behind the daemon's back carries another
   file's identity: it is refused (its lookup fails, once logged), never
   made the other file's node.
@@ -95,11 +98,11 @@ def act_loop(dirs, stop, count):
 
 def make(path, uid, data=None, mode=0o755):
     if data is None:
-        os.mkdir(path, mode)
+        os.mkdir(path)
     else:
         with open(path, "wb") as f:
             f.write(data)
-        os.chmod(path, mode)
+    os.chmod(path, mode)
     os.chown(path, uid, uid)
 
 
@@ -172,6 +175,38 @@ class RenameRaceTest(H.MountedCase):
                 st = os.stat(p)
                 self.assertEqual((st.st_uid, st.st_mode & 0o7777), (USER_B, 0o644), p)
                 self.assert_exact(p, B_DATA)
+        self.assert_clean_unmount(v)
+
+
+def create_errno(path):
+    """open(O_CREAT | O_WRONLY | O_TRUNC) of path: 0, or its errno."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644))
+        return 0
+    except OSError as e:
+        return e.errno
+
+
+class CreateTest(H.MountedCase):
+    def test_create_never_opens_an_object_the_kernel_did_not_check(self):
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1")
+        pub = os.path.join(mnt, "pub")
+        make(pub, 0, mode=0o777)  # made here: the daemon holds its names
+        make(os.path.join(mnt, "other"), USER_B)
+        make(os.path.join(mnt, "other", "f"), USER_B, B_DATA, 0o600)
+        # the kernel forgets other/f, the node table with it (so that it
+        # holds no stale name of it); then, behind the daemon's back, B's
+        # file comes into pub: the kernel's lookup finds no name there,
+        # and sends CREATE
+        if not H.drop_caches():
+            self.skipTest("cannot write /proc/sys/vm/drop_caches")
+        time.sleep(0.2)
+        for i in range(3):
+            os.rename(v.chunk_path(i, "other/f"), v.chunk_path(i, "pub/f"))
+        got = H.run_as(USER_A, USER_A, create_errno, os.path.join(pub, "f"))
+        self.assertEqual(got, errno.EACCES, "user A opened user B's file for writing")
+        self.assert_exact(os.path.join(pub, "f"), B_DATA)
         self.assert_clean_unmount(v)
 
 
