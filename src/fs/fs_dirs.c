@@ -85,7 +85,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct fuse_entry_param e;
 	if (rc == 0 && nd.have_st && !fs_nodes_lookup_name(parent, name)) {
 		fs_entry_fill(&e, fs_nodes_ino(parent, name, nd.ident, &nd.st), &nd.st);
-		fs_nodes_add(parent, name, e.ino, &nd.st);
+		fs_nodes_add(parent, name, e.ino, &nd.st, nd.ident);
 	} else if (rc == 0) {
 		rc = fs_entry(parent, name, path, 0, &e);
 	}
@@ -386,7 +386,7 @@ static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry
 		return false;
 	*used += n;
 	if (ep.ino)
-		fs_nodes_add(ino, e->name, ep.ino, st);
+		fs_nodes_add(ino, e->name, ep.ino, st, ident);
 	return true;
 }
 

@@ -158,7 +158,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	direct_mode(fi);
 	struct fuse_entry_param e;
 	fs_entry_fill(&e, fs_nodes_ino(parent, name, ecfile_ident(f), &st), &st);
-	fs_nodes_add(parent, name, e.ino, &st);
+	fs_nodes_add(parent, name, e.ino, &st, ecfile_ident(f));
 	fs_nodes_opened(e.ino);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		/* interrupted: the kernel has neither the node nor the open */
@@ -180,14 +180,20 @@ int fs_open_node(fuse_ino_t ino, int flags, ecfile **out)
 	g_free(path);
 	if (rc < 0)
 		return rc;
-	if (fs_nodes_ident_ino(ecfile_ident(f)) != ino) {
+	/* (a node found without an identity, a file whose headers no member
+	 * held, keeps its stand-in id: the open may give the file one) */
+	if (fs_nodes_ident_ino(ecfile_ident(f)) != ino && fs_nodes_identified(ino)) {
 		ecfs_log(LOG_WARNING, "node %016llx: the file at its path is %016llx, another "
 		         "file: not opened", (unsigned long long)ino,
 		         (unsigned long long)ecfile_ident(f));
 		ecfile_release(f);
 		return -ESTALE;
 	}
-	if ((flags & O_TRUNC) && (rc = ecfile_truncate(f, 0)) < 0) {
+	/* O_TRUNC, as ecfile_open does it: an empty file stays untouched */
+	struct stat st;
+	if ((flags & O_TRUNC) && (rc = ecfile_fstat(f, &st)) == 0 && st.st_size > 0)
+		rc = ecfile_truncate(f, 0);
+	if (rc < 0) {
 		ecfile_release(f);
 		return rc;
 	}

@@ -32,6 +32,7 @@ typedef struct node {
 	struct timespec mtime;
 	dev_t seen_dev;          /* the member object last seen as it (0, 0: none) */
 	ino_t seen_ino;
+	bool unidentified;       /* its id stands for no identity */
 	GPtrArray *names; /* name_key *, owned by the names index */
 } node;
 
@@ -253,11 +254,16 @@ fuse_ino_t fs_nodes_ident_ino(uint64_t ident)
 	return ident > FUSE_ROOT_ID ? ident : ident + 2;
 }
 
-void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st)
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st,
+                  uint64_t ident)
 {
 	mode_t type = st->st_mode & S_IFMT;
 	g_mutex_lock(&table.lock);
-	node *n = node_make(ino, type);
+	node *n = node_get(ino);
+	if (!n) {
+		n = node_make(ino, type);
+		n->unidentified = !ident || fs_nodes_ident_ino(ident) != ino;
+	}
 	n->type = type;
 	n->seen_dev = st->st_dev;
 	n->seen_ino = st->st_ino;
@@ -265,6 +271,15 @@ void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const str
 	if (node_get(parent))
 		name_bind(parent, name, n);
 	g_mutex_unlock(&table.lock);
+}
+
+bool fs_nodes_identified(fuse_ino_t ino)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	bool identified = n && !n->unidentified;
+	g_mutex_unlock(&table.lock);
+	return identified;
 }
 
 bool fs_nodes_seen_other(fuse_ino_t ino, const struct stat *st, char **path)

@@ -65,10 +65,14 @@ fuse_ino_t fs_nodes_ino(fuse_ino_t parent, const char *name, uint64_t ident,
 /* The inode number of the object whose identity is ident (not 0). */
 fuse_ino_t fs_nodes_ident_ino(uint64_t ident);
 /* The kernel learnt (parent, name) is node ino, an object with lstat st
- * (a lookup, a create, a readdirplus entry): the name is the node's, the
- * member object st names is the one last seen as the node, and its
- * lookup count grows by one. */
-void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st);
+ * and identity ident (a lookup, a create, a readdirplus entry): the name
+ * is the node's, the member object st names is the one last seen as the
+ * node, and its lookup count grows by one.  A node made here whose id is
+ * not ident's (0: none known) stands for no identity. */
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st,
+                  uint64_t ident);
+/* Whether node ino's id is its object's identity (fs_nodes_ident_ino). */
+bool fs_nodes_identified(fuse_ino_t ino);
 /* Whether node ino, known by a name, was last seen as another member
  * object than the one lstat st names (st_dev, st_ino): then *path is the
  * node's path (g_free it), to tell a second object claiming the node's

@@ -157,6 +157,7 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
              struct fuse_entry_param *e)
 {
 	struct stat st;
+	uint64_t ident = 0;
 	int rc;
 
 	if (!ino)
@@ -167,7 +168,6 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
 		 * attr_cache.h. */
 		rc = fs_stat(path, &st);
 	} else {
-		uint64_t ident;
 		rc = objects_stat_ident(fs_volume(), path, &st, &ident);
 		if (rc == 0 && !(ino = fs_entry_ino(parent, name, ident, &st)))
 			rc = -EIO;
@@ -175,7 +175,7 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
 	if (rc < 0)
 		return rc;
 	fs_entry_fill(e, ino, &st);
-	fs_nodes_add(parent, name, ino, &st);
+	fs_nodes_add(parent, name, ino, &st, ident);
 	return 0;
 }
 
