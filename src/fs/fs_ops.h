@@ -4,9 +4,10 @@
  * (regular-file data), fs_dirs.c, fs_attr.c, fs_links.c and fs_xattr.c, and
  * gathered into one operations table in fs_ops.c.  They use libfuse's
  * low-level API: requests name nodes (fs_nodes.h turns them into paths
- * relative to the volume root, which the storage core takes), and every
- * operation answers its request itself.  Internal helpers return 0 (or a
- * count) or a negative errno.
+ * relative to the volume root, which the storage core takes; the table in
+ * fs_ops.c holds the names against renames around each request that does),
+ * and every operation answers its request itself.  Internal helpers return
+ * 0 (or a count) or a negative errno.
  *
  * Regular files are ecfiles (the open-file handle is the ecfile pointer in
  * fi->fh); everything else in the namespace is mirrored on every healthy
