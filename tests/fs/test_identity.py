@@ -164,7 +164,7 @@ class RenameRaceTest(H.MountedCase):
         with open(count) as f:
             done = int(f.read())
         # the race ran: A's requests went through between the swaps
-        self.assertGreater(done, 50, "too few of A's requests succeeded")
+        self.assertGreater(done, 20, "too few of A's requests succeeded")
         # and through the mount: B's files as B made them
         for d in (d1, d2):
             sub = os.path.join(d, "sub")
