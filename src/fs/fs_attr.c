@@ -188,6 +188,21 @@ static void wanted_times(const struct stat *attr, int to_set, struct timespec tv
 		tv[1] = attr->st_mtim;
 }
 
+/* truncate of node ino, by its open file if fi, else by its path (the
+ * file there checked to be the node's). */
+static int truncate_node(fuse_ino_t ino, off_t size, struct fuse_file_info *fi)
+{
+	if (fi)
+		return ecfile_truncate(fs_file_of(fi), size);
+	ecfile *f;
+	int rc = fs_open_node(ino, 0, &f);
+	if (rc < 0)
+		return rc;
+	rc = ecfile_truncate(f, size);
+	int rc2 = ecfile_release(f);
+	return rc < 0 ? rc : rc2;
+}
+
 /* chmod, chown, truncate and utimens, in that order (as libfuse's path
  * API does them); out says what the last change told of the attributes
  * after them all. */
@@ -206,8 +221,7 @@ static int set_attrs(const char *path, const struct stat *attr, int to_set,
 		rc = attr_changed(rc, &kept, epoch, out);
 	}
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
-		rc = fi ? ecfile_truncate(fs_file_of(fi), attr->st_size)
-		        : ecfile_truncate_path(fs_volume(), path, attr->st_size);
+		rc = truncate_node(out->ino, attr->st_size, fi);
 		out->have = false;
 	}
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |

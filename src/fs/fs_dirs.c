@@ -85,7 +85,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct fuse_entry_param e;
 	if (rc == 0 && nd.have_st && !fs_nodes_lookup_name(parent, name)) {
 		fs_entry_fill(&e, fs_nodes_ino(parent, name, nd.ident, &nd.st), &nd.st);
-		fs_nodes_add(parent, name, e.ino, nd.st.st_mode);
+		fs_nodes_add(parent, name, e.ino, &nd.st, nd.ident);
 	} else if (rc == 0) {
 		rc = fs_entry(parent, name, path, 0, &e);
 	}
@@ -375,15 +375,18 @@ static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry
 {
 	struct fuse_entry_param ep = { .attr.st_mode = (mode_t)DTTOIF(e->type) };
 	ep.attr.st_ino = known ? known : FUSE_UNKNOWN_INO;
-	if (st)
-		fs_entry_fill(&ep, fs_nodes_ino(ino, e->name, ident, st), st);
+	if (st) {
+		fs_entry_fill(&ep, fs_entry_ino(ino, e->name, ident, st), st);
+		if (!ep.ino) /* refused: a plain entry, whose lookup fails */
+			ep.attr.st_ino = FUSE_UNKNOWN_INO;
+	}
 	size_t n = plus ? fuse_add_direntry_plus(req, buf + *used, size - *used, e->name, &ep, next)
 	                : fuse_add_direntry(req, buf + *used, size - *used, e->name, &ep.attr, next);
 	if (n > size - *used)
 		return false;
 	*used += n;
 	if (ep.ino)
-		fs_nodes_add(ino, e->name, ep.ino, ep.attr.st_mode);
+		fs_nodes_add(ino, e->name, ep.ino, st, ident);
 	return true;
 }
 

@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "log.h"
 #include "xattrs.h"
 
 static struct fs_file *handle_of(const struct fuse_file_info *fi)
@@ -92,9 +93,11 @@ static int remove_privs(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_i
 	if (!S_ISREG(st.st_mode) || !kill)
 		return 0;
 	char *path = NULL;
+	fs_nodes_hold(); /* a write holds no path: this chmod does */
 	rc = fs_nodes_path(ino, &path);
 	if (rc == 0)
 		rc = fs_chmod_path(path, st.st_mode & 07777 & ~kill);
+	fs_nodes_unhold();
 	g_free(path);
 	fs_nodes_inval(ino); /* the kernel holds the mode with the bits */
 	return rc;
@@ -131,11 +134,18 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (volume_path_reserved(path))
 		rc = -EPERM;
 	fs_new_owner(req, &owner);
+	/* Always exclusive: the kernel sends CREATE after a lookup found no
+	 * name, and an object that is there all the same was not checked by
+	 * it.  ESTALE makes the kernel walk the path again with a fresh
+	 * lookup (do_filp_open's LOOKUP_REVAL) and open what it finds
+	 * through its own permission checks; O_EXCL stays EEXIST. */
 	if (rc == 0)
-		rc = ecfile_create(fs_volume(), path, fi->flags,
+		rc = ecfile_create(fs_volume(), path, fi->flags | O_EXCL,
 		                  xattrs_create_mode(fs_volume(), path, mode & 07777,
 		                                     fuse_req_ctx(req)->umask),
 		                  owner.uid, owner.gid, &f);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+		rc = -ESTALE;
 	fs_dirnames_changed(parent, name, S_IFREG, rc);
 	if (rc == 0 && (rc = ecfile_fstat(f, &st)) < 0)
 		ecfile_release(f);
@@ -148,7 +158,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	direct_mode(fi);
 	struct fuse_entry_param e;
 	fs_entry_fill(&e, fs_nodes_ino(parent, name, ecfile_ident(f), &st), &st);
-	fs_nodes_add(parent, name, e.ino, st.st_mode);
+	fs_nodes_add(parent, name, e.ino, &st, ecfile_ident(f));
 	fs_nodes_opened(e.ino);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		/* interrupted: the kernel has neither the node nor the open */
@@ -157,14 +167,44 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 }
 
-void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int fs_open_node(fuse_ino_t ino, int flags, ecfile **out)
 {
 	char *path = NULL;
 	int rc = fs_nodes_path(ino, &path);
 	ecfile *f = NULL;
+	*out = NULL;
+	if (rc == 0 && (flags & O_TRUNC) && volume_settings(fs_volume())->read_only)
+		rc = -EROFS;
 	if (rc == 0)
-		rc = ecfile_open(fs_volume(), path, fi->flags, &f);
+		rc = ecfile_open(fs_volume(), path, flags & ~O_TRUNC, &f);
 	g_free(path);
+	if (rc < 0)
+		return rc;
+	/* (a node found without an identity, a file whose headers no member
+	 * held, keeps its stand-in id: the open may give the file one) */
+	if (fs_nodes_ident_ino(ecfile_ident(f)) != ino && fs_nodes_identified(ino)) {
+		ecfs_log(LOG_WARNING, "node %016llx: the file at its path is %016llx, another "
+		         "file: not opened", (unsigned long long)ino,
+		         (unsigned long long)ecfile_ident(f));
+		ecfile_release(f);
+		return -ESTALE;
+	}
+	/* O_TRUNC, as ecfile_open does it: an empty file stays untouched */
+	struct stat st;
+	if ((flags & O_TRUNC) && (rc = ecfile_fstat(f, &st)) == 0 && st.st_size > 0)
+		rc = ecfile_truncate(f, 0);
+	if (rc < 0) {
+		ecfile_release(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	ecfile *f = NULL;
+	int rc = fs_open_node(ino, fi->flags, &f);
 	if (rc < 0) {
 		fs_reply_err(req, rc);
 		return;

@@ -214,7 +214,7 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	if (rc == 0 && (nsops_kept_carry(fs_volume(), &kept, epoch, &st) ||
 	                fs_kept_open(&kept, ino, &st))) {
 		fs_entry_fill(&e, ino, &st);
-		fs_nodes_add(newparent, newname, ino, st.st_mode);
+		fs_nodes_add(newparent, newname, ino, &st, 0);
 	} else if (rc == 0) {
 		rc = fs_entry(newparent, newname, to, ino, &e);
 	}

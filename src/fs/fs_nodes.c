@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -29,8 +30,36 @@ typedef struct node {
 	mode_t type;
 	off_t size;              /* at the last open (auto_cache) */
 	struct timespec mtime;
+	dev_t seen_dev;          /* the member object last seen as it (0, 0: none) */
+	ino_t seen_ino;
+	bool unidentified;       /* its id stands for no identity */
 	GPtrArray *names; /* name_key *, owned by the names index */
 } node;
+
+/* The names held (fs_nodes_hold): shared by requests that build paths,
+ * alone by renames; order: outermost, before every other lock of the
+ * daemon and the core (docs/DESIGN.md, section 13). */
+static pthread_rwlock_t names_held;
+
+void fs_nodes_hold(void)
+{
+	pthread_rwlock_rdlock(&names_held);
+}
+
+void fs_nodes_unhold(void)
+{
+	pthread_rwlock_unlock(&names_held);
+}
+
+void fs_nodes_hold_alone(void)
+{
+	pthread_rwlock_wrlock(&names_held);
+}
+
+void fs_nodes_unhold_alone(void)
+{
+	pthread_rwlock_unlock(&names_held);
+}
 
 static struct {
 	GMutex lock; /* guards the table; order: a leaf */
@@ -111,6 +140,11 @@ static void node_maybe_free(node *n)
 
 void fs_nodes_init(void)
 {
+	pthread_rwlockattr_t attr;
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&names_held, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	g_mutex_init(&table.lock);
 	table.nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, node_free);
 	names_init(&table.names);
@@ -127,6 +161,7 @@ void fs_nodes_free(void)
 	g_hash_table_destroy(table.nodes);
 	table.nodes = NULL;
 	g_mutex_clear(&table.lock);
+	pthread_rwlock_destroy(&names_held);
 }
 
 /* The path of n (table lock held). */
@@ -211,18 +246,53 @@ fuse_ino_t fs_nodes_ino(fuse_ino_t parent, const char *name, uint64_t ident,
 			return known;
 		ident = mix((uint64_t)st->st_ino ^ mix((uint64_t)st->st_dev));
 	}
+	return fs_nodes_ident_ino(ident);
+}
+
+fuse_ino_t fs_nodes_ident_ino(uint64_t ident)
+{
 	return ident > FUSE_ROOT_ID ? ident : ident + 2;
 }
 
-void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, mode_t type)
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st,
+                  uint64_t ident)
 {
+	mode_t type = st->st_mode & S_IFMT;
 	g_mutex_lock(&table.lock);
-	node *n = node_make(ino, type & S_IFMT);
-	n->type = type & S_IFMT;
+	node *n = node_get(ino);
+	if (!n) {
+		n = node_make(ino, type);
+		n->unidentified = !ident || fs_nodes_ident_ino(ident) != ino;
+	}
+	n->type = type;
+	n->seen_dev = st->st_dev;
+	n->seen_ino = st->st_ino;
 	n->nlookup++;
 	if (node_get(parent))
 		name_bind(parent, name, n);
 	g_mutex_unlock(&table.lock);
+}
+
+bool fs_nodes_identified(fuse_ino_t ino)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	bool identified = n && !n->unidentified;
+	g_mutex_unlock(&table.lock);
+	return identified;
+}
+
+bool fs_nodes_seen_other(fuse_ino_t ino, const struct stat *st, char **path)
+{
+	bool other = false;
+
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	if (n && n->names->len && (n->seen_dev || n->seen_ino) &&
+	    (n->seen_dev != st->st_dev || n->seen_ino != st->st_ino))
+		other = build_path(n, path) == 0;
+	g_mutex_unlock(&table.lock);
+	return other;
 }
 
 void fs_nodes_forget(fuse_ino_t ino, uint64_t count)

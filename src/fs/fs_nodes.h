@@ -44,15 +44,40 @@ int fs_nodes_path(fuse_ino_t ino, char **path);
  * or what fs_nodes_path answers for parent. */
 int fs_nodes_child(fuse_ino_t parent, const char *name, char **path);
 
+/* ---- the names and the members' names move together ----
+ * A path built from the table names the node's object only while no
+ * rename moves an ancestor on the members.  So a request that builds
+ * paths holds the names (shared) from its first path until the members
+ * are done with them, and a rename holds them alone, from its paths until
+ * the table has its new names.  Renames go first: one waits for the
+ * requests under way, not for those after it.  Never taken twice by one
+ * thread. */
+void fs_nodes_hold(void);
+void fs_nodes_unhold(void);
+void fs_nodes_hold_alone(void);
+void fs_nodes_unhold_alone(void);
+
 /* The inode number of the object found at (parent, name) with lstat st
  * and identity ident (0: none known, see docs/DESIGN.md).  An object
  * with no identity keeps the node the name already has. */
 fuse_ino_t fs_nodes_ino(fuse_ino_t parent, const char *name, uint64_t ident,
                         const struct stat *st);
-/* The kernel learnt (parent, name) is node ino, of type (S_IFMT bits)
- * type (a lookup, a create, a readdirplus entry): the name is the
- * node's, and its lookup count grows by one. */
-void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, mode_t type);
+/* The inode number of the object whose identity is ident (not 0). */
+fuse_ino_t fs_nodes_ident_ino(uint64_t ident);
+/* The kernel learnt (parent, name) is node ino, an object with lstat st
+ * and identity ident (a lookup, a create, a readdirplus entry): the name
+ * is the node's, the member object st names is the one last seen as the
+ * node, and its lookup count grows by one.  A node made here whose id is
+ * not ident's (0: none known) stands for no identity. */
+void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const struct stat *st,
+                  uint64_t ident);
+/* Whether node ino's id is its object's identity (fs_nodes_ident_ino). */
+bool fs_nodes_identified(fuse_ino_t ino);
+/* Whether node ino, known by a name, was last seen as another member
+ * object than the one lstat st names (st_dev, st_ino): then *path is the
+ * node's path (g_free it), to tell a second object claiming the node's
+ * identity from the same object seen on another member or rebuilt. */
+bool fs_nodes_seen_other(fuse_ino_t ino, const struct stat *st, char **path);
 /* The kernel dropped n lookups of node ino. */
 void fs_nodes_forget(fuse_ino_t ino, uint64_t n);
 

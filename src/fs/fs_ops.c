@@ -108,10 +108,56 @@ void fs_entry_fill(struct fuse_entry_param *e, fuse_ino_t ino, const struct stat
 	e->entry_timeout = mounted->timeouts.entry;
 }
 
+/* The identities whose clash was logged, so that each is logged once;
+ * emptied when full, to stay bounded. */
+#define CLASHES_LOGGED_MAX 4096
+static GMutex clashes_lock; /* guards clashes_logged; order: a leaf */
+static GHashTable *clashes_logged;
+
+static void log_clash(uint64_t ident, const char *known, const char *name)
+{
+	g_mutex_lock(&clashes_lock);
+	if (!clashes_logged)
+		clashes_logged = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	if (g_hash_table_size(clashes_logged) >= CLASHES_LOGGED_MAX)
+		g_hash_table_remove_all(clashes_logged);
+	bool first = !g_hash_table_contains(clashes_logged, &ident);
+	if (first)
+		g_hash_table_add(clashes_logged, g_memdup2(&ident, sizeof ident));
+	g_mutex_unlock(&clashes_lock);
+	if (first)
+		ecfs_log(LOG_WARNING, "identity %016llx is claimed by %s and by another object "
+		         "named %s: the second is refused (a chunk or directory planted or "
+		         "copied on the members?)", (unsigned long long)ident, known, name);
+}
+
+fuse_ino_t fs_entry_ino(fuse_ino_t parent, const char *name, uint64_t ident,
+                        const struct stat *st)
+{
+	fuse_ino_t ino = fs_nodes_ino(parent, name, ident, st);
+	char *known = NULL;
+	if (!ident || !fs_nodes_seen_other(ino, st, &known))
+		return ino;
+	/* The node's object, asked where the table has it now: the same
+	 * member object as st (another member answers now, or the object
+	 * was rebuilt), one of another identity, or none there (moved behind
+	 * the daemon's back) leave the identity to st's object. */
+	struct stat kst;
+	uint64_t kident = 0;
+	bool clash = objects_stat_ident(fs_volume(), known, &kst, &kident) == 0 &&
+	             kident == ident &&
+	             (kst.st_dev != st->st_dev || kst.st_ino != st->st_ino);
+	if (clash)
+		log_clash(ident, known, name);
+	g_free(known);
+	return clash ? 0 : ino;
+}
+
 int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t ino,
              struct fuse_entry_param *e)
 {
 	struct stat st;
+	uint64_t ident = 0;
 	int rc;
 
 	if (!ino)
@@ -122,15 +168,14 @@ int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t i
 		 * attr_cache.h. */
 		rc = fs_stat(path, &st);
 	} else {
-		uint64_t ident;
 		rc = objects_stat_ident(fs_volume(), path, &st, &ident);
-		if (rc == 0)
-			ino = fs_nodes_ino(parent, name, ident, &st);
+		if (rc == 0 && !(ino = fs_entry_ino(parent, name, ident, &st)))
+			rc = -EIO;
 	}
 	if (rc < 0)
 		return rc;
 	fs_entry_fill(e, ino, &st);
-	fs_nodes_add(parent, name, ino, st.st_mode);
+	fs_nodes_add(parent, name, ino, &st, ident);
 	return 0;
 }
 
@@ -166,21 +211,73 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 }
 
+/* Every request that builds a path from the node table holds the names
+ * (fs_nodes_hold) until it is answered, so that each path names the
+ * node's object on every member while the request uses it; a rename
+ * holds them alone.  Requests by open file (read, write, flush...) use
+ * no path. */
+#define HELD(op, params, args)                                                  \
+	static void held_##op params                                            \
+	{                                                                       \
+		fs_nodes_hold();                                                \
+		fs_##op args;                                                   \
+		fs_nodes_unhold();                                              \
+	}
+#define REQ fuse_req_t req
+#define FI struct fuse_file_info *fi
+HELD(lookup, (REQ, fuse_ino_t parent, const char *name), (req, parent, name))
+HELD(unlink, (REQ, fuse_ino_t parent, const char *name), (req, parent, name))
+HELD(symlink, (REQ, const char *target, fuse_ino_t parent, const char *name),
+     (req, target, parent, name))
+HELD(readlink, (REQ, fuse_ino_t ino), (req, ino))
+HELD(link, (REQ, fuse_ino_t ino, fuse_ino_t parent, const char *name), (req, ino, parent, name))
+HELD(mknod, (REQ, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
+     (req, parent, name, mode, rdev))
+HELD(create, (REQ, fuse_ino_t parent, const char *name, mode_t mode, FI),
+     (req, parent, name, mode, fi))
+HELD(open, (REQ, fuse_ino_t ino, FI), (req, ino, fi))
+HELD(mkdir, (REQ, fuse_ino_t parent, const char *name, mode_t mode), (req, parent, name, mode))
+HELD(rmdir, (REQ, fuse_ino_t parent, const char *name), (req, parent, name))
+HELD(opendir, (REQ, fuse_ino_t ino, FI), (req, ino, fi))
+HELD(readdir, (REQ, fuse_ino_t ino, size_t size, off_t off, FI), (req, ino, size, off, fi))
+HELD(readdirplus, (REQ, fuse_ino_t ino, size_t size, off_t off, FI), (req, ino, size, off, fi))
+HELD(fsyncdir, (REQ, fuse_ino_t ino, int datasync, FI), (req, ino, datasync, fi))
+HELD(getattr, (REQ, fuse_ino_t ino, FI), (req, ino, fi))
+HELD(setattr, (REQ, fuse_ino_t ino, struct stat *attr, int to_set, FI),
+     (req, ino, attr, to_set, fi))
+HELD(access, (REQ, fuse_ino_t ino, int mask), (req, ino, mask))
+HELD(setxattr, (REQ, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags),
+     (req, ino, name, value, size, flags))
+HELD(getxattr, (REQ, fuse_ino_t ino, const char *name, size_t size), (req, ino, name, size))
+HELD(listxattr, (REQ, fuse_ino_t ino, size_t size), (req, ino, size))
+HELD(removexattr, (REQ, fuse_ino_t ino, const char *name), (req, ino, name))
+#undef HELD
+#undef REQ
+#undef FI
+
+static void rename_alone(fuse_req_t req, fuse_ino_t parent, const char *name,
+                         fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	fs_nodes_hold_alone();
+	fs_rename(req, parent, name, newparent, newname, flags);
+	fs_nodes_unhold_alone();
+}
+
 static const struct fuse_lowlevel_ops operations = {
 	.init = fs_init,
 	/* names and links */
-	.lookup = fs_lookup,
+	.lookup = held_lookup,
 	.forget = fs_forget,
 	.forget_multi = fs_forget_multi,
-	.unlink = fs_unlink,
-	.rename = fs_rename,
-	.symlink = fs_symlink,
-	.readlink = fs_readlink,
-	.link = fs_link,
-	.mknod = fs_mknod,
+	.unlink = held_unlink,
+	.rename = rename_alone,
+	.symlink = held_symlink,
+	.readlink = held_readlink,
+	.link = held_link,
+	.mknod = held_mknod,
 	/* files */
-	.create = fs_create,
-	.open = fs_open,
+	.create = held_create,
+	.open = held_open,
 	.read = fs_read,
 	.write = fs_write,
 	.flush = fs_flush,
@@ -188,23 +285,23 @@ static const struct fuse_lowlevel_ops operations = {
 	.fsync = fs_fsync,
 	.fallocate = fs_fallocate,
 	/* directories */
-	.mkdir = fs_mkdir,
-	.rmdir = fs_rmdir,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.readdirplus = fs_readdirplus,
+	.mkdir = held_mkdir,
+	.rmdir = held_rmdir,
+	.opendir = held_opendir,
+	.readdir = held_readdir,
+	.readdirplus = held_readdirplus,
 	.releasedir = fs_releasedir,
-	.fsyncdir = fs_fsyncdir,
+	.fsyncdir = held_fsyncdir,
 	/* attributes */
-	.getattr = fs_getattr,
-	.setattr = fs_setattr,
+	.getattr = held_getattr,
+	.setattr = held_setattr,
 	.statfs = fs_statfs,
-	.access = fs_access,
+	.access = held_access,
 	/* extended attributes */
-	.setxattr = fs_setxattr,
-	.getxattr = fs_getxattr,
-	.listxattr = fs_listxattr,
-	.removexattr = fs_removexattr,
+	.setxattr = held_setxattr,
+	.getxattr = held_getxattr,
+	.listxattr = held_listxattr,
+	.removexattr = held_removexattr,
 };
 
 const struct fuse_lowlevel_ops *ecfs_fs_operations(void)

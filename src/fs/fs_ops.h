@@ -4,9 +4,10 @@
  * (regular-file data), fs_dirs.c, fs_attr.c, fs_links.c and fs_xattr.c, and
  * gathered into one operations table in fs_ops.c.  They use libfuse's
  * low-level API: requests name nodes (fs_nodes.h turns them into paths
- * relative to the volume root, which the storage core takes), and every
- * operation answers its request itself.  Internal helpers return 0 (or a
- * count) or a negative errno.
+ * relative to the volume root, which the storage core takes; the table in
+ * fs_ops.c holds the names against renames around each request that does),
+ * and every operation answers its request itself.  Internal helpers return
+ * 0 (or a count) or a negative errno.
  *
  * Regular files are ecfiles (the open-file handle is the ecfile pointer in
  * fi->fh); everything else in the namespace is mirrored on every healthy
@@ -87,6 +88,12 @@ void fs_reply_err(fuse_req_t req, int rc);
  * else 0: the node the name has, or the one of the object's identity. */
 int fs_entry(fuse_ino_t parent, const char *name, const char *path, fuse_ino_t ino,
              struct fuse_entry_param *e);
+/* fs_nodes_ino for an object found at (parent, name) with lstat st and
+ * identity ident, or 0 if another object the table knows (a node with a
+ * name) already holds that identity: two objects never share a node; the
+ * clash is logged once per identity. */
+fuse_ino_t fs_entry_ino(fuse_ino_t parent, const char *name, uint64_t ident,
+                        const struct stat *st);
 /* Fills e for node ino with attributes st (st_ino set) and the timeouts. */
 void fs_entry_fill(struct fuse_entry_param *e, fuse_ino_t ino, const struct stat *st);
 /* fs_entry, then the reply: the entry, or rc's error. */
@@ -106,6 +113,10 @@ bool fs_caller_in_group(fuse_req_t req, gid_t gid);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                struct fuse_file_info *fi);
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Opens regular file node ino by its path (flags as ecfile_open takes
+ * them, O_TRUNC honoured) once the file found there is known to be the
+ * node's (its identity): else -ESTALE, with nothing truncated. */
+int fs_open_node(fuse_ino_t ino, int flags, ecfile **out);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
               struct fuse_file_info *fi);
