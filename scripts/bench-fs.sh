@@ -78,6 +78,7 @@ warm() {
 }
 warm_write=$((mib * 3 / 2 + 256)) warm_read=$((mib + 256))
 
+scripts/cpu-class.sh
 echo "making a ${mib} MiB random source file..."
 head -c $((mib << 20)) /dev/urandom >"$tmpfs/source"
 ecfs_members="" merger_members=""

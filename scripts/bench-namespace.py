@@ -45,6 +45,7 @@ OPS = ("create", "stat", "rename", "link", "unlink", "mkdir", "rmdir", "first re
        "readdir", "readdir after remount")
 FLAGS = os.O_CREAT | os.O_WRONLY
 REMOUNTS = 3  # per run, each followed by one listing
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def die(msg):
@@ -197,6 +198,7 @@ def main():
     runs = env_int("RUNS", 3)
     labels = [t[0] for t in targets]
     base = tempfile.mkdtemp(prefix="nsbench-", dir=os.environ.get("DIR", "/dev/shm"))
+    print(subprocess.run([os.path.join(ROOT, "scripts", "cpu-class.sh")], capture_output=True, text=True).stdout.strip())
     print(f"N={cfg[0]} R={cfg[1]} B={cfg[2]} D={cfg[3]} L={cfg[4]} RUNS={runs} "
           f"ECFS_OPTS={opts!r}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           flush=True)

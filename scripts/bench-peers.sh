@@ -144,6 +144,7 @@ fi
 work=$(mktemp -d /tmp/ecfs-bench-peers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
+EC_SIMD=$simd scripts/cpu-class.sh
 echo "CPU: $cpu_model; AVX2 $(has avx2), AVX-512 (F/BW/VL) $(has avx512f)/$(has avx512bw)/$(has avx512vl), GFNI $(has gfni), $(nproc) CPUs"
 echo "libec: $("$bench" --version | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
 echo "ISA-L: $(PKG_CONFIG_PATH=$pc pkg-config --modversion libisal) from $lib; ec_encode_data kernel: $isal_gfni"

@@ -127,7 +127,7 @@ for d in d1 d2 d3 d4 p1 p2; do
 done
 logs=$tmpfs/logs
 mkdir "$logs"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+scripts/cpu-class.sh
 
 # ---- 1. the data set, made in SnapRAID's data disks ----
 echo "making a ${mib} MiB data set from /dev/urandom..."

@@ -91,14 +91,6 @@ def ecfs_binary():
     return os.path.join(build, "src", "ecfs")
 
 
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def timed_write(path):
     """MB/s of writing SIZE bytes in REQ writes, fsync included."""
     blocks = [H.pattern(REQ, i) for i in range(8)]
@@ -274,7 +266,8 @@ def summarize(results):
 def print_table(s, rate):
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    print(f"ecfs {head}, {H.ECFS}; CPU: {cpu_model()}, {os.cpu_count()} CPUs")
+    print(f"ecfs {head}, {H.ECFS}")
+    print(subprocess.run([os.path.join(ROOT, "scripts", "cpu-class.sh")], capture_output=True, text=True).stdout.strip())
     sync = f", fsync every {SYNC_EVERY // MIB} MiB" if SYNC_EVERY else ""
     print(f"file {SIZE // MIB} MiB, 1 MiB writes (fsync{sync}) and reads, "
           f"{LAT_REQ // 1024} KiB preads x {SIZE // LAT_REQ} per run, "

@@ -341,6 +341,7 @@ def describe_machine():
 
 
 def header(tree, files, data, limit, ecfs, buildtype):
+    print(subprocess.run([os.path.join(ROOT, "scripts", "cpu-class.sh")], capture_output=True, text=True).stdout.strip())
     print(f"tree {tree}: {files} regular files, {data / MIB:.1f} MiB")
     print(f"per-file limit ({K}+{M}, {BLOCK}-byte blocks, {HEADER}-byte header): "
           f"{limit / MIB:.1f} MiB, {limit / data:.2f}x the data")
