@@ -557,10 +557,12 @@ static int serve(struct daemon_state *d)
 		ecfs_log(LOG_INFO, "the kernel ended the FUSE connection (unmount or abort)");
 	fuse_remove_signal_handlers(d->se);
 	ecfs_log(LOG_INFO, "unmounting %s", d->opts.mountpoint);
-	volume_mark_closing(d->state.vol); /* a mount meanwhile waits for the locks */
 	metrics_stop(d->metrics); /* before the heal: it reads the heal's lines */
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
+	/* a mount meanwhile waits for the locks; after the heal, which would
+	 * take the lock texts for changes a failed member missed */
+	volume_mark_closing(d->state.vol);
 	fs_nodes_notify_stop();
 	int left_open = ecfile_release_all(d->state.vol);
 	if (left_open)

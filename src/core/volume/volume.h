@@ -50,7 +50,9 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
                 volume **out, char **message);
 void volume_close(volume *v);
 /* The daemon was unmounted and closes the volume: its lock texts say so,
- * and an open on this host meanwhile waits for the locks (volume_lock.c). */
+ * and an open on this host meanwhile waits for the locks (volume_lock.c).
+ * Call it once the heal has stopped: these writes count among the
+ * changes a failed member missed (volume_missed_changes). */
 void volume_mark_closing(volume *v);
 /* Closes a descriptor on member idx, unless the member was given up after
  * the I/O timeout (memberio.h): then it stays open, as closing would wait
