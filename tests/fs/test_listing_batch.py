@@ -91,10 +91,11 @@ class ListingBatchTest(H.MountedCase):
         make_names(v, "d", [f"n{i:05d}" for i in range(count)], members)
         return v
 
-    def slow_listing(self, path):
+    def slow_listing(self, path, every=None):
         """d's names by readdir one at a time, seeking back now and then
         to a position telldir gave (within the window and several
-        windows back), which must give the same name again."""
+        windows back), which must give the same name again; every() is
+        called after each 300 names (if given)."""
         d = opendir(path)
         names, marks = [], []
         try:
@@ -109,6 +110,8 @@ class ListingBatchTest(H.MountedCase):
                 if len(names) % 211 == 0:
                     marks.append((pos, name))
                 names.append(name)
+                if every and len(names) % 300 == 0:
+                    every()
             for pos, name in marks:
                 libc.seekdir(d, pos)
                 self.assertEqual(readdir(d), name, f"after seekdir back to {pos}")
@@ -116,10 +119,10 @@ class ListingBatchTest(H.MountedCase):
             libc.closedir(d)
         return names
 
-    def assert_listed_once(self, mnt, want):
+    def assert_listed_once(self, mnt, want, every=None):
         d = os.path.join(mnt, "d")
         for how, names in (("os.listdir", os.listdir(d)),
-                           ("readdir with seekdir", self.slow_listing(d))):
+                           ("readdir with seekdir", self.slow_listing(d, every))):
             names = [n for n in names if n not in (".", "..")]
             dup = {n for n, c in collections.Counter(names).items() if c > 1}
             self.assertFalse(dup, f"{how}: listed twice: {sorted(dup)[:10]}")
@@ -143,8 +146,19 @@ class ListingBatchTest(H.MountedCase):
         mnt = self.mount(v, OPTS)
         self.assert_listed_once(mnt, want)
         self.assert_listed_once(mnt, want)  # from the names held
+        # an rmdir that fails drops what the daemon holds of its
+        # directory (fs_dirnames.h): the next window is read from the
+        # members again
+        os.mkdir(os.path.join(mnt, "d", "full"))
+        os.close(os.open(os.path.join(mnt, "d", "full", "x"), os.O_CREAT | os.O_WRONLY))
+        want.add("full")
+
+        def drop_held():
+            with self.assertRaises(OSError):
+                os.rmdir(os.path.join(mnt, "d", "full"))
+        self.assert_listed_once(mnt, want, drop_held)
         shutil.rmtree(v.members[0])
-        self.assert_listed_once(mnt, want)
+        self.assert_listed_once(mnt, want, drop_held)
         self.assertTrue(v.alive(), v.log())
 
     def test_memory_of_open_handles(self):
