@@ -74,6 +74,15 @@ static guint batch_max(void)
 	return max ? max : VOLUME_DEFAULT_LISTING_BATCH;
 }
 
+/* Names a member's listing is read whole up to (and may be held, within
+ * DIRNAMES_MAX); past them, through a window. */
+#define READ_WHOLE_BATCHES 16
+
+static guint read_whole_max(void)
+{
+	return MIN(DIRNAMES_MAX, READ_WHOLE_BATCHES * batch_max());
+}
+
 static void free_batch(struct dir_handle *h)
 {
 	if (h->counted) {
@@ -284,6 +293,33 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 	return d.names;
 }
 
+/* If a member of whole went past what a held listing may take (its
+ * names are in its window then), offers the names of every member of
+ * whole to h's window and clears the parts: true.  Else false, the
+ * parts as read. */
+static bool windows_of_parts(struct dir_handle *h, nsops_dir_part *parts,
+                             listing_batch **windows, uint64_t whole,
+                             bool (*hidden)(const char *))
+{
+	int n = volume_n(fs_volume());
+	bool spilled = false;
+	for (int i = 0; i < n; i++)
+		spilled |= (whole >> i & 1) && parts[i].part.overflowed;
+	if (!spilled)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if ((whole >> i & 1) && parts[i].part.overflowed) {
+			listing_batch_finish(windows[i]);
+			listing_batch_offer_batch(h->batch, windows[i]);
+		} else if (whole >> i & 1) {
+			listing_batch_sink to = { h->batch, &seed };
+			listing_part_offer(&parts[i].part, listing_batch_sink_offer, &to, hidden);
+		}
+		listing_part_clear(&parts[i].part);
+	}
+	return true;
+}
+
 /* Lists the directory ino at path: from what the daemon holds of its
  * names (fs_dirnames.h), else the union of the names the members that
  * answer hold (not one being rebuilt), read at once (nsops_list), so
@@ -293,7 +329,10 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
  * members hold; a member among them that cannot list it (broken, or
  * without the directory: also all of them, if the others still have it)
  * makes the listing read them all.  A listing of as many members as that
- * takes is held from then on.  The listing in *out (listing_unref it). */
+ * takes is held from then on.  The listing in *out (listing_unref it);
+ * or, where a member holds more names than read_whole_max, NULL, and the
+ * names of the members read offered to h's window, each
+ * member's read through a window of its own, never whole. */
 static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path, listing **out)
 {
 	volume *v = fs_volume();
@@ -311,8 +350,14 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path, 
 	}
 	if (settled && (*out = saved_listing(ino, path, width, since)))
 		return 0;
+	listing_batch *windows[64];
+	listing_batch_sink sinks[64];
 	for (int i = 0; i < volume_n(v); i++) {
-		listing_part_init(&parts[i].part);
+		windows[i] = listing_batch_new(batch_max());
+		listing_batch_start(windows[i], listing_batch_after(h->batch));
+		sinks[i] = (listing_batch_sink){ windows[i], &seed };
+		listing_part_init_sink(&parts[i].part, listing_batch_sink_offer, &sinks[i], hidden,
+		                       read_whole_max());
 		parts[i].stable = false;
 		answering += volume_member_answers(v, i);
 	}
@@ -320,6 +365,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path, 
 	if (__builtin_popcountll(whole) < width && width < answering)
 		whole = nsops_list(v, path, parts, volume_n(v), &err);
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
+	bool spilled = windows_of_parts(h, parts, windows, whole, hidden);
+	for (int i = 0; i < volume_n(v); i++)
+		listing_batch_free(windows[i]);
+	if (spilled)
+		return whole || err == -ENOENT ? 0 : err;
 	/* The members whose directory holds exactly the listing's names: all
 	 * that were read, if each holds as many names as their union. */
 	guint counts[64];
@@ -442,24 +492,24 @@ static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry
 
 /* Takes h's window of the names after offset off from a listing of the
  * directory (make_listing): the listing itself is only held for this
- * request (or by fs_dirnames.h, within its bound). */
+ * request (or by fs_dirnames.h, within its bound), and one of a member
+ * past read_whole_max names not even so. */
 static int load_batch(struct dir_handle *h, fuse_ino_t ino, const char *path, uint64_t off)
 {
-	listing *l = NULL;
-	int rc = make_listing(h, ino, path, &l);
-	if (rc < 0) {
-		listing_unref(l);
-		return rc;
-	}
 	pthread_once(&seed_once, make_seed);
 	free_batch(h);
 	h->batch = listing_batch_new(batch_max());
 	listing_batch_start(h->batch, off);
-	listing_batch_offer_listing(h->batch, l, &seed);
+	listing *l = NULL;
+	int rc = make_listing(h, ino, path, &l);
+	if (l)
+		listing_batch_offer_listing(h->batch, l, &seed);
 	listing_batch_finish(h->batch);
-	h->total = listing_len(l);
+	h->total = l ? listing_len(l) : G_MAXUINT; /* else larger than any held */
 	listing_unref(l);
-	return 0;
+	if (rc < 0)
+		free_batch(h);
+	return rc;
 }
 
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

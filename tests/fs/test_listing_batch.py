@@ -135,8 +135,17 @@ class ListingBatchTest(H.MountedCase):
         members and then from what the daemon holds; a name lost on two
         members and names only one member holds too; and so again with
         the first member removed."""
-        v = self.volume_with(5000)
-        want = {f"n{i:05d}" for i in range(5000)}
+        self.check_every_name_once(5000)
+
+    def test_every_name_once_read_through_windows(self):
+        """The same with 10,000 names, more than a member's listing is
+        read whole up to (16 windows): each member's names go through a
+        window of its own, and the directory is never held."""
+        self.check_every_name_once(10000)
+
+    def check_every_name_once(self, count):
+        v = self.volume_with(count)
+        want = {f"n{i:05d}" for i in range(count)}
         # lost on members 0 and 1; held by member 1 only
         for j in (0, 1):
             os.unlink(os.path.join(v.members[j], "d", "n00010"))

@@ -198,6 +198,28 @@ void listing_batch_offer_listing(listing_batch *b, const listing *l, const listi
 	}
 }
 
+void listing_batch_sink_offer(void *sink, const char *name, unsigned char type)
+{
+	const listing_batch_sink *s = sink;
+	listing_batch_offer(s->b, name, type, listing_key(s->seed, name));
+}
+
+uint64_t listing_batch_after(const listing_batch *b)
+{
+	return b->after;
+}
+
+void listing_batch_offer_batch(listing_batch *b, const listing_batch *from)
+{
+	for (guint i = 0; i < from->items->len; i++) {
+		const struct item *it = item_at(from, i);
+		listing_batch_offer(b, it->name, it->type, it->key);
+	}
+	/* what from left out lies past its names, so past b's first max */
+	if (from->more)
+		b->more = true;
+}
+
 void listing_batch_finish(listing_batch *b)
 {
 	compact(b);

@@ -50,10 +50,21 @@ void listing_batch_free(listing_batch *b);
 /* Empties b, to gather the names of key greater than after (0: from
  * the first name). */
 void listing_batch_start(listing_batch *b, uint64_t after);
+/* The key b gathers the names after. */
+uint64_t listing_batch_after(const listing_batch *b);
 /* Offers one name of type (DT_*) and key. */
 void listing_batch_offer(listing_batch *b, const char *name, unsigned char type, uint64_t key);
 /* Offers every name of l. */
 void listing_batch_offer_listing(listing_batch *b, const listing *l, const listing_key_seed *s);
+/* A listing_sink (listing.h) that offers each name to b under seed. */
+typedef struct listing_batch_sink {
+	listing_batch *b;
+	const listing_key_seed *seed;
+} listing_batch_sink;
+void listing_batch_sink_offer(void *sink, const char *name, unsigned char type);
+/* Offers every name of from (finished), and what it left out: b's
+ * first names are then those of the union of what was offered to both. */
+void listing_batch_offer_batch(listing_batch *b, const listing_batch *from);
 /* Ends gathering: the names in their order from here on. */
 void listing_batch_finish(listing_batch *b);
 
