@@ -4,7 +4,8 @@
  * batch from the offsets handed out gives every name once, in key order,
  * whatever the order and the repeats of the names offered (members that
  * disagree); names added or removed between batches leave every other
- * name listed once; names of one key are never split. */
+ * name listed once; names of one key are never split; windows of each
+ * member merged give the window of all. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,22 +33,26 @@ static void siphash_vectors(void **state)
 
 /* names[i] as offered to the batch by "member" m: members 0 and 1 hold
  * all, member 2 only the odd ones, member 3 the names past count. */
-static void offer_members(listing_batch *b, guint count, guint extra, GHashTable *gone)
+static void offer_member(listing_batch *b, int m, guint count, guint extra, GHashTable *gone)
 {
 	char name[32];
-	for (int m = 0; m < 4; m++) {
-		guint from = m == 3 ? count : 0, to = m == 3 ? count + extra : count;
-		for (guint j = from; j < to; j++) {
-			/* each member in an order of its own */
-			guint i = m == 1 ? to - 1 - (j - from) : j;
-			if (m == 2 && !(i & 1))
-				continue;
-			snprintf(name, sizeof name, "n%u", i);
-			if (gone && g_hash_table_contains(gone, name))
-				continue;
-			listing_batch_offer(b, name, 8, listing_key(&seed, name));
-		}
+	guint from = m == 3 ? count : 0, to = m == 3 ? count + extra : count;
+	for (guint j = from; j < to; j++) {
+		/* each member in an order of its own */
+		guint i = m == 1 ? to - 1 - (j - from) : j;
+		if (m == 2 && !(i & 1))
+			continue;
+		snprintf(name, sizeof name, "n%u", i);
+		if (gone && g_hash_table_contains(gone, name))
+			continue;
+		listing_batch_offer(b, name, 8, listing_key(&seed, name));
 	}
+}
+
+static void offer_members(listing_batch *b, guint count, guint extra, GHashTable *gone)
+{
+	for (int m = 0; m < 4; m++)
+		offer_member(b, m, count, extra, gone);
 }
 
 /* Walks the whole listing in batches of max from offset 0; every name
@@ -164,6 +169,43 @@ static void equal_keys(void **state)
 	listing_batch_free(b);
 }
 
+/* Each member's names gathered in a window of its own, then merged
+ * (listing_batch_offer_batch), give the window of all of them at once. */
+static void members_through_windows(void **state)
+{
+	(void)state;
+	listing_batch *all = listing_batch_new(100), *merged = listing_batch_new(100);
+	listing_batch *own[4];
+	for (int m = 0; m < 4; m++)
+		own[m] = listing_batch_new(100);
+	uint64_t off = 0;
+	for (bool more = true; more;) {
+		listing_batch_start(all, off);
+		offer_members(all, 3000, 150, NULL);
+		listing_batch_finish(all);
+		listing_batch_start(merged, off);
+		for (int m = 0; m < 4; m++) {
+			listing_batch_start(own[m], off);
+			offer_member(own[m], m, 3000, 150, NULL);
+			listing_batch_finish(own[m]);
+			listing_batch_offer_batch(merged, own[m]);
+		}
+		listing_batch_finish(merged);
+		assert_int_equal(listing_batch_len(merged), listing_batch_len(all));
+		assert_int_equal(listing_batch_more(merged), listing_batch_more(all));
+		for (guint i = 0; i < listing_batch_len(all); i++)
+			assert_string_equal(listing_batch_at(merged, i)->name,
+			                    listing_batch_at(all, i)->name);
+		more = listing_batch_more(all);
+		if (listing_batch_len(all))
+			off = listing_batch_offset(all, listing_batch_len(all) - 1);
+	}
+	for (int m = 0; m < 4; m++)
+		listing_batch_free(own[m]);
+	listing_batch_free(all);
+	listing_batch_free(merged);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +213,7 @@ int main(void)
 		cmocka_unit_test(every_name_once),
 		cmocka_unit_test(changes_between_batches),
 		cmocka_unit_test(equal_keys),
+		cmocka_unit_test(members_through_windows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
