@@ -26,6 +26,7 @@
 #include "ecfile.h"
 #include "fs_dirsaved.h"
 #include "listing.h"
+#include "listing_batch.h"
 #include "memberops.h"
 #include "space.h"
 #include "xattrs.h"
@@ -34,24 +35,82 @@
  * path API gives the same). */
 #define FUSE_UNKNOWN_INO 0xffffffffu
 
-/* An open directory: the path it was opened with and, from the first
- * readdir at offset 0, the listing (the union of the members' entries);
- * offsets handed to the kernel are indices in it. */
+/* An open directory: the path it was opened with and a window on its
+ * listing (the union of the members' entries), tune.listing_batch names
+ * at most (listing_batch.h).  The offsets handed to the kernel are the
+ * names' keys, so a readdir at any offset is answered from the window or
+ * from one read again after that offset: the window is only kept
+ * between requests while all the handles' windows together hold
+ * KEPT_BATCHES batches of names at most. */
 struct dir_handle {
-	char *path;       /* as opened, if the node has lost its name */
-	bool is_root;     /* hide the metadata folder */
-	listing *entries; /* NULL until listed */
+	char *path;            /* as opened, if the node has lost its name */
+	bool is_root;          /* hide the metadata folder */
+	listing_batch *batch;  /* NULL: none */
+	bool counted;          /* batch counts in kept */
+	guint total;           /* names in the listing the batch was taken from */
 };
+
+#define KEPT_BATCHES 16
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER; /* guards kept; a leaf */
+static size_t kept; /* names in the windows kept by all handles */
+
+static pthread_once_t seed_once = PTHREAD_ONCE_INIT;
+static listing_key_seed seed; /* the keys' for this mount, set once */
+
+static void make_seed(void)
+{
+	listing_key_seed_random(&seed);
+}
 
 static struct dir_handle *dir_of(const struct fuse_file_info *fi)
 {
 	return (struct dir_handle *)(uintptr_t)fi->fh;
 }
 
-static void free_entries(struct dir_handle *h)
+static guint batch_max(void)
 {
-	listing_unref(h->entries);
-	h->entries = NULL;
+	unsigned max = volume_settings(fs_volume())->listing_batch;
+	return max ? max : VOLUME_DEFAULT_LISTING_BATCH;
+}
+
+/* Names a member's listing is read whole up to (and may be held, within
+ * DIRNAMES_MAX); past them, through a window. */
+#define READ_WHOLE_BATCHES 16
+
+static guint read_whole_max(void)
+{
+	return MIN(DIRNAMES_MAX, READ_WHOLE_BATCHES * batch_max());
+}
+
+static void free_batch(struct dir_handle *h)
+{
+	if (h->counted) {
+		pthread_mutex_lock(&kept_lock);
+		kept -= listing_batch_len(h->batch);
+		pthread_mutex_unlock(&kept_lock);
+	}
+	listing_batch_free(h->batch);
+	h->batch = NULL;
+	h->counted = false;
+}
+
+/* After a reply: keeps h's window for its next readdir if the windows
+ * kept stay within their bound, else frees it (the next reads it again). */
+static void keep_batch(struct dir_handle *h)
+{
+	if (!h->batch || h->counted)
+		return;
+	size_t len = listing_batch_len(h->batch);
+	pthread_mutex_lock(&kept_lock);
+	bool room = kept + len <= (size_t)KEPT_BATCHES * batch_max();
+	if (room)
+		kept += len;
+	pthread_mutex_unlock(&kept_lock);
+	if (room)
+		h->counted = true;
+	else
+		free_batch(h);
 }
 
 static int make_dir(fuse_req_t req, const char *path, mode_t mode, nsops_new_dir *nd)
@@ -234,6 +293,33 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
 	return d.names;
 }
 
+/* If a member of whole went past what a held listing may take (its
+ * names are in its window then), offers the names of every member of
+ * whole to h's window and clears the parts: true.  Else false, the
+ * parts as read. */
+static bool windows_of_parts(struct dir_handle *h, nsops_dir_part *parts,
+                             listing_batch **windows, uint64_t whole,
+                             bool (*hidden)(const char *))
+{
+	int n = volume_n(fs_volume());
+	bool spilled = false;
+	for (int i = 0; i < n; i++)
+		spilled |= (whole >> i & 1) && parts[i].part.overflowed;
+	if (!spilled)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if ((whole >> i & 1) && parts[i].part.overflowed) {
+			listing_batch_finish(windows[i]);
+			listing_batch_offer_batch(h->batch, windows[i]);
+		} else if (whole >> i & 1) {
+			listing_batch_sink to = { h->batch, &seed };
+			listing_part_offer(&parts[i].part, listing_batch_sink_offer, &to, hidden);
+		}
+		listing_part_clear(&parts[i].part);
+	}
+	return true;
+}
+
 /* Lists the directory ino at path: from what the daemon holds of its
  * names (fs_dirnames.h), else the union of the names the members that
  * answer hold (not one being rebuilt), read at once (nsops_list), so
@@ -243,8 +329,11 @@ static listing *saved_listing(fuse_ino_t ino, const char *path, int width, uint6
  * members hold; a member among them that cannot list it (broken, or
  * without the directory: also all of them, if the others still have it)
  * makes the listing read them all.  A listing of as many members as that
- * takes is held from then on. */
-static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
+ * takes is held from then on.  The listing in *out (listing_unref it);
+ * or, where a member holds more names than read_whole_max, NULL, and the
+ * names of the members read offered to h's window, each
+ * member's read through a window of its own, never whole. */
+static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path, listing **out)
 {
 	volume *v = fs_volume();
 	nsops_dir_part parts[64];
@@ -253,17 +342,22 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	int width = settled ? volume_m(v) + 1 : volume_n(v), answering = 0;
 	bool (*hidden)(const char *) = h->is_root ? hidden_in_root : NULL;
 
-	free_entries(h);
 	uint64_t since = fs_dirnames_generation();
-	if ((h->entries = fs_dirnames_listing(ino))) {
+	if ((*out = fs_dirnames_listing(ino))) {
 		nsops_touch_dir(v, path, NULL, width, &err);
 		attr_cache_listed(fs_attrs());
 		return 0;
 	}
-	if (settled && (h->entries = saved_listing(ino, path, width, since)))
+	if (settled && (*out = saved_listing(ino, path, width, since)))
 		return 0;
+	listing_batch *windows[64];
+	listing_batch_sink sinks[64];
 	for (int i = 0; i < volume_n(v); i++) {
-		listing_part_init(&parts[i].part);
+		windows[i] = listing_batch_new(batch_max());
+		listing_batch_start(windows[i], listing_batch_after(h->batch));
+		sinks[i] = (listing_batch_sink){ windows[i], &seed };
+		listing_part_init_sink(&parts[i].part, listing_batch_sink_offer, &sinks[i], hidden,
+		                       read_whole_max());
 		parts[i].stable = false;
 		answering += volume_member_answers(v, i);
 	}
@@ -271,6 +365,11 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 	if (__builtin_popcountll(whole) < width && width < answering)
 		whole = nsops_list(v, path, parts, volume_n(v), &err);
 	attr_cache_listed(fs_attrs()); /* the listing may have moved the directory's atime */
+	bool spilled = windows_of_parts(h, parts, windows, whole, hidden);
+	for (int i = 0; i < volume_n(v); i++)
+		listing_batch_free(windows[i]);
+	if (spilled)
+		return whole || err == -ENOENT ? 0 : err;
 	/* The members whose directory holds exactly the listing's names: all
 	 * that were read, if each holds as many names as their union. */
 	guint counts[64];
@@ -279,17 +378,17 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path)
 		counts[i] = whole >> i & 1 ? listing_part_count(&parts[i].part, hidden) : 0;
 		union_parts[i] = parts[i].part;
 	}
-	h->entries = listing_union(union_parts, volume_n(v), whole, hidden);
+	listing *l = *out = listing_union(union_parts, volume_n(v), whole, hidden);
 	dir_members on = { 0 };
 	for (int i = 0; i < volume_n(v); i++) {
-		if (!(whole >> i & 1) || counts[i] != listing_len(h->entries) || !parts[i].stable)
+		if (!(whole >> i & 1) || counts[i] != listing_len(l) || !parts[i].stable)
 			continue;
 		on.mask |= 1ull << i;
 		on.ino[i] = parts[i].st.ino;
 		dirstamps_known(mop_dirstamps(v), i, &parts[i].st);
 	}
 	if (__builtin_popcountll(whole) >= width)
-		fs_dirnames_listed(ino, h->entries, since, on.mask == whole ? &on : NULL);
+		fs_dirnames_listed(ino, l, since, on.mask == whole ? &on : NULL);
 	return whole || err == -ENOENT ? 0 : err; /* removed while open: empty */
 }
 
@@ -303,12 +402,12 @@ struct reply_attrs {
 	bool *have;        /* st and ident hold */
 };
 
-/* The attributes of entries [first, first + count) of the listing, and
+/* The attributes of entries [first, first + count) of the window, and
  * each for attr_cache.h's next getattr of its path (ls -l). */
 static void take_attrs(struct dir_handle *h, const char *path, guint first,
                        struct reply_attrs *ra)
 {
-	ra->entries = listing_at(h->entries, first);
+	ra->entries = listing_batch_at(h->batch, first);
 	ra->st = g_new(struct stat, ra->count);
 	ra->ident = g_new(uint64_t, ra->count);
 	ra->have = g_new0(bool, ra->count);
@@ -334,21 +433,25 @@ static void free_attrs(struct reply_attrs *ra)
 	g_free(ra->have);
 }
 
-/* How many entries from off fill a reply of size bytes (plus:
- * readdirplus). */
-static guint reply_fit(fuse_req_t req, const struct dir_handle *h, off_t off, size_t size,
+/* How many entries of the window from first fill a reply of size bytes
+ * (plus: readdirplus), ending after the last of names of one key if it
+ * can (listing_batch.h). */
+static guint reply_fit(fuse_req_t req, const struct dir_handle *h, guint first, size_t size,
                        bool plus)
 {
 	size_t used = 0;
-	guint i = (guint)off;
-	for (; i < listing_len(h->entries); i++) {
-		const char *name = listing_at(h->entries, i)->name;
+	guint i = first;
+	for (; i < listing_batch_len(h->batch); i++) {
+		const char *name = listing_batch_at(h->batch, i)->name;
 		used += plus ? fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)
 		             : fuse_add_direntry(req, NULL, 0, name, NULL, 0);
 		if (used > size)
 			break;
 	}
-	return i - (guint)off;
+	guint end = i;
+	while (end > first && listing_batch_splits(h->batch, end))
+		end--;
+	return (end > first ? end : i) - first;
 }
 
 /* The node ids of entries [first, first + count) that the kernel knows,
@@ -359,7 +462,7 @@ static fuse_ino_t *known_inos(fuse_ino_t ino, const struct dir_handle *h, guint 
 	const char **names = g_new(const char *, count);
 	fuse_ino_t *inos = g_new(fuse_ino_t, count);
 	for (guint i = 0; i < count; i++)
-		names[i] = listing_at(h->entries, first + i)->name;
+		names[i] = listing_batch_at(h->batch, first + i)->name;
 	fs_nodes_lookup_names(ino, names, count, inos);
 	g_free(names);
 	return inos;
@@ -390,6 +493,28 @@ static bool add_entry(fuse_req_t req, fuse_ino_t ino, const struct listing_entry
 	return true;
 }
 
+/* Takes h's window of the names after offset off from a listing of the
+ * directory (make_listing): the listing itself is only held for this
+ * request (or by fs_dirnames.h, within its bound), and one of a member
+ * past read_whole_max names not even so. */
+static int load_batch(struct dir_handle *h, fuse_ino_t ino, const char *path, uint64_t off)
+{
+	pthread_once(&seed_once, make_seed);
+	free_batch(h);
+	h->batch = listing_batch_new(batch_max());
+	listing_batch_start(h->batch, off);
+	listing *l = NULL;
+	int rc = make_listing(h, ino, path, &l);
+	if (l)
+		listing_batch_offer_listing(h->batch, l, &seed);
+	listing_batch_finish(h->batch);
+	h->total = l ? listing_len(l) : G_MAXUINT; /* else larger than any held */
+	listing_unref(l);
+	if (rc < 0)
+		free_batch(h);
+	return rc;
+}
+
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                  struct fuse_file_info *fi, bool plus)
 {
@@ -397,16 +522,19 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* The directory's path now, else the one it was opened with. */
 	char *path = NULL;
 	const char *where = fs_nodes_path(ino, &path) == 0 ? path : h->path;
-	if (off == 0 || !h->entries) {
-		/* First call, or rewinddir: a fresh listing. */
+	guint first = 0;
+	if (off == 0 || !h->batch || !listing_batch_find(h->batch, (uint64_t)off, &first)) {
+		/* First call, rewinddir, or past the window: a fresh listing. */
 		uint64_t changes = fs_stamp().changes;
-		int rc = make_listing(h, ino, where);
+		int rc = load_batch(h, ino, where, (uint64_t)off);
 		if (rc < 0) {
 			g_free(path);
 			fs_reply_err(req, rc);
 			return;
 		}
-		note_listed(ino, changes);
+		if (off == 0)
+			note_listed(ino, changes);
+		first = 0;
 	}
 	/* readdirplus: the names come with what a lookup of each would
 	 * answer, so the kernel need not look them up one by one.  The
@@ -415,24 +543,26 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * holds less than half of the listing gives names only, since the
 	 * lookups it would spare are few of those a tool that stats every
 	 * name makes, and a tool that only lists pays for it. */
-	guint fit = reply_fit(req, h, off, size, plus);
-	bool with_attrs = plus && (off > 0 || 2 * (size_t)fit >= listing_len(h->entries));
+	guint fit = reply_fit(req, h, first, size, plus);
+	bool with_attrs = plus && (off > 0 || 2 * (size_t)fit >= h->total);
 	struct reply_attrs ra = { .count = with_attrs ? fit : 0 };
 	if (with_attrs)
-		take_attrs(h, where, (guint)off, &ra);
+		take_attrs(h, where, first, &ra);
 	g_free(path);
-	fuse_ino_t *known = known_inos(ino, h, (guint)off, fit);
+	fuse_ino_t *known = known_inos(ino, h, first, fit);
 	char *buf = g_malloc(size);
 	size_t used = 0;
 	for (guint r = 0; r < fit; r++) {
-		guint i = (guint)off + r;
+		guint i = first + r;
 		bool with = r < ra.count && ra.have[r];
-		if (!add_entry(req, ino, listing_at(h->entries, i), plus, with ? &ra.st[r] : NULL,
-		               with ? ra.ident[r] : 0, known[r], buf, size, &used, (off_t)i + 1))
-			break; /* the reply is full: the kernel asks again from i */
+		if (!add_entry(req, ino, listing_batch_at(h->batch, i), plus,
+		               with ? &ra.st[r] : NULL, with ? ra.ident[r] : 0, known[r], buf, size,
+		               &used, (off_t)listing_batch_offset(h->batch, i)))
+			break; /* the reply is full: the kernel asks again after i - 1 */
 	}
 	g_free(known);
 	free_attrs(&ra);
+	keep_batch(h);
 	fuse_reply_buf(req, buf, used);
 	g_free(buf);
 }
@@ -452,7 +582,7 @@ void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = dir_of(fi);
-	free_entries(h);
+	free_batch(h);
 	g_free(h->path);
 	g_free(h);
 	if (req)

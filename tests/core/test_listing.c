@@ -2,7 +2,8 @@
 /* A directory's listing as the union of its members' (src/core/namespace/listing.c),
  * read from real directories: every name once, the first member's in its
  * order, then what only later members hold; hidden names and members left
- * out of `whole` give nothing. */
+ * out of `whole` give nothing; a part past what it keeps hands its names
+ * to its sink. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -203,6 +204,60 @@ static void test_many_names_out_of_step(void **state)
 	listing_unref(l);
 }
 
+/* A sink that keeps each name it is handed, counted. */
+static void count_name(void *ctx, const char *name, unsigned char type)
+{
+	(void)type;
+	GHashTable *seen = ctx;
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(seen, name));
+	g_hash_table_replace(seen, g_strdup(name), GUINT_TO_POINTER(n + 1));
+}
+
+static bool hide_h(const char *name)
+{
+	return !strcmp(name, "h");
+}
+
+/* Past keep records a part hands every name to its sink once (hidden
+ * ones left out) and keeps none; within keep it keeps them all and
+ * hands over none. */
+static void test_part_past_keep_goes_to_sink(void **state)
+{
+	struct dirs *d = *state;
+	char name[16];
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof name, "n%02d", i);
+		make(d, 0, name);
+	}
+	make(d, 0, "h");
+	for (guint keep = 10; keep <= 1000; keep += 990) {
+		GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+		listing_part p;
+		listing_part_init_sink(&p, count_name, seen, hide_h, keep);
+		int fd = open(d->dir[0], O_RDONLY | O_DIRECTORY);
+		assert_true(fd >= 0);
+		assert_int_equal(listing_part_read(&p, fd), 0);
+		close(fd);
+		if (keep == 10) {
+			assert_true(p.overflowed);
+			assert_int_equal(p.blocks->len, 0);
+			assert_int_equal(g_hash_table_size(seen), 52); /* and . and .. */
+			assert_false(g_hash_table_contains(seen, "h"));
+			GHashTableIter it;
+			gpointer n;
+			g_hash_table_iter_init(&it, seen);
+			while (g_hash_table_iter_next(&it, NULL, &n))
+				assert_int_equal(GPOINTER_TO_UINT(n), 1);
+		} else {
+			assert_false(p.overflowed);
+			assert_int_equal(g_hash_table_size(seen), 0);
+			assert_int_equal(listing_part_count(&p, hide_h), 52);
+		}
+		listing_part_clear(&p);
+		g_hash_table_destroy(seen);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +266,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_members_left_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_names_out_of_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_part_past_keep_goes_to_sink, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

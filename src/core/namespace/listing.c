@@ -29,7 +29,17 @@ struct kernel_dirent64 {
 
 void listing_part_init(listing_part *p)
 {
-	p->blocks = g_ptr_array_new();
+	*p = (listing_part){ .blocks = g_ptr_array_new() };
+}
+
+void listing_part_init_sink(listing_part *p, listing_sink sink, void *ctx,
+                            bool (*hidden)(const char *name), guint keep)
+{
+	listing_part_init(p);
+	p->sink = sink;
+	p->sink_ctx = ctx;
+	p->hidden = hidden;
+	p->keep = keep;
 }
 
 /* Frees the part's blocks (those the listing took are NULL). */
@@ -49,9 +59,13 @@ void listing_part_clear(listing_part *p)
 	p->blocks = NULL;
 }
 
+static void spill(listing_part *p);
+
 int listing_part_read(listing_part *p, int fd)
 {
 	drop_blocks(p); /* what an earlier attempt left */
+	p->kept = 0;
+	p->overflowed = false;
 	for (;;) {
 		struct listing_block *b = g_malloc(sizeof(*b) + LISTING_BLOCK_SIZE);
 		long got = MIO_CALL(syscall(SYS_getdents64, fd, b->bytes, LISTING_BLOCK_SIZE));
@@ -62,6 +76,8 @@ int listing_part_read(listing_part *p, int fd)
 		}
 		b->used = (size_t)got;
 		g_ptr_array_add(p->blocks, g_realloc(b, sizeof(*b) + b->used));
+		if (p->sink)
+			spill(p);
 	}
 }
 
@@ -77,6 +93,31 @@ static const struct kernel_dirent64 *next_record(const struct listing_block *blo
 			return de;
 	}
 	return NULL;
+}
+
+void listing_part_offer(const listing_part *p, listing_sink sink, void *ctx,
+                        bool (*hidden)(const char *name))
+{
+	for (guint b = 0; b < p->blocks->len; b++) {
+		size_t at = 0;
+		for (const struct kernel_dirent64 *de;
+		     (de = next_record(g_ptr_array_index(p->blocks, b), &at, hidden));)
+			sink(ctx, de->d_name, de->d_type);
+	}
+}
+
+/* Past keep records, hands what p holds to its sink and keeps none. */
+static void spill(listing_part *p)
+{
+	const struct listing_block *last = g_ptr_array_index(p->blocks, p->blocks->len - 1);
+	size_t at = 0;
+	while (!p->overflowed && next_record(last, &at, NULL))
+		p->kept++;
+	if (!p->overflowed && p->kept <= p->keep)
+		return;
+	p->overflowed = true;
+	listing_part_offer(p, p->sink, p->sink_ctx, p->hidden);
+	drop_blocks(p);
 }
 
 guint listing_part_count(const listing_part *p, bool (*hidden)(const char *name))

@@ -17,13 +17,32 @@
 
 #include <glib.h>
 
-/* getdents64 output of one member's directory, in the order it came. */
+/* Where a part's names go one by one (a window, listing_batch.h). */
+typedef void (*listing_sink)(void *ctx, const char *name, unsigned char type);
+
+/* getdents64 output of one member's directory, in the order it came.
+ * With a sink, a part keeps at most `keep` records: past them it hands
+ * every name it reads (hidden ones left out) to the sink and keeps none,
+ * so reading a directory of any size takes what the sink keeps and one
+ * block.  A part read again hands the sink its names again. */
 typedef struct listing_part {
 	GPtrArray *blocks; /* struct listing_block * */
+	listing_sink sink; /* NULL: keeps every block */
+	void *sink_ctx;
+	bool (*hidden)(const char *name);
+	guint keep;
+	guint kept;        /* records in blocks */
+	bool overflowed;   /* past keep: the names went to the sink */
 } listing_part;
 
 void listing_part_init(listing_part *p);
+/* As listing_part_init, with a sink for the names past keep records. */
+void listing_part_init_sink(listing_part *p, listing_sink sink, void *ctx,
+                            bool (*hidden)(const char *name), guint keep);
 void listing_part_clear(listing_part *p);
+/* Hands the names p keeps (hidden ones left out) to sink. */
+void listing_part_offer(const listing_part *p, listing_sink sink, void *ctx,
+                        bool (*hidden)(const char *name));
 
 /* Reads the directory open at fd to its end into p, dropping what an
  * earlier attempt left.  Each getdents64 is one member call (MIO_CALL)

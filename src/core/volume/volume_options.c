@@ -81,12 +81,17 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 	[VOPT_TUNE_SLOW_READAROUND] = { "tune.slow_readaround", "on|off", VOPT_TYPE_ON_OFF, "on",
 		.tuning = true, .help = "on: reads go around a member much slower than the "
 		"others, decoding from the rest; off: they wait for it" },
+	[VOPT_TUNE_LISTING_BATCH] = { "tune.listing_batch", "NAMES", VOPT_TYPE_NUMBER,
+		STR(VOLUME_DEFAULT_LISTING_BATCH), 16, 1048576, .tuning = true,
+		.help = "an open directory holds this many of its names at most, and reads "
+		"the members again for the names past them" },
 };
 
 volume_runtime volume_runtime_defaults(void)
 {
 	return (volume_runtime){ .timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS,
-	                         .spin_us = VOLUME_DEFAULT_SPIN_US };
+	                         .spin_us = VOLUME_DEFAULT_SPIN_US,
+	                         .listing_batch = VOLUME_DEFAULT_LISTING_BATCH };
 }
 
 int volume_runtime_check(const volume_runtime *r, int k, int n, char **message)
@@ -353,4 +358,6 @@ void volume_runtime_set_tuning(volume_runtime *r, int id, const volume_option_va
 		r->no_hedge = !val->number;
 	else if (id == VOPT_TUNE_SLOW_READAROUND)
 		r->no_read_around = !val->number;
+	else if (id == VOPT_TUNE_LISTING_BATCH)
+		r->listing_batch = (unsigned)val->number;
 }
