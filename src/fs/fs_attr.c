@@ -86,14 +86,25 @@ static int node_stat(fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
 	return rc;
 }
 
+/* An orphan (fs_nodes.h) still has its orphan name on the members: the
+ * links the namespace shows are one fewer (0 for a file unlinked while
+ * open, as fstat reports it). */
+static void shown_links(fuse_ino_t ino, struct stat *st)
+{
+	if (st->st_nlink > 0 && fs_nodes_orphan(ino))
+		st->st_nlink--;
+}
+
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
 	int rc = node_stat(ino, fi, &st);
-	if (rc < 0)
+	if (rc < 0) {
 		fs_reply_err(req, rc);
-	else
-		fuse_reply_attr(req, &st, fs_timeouts()->attr);
+		return;
+	}
+	shown_links(ino, &st);
+	fuse_reply_attr(req, &st, fs_timeouts()->attr);
 }
 
 bool fs_kept_open(const nsops_kept *k, fuse_ino_t ino, struct stat *st)
@@ -249,10 +260,12 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		st.st_ino = ino;
 	else if (rc == 0)
 		rc = node_stat(ino, fi, &st);
-	if (rc < 0)
+	if (rc < 0) {
 		fs_reply_err(req, rc);
-	else
-		fuse_reply_attr(req, &st, fs_timeouts()->attr);
+		return;
+	}
+	shown_links(ino, &st);
+	fuse_reply_attr(req, &st, fs_timeouts()->attr);
 }
 
 void fs_statfs(fuse_req_t req, fuse_ino_t ino)

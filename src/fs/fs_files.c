@@ -302,6 +302,21 @@ void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 }
 
+void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+              struct fuse_file_info *fi)
+{
+	/* The kernel answers the other kinds itself. */
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fs_reply_err(req, -EINVAL);
+		return;
+	}
+	off_t at = ecfile_seek_data(fs_file_of(fi), off, whence == SEEK_DATA);
+	if (at < 0)
+		fs_reply_err(req, (int)at);
+	else
+		fuse_reply_lseek(req, at);
+}
+
 /* The file identities node ino may stand for: a regular file's node id
  * is its identity, moved past the ids libfuse reserves (fs_nodes_ino). */
 static int node_idents(fuse_ino_t ino, uint64_t ids[2])

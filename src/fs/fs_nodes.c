@@ -375,6 +375,16 @@ char *fs_nodes_closed(fuse_ino_t ino)
 	return orphan;
 }
 
+bool fs_nodes_orphan(fuse_ino_t ino)
+{
+	g_mutex_lock(&table.lock);
+	node *n = node_get(ino);
+	bool orphan = n && n->names->len &&
+	              ((const name_key *)n->names->pdata[0])->parent == ORPHAN_PARENT;
+	g_mutex_unlock(&table.lock);
+	return orphan;
+}
+
 char *fs_nodes_orphan_for(fuse_ino_t parent, const char *name)
 {
 	char *orphan = NULL;

@@ -101,6 +101,9 @@ char *fs_nodes_closed(fuse_ino_t ino);
  * fs_nodes_orphaned with that path. */
 char *fs_nodes_orphan_for(fuse_ino_t parent, const char *name);
 void fs_nodes_orphaned(fuse_ino_t parent, const char *name, const char *orphan);
+/* Whether node ino's path (fs_nodes_path) is its orphan name: a link the
+ * namespace does not show, which its link count leaves out. */
+bool fs_nodes_orphan(fuse_ino_t ino);
 
 /* -o auto_cache: true if st's size and modification time are those node
  * ino had at its last open, which they become. */

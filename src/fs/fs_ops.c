@@ -284,6 +284,7 @@ static const struct fuse_lowlevel_ops operations = {
 	.release = fs_release,
 	.fsync = fs_fsync,
 	.fallocate = fs_fallocate,
+	.lseek = fs_lseek,
 	/* directories */
 	.mkdir = held_mkdir,
 	.rmdir = held_rmdir,

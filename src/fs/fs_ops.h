@@ -125,6 +125,9 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
                   struct fuse_file_info *fi);
+/* SEEK_DATA and SEEK_HOLE (ecfile_seek_data). */
+void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+              struct fuse_file_info *fi);
 /* Makes data written through any open of node ino reach the members, so
  * that times set afterwards are not overwritten by a later flush; no
  * member call when the daemon has no such file open. */

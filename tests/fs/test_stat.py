@@ -7,6 +7,7 @@ a remount, against the bytes it must hold.
 
 usage: test_stat.py ECFS_BINARY [unittest args]"""
 
+import errno
 import os
 import stat
 import subprocess
@@ -451,6 +452,134 @@ class StatTest(H.MountedCase):
         os.rename(self.p("new/q"), self.p("new/q2"))
         want_new["q2"] = want_new.pop("q")
         self.assertEqual(kinds(self.p("new")), want_new)
+        self.assert_clean_unmount(self.v)
+
+
+MIB = 1 << 20
+
+
+class LinksAndBlocksTest(H.MountedCase):
+    """st_nlink of a file unlinked while open, st_blocks (the blocks of
+    the file's chunks scaled by k/(k+m)) and SEEK_DATA/SEEK_HOLE."""
+
+    def setUp(self):
+        self.v = self.volume(K + M)
+        self.mnt = self.mount(self.v, f"k={K},m={M}")
+
+    def p(self, name):
+        return os.path.join(self.mnt, name)
+
+    def orphans(self):
+        """The orphans left on member 0, once the release that follows the
+        last close (the kernel sends it after close returns) came."""
+        d = self.v.chunk_path(0, ".ecfs/orphans")
+        for _ in range(50):
+            left = os.listdir(d) if os.path.isdir(d) else []
+            if not left:
+                break
+            time.sleep(0.1)
+        return left
+
+    def test_unlinked_open_file_has_no_links(self):
+        """fstat of an open file after its last name is gone: st_nlink 0
+        (pjdfstest unlink/open_file_not_freed), its data still there; one
+        of two names gone: 1."""
+        data = H.pattern(300000, 1)
+        H.write_file(self.p("f"), data)
+        fd = os.open(self.p("f"), os.O_RDWR)
+        try:
+            os.unlink(self.p("f"))
+            self.assertEqual(os.fstat(fd).st_nlink, 0, "unlinked while open")
+            self.assertEqual(os.pread(fd, len(data) + 1, 0), data)
+            os.fchmod(fd, 0o600)  # setattr's reply too
+            self.assertEqual(os.fstat(fd).st_nlink, 0, "fchmod after unlink")
+            os.pwrite(fd, b"x", 5)
+            self.assertEqual(os.fstat(fd).st_nlink, 0, "written after unlink")
+        finally:
+            os.close(fd)
+        self.assertEqual(self.orphans(), [], "orphan removed at the last close")
+
+        H.write_file(self.p("a"), data)
+        os.link(self.p("a"), self.p("b"))
+        fd = os.open(self.p("a"), os.O_RDONLY)
+        try:
+            os.unlink(self.p("a"))
+            self.assertEqual(os.fstat(fd).st_nlink, 1, "one of two names gone")
+            self.assertEqual(os.stat(self.p("b")).st_nlink, 1)
+            os.unlink(self.p("b"))
+            self.assertEqual(os.fstat(fd).st_nlink, 0, "both names gone")
+            self.assertEqual(os.pread(fd, len(data) + 1, 0), data)
+        finally:
+            os.close(fd)
+        self.assertEqual(self.orphans(), [])
+        self.assert_clean_unmount(self.v)
+
+    def assert_blocks(self, name, lo, hi, what):
+        """st_blocks through a stat, an fstat and after a remount: k times
+        the blocks of the chunk on member 0 (the first healthy member
+        answers), and in [lo, hi] bytes."""
+        chunk = os.lstat(self.v.chunk_path(0, name)).st_blocks
+        with open(self.p(name), "rb") as f:
+            got = [os.stat(self.p(name)).st_blocks, os.stat(self.p(name)).st_blocks,
+                   os.fstat(f.fileno()).st_blocks]
+        self.v.unmount()
+        self.mount(self.v, f"k={K},m={M}")
+        got.append(os.stat(self.p(name)).st_blocks)
+        self.assertEqual(got, [K * chunk] * 4, what)
+        self.assertTrue(lo <= got[0] * 512 <= hi, f"{what}: {got[0] * 512} bytes")
+
+    def test_blocks_are_the_data_held(self):
+        """A file written whole holds its size and the chunks' headers and
+        record blocks (a 4 KiB header, a 4 KiB record block per 64
+        stripes, per chunk: scaled, k times that); a sparse file of 20 GiB
+        with 1 MiB written holds about 1 MiB."""
+        H.write_file(self.p("full"), H.pattern(10 * MIB, 2))
+        stripes = 10 * MIB // (K * 64 * 1024)
+        over = K * 4096 * (1 + (stripes + 63) // 64 + 1)
+        self.assert_blocks("full", 10 * MIB, 10 * MIB + over, "10 MiB written whole")
+        with open(self.p("sparse"), "wb") as f:
+            f.truncate(20 << 30)
+            f.seek(100 * MIB)
+            f.write(H.pattern(MIB, 3))
+        self.assert_blocks("sparse", MIB, MIB + K * 4096 * 3, "20 GiB, 1 MiB written")
+        du = subprocess.run(["du", "-k", self.p("sparse")], capture_output=True, text=True)
+        self.assertLess(int(du.stdout.split()[0]), 2 * 1024, "du of the sparse file")
+        self.assert_clean_unmount(self.v)
+
+    def assert_seeks(self, name, what):
+        sd = K * 64 * 1024  # a stripe's data
+        with open(self.p(name), "rb") as f:
+            fd = f.fileno()
+            self.assertEqual(os.lseek(fd, 0, os.SEEK_DATA), 100 * MIB, what)
+            self.assertEqual(os.lseek(fd, 0, os.SEEK_HOLE), 0, what)
+            self.assertEqual(os.lseek(fd, 100 * MIB + 5, os.SEEK_DATA), 100 * MIB + 5, what)
+            self.assertEqual(os.lseek(fd, 100 * MIB + 5, os.SEEK_HOLE), 101 * MIB, what)
+            self.assertEqual(os.lseek(fd, 101 * MIB, os.SEEK_DATA), 300 * MIB, what)
+            self.assertEqual(os.lseek(fd, 300 * MIB + sd, os.SEEK_HOLE), 300 * MIB + sd, what)
+            with self.assertRaises(OSError, msg=what) as e:
+                os.lseek(fd, 300 * MIB + sd, os.SEEK_DATA)
+            self.assertEqual(e.exception.errno, errno.ENXIO, what)
+            self.assertEqual(os.lseek(fd, (20 << 30) - 1, os.SEEK_HOLE), (20 << 30) - 1, what)
+
+    def test_seek_data_and_hole(self):
+        """SEEK_DATA and SEEK_HOLE find the stripes written, on a healthy
+        volume, with a member gone, and through the open file that wrote
+        them (its buffered bytes count)."""
+        with open(self.p("s"), "wb") as f:
+            f.truncate(20 << 30)
+            f.seek(100 * MIB)
+            f.write(H.pattern(MIB, 4))
+            f.seek(300 * MIB)
+            f.write(b"y")
+            f.flush()
+            fd = f.fileno()
+            self.assertEqual(os.lseek(fd, 101 * MIB, os.SEEK_DATA), 300 * MIB, "unflushed")
+        self.assert_seeks("s", "healthy")
+        self.v.lose(0, "rmdir")
+        self.assert_seeks("s", "member 0 lost")
+        self.v.unmount()
+        self.mount(self.v, f"k={K},m={M}")
+        self.assert_seeks("s", "mounted without member 0")
         self.assert_clean_unmount(self.v)
 
 

@@ -111,10 +111,12 @@ int ecfile_release_all(volume *v)
 
 /* ---- attributes ---- */
 
-void ecfile_fill_size(struct stat *st, uint64_t size)
+void ecfile_fill_size(struct stat *st, uint64_t size, int k)
 {
+	/* The n chunks hold about the same blocks each: n times this one's,
+	 * scaled by k/n (a member's st_blocks, no call on the others). */
 	st->st_size = (off_t)size;
-	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	st->st_blocks *= k;
 }
 
 int ecfile_fstat(ecfile *f, struct stat *st)
@@ -134,7 +136,7 @@ int ecfile_fstat(ecfile *f, struct stat *st)
 			if (headers_current(f))
 				size_cache_put(volume_sizes(f->v), mb, st, epoch, f->size,
 				               chunk_file_ident(f->id));
-			ecfile_fill_size(st, f->size);
+			ecfile_fill_size(st, f->size, f->c.lay.k);
 			rc = 0;
 			break;
 		}
@@ -175,7 +177,7 @@ bool ecfile_stat_open(volume *v, uint64_t ident, struct stat *st)
 	volume_files_lock(v);
 	ecfile *f = volume_files_find(v, ident_is, &ident);
 	if (f)
-		ecfile_fill_size(st, __atomic_load_n(&f->size, __ATOMIC_RELAXED));
+		ecfile_fill_size(st, __atomic_load_n(&f->size, __ATOMIC_RELAXED), f->c.lay.k);
 	volume_files_unlock(v);
 	return f != NULL;
 }

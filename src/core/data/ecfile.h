@@ -60,13 +60,22 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len);
  * durable on every available member. */
 int ecfile_flush(ecfile *f);
 int ecfile_fsync(ecfile *f, int datasync);
+/* lseek's SEEK_DATA (data true) and SEEK_HOLE from off, at stripe
+ * granularity: the offset found or a negative errno (-ENXIO at or past
+ * the end, or no data after off).  A stripe is a hole when no member's
+ * record says it was written (stripe_find_written); what is buffered is
+ * flushed first. */
+off_t ecfile_seek_data(ecfile *f, off_t off, bool data);
 
 /* stat of an open file, with st_size the logical size and st_blocks the
- * space the file's data holds (not its parity); ecfile_fill_size sets
- * those two for a file of logical size size.  objects_stat (objects.h)
+ * blocks its chunks hold on the members, scaled by k/(k+m): the chunk's
+ * st_blocks on the member answering times k, as the n chunks hold about
+ * the same (data, headers and records; a stripe never written holds
+ * none).  ecfile_fill_size turns st, a chunk's lstat, into that for a
+ * file of logical size size and k data strips.  objects_stat (objects.h)
  * answers for a path. */
 int ecfile_fstat(ecfile *f, struct stat *st);
-void ecfile_fill_size(struct stat *st, uint64_t size);
+void ecfile_fill_size(struct stat *st, uint64_t size, int k);
 /* A regular file's identity: 64 bits of the file id its chunk headers
  * share, the same through every name, for the whole life of the file
  * (inode numbers, docs/FORMAT.md). */

@@ -723,6 +723,28 @@ int ecfile_flush(ecfile *f)
 	return rc;
 }
 
+off_t ecfile_seek_data(ecfile *f, off_t off, bool data)
+{
+	ecfile_lock(f);
+	/* What is buffered is data too: it reaches its records first. */
+	int rc = flush_locked(f);
+	cm_drain(f->cq); /* the stripe context is the committer's meanwhile */
+	uint64_t size = f->size, sd = stripe_data(f);
+	if (rc == 0 && (off < 0 || (uint64_t)off >= size))
+		rc = -ENXIO;
+	if (rc < 0) {
+		ecfile_unlock(f);
+		return rc;
+	}
+	uint64_t end = layout_stripe_count(&f->c.lay, size);
+	uint64_t s = stripe_find_written(&f->c, (uint64_t)off / sd, end, data);
+	ecfile_unlock(f);
+	if (s == end)
+		return data ? -ENXIO : (off_t)size;
+	uint64_t at = s * sd > (uint64_t)off ? s * sd : (uint64_t)off;
+	return (off_t)(at < size ? at : size);
+}
+
 int ecfile_fsync(ecfile *f, int datasync)
 {
 	int rc;

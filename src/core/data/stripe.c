@@ -225,6 +225,69 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
 	return 0;
 }
 
+/* Member mb's records at roff (len bytes) into recs: false if they could
+ * not be read.  *next is where the member's chunk may hold data next
+ * (lseek SEEK_DATA), kept across calls so that a run of record blocks in a
+ * hole of the chunk costs one call. */
+static bool member_records(stripe_ctx *c, int mb, uint64_t roff, size_t len, off_t *next,
+                          uint8_t *recs)
+{
+	ssize_t r;
+	if (c->head[mb]) {
+		r = stripe_head_pread(c, mb, recs, len, roff);
+	} else {
+		if ((uint64_t)*next < roff + len) {
+			off_t d = MIO_CALL(lseek(c->fd[mb], (off_t)roff, SEEK_DATA));
+			*next = d >= 0 ? d : errno == ENXIO ? INT64_MAX : (off_t)roff;
+		}
+		if ((uint64_t)*next >= roff + len) {
+			memset(recs, 0, len);
+			return true;
+		}
+		struct iovec iov = { recs, len };
+		r = mop_transfer(c->v, mb, c->fd[mb], &iov, 1, (off_t)roff, false);
+	}
+	if (r < 0)
+		return false;
+	memset(recs + r, 0, len - (size_t)r);
+	return true;
+}
+
+/* Bit i: stripe g0 + i of the group [g0, gn) is written (stripe_find_written). */
+static uint64_t group_written(stripe_ctx *c, uint64_t g0, uint64_t gn, off_t *next)
+{
+	uint8_t recs[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE];
+	uint64_t cnt = gn - g0, all = cnt >= 64 ? ~0ull : (1ull << cnt) - 1, mask = 0;
+	uint64_t roff = layout_record_offset(&c->lay, g0);
+	int asked = 0;
+
+	for (int mb = 0; mb < c->lay.n && mask != all; mb++) {
+		if (!stripe_member_usable(c, mb))
+			continue;
+		asked++;
+		if (!member_records(c, mb, roff, cnt * CHUNK_RECORD_SIZE, &next[mb], recs))
+			return all;
+		for (uint64_t i = 0; i < cnt; i++)
+			if (!chunk_record_is_blank(recs + i * CHUNK_RECORD_SIZE))
+				mask |= 1ull << i;
+	}
+	return asked ? mask : all;
+}
+
+uint64_t stripe_find_written(stripe_ctx *c, uint64_t s, uint64_t end, bool want)
+{
+	off_t next[STRIPE_MAX_N] = { 0 };
+
+	while (s < end) {
+		uint64_t g0 = layout_group_start(&c->lay, s), gn = layout_group_end(&c->lay, s);
+		uint64_t mask = group_written(c, g0, gn, next);
+		for (; s < gn && s < end; s++)
+			if (((mask >> (s - g0)) & 1) == want)
+				return s;
+	}
+	return end;
+}
+
 /* ---- headers, sync, truncate ---- */
 
 /* One member's part of a per-member step (headers, sync). */

@@ -140,6 +140,14 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRI
  * write that a crash cut short; the caller cuts again. */
 int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty);
 
+/* The first stripe in [s, end) that the usable chunks' records show
+ * written (want true) or never written (want false), else end.  A stripe
+ * counts as written if any usable member's record of it is not blank, or
+ * if a member's records could not be read, or no member is usable: data
+ * is never taken for a hole (SEEK_DATA, SEEK_HOLE).  A record block the
+ * member's chunk file holds as a hole is blank without a read. */
+uint64_t stripe_find_written(stripe_ctx *c, uint64_t s, uint64_t end, bool want);
+
 /* Writes one strip of stripe s to member's chunk, then its record with
  * generation gen and logical size size (gen 0: a blank record, a hole).
  * The one writer of single strips: repair, the online heal and the

@@ -192,7 +192,7 @@ static void take_probe(volume *v, int mb, const struct stat_probe *p, int r,
 		*a->st = p->s; /* not ours to interpret, or its size known */
 		*a->ident = p->ident; /* a directory's, or the cached file's */
 		if (p->cached)
-			ecfile_fill_size(a->st, p->size);
+			ecfile_fill_size(a->st, p->size, volume_k(v));
 		a->whole = true;
 		return;
 	}
@@ -225,7 +225,7 @@ static void finish_stat(volume *v, const struct stat_probe *p, struct stat_answe
 		if (!ecfile_open_size(v, a->hs[ref]->file_id, &size))
 			size_cache_put(volume_sizes(v), from, a->st, epoch, size, *a->ident);
 	}
-	ecfile_fill_size(a->st, size);
+	ecfile_fill_size(a->st, size, volume_k(v));
 }
 
 int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
@@ -295,6 +295,6 @@ bool objects_stat_from(volume *v, int mb, struct stat *st, uint64_t *ident)
 		return true;
 	if (!size_cache_get(volume_sizes(v), mb, st, &size, ident))
 		return false;
-	ecfile_fill_size(st, size);
+	ecfile_fill_size(st, size, volume_k(v));
 	return true;
 }

@@ -15,8 +15,8 @@
 
 #include "volume.h"
 
-/* stat of a path, with st_size the logical size and st_blocks the space
- * the file's data holds (not its parity). */
+/* stat of a path, with st_size the logical size and st_blocks the blocks
+ * of the file's chunks scaled by k/(k+m) (ecfile_fill_size). */
 int objects_stat(volume *v, const char *path, struct stat *st);
 /* objects_stat and the object's identity: a regular file's (ecfile_ident:
  * the same through every name, for the whole life of the file, inode
