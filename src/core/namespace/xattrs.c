@@ -104,6 +104,14 @@ static int marker_of(const char *name)
 	                                            : -1;
 }
 
+/* Where attribute name of path lives (volume_attrs_path): the volume
+ * root's default ACL stays on the member roots, the rest of its
+ * attributes are its stand-in's. */
+static const char *where(volume *v, const char *path, const char *name)
+{
+	return strcmp(name, XATTRS_ACL_DEFAULT) == 0 ? path : volume_attrs_path(v, path);
+}
+
 /* The object (dirfd, leaf) as a path the *xattr() calls take. */
 struct member_object {
 	int fd;
@@ -170,7 +178,7 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
 	if (rc < 0)
 		return rc;
 	struct set_args x = { v, name, value, size, flags };
-	return mirror_apply(v, path, set_member, &x, "setxattr");
+	return mirror_apply(v, where(v, path, name), set_member, &x, "setxattr");
 }
 
 static int remove_member(int member, int dirfd, const char *leaf, void *arg)
@@ -190,7 +198,7 @@ int xattrs_remove(volume *v, const char *path, const char *name)
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -EPERM : -EOPNOTSUPP;
 	struct set_args x = { .v = v, .name = name };
-	return mirror_apply(v, path, remove_member, &x, "removexattr");
+	return mirror_apply(v, where(v, path, name), remove_member, &x, "removexattr");
 }
 
 /* ---- get ---- */
@@ -226,7 +234,7 @@ int xattrs_get(volume *v, const char *path, const char *name, void *value, size_
 	if (marker_of(name) >= 0 && !marked(v, marker_of(name)))
 		return -ENODATA;
 	struct get_args x = { name, value, size };
-	int rc = mirror_query(v, path, get_member, &x, "getxattr");
+	int rc = mirror_query(v, where(v, path, name), get_member, &x, "getxattr");
 	/* A member that keeps no xattrs holds no ACL: an error here would
 	 * fail the kernel's permission checks. */
 	if (rc == -EOPNOTSUPP && xattrs_is_acl(name))
@@ -302,7 +310,7 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t size)
 {
 	struct list_args l = { 0 };
-	int rc = mirror_query(v, path, list_member, &l, "listxattr");
+	int rc = mirror_query(v, volume_attrs_path(v, path), list_member, &l, "listxattr");
 	if (rc < 0) {
 		free(l.names);
 		return rc;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "checksum.h"
 #include "chunk.h"
@@ -44,6 +45,15 @@ bool *volume_unsettled_flag(volume *v);
  * left_open if a member's lock showed an open that never closed.  Marks
  * the names unsettled on every member in service then (not read_only). */
 void volume_settle_open(volume *v, bool left_open, bool read_only);
+/* True if a member root with this stat is open to others than the daemon
+ * (not VOLUME_MEMBER_ROOT_MODE, or not owned by the user ecfs runs as). */
+bool volume_root_open_to_others(const struct stat *st);
+/* Member idx's root (rootfd) checked, and with fix made the daemon's
+ * alone; on the calling thread, a member worker.  *was: its stat before.
+ * 1 if it was open to others, 0 if not, or a negative errno. */
+int volume_member_root_guard(volume *v, int idx, int rootfd, bool fix, struct stat *was);
+/* The stand-ins are in use from now on (volume_root_standin). */
+void volume_set_root_standin(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Directory fd of member idx's .ecfs (owned by the volume). */

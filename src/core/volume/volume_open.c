@@ -249,8 +249,10 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);
-	if (rc == 0)
+	if (rc == 0) {
+		vol_find_standin(v);
 		warn_reachable(slot, n);
+	}
 	for (int i = 0; i < n; i++)
 		vol_probe_free(&pr[i]);
 	g_free(pr);
