@@ -56,13 +56,13 @@ class MemberRootsTest(H.MountedCase):
         os.chown(os.path.join(mnt, "pub"), NOBODY, NOBODY)
         # through the mount the directory is nobody's to write in
         H.run_as(NOBODY, NOBODY, touch, os.path.join(mnt, "pub", "mine"))
-        self.assert_members_private(v)
         for m in v.members:
             target = os.path.join(m, "pub", "planted")
-            with self.assertRaises(RuntimeError, msg=target) as cm:
+            with self.assertRaises(RuntimeError, msg=f"nobody planted {target}") as cm:
                 H.run_as(NOBODY, NOBODY, touch, target)
             self.assertIn("PermissionError", str(cm.exception))
             self.assertFalse(os.path.exists(target))
+        self.assert_members_private(v)
         self.assert_clean_unmount(v)
 
     def test_root_attributes_survive_a_remount(self):

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,8 +59,7 @@ static int make_standin(volume *v, int idx, int rootfd, int metafd)
 	if (rc == 0)
 		rc = xattrs_member_write(v, idx, metafd, STANDIN_NEW, &have, &none, carried);
 	if (rc == 0)
-		rc = mop_renameat2(v, idx, metafd, STANDIN_NEW, metafd, VOLUME_STANDIN_NAME,
-		                   RENAME_NOREPLACE);
+		rc = mop_renameat2(v, idx, metafd, STANDIN_NEW, metafd, VOLUME_STANDIN_NAME, 0);
 	if (rc == 0)
 		rc = mop_fsync(v, idx, metafd, false);
 	/* Only once the stand-in holds them do they leave the member root. */
@@ -88,10 +86,11 @@ static int settle_member(void *arg)
 		c->carried = rc == 0;
 	}
 	MIO_CALL(close(metafd));
-	/* never guarded before its attributes are on the stand-in */
+	/* never guarded before its attributes are on the stand-in; a member
+	 * whose filesystem refuses it (sshfs without the right) is still used */
 	if (rc == 0 && c->guard)
-		rc = c->guarded = volume_member_root_guard(c->v, c->idx, rootfd, true, &c->was);
-	return rc < 0 ? rc : 0;
+		c->guarded = volume_member_root_guard(c->v, c->idx, rootfd, true, &c->was);
+	return rc;
 }
 
 void rootattrs_settle(volume *v, bool guard)
@@ -102,7 +101,10 @@ void rootattrs_settle(volume *v, bool guard)
 		struct settle_call c = { .v = v, .idx = i, .guard = guard };
 		int rc = volume_on_member(v, i, settle_member, &c);
 		if (rc < 0) {
-			volume_member_error(v, i, -rc, "carrying the volume root's attributes over");
+			if (!volume_member_error(v, i, -rc, "carrying the volume root's attributes over"))
+				ecfs_log(LOG_WARNING, "member %d (%s): cannot carry the volume root's "
+				         "attributes over to " VOLUME_ROOT_STANDIN ": %s", i,
+				         volume_member_path(v, i), g_strerror(-rc));
 			continue;
 		}
 		volume_set_root_standin(v);
@@ -110,7 +112,12 @@ void rootattrs_settle(volume *v, bool guard)
 			ecfs_log(LOG_NOTICE, "member %d (%s): the volume root's mode, owner, ACL and "
 			         "xattrs carried over from the member root to " VOLUME_ROOT_STANDIN,
 			         i, volume_member_path(v, i));
-		if (c.guarded > 0)
+		if (c.guarded < 0)
+			ecfs_log(LOG_WARNING, "member %d (%s): cannot make its root %04o and the "
+			         "daemon's: %s; local users may reach the member tree",
+			         i, volume_member_path(v, i), VOLUME_MEMBER_ROOT_MODE,
+			         g_strerror(-c.guarded));
+		else if (c.guarded > 0)
 			ecfs_log(LOG_NOTICE, "member %d (%s): its root was mode %04o owned by %u:%u, "
 			         "now %04o and the daemon's: no local user reaches the member tree",
 			         i, volume_member_path(v, i), (unsigned)(c.was.st_mode & 07777),
