@@ -11,7 +11,8 @@ Started by meson as `python3 test_member_roots.py ECFS ECFS_FSCK [unittest args]
   volume root survives a remount and leaves the member roots alone.
 - A volume made by an older build (member roots 0755, the volume root's
   attributes on them) mounts with its root's attributes carried over.
-- ecfs-fsck reports a member root others can reach, and -y fixes it.
+- ecfs-fsck reports a member root others can reach, and -y fixes it;
+  ecfs-fsck -y and the online heal rebuild a lost stand-in.
 - A mode changed behind the daemon's back on one member is outvoted.
 """
 
@@ -144,6 +145,23 @@ class MemberRootsTest(H.MountedCase):
         r = self.fsck(v, "-y")
         self.assertIn(STANDIN, r.stdout + r.stderr)
         self.assertEqual(mode_owner(os.path.join(v.members[2], STANDIN))[0], 0o1777)
+
+    def test_heal_rebuilds_the_standin(self):
+        v = self.volume(3)
+        mnt = self.mount(v, "k=2,m=1,heal_rate=100")
+        os.chmod(mnt, 0o1777)
+        os.chown(mnt, 1234, 5678)
+        # a new disk in place of member 2, as an administrator makes it
+        os.rename(v.members[2], v.members[2] + ".old")
+        os.mkdir(v.members[2], 0o755)
+        H.write_file(os.path.join(mnt, "f"), b"after")  # the member is noticed
+        self.wait_healed(mnt)
+        self.assertEqual(mode_owner(os.path.join(v.members[2], STANDIN)),
+                         (0o1777, 1234, 5678))
+        self.assert_members_private(v)
+        self.assertEqual(mode_owner(mnt), (0o1777, 1234, 5678))
+        self.assert_clean_unmount(v)
+        self.assertEqual(self.fsck(v, "-n").returncode, 0)
 
     def test_majority_mode_wins(self):
         v = self.volume(6)
