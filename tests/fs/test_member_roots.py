@@ -13,7 +13,8 @@ Started by meson as `python3 test_member_roots.py ECFS ECFS_FSCK [unittest args]
   attributes on them) mounts with its root's attributes carried over.
 - ecfs-fsck reports a member root others can reach, and -y fixes it;
   ecfs-fsck -y and the online heal rebuild a lost stand-in.
-- A mode changed behind the daemon's back on one member is outvoted.
+- A mode or an ACL changed behind the daemon's back on one member is
+  outvoted.
 """
 
 import os
@@ -39,6 +40,11 @@ def mode_owner(path):
 def touch(path):
     with open(path, "w"):
         pass
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 class MemberRootsTest(H.MountedCase):
@@ -178,6 +184,24 @@ class MemberRootsTest(H.MountedCase):
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(mnt, "f")).st_mode), 0o640)
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(mnt, "d")).st_mode), 0o750)
         self.assertIn("not believed", v.output())
+        self.assert_clean_unmount(v)
+
+    def test_majority_acl_wins(self):
+        if not shutil.which("setfacl"):
+            self.skipTest("setfacl is not installed")
+        v = self.volume(6)
+        mnt = self.mount(v, "k=4,m=2")
+        H.write_file(os.path.join(mnt, "f"), b"x")
+        subprocess.run(["setfacl", "-m", f"u:{NOBODY}:r", os.path.join(mnt, "f")], check=True)
+        acl = os.getxattr(os.path.join(mnt, "f"), "system.posix_acl_access")
+        self.assert_clean_unmount(v)
+        # behind the daemon's back, on the member that answers first
+        os.removexattr(os.path.join(v.members[0], "f"), "system.posix_acl_access")
+        mnt = self.mount(v)
+        self.assertEqual(os.getxattr(os.path.join(mnt, "f"), "system.posix_acl_access"), acl)
+        self.assertIn("no ACL where the majority holds a different one", v.output())
+        # the permission it grants holds through the mount
+        self.assertEqual(H.run_as(NOBODY, NOBODY, read, os.path.join(mnt, "f")), b"x")
         self.assert_clean_unmount(v)
 
 

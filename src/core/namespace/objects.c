@@ -20,7 +20,6 @@
 #include <openssl/rand.h>
 
 #include "chunk.h"
-#include "log.h"
 #include "ecfile.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -273,13 +272,10 @@ static bool same_owner(const void *ctx, int a, int b)
 	return p[a].s.st_uid == p[b].s.st_uid && p[a].s.st_gid == p[b].s.st_gid;
 }
 
-/* Members told once that their copy's attributes differ from the majority's. */
-static uint64_t told_wrong;
-
 /* The mode bits and owner of the answer (st), settled by majority among
  * the members whose probe answered (asked) with an object of st's type
- * (votes.h): a member that differs holds a wrong copy, logged once and
- * never believed (ecfs-fsck -y repairs it). */
+ * (votes.h): a member that differs holds a wrong copy, never believed
+ * (votes_wrong_copy). */
 static void settle_attrs(volume *v, const char *path, const struct stat_probe *p,
                          const int *rcs, uint64_t asked, struct stat *st)
 {
@@ -300,15 +296,15 @@ static void settle_attrs(volume *v, const char *path, const struct stat_probe *p
 	st->st_uid = p[owner].s.st_uid;
 	st->st_gid = p[owner].s.st_gid;
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		if (!(voters >> mb & 1) || (same_perm(p, mb, perm) && same_owner(p, mb, owner)) ||
-		    __atomic_fetch_or(&told_wrong, 1ull << mb, __ATOMIC_RELAXED) >> mb & 1)
+		if (!(voters >> mb & 1) || (same_perm(p, mb, perm) && same_owner(p, mb, owner)))
 			continue;
-		ecfs_log(LOG_WARNING, "member %d (%s) holds %s with mode %04o owned by %u:%u where "
-		         "the majority holds %04o %u:%u: not believed, ecfs-fsck -y repairs it "
-		         "(further such copies on this member are not logged)", mb,
-		         volume_member_path(v, mb), path, (unsigned)(p[mb].s.st_mode & 07777),
-		         (unsigned)p[mb].s.st_uid, (unsigned)p[mb].s.st_gid,
-		         (unsigned)(st->st_mode & 07777), (unsigned)st->st_uid, (unsigned)st->st_gid);
+		char held[64], majority[64];
+		snprintf(held, sizeof(held), "mode %04o owned by %u:%u",
+		         (unsigned)(p[mb].s.st_mode & 07777), (unsigned)p[mb].s.st_uid,
+		         (unsigned)p[mb].s.st_gid);
+		snprintf(majority, sizeof(majority), "%04o %u:%u", (unsigned)(st->st_mode & 07777),
+		         (unsigned)st->st_uid, (unsigned)st->st_gid);
+		votes_wrong_copy(v, mb, path, held, majority);
 	}
 }
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The majority rule of votes.h.
+ * The majority rule of votes.h, and the log of the copies it outvotes.
  */
 #include "votes.h"
+
+#include "log.h"
+#include "volume_internal.h"
 
 static bool newer(const struct timespec *a, const struct timespec *b)
 {
@@ -32,4 +35,15 @@ int votes_winner(int n, uint64_t voters, const struct timespec *ctimes, votes_sa
 		}
 	}
 	return best;
+}
+
+void votes_wrong_copy(volume *v, int mb, const char *path, const char *held,
+                      const char *majority)
+{
+	uint64_t *told = volume_wrong_copies(v);
+	if (__atomic_fetch_or(told, 1ull << mb, __ATOMIC_RELAXED) >> mb & 1)
+		return;
+	ecfs_log(LOG_WARNING, "member %d (%s) holds %s with %s where the majority holds %s: "
+	         "not believed, ecfs-fsck -y repairs it (further wrong copies on this member "
+	         "are not logged)", mb, volume_member_path(v, mb), path, held, majority);
 }

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "volume.h"
+
 /* True if copies a and b (member indices) hold the same value of the
  * attribute voted on; ctx is the caller's. */
 typedef bool (*votes_same_fn)(const void *ctx, int a, int b);
@@ -22,5 +24,11 @@ typedef bool (*votes_same_fn)(const void *ctx, int a, int b);
  * ctimes[mb] is member mb's copy's ctime.  -1 if there is no voter. */
 int votes_winner(int n, uint64_t voters, const struct timespec *ctimes, votes_same_fn same,
                  const void *ctx);
+/* Member mb holds a wrong copy of path (what it holds and what the
+ * majority holds, in words): logged the first time for each member in
+ * a mount, and not believed; ecfs-fsck -y repairs it.  Not rewritten
+ * here: a change still reaching the members looks the same for a while. */
+void votes_wrong_copy(volume *v, int mb, const char *path, const char *held,
+                      const char *majority);
 
 #endif

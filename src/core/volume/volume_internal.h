@@ -39,6 +39,9 @@ int *volume_xattr_marks(volume *v);
 int volume_mark(volume *v, const char *name, bool make, const char *what);
 /* The mark removed from every member in service: 0 or the first error. */
 int volume_unmark(volume *v, const char *name);
+/* The members already logged as holding a wrong copy (votes.h): a mask
+ * it reads and writes atomically, 0 at open. */
+uint64_t *volume_wrong_copies(volume *v);
 /* Whether the names may be unsettled (volume_settled.c): set at open. */
 bool *volume_unsettled_flag(volume *v);
 /* At open, once the locks are taken and before anything is written:

@@ -88,6 +88,7 @@ struct volume {
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
 	bool names_unsettled;  /* volume_settled.c */
 	bool root_standin;     /* volume_roots.c (atomic) */
+	uint64_t wrong_copies; /* votes.c: members told of (atomic) */
 };
 
 _Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
