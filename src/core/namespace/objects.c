@@ -4,7 +4,8 @@
  * asked runs a probe on its worker: its lstat and, for a regular file
  * whose size is not remembered (size_cache.h) nor known to an open file,
  * the chunk header.  A regular file's answer is the trusted header's
- * (ecfile_trusted_header), with the open file's size when it is open.
+ * (ecfile_trusted_header), with the open file's size when it is open;
+ * every object's mode and owner are those most members hold (votes.h).
  */
 #include "objects.h"
 
@@ -319,8 +320,9 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 	if (!volume_usable(v))
 		return -EIO;
 	/* The first member most often answers alone (a directory, a file whose
-	 * size is cached); else the others are asked at once: a name that is
-	 * not there, or a regular file's headers. */
+	 * size is cached), the others giving their lstat for the vote; else
+	 * they are asked in full: a name that is not there, or a regular
+	 * file's headers. */
 	uint64_t rest = 0;
 	int first = -1;
 	const char *attrs = volume_attrs_path(v, path);
