@@ -78,8 +78,15 @@ class V1Test(H.MountedCase):
         self.assertEqual(len(problems), len(self.v.members), r.stdout + r.stderr)
         for line in problems:
             self.assertIn("other users can reach", line, r.stdout)
+        root = os.stat(self.v.members[0])
         mnt = self.mount(self.v)
         self.assert_manifest(mnt, "v1 volume")
+        st = os.stat(mnt)
+        self.assertEqual((st.st_mode, st.st_uid, st.st_gid),
+                         (root.st_mode, root.st_uid, root.st_gid), "the volume root carried over")
+        for p in self.v.members:
+            st = os.stat(p)
+            self.assertEqual((st.st_mode & 0o7777, st.st_uid), (0o700, 0), p)
         self.assert_clean_unmount(self.v)
         self.fsck_clean()
         for gone in ((0, 1), (2, 5), (3, 4)):
