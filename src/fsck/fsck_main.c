@@ -385,7 +385,8 @@ static int check_member_paths(fsck *f, char **paths, int n)
 	for (int i = 0; i < n; i++) {
 		if (l[i].rc != -ENOENT)
 			continue;
-		int rc = f->o.repair && formatted && mkdir(paths[i], VOLUME_MEMBER_ROOT_MODE) < 0 ? -errno : 0;
+		int rc = f->o.repair && formatted && mkdir(paths[i], VOLUME_MEMBER_ROOT_MODE) < 0
+		         ? -errno : 0;
 		fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
 		        !f->o.repair || !formatted ? ""
 		        : rc ? ": cannot create it" : ": created empty, to rebuild");

@@ -200,6 +200,12 @@ class MemberRootsTest(H.MountedCase):
         mnt = self.mount(v)
         self.assertEqual(os.getxattr(os.path.join(mnt, "f"), "system.posix_acl_access"), acl)
         self.assertIn("no ACL where the majority holds a different one", v.output())
+        # the root's default ACL stays on the member roots, and is listed
+        subprocess.run(["setfacl", "-d", "-m", f"u:{NOBODY}:rx", mnt], check=True)
+        self.assertIn("system.posix_acl_default", os.listxattr(mnt))
+        os.mkdir(os.path.join(mnt, "inherits"))
+        self.assertIn("system.posix_acl_access", os.listxattr(os.path.join(mnt, "inherits")))
+        self.assert_members_private(v)
         # the permission it grants holds through the mount
         self.assertEqual(H.run_as(NOBODY, NOBODY, read, os.path.join(mnt, "f")), b"x")
         self.assert_clean_unmount(v)

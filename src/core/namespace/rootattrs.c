@@ -93,6 +93,33 @@ static int settle_member(void *arg)
 	return rc;
 }
 
+/* What member i's part did (c), or could not do (rc), in the log. */
+static void tell(volume *v, int i, const struct settle_call *c, int rc)
+{
+	const char *path = volume_member_path(v, i);
+
+	if (rc < 0) {
+		if (!volume_member_error(v, i, -rc, "carrying the volume root's attributes over"))
+			ecfs_log(LOG_WARNING, "member %d (%s): cannot carry the volume root's "
+			         "attributes over to " VOLUME_ROOT_STANDIN ": %s", i, path,
+			         g_strerror(-rc));
+		return;
+	}
+	if (c->carried)
+		ecfs_log(LOG_NOTICE, "member %d (%s): the volume root's mode, owner, ACL and "
+		         "xattrs carried over from the member root to " VOLUME_ROOT_STANDIN, i,
+		         path);
+	if (c->guarded < 0)
+		ecfs_log(LOG_WARNING, "member %d (%s): cannot make its root %04o and the "
+		         "daemon's: %s; local users may reach the member tree", i, path,
+		         VOLUME_MEMBER_ROOT_MODE, g_strerror(-c->guarded));
+	else if (c->guarded > 0)
+		ecfs_log(LOG_NOTICE, "member %d (%s): its root was mode %04o owned by %u:%u, "
+		         "now %04o and the daemon's: no local user reaches the member tree", i,
+		         path, (unsigned)(c->was.st_mode & 07777), (unsigned)c->was.st_uid,
+		         (unsigned)c->was.st_gid, VOLUME_MEMBER_ROOT_MODE);
+}
+
 void rootattrs_settle(volume *v, bool guard)
 {
 	for (int i = 0; i < volume_n(v); i++) {
@@ -100,28 +127,8 @@ void rootattrs_settle(volume *v, bool guard)
 			continue;
 		struct settle_call c = { .v = v, .idx = i, .guard = guard };
 		int rc = volume_on_member(v, i, settle_member, &c);
-		if (rc < 0) {
-			if (!volume_member_error(v, i, -rc, "carrying the volume root's attributes over"))
-				ecfs_log(LOG_WARNING, "member %d (%s): cannot carry the volume root's "
-				         "attributes over to " VOLUME_ROOT_STANDIN ": %s", i,
-				         volume_member_path(v, i), g_strerror(-rc));
-			continue;
-		}
-		volume_set_root_standin(v);
-		if (c.carried)
-			ecfs_log(LOG_NOTICE, "member %d (%s): the volume root's mode, owner, ACL and "
-			         "xattrs carried over from the member root to " VOLUME_ROOT_STANDIN,
-			         i, volume_member_path(v, i));
-		if (c.guarded < 0)
-			ecfs_log(LOG_WARNING, "member %d (%s): cannot make its root %04o and the "
-			         "daemon's: %s; local users may reach the member tree",
-			         i, volume_member_path(v, i), VOLUME_MEMBER_ROOT_MODE,
-			         g_strerror(-c.guarded));
-		else if (c.guarded > 0)
-			ecfs_log(LOG_NOTICE, "member %d (%s): its root was mode %04o owned by %u:%u, "
-			         "now %04o and the daemon's: no local user reaches the member tree",
-			         i, volume_member_path(v, i), (unsigned)(c.was.st_mode & 07777),
-			         (unsigned)c.was.st_uid, (unsigned)c.was.st_gid,
-			         VOLUME_MEMBER_ROOT_MODE);
+		if (rc == 0)
+			volume_set_root_standin(v);
+		tell(v, i, &c, rc);
 	}
 }

@@ -416,6 +416,10 @@ int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t
 			g_string_append_len(out, name, (gssize)strlen(name) + 1);
 	}
 	free(l.names);
+	/* the volume root's default ACL is the member roots' (where) */
+	if (volume_attrs_path(v, path) != path &&
+	    xattrs_get(v, path, XATTRS_ACL_DEFAULT, NULL, 0) > 0)
+		g_string_append_len(out, XATTRS_ACL_DEFAULT, sizeof(XATTRS_ACL_DEFAULT));
 	rc = copy_out(out->str, out->len, list, size);
 	g_string_free(out, TRUE);
 	return rc;

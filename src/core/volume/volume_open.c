@@ -210,8 +210,8 @@ static void warn_reachable(probe *const *slot, int n)
 	for (int i = 0; i < n; i++)
 		if (slot[i]->state != P_MISSING && !slot[i]->guarded)
 			ecfs_log(LOG_NOTICE, "member %d (%s) is in a directory local users can "
-			         "search: ecfs keeps its root %04o, out of their reach; a directory "
-			         "above it of mode 0700 owned by root is still advised "
+			         "search: ecfs keeps its root %04o, out of their reach; a "
+			         "directory above it of mode 0700 owned by root is still advised "
 			         "(docs/SECURITY.md)", i, slot[i]->path, VOLUME_MEMBER_ROOT_MODE);
 }
 
