@@ -44,6 +44,7 @@
 #include "status.h"
 #include "intent.h"
 #include "journal.h"
+#include "rootattrs.h"
 #include "volume.h"
 
 #ifndef ECFS_VERSION
@@ -516,6 +517,7 @@ static bool mount_volume(struct daemon_state *d)
 	d->state.attrs = attr_cache_new();
 	volume_set_refresh(d->state.vol, fs_refresh_dir);
 	if (!d->vopts.run.read_only) {
+		rootattrs_settle(d->state.vol, true); /* the member roots the daemon's alone */
 		intent_replay(d->state.vol, NULL, NULL); /* finish what a crash cut short */
 		fs_orphans_prepare(d->state.vol);
 	}

@@ -2,9 +2,11 @@
 /*
  * Attribute operations: getattr, chmod, chown, utimens, statfs, access.
  * A regular file's attributes come from ecfile (its logical size, not the
- * chunk's); everything else is read from the first healthy member.  Mode,
- * owner and times are set on every member (on the chunk files of a regular
- * file), so any member can answer after another fails.
+ * chunk's); everything else is read from the first healthy member, but the
+ * mode and owner, which are the majority's (objects.h).  Mode, owner and
+ * times are set on every member (on the chunk files of a regular file),
+ * so any member can answer after another fails; the volume root's mode
+ * and owner on its stand-in (volume_attrs_path).
  */
 #include "fs_ops.h"
 
@@ -55,7 +57,7 @@ int fs_stat(const char *path, struct stat *st)
 		return 0;
 	/* objects_stat answers for every type: the lstat of the first healthy
 	 * member that has the name (another may have lost a chunk), with a
-	 * regular file's logical size. */
+	 * regular file's logical size and the majority's mode and owner. */
 	int rc = strcmp(path, "/") == 0 ? root_getattr(st) : objects_stat(v, path, st);
 	if (rc == 0 && volume_usable(v))
 		attr_cache_put(fs_attrs(), path, &stamp, st);

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "rootattrs.h"
 #include "stripe.h"
 #include "superblock.h"
 #include "volume_internal.h"
@@ -240,7 +241,7 @@ static int write_superblock_run(void *arg)
 	/* a symlink where a metadata directory belongs: a real one instead */
 	int rc = volume_meta_unlink_links(c->v, c->idx, c->rootfd);
 	if (rc == 0)
-		rc = mop_mkdirat(c->v, c->idx, c->rootfd, ECFS_META_DIR, 0755);
+		rc = mop_mkdirat(c->v, c->idx, c->rootfd, ECFS_META_DIR, 0700);
 	if (rc < 0 && rc != -EEXIST)
 		return rc;
 	int metafd = MIO_CALL(volume_dir_beneath(c->rootfd, ECFS_META_DIR));
@@ -384,7 +385,8 @@ static int check_member_paths(fsck *f, char **paths, int n)
 	for (int i = 0; i < n; i++) {
 		if (l[i].rc != -ENOENT)
 			continue;
-		int rc = f->o.repair && formatted && mkdir(paths[i], 0755) < 0 ? -errno : 0;
+		int rc = f->o.repair && formatted && mkdir(paths[i], VOLUME_MEMBER_ROOT_MODE) < 0
+		         ? -errno : 0;
 		fprintf(stderr, "ecfs-fsck: member %s does not exist%s\n", paths[i],
 		        !f->o.repair || !formatted ? ""
 		        : rc ? ": cannot create it" : ": created empty, to rebuild");
@@ -852,6 +854,10 @@ static int check_volume(fsck *f, bool mounted)
 		fsck_count_totals(f);
 	if (!mounted)
 		fsck_pending(f);
+	/* a volume root's attributes still on the member roots move to their
+	 * stand-in before the walk judges the member roots */
+	if (f->o.repair)
+		rootattrs_settle(f->v, false);
 	int rc = fsck_tree(f);
 	/* Members given up in calls the stripe layer made for the repair
 	 * (headers, syncs) were not seen by the calls above. */

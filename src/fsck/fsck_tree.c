@@ -43,6 +43,7 @@
 #include "stripe.h"
 #include "volume_internal.h"
 #include "volume_paths.h"
+#include "votes.h"
 #include "xattrs.h"
 
 /* ---- votes ---- */
@@ -84,36 +85,27 @@ static bool same_acl(const view *a, const view *b)
 	return same_blob(a->ablob, b->ablob);
 }
 
-static bool newer(const struct stat *a, const struct stat *b)
+/* The member whose value wins among voters (votes.h: majority, ties to
+ * the newest ctime); -1 if there is no voter. */
+struct vote_ctx {
+	const view *w;
+	same_fn same;
+};
+
+static bool vote_same(const void *ctx, int a, int b)
 {
-	return a->st_ctim.tv_sec != b->st_ctim.tv_sec ? a->st_ctim.tv_sec > b->st_ctim.tv_sec
-	                                              : a->st_ctim.tv_nsec > b->st_ctim.tv_nsec;
+	const struct vote_ctx *c = ctx;
+	return c->same(&c->w[a], &c->w[b]);
 }
 
-/* The member whose value wins among voters (majority, ties to the newest
- * ctime); -1 if there is no voter. */
 static int vote(const view *w, int n, uint64_t voters, same_fn same)
 {
-	int best = -1, best_votes = 0, best_newest = -1;
+	struct timespec ctimes[STRIPE_MAX_N];
+	struct vote_ctx c = { w, same };
 
-	for (int a = 0; a < n; a++) {
-		if (!(voters >> a & 1))
-			continue;
-		int votes = 0, newest = a;
-		for (int b = 0; b < n; b++)
-			if (voters >> b & 1 && same(&w[a], &w[b])) {
-				votes++;
-				if (newer(&w[b].st, &w[newest].st))
-					newest = b;
-			}
-		if (votes > best_votes ||
-		    (votes == best_votes && newer(&w[newest].st, &w[best_newest].st))) {
-			best = a;
-			best_votes = votes;
-			best_newest = newest;
-		}
-	}
-	return best;
+	for (int mb = 0; mb < n; mb++)
+		ctimes[mb] = w[mb].st.st_ctim;
+	return votes_winner(n, voters, ctimes, vote_same, &c);
 }
 
 /* Runs fn(e, mb, win) on member mb's worker (fsck_on_member): every
@@ -156,8 +148,14 @@ static const char *type_name(mode_t m)
 
 struct dir_jobs;
 
+/* What an entry is: a name of the volume, the member roots (the volume
+ * root's listing), or the stand-in that holds the volume root's mode,
+ * owner, access ACL and xattrs (VOLUME_ROOT_STANDIN, never descended). */
+enum entry_kind { ENTRY_NAME, ENTRY_MEMBER_ROOT, ENTRY_STANDIN };
+
 struct entry_ctx {
 	fsck *f;
+	enum entry_kind kind;
 	const char *path;    /* volume path, "/" for the root */
 	const char *name;    /* name in the parent, "." for the root */
 	const int *dfd;      /* parent directory fd per member, -1 if none */
@@ -344,6 +342,36 @@ static int fix_times(entry_ctx *e, int mb, int src)
 	return mop_utimensat(e->f->v, mb, e->dfd[mb], e->name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
+static int fix_root(entry_ctx *e, int mb, int unused)
+{
+	struct stat was;
+	(void)unused;
+	int rc = volume_member_root_guard(e->f->v, mb, e->dfd[mb], true, &was);
+	return rc < 0 ? rc : 0;
+}
+
+/* A member root is the daemon's alone (volume_roots.c): one open to other
+ * users lets them past the mount's permission checks and plant files. */
+static void guard_roots(entry_ctx *e)
+{
+	fsck *f = e->f;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		const struct stat *st = &e->w[mb].st;
+		if (!(e->present >> mb & 1) || !volume_root_open_to_others(st))
+			continue;
+		int rc = f->o.repair ? on_member(e, mb, 0, fix_root) : 0;
+		if (fsck_gone(f, mb))
+			continue;
+		fsck_problem(f, "metadata", e->path, mb, 0, 0, fsck_outcome(f, rc),
+		             "the member root is mode %04o owned by %u:%u: other users can reach "
+		             "the member tree (repair makes it %04o and ecfs's own)%s%s",
+		             (unsigned)(st->st_mode & 07777), (unsigned)st->st_uid,
+		             (unsigned)st->st_gid, VOLUME_MEMBER_ROOT_MODE, rc ? ": " : "",
+		             rc ? g_strerror(-rc) : "");
+	}
+}
+
 static void settle_metadata(entry_ctx *e)
 {
 	fsck *f = e->f;
@@ -363,9 +391,15 @@ static void settle_metadata(entry_ctx *e)
 	if (type == S_IFCHR || type == S_IFBLK)
 		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
 		       fix_recreate);
-	settle(e, vote(e->w, f->n, voters, same_owner), same_owner, "owner", fix_owner);
-	if (type != S_IFLNK) {
+	/* the member roots' own mode and owner are ecfs's, the volume root's
+	 * are its stand-in's */
+	if (e->kind == ENTRY_MEMBER_ROOT)
+		guard_roots(e);
+	else
+		settle(e, vote(e->w, f->n, voters, same_owner), same_owner, "owner", fix_owner);
+	if (type != S_IFLNK && e->kind != ENTRY_MEMBER_ROOT)
 		settle(e, vote(e->w, f->n, voters, same_perm), same_perm, "mode", fix_perm);
+	if (type != S_IFLNK) {
 		settle(e, vote(e->w, f->n, voters, same_acl), same_acl, "ACL", fix_acl);
 		settle(e, vote(e->w, f->n, voters, same_xattrs), same_xattrs, "xattrs", fix_xattrs);
 	}
@@ -667,15 +701,15 @@ static int check_entry(entry_ctx *e, bool root)
 		remove_extra(e, type, holders, walkers);
 		return 0;
 	}
-	if (type == S_IFDIR)
+	if (type == S_IFDIR && e->kind != ENTRY_STANDIN)
 		f->dirs++;
-	else if (type != S_IFREG)
+	else if (type != S_IFREG && type != S_IFDIR)
 		f->others++;
 	if (type == S_IFREG)
 		return e->jobs && !hard_linked(e) ? hand_off(e) : check_file(e);
 	create_missing(e, win);
 	settle_entry(e);
-	return type == S_IFDIR ? descend(e, root) : 0;
+	return type == S_IFDIR && e->kind != ENTRY_STANDIN ? descend(e, root) : 0;
 }
 
 /* The union of the names in the directory on every member (dfd[mb] >= 0)
@@ -745,6 +779,40 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 	return rc;
 }
 
+/* Member mb's .ecfs opened beneath its root, on its worker. */
+struct meta_open {
+	fsck *f;
+	int mb;
+};
+
+static int open_meta(void *arg)
+{
+	const struct meta_open *o = arg;
+	return volume_meta_dir(o->f->v, o->mb, volume_root_fd(o->f->v, o->mb), ECFS_META_DIR);
+}
+
+/* The volume root's stand-in on every member walked, judged like any
+ * directory (existence kept, type, owner, mode, ACL, xattrs by majority),
+ * made where missing (a replaced member) and never descended. */
+static int check_standin(fsck *f)
+{
+	int mdfd[STRIPE_MAX_N];
+
+	for (int mb = 0; mb < f->n; mb++) {
+		struct meta_open o = { f, mb };
+		mdfd[mb] = f->walk_mask >> mb & 1 ? fsck_on_member(f, mb, open_meta, &o) : -1;
+		if (mdfd[mb] < 0)
+			mdfd[mb] = -1; /* the member's failure is said where it failed */
+	}
+	entry_ctx *e = new_entry(f, g_strdup("/" VOLUME_ROOT_STANDIN), VOLUME_STANDIN_NAME, mdfd,
+	                         ~f->walk_mask, NULL);
+	e->kind = ENTRY_STANDIN;
+	int rc = check_entry(e, true);
+	free_entry(e);
+	fsck_close_all(f, mdfd);
+	return rc;
+}
+
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
@@ -754,8 +822,11 @@ int fsck_tree(fsck *f)
 	for (int mb = 0; mb < f->n; mb++)
 		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
 	entry_ctx *e = new_entry(f, g_strdup("/"), ".", dfd, ~f->walk_mask, NULL);
+	e->kind = ENTRY_MEMBER_ROOT;
 	int rc = check_entry(e, true);
 	free_entry(e);
+	if (rc >= 0 && volume_root_standin(f->v))
+		rc = check_standin(f);
 	if (f->file_pool)
 		g_thread_pool_free(f->file_pool, FALSE, TRUE);
 	f->file_pool = NULL;

@@ -7,8 +7,9 @@ Started by meson as `python3 test_access.py ECFS [unittest args]`.
   so the daemon raises its soft limit of open files (RLIMIT_NOFILE) to the
   hard limit at start: a daemon started with the common soft limit of
   1024 runs with its hard limit.
-- A member tree that local users can reach is named in a warning at
-  mount; members inside a directory only root can search are not.
+- A member in a directory local users can search is named in a notice
+  at mount (its root is kept 0700: test_member_roots.py); members inside
+  a directory only root can search are not.
 """
 
 import os
@@ -48,7 +49,7 @@ class FdLimitTest(H.MountedCase):
         self.assert_clean_unmount(v)
 
 
-REACHABLE = "is within reach of local users"
+REACHABLE = "is in a directory local users can search"
 
 
 class MemberReachTest(H.MountedCase):

@@ -15,6 +15,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "volume_internal.h"
+#include "votes.h"
 
 /* ---- identities ---- */
 
@@ -60,13 +61,14 @@ static bool dir_attrs(volume *v, int idx, const char *path, struct statx *stx)
 	if (d < 0)
 		return false;
 	int rc = mop_statx(v, idx, d, leaf, AT_SYMLINK_NOFOLLOW,
-	                   STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID, stx);
+	                   STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_CTIME, stx);
 	MIO_CALL(close(d));
 	return rc == 0 && S_ISDIR(stx->stx_mode);
 }
 
-static bool same_attrs(const struct statx *a, const struct statx *b)
+static bool same_attrs(const void *ctx, int i, int j)
 {
+	const struct statx *a = (const struct statx *)ctx + i, *b = (const struct statx *)ctx + j;
 	return (a->stx_mode & 07777) == (b->stx_mode & 07777) && a->stx_uid == b->stx_uid &&
 	       a->stx_gid == b->stx_gid;
 }
@@ -76,25 +78,21 @@ static bool same_attrs(const struct statx *a, const struct statx *b)
  * directories have when a majority show it, else with the record's. */
 static bool settle_mkdir(volume *v, const intent_claim *c, uint64_t voters)
 {
-	struct statx st[64];
-	bool has[64] = { false };
-	int with = 0, best = -1, best_votes = 0, count = __builtin_popcountll(voters);
+	struct statx st[64] = { 0 };
+	struct timespec ctimes[64] = { 0 };
+	uint64_t shown = 0;
+	int count = __builtin_popcountll(voters);
 
 	for (int i = 0; i < c->n; i++) {
-		if (voters >> i & 1)
-			has[i] = dir_attrs(v, i, c->from, &st[i]);
-		with += has[i];
-	}
-	for (int i = 0; i < c->n; i++) {
-		int votes = 0;
-		for (int j = 0; j < c->n && has[i]; j++)
-			votes += has[j] && same_attrs(&st[i], &st[j]);
-		if (votes > best_votes) {
-			best = i;
-			best_votes = votes;
+		if (voters >> i & 1 && dir_attrs(v, i, c->from, &st[i])) {
+			shown |= 1ull << i;
+			ctimes[i] = (struct timespec){ .tv_sec = st[i].stx_ctime.tv_sec,
+			                               .tv_nsec = st[i].stx_ctime.tv_nsec };
 		}
 	}
-	if (2 * with > count) {
+	/* the rule of every attribute the members differ on (votes.h) */
+	int best = votes_winner(c->n, shown, ctimes, same_attrs, st);
+	if (2 * __builtin_popcountll(shown) > count) {
 		*c->mode = st[best].stx_mode & 07777;
 		*c->uid = st[best].stx_uid;
 		*c->gid = st[best].stx_gid;

@@ -237,6 +237,9 @@ static int apply_attr(volume *v, const char *path,
                       const void *arg, const char *what, nsops_kept *kept)
 {
 	struct kept_change c = { .v = v, .kept = kept, .op = op, .arg = arg };
+	/* the stand-in's lstat is not the root's answer: getattr asks */
+	if (strcmp(path, "/" VOLUME_ROOT_STANDIN) == 0)
+		kept->claimed = true;
 	return mirror_apply(v, path, kept_member, &c, what);
 }
 
@@ -247,7 +250,7 @@ static int chmod_member(volume *v, int member, int dirfd, const char *leaf, cons
 
 int nsops_chmod(volume *v, const char *path, mode_t mode, nsops_kept *kept)
 {
-	return apply_attr(v, path, chmod_member, &mode, "chmod", kept);
+	return apply_attr(v, volume_attrs_path(v, path), chmod_member, &mode, "chmod", kept);
 }
 
 struct owner {
@@ -264,7 +267,7 @@ static int chown_member(volume *v, int member, int dirfd, const char *leaf, cons
 int nsops_chown(volume *v, const char *path, uid_t uid, gid_t gid, nsops_kept *kept)
 {
 	struct owner o = { uid, gid };
-	return apply_attr(v, path, chown_member, &o, "chown", kept);
+	return apply_attr(v, volume_attrs_path(v, path), chown_member, &o, "chown", kept);
 }
 
 static int utimens_member(volume *v, int member, int dirfd, const char *leaf, const void *arg)

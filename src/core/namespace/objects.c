@@ -4,7 +4,8 @@
  * asked runs a probe on its worker: its lstat and, for a regular file
  * whose size is not remembered (size_cache.h) nor known to an open file,
  * the chunk header.  A regular file's answer is the trusted header's
- * (ecfile_trusted_header), with the open file's size when it is open.
+ * (ecfile_trusted_header), with the open file's size when it is open;
+ * every object's mode and owner are those most members hold (votes.h).
  */
 #include "objects.h"
 
@@ -26,6 +27,7 @@
 #include "reader_rules.h"
 #include "stripe.h"
 #include "volume_internal.h"
+#include "votes.h"
 
 /* What one member says about a path, for objects_stat. */
 struct stat_probe {
@@ -43,10 +45,31 @@ struct stat_probe {
 	bool have_header;
 	chunk_header h;
 	/* Asked in the same relay batch as the first member's probe (lead),
-	 * which runs before: skipped once the lead has answered it all. */
+	 * which runs before: only the lstat, for the vote, once the lead has
+	 * answered it all. */
 	struct stat_probe *lead;
 	bool whole;      /* this probe answers it all (atomic, for the others) */
+	const char *attrs; /* the volume root's stand-in (volume_attrs_path), or NULL */
+	bool votes;      /* s's mode and owner are this member's word (settle_attrs) */
+	struct timespec ctime; /* of the copy that holds them */
 };
+
+/* The volume root's mode and owner in s, from its stand-in on the
+ * member; a member without one (not yet rebuilt) does not vote. */
+static void take_standin(struct stat_probe *p, struct stat *s)
+{
+	struct stat a;
+	int fd = volume_object_fd(p->v, p->mb, p->attrs);
+	p->votes = fd >= 0 && MIO_CALL(fstat(fd, &a)) == 0 && S_ISDIR(a.st_mode);
+	if (fd >= 0)
+		MIO_CALL(close(fd));
+	if (!p->votes)
+		return;
+	s->st_mode = (s->st_mode & S_IFMT) | (a.st_mode & 07777);
+	s->st_uid = a.st_uid;
+	s->st_gid = a.st_gid;
+	p->ctime = a.st_ctim;
+}
 
 /* On the member's worker (volume_on_member): its lstat and, for a regular
  * file, the chunk header. */
@@ -57,8 +80,8 @@ static int stat_probe_run(void *arg)
 	uint8_t buf[CHUNK_HEADER_MAX];
 	chunk_header h;
 
-	if (p->lead && __atomic_load_n(&p->lead->whole, __ATOMIC_ACQUIRE))
-		return p->rc = 0; /* not taken: the lead answered it all */
+	/* the lead answered it all: this member's lstat only, for the vote */
+	bool light = p->lead && __atomic_load_n(&p->lead->whole, __ATOMIC_ACQUIRE);
 	int ofd = volume_object_fd(p->v, p->mb, p->path);
 	if (ofd < 0) {
 		/* ENOENT: the name or a directory above it is missing here;
@@ -68,6 +91,15 @@ static int stat_probe_run(void *arg)
 		return p->rc = ofd;
 	}
 	int r = MIO_CALL(fstat(ofd, &s)) < 0 ? -errno : 0;
+	p->votes = r == 0;
+	p->ctime = s.st_ctim;
+	if (r == 0 && p->attrs)
+		take_standin(p, &s);
+	if (light) {
+		MIO_CALL(close(ofd));
+		p->s = s;
+		return p->rc = r;
+	}
 	uint64_t size;
 	bool cached = r == 0 && S_ISREG(s.st_mode) &&
 	              size_cache_get(volume_sizes(p->v), p->mb, &s, &size, &p->ident);
@@ -228,6 +260,55 @@ static void finish_stat(volume *v, const struct stat_probe *p, struct stat_answe
 	ecfile_fill_size(a->st, size, volume_k(v));
 }
 
+/* The mode bits or the owner of the members' copies, for votes_winner. */
+static bool same_perm(const void *ctx, int a, int b)
+{
+	const struct stat_probe *p = ctx;
+	return (p[a].s.st_mode & 07777) == (p[b].s.st_mode & 07777);
+}
+
+static bool same_owner(const void *ctx, int a, int b)
+{
+	const struct stat_probe *p = ctx;
+	return p[a].s.st_uid == p[b].s.st_uid && p[a].s.st_gid == p[b].s.st_gid;
+}
+
+/* The mode bits and owner of the answer (st), settled by majority among
+ * the members whose probe answered (asked) with an object of st's type
+ * (votes.h): a member that differs holds a wrong copy, never believed
+ * (votes_wrong_copy). */
+static void settle_attrs(volume *v, const char *path, const struct stat_probe *p,
+                         const int *rcs, uint64_t asked, struct stat *st)
+{
+	struct timespec ctimes[STRIPE_MAX_N];
+	uint64_t voters = 0;
+
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (asked >> mb & 1 && rcs[mb] == 0 && p[mb].rc == 0 && p[mb].votes &&
+		    (p[mb].s.st_mode & S_IFMT) == (st->st_mode & S_IFMT))
+			voters |= 1ull << mb;
+		ctimes[mb] = p[mb].ctime;
+	}
+	if (__builtin_popcountll(voters) < 2)
+		return;
+	int perm = votes_winner(volume_n(v), voters, ctimes, same_perm, p);
+	int owner = votes_winner(volume_n(v), voters, ctimes, same_owner, p);
+	st->st_mode = (st->st_mode & S_IFMT) | (p[perm].s.st_mode & 07777);
+	st->st_uid = p[owner].s.st_uid;
+	st->st_gid = p[owner].s.st_gid;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (!(voters >> mb & 1) || (same_perm(p, mb, perm) && same_owner(p, mb, owner)))
+			continue;
+		char held[64], majority[64];
+		snprintf(held, sizeof(held), "mode %04o owned by %u:%u",
+		         (unsigned)(p[mb].s.st_mode & 07777), (unsigned)p[mb].s.st_uid,
+		         (unsigned)p[mb].s.st_gid);
+		snprintf(majority, sizeof(majority), "%04o %u:%u", (unsigned)(st->st_mode & 07777),
+		         (unsigned)st->st_uid, (unsigned)st->st_gid);
+		votes_wrong_copy(v, mb, path, held, majority);
+	}
+}
+
 int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
 {
 	uint64_t unasked, epoch = size_cache_epoch(volume_sizes(v));
@@ -239,12 +320,15 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 	if (!volume_usable(v))
 		return -EIO;
 	/* The first member most often answers alone (a directory, a file whose
-	 * size is cached); else the others are asked at once: a name that is
-	 * not there, or a regular file's headers. */
+	 * size is cached), the others giving their lstat for the vote; else
+	 * they are asked in full: a name that is not there, or a regular
+	 * file's headers. */
 	uint64_t rest = 0;
 	int first = -1;
+	const char *attrs = volume_attrs_path(v, path);
 	for (int mb = 0; mb < volume_n(v); mb++) {
-		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = !!ident };
+		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = !!ident,
+		                             .attrs = attrs != path ? attrs : NULL };
 		/* a member being rebuilt may hold a name removed meanwhile */
 		if (!volume_member_answers(v, mb))
 			continue;
@@ -253,31 +337,31 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 		else
 			rest |= 1ull << mb;
 	}
-	/* On the relay, in order, both steps take one hand-off: the others'
-	 * probes come after the first's and skip once it answered it all. */
+	/* Every member answering is asked, for the vote on the mode and owner
+	 * (settle_attrs): once the first answered it all, the others' probes
+	 * are their lstat alone.  On the relay, in order, both steps take one
+	 * hand-off: the others' probes come after the first's. */
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (rest >> mb & 1)
+			p[mb].lead = &p[first];
 	bool together = first >= 0 && rest && volume_all_relayed(v);
-	if (together) {
-		for (int mb = 0; mb < volume_n(v); mb++)
-			if (rest >> mb & 1)
-				p[mb].lead = &p[first];
+	if (together)
 		stat_probes_run(v, rest | 1ull << first, p, rcs);
-	} else if (first >= 0) {
+	else if (first >= 0)
 		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
-	}
 	if (first >= 0)
 		take_probe(v, first, &p[first], rcs[first], &a);
-	if (!a.whole && rest) {
-		if (!together)
-			stat_probes_run(v, rest, p, rcs);
-		for (int mb = 0; mb < volume_n(v) && !a.whole; mb++)
-			if (rest >> mb & 1)
-				take_probe(v, mb, &p[mb], rcs[mb], &a);
-	}
-	if (a.whole)
-		return 0;
-	if (a.first < 0)
+	if (rest && !together)
+		stat_probes_run(v, rest, p, rcs);
+	bool whole = a.whole; /* the others' lstats only, then: their errors still told */
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (rest >> mb & 1 && (!a.whole || (whole && rcs[mb] < 0)))
+			take_probe(v, mb, &p[mb], rcs[mb], &a);
+	if (!a.whole && a.first < 0)
 		return a.rc;
-	finish_stat(v, p, &a, epoch);
+	if (!a.whole)
+		finish_stat(v, p, &a, epoch);
+	settle_attrs(v, path, p, rcs, first >= 0 ? rest | 1ull << first : 0, st);
 	return 0;
 }
 

@@ -2,9 +2,12 @@
 /*
  * Stat and identity of any object in the namespace: a regular file,
  * a directory, a symlink or a special file, by its path.  A stat asks
- * the members (the first one most often answers alone) and gives a
- * regular file's logical size and an object's identity; a directory's
- * identity is an xattr given at mkdir on every member.
+ * the members (the first one most often answers alone, the others give
+ * their lstat for the vote on the mode and owner) and gives a regular
+ * file's logical size, the majority's mode and owner, and an object's
+ * identity; a directory's identity is an xattr given at mkdir on every
+ * member.  The volume root's mode and owner are its stand-in's
+ * (volume_attrs_path).
  */
 #ifndef ECFS_OBJECTS_H
 #define ECFS_OBJECTS_H

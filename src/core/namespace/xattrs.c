@@ -27,6 +27,7 @@
 #include "mirror.h"
 #include "space.h"
 #include "volume_internal.h"
+#include "votes.h"
 
 static bool has_prefix(const char *s, const char *prefix)
 {
@@ -104,6 +105,14 @@ static int marker_of(const char *name)
 	                                            : -1;
 }
 
+/* Where attribute name of path lives (volume_attrs_path): the volume
+ * root's default ACL stays on the member roots, the rest of its
+ * attributes are its stand-in's. */
+static const char *where(volume *v, const char *path, const char *name)
+{
+	return strcmp(name, XATTRS_ACL_DEFAULT) == 0 ? path : volume_attrs_path(v, path);
+}
+
 /* The object (dirfd, leaf) as a path the *xattr() calls take. */
 struct member_object {
 	int fd;
@@ -170,7 +179,7 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
 	if (rc < 0)
 		return rc;
 	struct set_args x = { v, name, value, size, flags };
-	return mirror_apply(v, path, set_member, &x, "setxattr");
+	return mirror_apply(v, where(v, path, name), set_member, &x, "setxattr");
 }
 
 static int remove_member(int member, int dirfd, const char *leaf, void *arg)
@@ -190,7 +199,7 @@ int xattrs_remove(volume *v, const char *path, const char *name)
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -EPERM : -EOPNOTSUPP;
 	struct set_args x = { .v = v, .name = name };
-	return mirror_apply(v, path, remove_member, &x, "removexattr");
+	return mirror_apply(v, where(v, path, name), remove_member, &x, "removexattr");
 }
 
 /* ---- get ---- */
@@ -219,14 +228,107 @@ static int get_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
+/* One member's copy of an ACL, for the vote (acl_get). */
+struct acl_copy {
+	const char *name;
+	char *value;     /* malloc'd; NULL: none */
+	size_t len;
+	struct timespec ctime; /* of the object that holds it */
+};
+
+/* getxattr(2) of name on o into a buffer of its own (*value, NULL for
+ * none), growing it as the value grows meanwhile. */
+static int get_object(const struct member_object *o, const char *name, char **value,
+                      size_t *len)
+{
+	for (;;) {
+		ssize_t want = MIO_CALL(getxattr(o->path, name, NULL, 0));
+		if (want < 0)
+			return errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
+		char *grown = realloc(*value, (size_t)want + 1);
+		if (!grown)
+			return -ENOMEM;
+		*value = grown;
+		ssize_t got = MIO_CALL(getxattr(o->path, name, *value, (size_t)want));
+		if (got >= 0) {
+			*len = (size_t)got;
+			return 0;
+		}
+		if (errno != ERANGE) /* ERANGE: the value grew meanwhile */
+			return -errno;
+	}
+}
+
+static int acl_member(int member, int dirfd, const char *leaf, void *arg)
+{
+	struct acl_copy *c = arg;
+	struct member_object o;
+	struct stat st;
+	char *value = NULL;
+	size_t len = 0;
+
+	(void)member;
+	int rc = object_open(dirfd, leaf, &o);
+	if (rc < 0)
+		return rc;
+	rc = MIO_CALL(fstat(o.fd, &st)) < 0 ? -errno : get_object(&o, c->name, &value, &len);
+	object_close(&o);
+	if (rc < 0 || !len) {
+		free(value);
+		value = NULL;
+	}
+	/* the copy is this call's own until the end (volume_on_member) */
+	c->value = value;
+	c->len = len;
+	c->ctime = st.st_ctim;
+	return rc;
+}
+
+static bool same_acl(const void *ctx, int a, int b)
+{
+	const struct acl_copy *c = ctx;
+	return c[a].len == c[b].len && (!c[a].len || !memcmp(c[a].value, c[b].value, c[a].len));
+}
+
+/* An ACL is a permission: the one most members that answer hold
+ * (votes.h), not the first member's.  The kernel caches it per inode,
+ * and asks only on volumes where one was ever set (the marker). */
+static int acl_get(volume *v, const char *path, const char *name, void *value, size_t size)
+{
+	struct acl_copy c[64] = { 0 };
+	void *args[64];
+	struct timespec ctimes[64];
+	int err;
+
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		c[mb].name = name;
+		args[mb] = &c[mb];
+	}
+	uint64_t got = mirror_gather(v, path, acl_member, args, volume_n(v), &err, "getxattr");
+	for (int mb = 0; mb < volume_n(v); mb++)
+		ctimes[mb] = c[mb].ctime;
+	int win = votes_winner(volume_n(v), got, ctimes, same_acl, c);
+	int rc = win < 0 ? err : !c[win].len ? -ENODATA : copy_out(c[win].value, c[win].len,
+	                                                            value, size);
+	for (int mb = 0; win >= 0 && mb < volume_n(v); mb++)
+		if (got >> mb & 1 && !same_acl(c, mb, win))
+			votes_wrong_copy(v, mb, path, c[mb].len ? "an ACL" : "no ACL",
+			                 c[win].len ? "a different one" : "none");
+	for (int mb = 0; mb < volume_n(v); mb++)
+		free(c[mb].value);
+	return rc == -EOPNOTSUPP ? -ENODATA : rc;
+}
+
 int xattrs_get(volume *v, const char *path, const char *name, void *value, size_t size)
 {
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -ENODATA : -EOPNOTSUPP;
 	if (marker_of(name) >= 0 && !marked(v, marker_of(name)))
 		return -ENODATA;
+	if (xattrs_is_acl(name))
+		return acl_get(v, where(v, path, name), name, value, size);
 	struct get_args x = { name, value, size };
-	int rc = mirror_query(v, path, get_member, &x, "getxattr");
+	int rc = mirror_query(v, where(v, path, name), get_member, &x, "getxattr");
 	/* A member that keeps no xattrs holds no ACL: an error here would
 	 * fail the kernel's permission checks. */
 	if (rc == -EOPNOTSUPP && xattrs_is_acl(name))
@@ -302,7 +404,7 @@ static int list_member(int member, int dirfd, const char *leaf, void *arg)
 int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t size)
 {
 	struct list_args l = { 0 };
-	int rc = mirror_query(v, path, list_member, &l, "listxattr");
+	int rc = mirror_query(v, volume_attrs_path(v, path), list_member, &l, "listxattr");
 	if (rc < 0) {
 		free(l.names);
 		return rc;
@@ -314,6 +416,10 @@ int xattrs_list(volume *v, const char *path, bool privileged, char *list, size_t
 			g_string_append_len(out, name, (gssize)strlen(name) + 1);
 	}
 	free(l.names);
+	/* the volume root's default ACL is the member roots' (where) */
+	if (volume_attrs_path(v, path) != path &&
+	    xattrs_get(v, path, XATTRS_ACL_DEFAULT, NULL, 0) > 0)
+		g_string_append_len(out, XATTRS_ACL_DEFAULT, sizeof(XATTRS_ACL_DEFAULT));
 	rc = copy_out(out->str, out->len, list, size);
 	g_string_free(out, TRUE);
 	return rc;

@@ -6,7 +6,9 @@
  * member (the chunk files of a regular file, the directory, symlink or
  * node): set and removed through mirror_apply() on every healthy member,
  * read and listed from the first member that has the object
- * (mirror_query()).  Which names are kept:
+ * (mirror_query()), but for the ACLs, which are the majority's (votes.h).
+ * The volume root's live on its stand-in, but its default ACL
+ * (volume_attrs_path).  Which names are kept:
  *   - user.*, except user.ecfs.*, which is ecfs's own (virtual, computed by
  *     the daemon, or a directory's user.ecfs.id: docs/FORMAT.md section 1;
  *     never set or listed through here);

@@ -23,6 +23,14 @@
 #include "volume_options.h"
 
 #define ECFS_META_DIR ".ecfs" /* per-member metadata folder, never shown */
+/* A member root is the daemon's alone: this mode, owned by the user ecfs
+ * runs as (volume_roots.c).  The volume root's mode, owner, access ACL and
+ * xattrs are those of its stand-in, this directory of each member
+ * (docs/FORMAT.md section 1); its default ACL stays on the member root,
+ * where the member's filesystem applies it to what is made in it. */
+#define VOLUME_MEMBER_ROOT_MODE 0700
+#define VOLUME_STANDIN_NAME "root"
+#define VOLUME_ROOT_STANDIN ECFS_META_DIR "/" VOLUME_STANDIN_NAME
 
 typedef struct volume volume;
 
@@ -167,6 +175,16 @@ int volume_object_fd(volume *v, int idx, const char *path);
  * volume_parent_fd's walk and then the leaf elsewhere.  Returns the fd or
  * a negative errno (ELOOP for a symlink anywhere on the path). */
 int volume_open_beneath(volume *v, int idx, const char *path, int flags, mode_t mode);
+
+/* The path at which an attribute (mode, owner, access ACL, xattr) of path
+ * lives on the members: "/" VOLUME_ROOT_STANDIN for the volume root once
+ * the stand-ins are in use (volume_root_standin), else path itself. */
+const char *volume_attrs_path(volume *v, const char *path);
+/* True once the volume root's attributes live on the stand-ins: a member
+ * in service held one at open, or they were carried over since
+ * (rootattrs.h).  A volume made by an older build, opened read-only,
+ * keeps them on the member roots. */
+bool volume_root_standin(volume *v);
 
 /* Names reserved at a member root, never part of the volume: the metadata
  * folder (.ecfs) and lost+found, which mkfs leaves at a filesystem's root

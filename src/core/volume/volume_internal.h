@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "checksum.h"
 #include "chunk.h"
@@ -41,12 +42,24 @@ int *volume_xattr_marks(volume *v);
 int volume_mark(volume *v, const char *name, bool make, const char *what);
 /* The mark removed from every member in service: 0 or the first error. */
 int volume_unmark(volume *v, const char *name);
+/* The members already logged as holding a wrong copy (votes.h): a mask
+ * it reads and writes atomically, 0 at open. */
+uint64_t *volume_wrong_copies(volume *v);
 /* Whether the names may be unsettled (volume_settled.c): set at open. */
 bool *volume_unsettled_flag(volume *v);
 /* At open, once the locks are taken and before anything is written:
  * left_open if a member's lock showed an open that never closed.  Marks
  * the names unsettled on every member in service then (not read_only). */
 void volume_settle_open(volume *v, bool left_open, bool read_only);
+/* True if a member root with this stat is open to others than the daemon
+ * (not VOLUME_MEMBER_ROOT_MODE, or not owned by the user ecfs runs as). */
+bool volume_root_open_to_others(const struct stat *st);
+/* Member idx's root (rootfd) checked, and with fix made the daemon's
+ * alone; on the calling thread, a member worker.  *was: its stat before.
+ * 1 if it was open to others, 0 if not, or a negative errno. */
+int volume_member_root_guard(volume *v, int idx, int rootfd, bool fix, struct stat *was);
+/* The stand-ins are in use from now on (volume_root_standin). */
+void volume_set_root_standin(volume *v);
 /* Directory fd of member idx's namespace root (owned by the volume). */
 int volume_root_fd(const volume *v, int idx);
 /* Directory fd of member idx's .ecfs (owned by the volume). */

@@ -215,16 +215,19 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 	return 0;
 }
 
-/* A member tree local users can reach lets them past the mount's
- * permission checks, and lets them plant chunks (docs/SECURITY.md). */
+/* A member root is kept 0700 and the daemon's (rootattrs.h), which keeps
+ * local users out of the member tree; a directory above it that only root
+ * can search also hides the members' names and sizes, and guards a
+ * member an older build left open, or one mounted read-only, which no
+ * mount closes (docs/SECURITY.md). */
 static void warn_reachable(probe *const *slot, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (slot[i]->state != P_MISSING && !slot[i]->guarded)
-			ecfs_log(LOG_WARNING, "member %d (%s) is within reach of local users: no "
-			         "directory above it is root's alone; keep the members in a "
-			         "directory of mode 0700 owned by root (docs/SECURITY.md)", i,
-			         slot[i]->path);
+			ecfs_log(LOG_NOTICE, "member %d (%s) is in a directory local users can "
+			         "search: ecfs keeps its root %04o, out of their reach; a "
+			         "directory above it of mode 0700 owned by root is still advised "
+			         "(docs/SECURITY.md)", i, slot[i]->path, VOLUME_MEMBER_ROOT_MODE);
 }
 
 int volume_open(const char *const *paths, int n, const volume_options *opts,
@@ -264,8 +267,10 @@ int volume_open(const char *const *paths, int n, const volume_options *opts,
 	if (rc == 0 && volume_failed_count(v))
 		ecfs_log(LOG_WARNING, "volume opened degraded: %d of %d members failed",
 		         volume_failed_count(v), n);
-	if (rc == 0)
+	if (rc == 0) {
+		vol_find_standin(v);
 		warn_reachable(slot, n);
+	}
 	for (int i = 0; i < n; i++)
 		vol_probe_free(&pr[i]);
 	g_free(pr);
@@ -360,6 +365,7 @@ size_cache *volume_sizes(volume *v) { return v->sizes; }
 fdpool *volume_fd_pool(volume *v) { return v->fds; }
 int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
 bool *volume_unsettled_flag(volume *v) { return &v->names_unsettled; }
+uint64_t *volume_wrong_copies(volume *v) { return &v->wrong_copies; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }
 int volume_meta_fd(const volume *v, int idx) { return v->mem[idx].metafd; }
 

@@ -94,6 +94,8 @@ struct volume {
 	uint64_t damaged_unlisted, lost_unlisted; /* reports past the bound */
 	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
 	bool names_unsettled;  /* volume_settled.c */
+	bool root_standin;     /* volume_roots.c (atomic) */
+	uint64_t wrong_copies; /* votes.c: members told of (atomic) */
 };
 
 _Static_assert(offsetof(struct volume, mops) == 0, "memberops.c finds mop_state at a volume");
@@ -136,6 +138,10 @@ int vol_set_defaults(volume *v, const superblock *sb, const volume_options *opts
                      char **message);
 int vol_create(probe *pr, int n, const volume_options *opts, superblock *sb,
                char **message);
+
+/* volume_roots.c: whether a member in service holds the volume root's
+ * stand-in (volume_root_standin), asked at open. */
+void vol_find_standin(volume *v);
 
 /* volume_lock.c: member idx locked through metafd; the locks of the open
  * (and the healing marks); the lock texts emptied at close. */

@@ -241,6 +241,12 @@ static int revive_lock(void *arg)
 		MIO_CALL(close(r->old_lockfd));
 	int rc = vol_lock_member(r->v, r->idx, r->p.metafd, &r->lockfd, 0, &r->msg);
 	r->heal_rc = rc == 0 ? mop_touchat(r->v, r->idx, r->p.metafd, HEAL_FILE, false) : 0;
+	/* a new directory is the daemon's alone before anything is rebuilt in it */
+	struct stat was;
+	if (rc == 0 && volume_member_root_guard(r->v, r->idx, r->p.rootfd, true, &was) > 0)
+		ecfs_log(LOG_NOTICE, "member %d (%s): its root made %04o and the daemon's "
+		         "(was %04o)", r->idx, r->v->mem[r->idx].path, VOLUME_MEMBER_ROOT_MODE,
+		         (unsigned)(was.st_mode & 07777));
 	return rc;
 }
 
