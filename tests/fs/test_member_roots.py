@@ -186,6 +186,27 @@ class MemberRootsTest(H.MountedCase):
         self.assertIn("not believed", v.output())
         self.assert_clean_unmount(v)
 
+    def test_listing_gives_no_attributes_one_member_alone_holds(self):
+        """A listing hands the kernel the names' attributes (readdirplus),
+        which its permission checks then use: a mode that one member holds
+        alone, whichever answers first, is not among them."""
+        v = self.volume(6)
+        mnt = self.mount(v, "k=4,m=2")
+        for i in range(8):
+            os.makedirs(os.path.join(mnt, "d", f"s{i}"), 0o700)
+        self.assert_clean_unmount(v)
+        for liar in range(6):
+            for i in range(8):
+                os.chmod(os.path.join(v.members[liar], "d", f"s{i}"), 0o777)
+            mnt = self.mount(v)
+            out = subprocess.run(["ls", "-ln", os.path.join(mnt, "d")], check=True,
+                                 capture_output=True, text=True).stdout  # readdirplus
+            modes = sorted(line.split()[0] for line in out.splitlines()[1:])
+            self.assertEqual(modes, ["drwx------"] * 8, f"member {liar} alone:\n{out}")
+            self.assert_clean_unmount(v)
+            for i in range(8):
+                os.chmod(os.path.join(v.members[liar], "d", f"s{i}"), 0o700)
+
     def test_majority_acl_wins(self):
         if not shutil.which("setfacl"):
             self.skipTest("setfacl is not installed")

@@ -513,9 +513,51 @@ static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 	return 0;
 }
 
+/* Whether two members' answers for a name agree on what the kernel checks
+ * permissions by. */
+static bool same_access(const struct stat *a, const struct stat *b)
+{
+	return a->st_mode == b->st_mode && a->st_uid == b->st_uid && a->st_gid == b->st_gid;
+}
+
 int nsops_stat_names(volume *v, const char *path, const struct listing_entry *entries,
                      guint count, struct stat *st, uint64_t *ident, bool *have)
 {
-	struct names_attrs ra = { v, entries, count, st, ident, have };
-	return mirror_query(v, path, stat_member, &ra, "readdir");
+	int n = volume_n(v), err = 0;
+	struct names_attrs ra[64];
+	void *args[64];
+	struct stat *sts = g_new(struct stat, (size_t)n * count);
+	uint64_t *idents = g_new(uint64_t, (size_t)n * count);
+	bool *haves = g_new0(bool, (size_t)n * count);
+
+	/* Two members, at once: a name's attributes are given only where
+	 * both agree on them.  So one member alone cannot make a name look
+	 * open to users its owner did not open it to; a name they disagree
+	 * on goes out without attributes, and the kernel's lookup of it then
+	 * settles them by majority (objects_stat_ident).  With one member
+	 * answering, its word is all there is. */
+	for (int i = 0; i < n; i++) {
+		size_t at = (size_t)i * count;
+		ra[i] = (struct names_attrs){ v, entries, count, sts + at, idents + at, haves + at };
+		args[i] = &ra[i];
+	}
+	uint64_t answered = mirror_gather(v, path, stat_member, args, 2, &err, "readdir");
+	memset(have, 0, count * sizeof(*have));
+	if (answered) {
+		int a = __builtin_ctzll(answered);
+		uint64_t rest = answered & (answered - 1);
+		const struct names_attrs *other = rest ? &ra[__builtin_ctzll(rest)] : NULL;
+		for (guint i = 0; i < count; i++) {
+			if (!ra[a].have[i] ||
+			    (other && !(other->have[i] && same_access(&ra[a].st[i], &other->st[i]))))
+				continue;
+			st[i] = ra[a].st[i];
+			ident[i] = ra[a].ident[i];
+			have[i] = true;
+		}
+	}
+	g_free(sts);
+	g_free(idents);
+	g_free(haves);
+	return answered ? 0 : err;
 }
