@@ -325,6 +325,25 @@ def _as_user(uid, gid):
     return fn
 
 
+def start_as(uid, gid, fn, *args):
+    """Forks a child that runs fn(*args) with the given ids (no
+    supplementary groups) and exits, 0 or 1 if fn raised; returns its
+    pid, for os.waitpid."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            fn(*args)
+        except BaseException:  # noqa: B036 - the child must exit
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    return pid
+
+
 def run_as(uid, gid, fn, *args):
     """Runs fn(*args) in a forked child with the given ids and returns its
     result (or re-raises its exception, as a RuntimeError with the child's

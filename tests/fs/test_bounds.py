@@ -87,17 +87,7 @@ class OpenFilesTest(H.MountedCase):
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
         done_r, done_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(HOLDER)
-                os.setuid(HOLDER)
-                hold_files(top, ready_w, go_r, done_w)
-                code = 0
-            finally:
-                os._exit(code)
+        pid = H.start_as(HOLDER, HOLDER, hold_files, top, ready_w, go_r, done_w)
         os.close(ready_w)
         os.close(go_r)
         os.close(done_w)

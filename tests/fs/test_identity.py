@@ -35,20 +35,8 @@ RACE_SECONDS = 4.0
 
 
 def as_user(uid, fn, *args):
-    """Forks a child that runs fn(*args) as uid (no groups) and exits;
-    returns its pid."""
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            fn(*args)
-        except BaseException:  # noqa: B036 - the child must exit
-            code = 1
-        os._exit(code)
-    return pid
+    """A child running fn(*args) as uid (H.start_as); its pid."""
+    return H.start_as(uid, uid, fn, *args)
 
 
 def swap_loop(a, b, stop):
