@@ -62,11 +62,21 @@ struct cli {
 
 enum { KEY_HELP, KEY_VERSION, KEY_RO };
 
+/* Options of fstab(5) that mount(8) or mount.fuse3(8) may hand on and
+ * that mean nothing to the daemon: dropped, as are "x-" options (systemd's
+ * x-systemd.*, cli_proc).  rw, dev, suid, exec and the atime options go
+ * on to libfuse, which knows them. */
+static const char *const fstab_only[] = {
+	"defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group",
+	"nofail", "_netdev", "comment=%s",
+};
+#define FSTAB_ONLY_COUNT (sizeof(fstab_only) / sizeof(fstab_only[0]))
+
 /* The fuse_opt spec of the option table, then ours; its templates are
  * g_malloc'd, spec_free() frees them. */
 static struct fuse_opt *spec_new(void)
 {
-	struct fuse_opt *spec = g_new0(struct fuse_opt, VOPT_COUNT + 5);
+	struct fuse_opt *spec = g_new0(struct fuse_opt, VOPT_COUNT + FSTAB_ONLY_COUNT + 5);
 	int i = 0;
 	for (int id = 0; id < VOPT_COUNT; id++) {
 		const volume_option *o = &volume_option_table[id];
@@ -80,6 +90,8 @@ static struct fuse_opt *spec_new(void)
 				     : offsetof(struct cli, text) + id * sizeof(char *),
 				flag };
 	}
+	for (size_t j = 0; j < FSTAB_ONLY_COUNT; j++)
+		spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup(fstab_only[j]), FUSE_OPT_KEY_DISCARD);
 	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("-h"), KEY_HELP);
 	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("--help"), KEY_HELP);
 	spec[i++] = (struct fuse_opt)FUSE_OPT_KEY(g_strdup("-V"), KEY_VERSION);
@@ -115,6 +127,8 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 			return c->members ? 0 : -1;
 		}
 		return 1;
+	case FUSE_OPT_KEY_OPT:
+		return strncmp(arg, "x-", 2) == 0 ? 0 : 1; /* fstab_only */
 	default:
 		return 1;
 	}
