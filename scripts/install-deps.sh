@@ -3,7 +3,9 @@
 # Installs every Debian package ecfs needs to build, test and benchmark.
 # This is the one list: .ci/run and the README's setup command both call it.
 # clang and its runtime (libclang-rt-<clang's version>-dev, 14 on Debian 12)
-# build the fuzzers (-fsanitize=fuzzer, scripts/fuzz.sh).
+# build the fuzzers (-fsanitize=fuzzer, scripts/fuzz.sh).  debhelper,
+# dpkg-dev and lintian build and check the Debian package (debian/,
+# tests/pkg; its build needs no root, so no fakeroot).
 set -eu
 
 PACKAGES="
@@ -16,6 +18,7 @@ PACKAGES="
   python3 mergerfs snapraid time
   gnuplot-nox
   clang libclang-rt-14-dev
+  debhelper dpkg-dev lintian
 "
 
 SUDO=""
