@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Builds ecfs and runs every test (the README's test command), in three
 # parts:
-#   1. build/: the unit, func, external and crash suites (with ECFS_SLOW=1
-#      also the slow ones), each fuzz harness once over its seeds among
-#      them.  Extra arguments go to this `meson test` (for example:
-#      --suite unit).
+#   1. build/: the unit, func, external, crash and pkg suites (with
+#      ECFS_SLOW=1 also the slow ones), each fuzz harness once over its
+#      seeds among them; pkg builds, installs and removes the Debian
+#      package (root).  Extra arguments go to this `meson test` (for
+#      example: --suite unit).
 #   2. every fuzzer of tests/fuzz/ for ECFS_FUZZ_SECONDS (default 10) from
 #      its seed corpus (scripts/fuzz.sh, build-fuzz/; needs clang).
 #   3. build-sanitize/ (-Dsanitize=true: ASan and UBSan, any report fatal):
