@@ -42,6 +42,7 @@ typedef enum volume_event {
 	VOLUME_EVENT_MEMBER_HEALED,  /* its rebuild is complete */
 	VOLUME_EVENT_CHECKSUM_ERROR, /* a bad strip was read */
 	VOLUME_EVENT_VOLUME_FULL,    /* writes get ENOSPC */
+	VOLUME_EVENT_SCRUB_DONE,     /* the online scrub ended a run */
 	VOLUME_EVENTS
 } volume_event;
 /* fn(arg, event, member index or -1, path in the volume or NULL, detail). */
@@ -254,6 +255,9 @@ char *volume_health_text(volume *v);
 void volume_set_event_hook(volume *v, volume_event_fn fn, void *arg);
 /* The event's name for programs: "member_failed", ... */
 const char *volume_event_name(volume_event e);
+/* Tells the event hook of an event met above the volume (the scrub's). */
+void volume_post_event(volume *v, volume_event e, int idx, const char *path,
+                       const char *detail);
 
 /* Counters shown in the health report. */
 void volume_count_decoded(volume *v, uint64_t stripes);
@@ -290,6 +294,12 @@ int volume_missed_record(volume *v, int idx, uint64_t seq);
  * members in service, and idx is stamped healed at seq or above every
  * record removed.  Returns the stamp. */
 uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
+/* The daemon's state file .ecfs/<name> (a text) written whole on every
+ * member in service (to name.tmp, synced, renamed over); returns on how
+ * many it was.  Read back: the text most members in service hold, or NULL
+ * if none holds one; g_malloc'd. */
+int volume_metafile_write(volume *v, const char *name, const char *text);
+char *volume_metafile_read(volume *v, const char *name);
 /* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
 void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
 /* Writes past a slow member: fn(arg, path, file id, members) is told

@@ -39,6 +39,10 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 	 * responsive */
 	[VOPT_HEAL_RATE] = { "heal_rate", "MB/s", VOPT_TYPE_NUMBER, "64", 0, 1000000, "no limit",
 		.help = "pace of the online rebuild of a member that returns or is replaced" },
+	/* a scrub reads every strip of the volume: slower than a rebuild */
+	[VOPT_SCRUB_RATE] = { "scrub_rate", "MB/s", VOPT_TYPE_NUMBER, "32", 0, 1000000,
+		"no limit", .help = "pace of the online scrub (ecfs scrub): file data read "
+		"per second" },
 	[VOPT_NOHEAL] = { "noheal", NULL, VOPT_TYPE_FLAG,
 		.help = "no online rebuild: such members stay failed until ecfs-fsck -y "
 		"rebuilds them" },
