@@ -247,7 +247,8 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                   not be read since mount, escaped; the first 32, of
  *                   4 KiB in all>
  *   lost_unlisted=<further such reports>
- *   heal=...  (the daemon's online heal, see heal.h) */
+ *   heal=...  (the daemon's online heal, see heal.h)
+ *   scrub=... (its online scrub, see scrub.h) */
 char *volume_health_text(volume *v);
 /* Tells fn(arg, ...) each volume_event, on the thread that met it and
  * with no lock of the volume held: fn returns at once (it queues, never
@@ -294,6 +295,15 @@ int volume_missed_record(volume *v, int idx, uint64_t seq);
  * members in service, and idx is stamped healed at seq or above every
  * record removed.  Returns the stamp. */
 uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
+/* .ecfs/<name> on member mb (the caller's thread, through
+ * volume_on_member): written whole to name.tmp, synced if sync, renamed
+ * over name (and the directory synced if sync); or read whole into *out
+ * (g_malloc'd, a NUL after its *len bytes): -EINVAL if not a regular
+ * file, -EFBIG if larger than max, else 0 or a negative errno. */
+int volume_metafile_put(volume *v, int mb, const char *name, const void *bytes, size_t len,
+                        bool sync);
+int volume_metafile_get(volume *v, int mb, const char *name, size_t max, uint8_t **out,
+                        size_t *len);
 /* The daemon's state file .ecfs/<name> (a text) written whole on every
  * member in service (to name.tmp, synced, renamed over); returns on how
  * many it was.  Read back: the text most members in service hold, or NULL

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small state files of the daemon kept in every member's .ecfs/ (the
- * online scrub's .ecfs/scrub): written whole to NAME.tmp, synced and
- * renamed over NAME, so a crash leaves the old copy or the new one; read
- * back from the members in service, the copy most of them hold winning.
+ * Files of the daemon's own in a member's .ecfs/ (saved listings, the
+ * online scrub's state): written whole to NAME.tmp and renamed over NAME,
+ * so a crash leaves the old copy or the new one, and read whole.  The
+ * scrub's, a text, is synced and kept on every member in service, and
+ * read back as the copy most of them hold.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,19 +19,21 @@
 #include "memberops.h"
 #include "volume_internal.h"
 
-/* A state file is at most this large: the reader refuses a larger one. */
+/* The daemon's state file is at most this large: the reader refuses a
+ * larger one. */
 #define METAFILE_MAX (64u << 20)
 
 struct metafile_run {
 	volume *v;
 	int mb;
 	const char *name;
-	const char *bytes; /* to write */
-	size_t len;
-	char *read; /* what was read (g_free) */
+	const void *bytes; /* to write */
+	size_t len, max;
+	bool sync;
+	uint8_t *read; /* what was read (g_free) */
 };
 
-static int write_run(void *arg)
+static int put_run(void *arg)
 {
 	struct metafile_run *r = arg;
 	int meta = volume_meta_fd(r->v, r->mb);
@@ -42,38 +45,28 @@ static int write_run(void *arg)
 	if (fd >= 0) {
 		ssize_t w = mop_pwrite(r->v, r->mb, fd, r->bytes, r->len, 0);
 		rc = w != (ssize_t)r->len ? (w < 0 ? (int)w : -EIO)
-		                          : mop_fsync(r->v, r->mb, fd, false);
+		     : r->sync ? mop_fsync(r->v, r->mb, fd, false) : 0;
 		MIO_CALL(close(fd));
 	}
 	if (rc == 0)
 		rc = mop_renameat2(r->v, r->mb, meta, tmp, meta, r->name, 0);
-	if (rc == 0)
+	if (rc == 0 && r->sync)
 		rc = mop_fsync(r->v, r->mb, meta, false);
 	g_free(tmp);
 	return rc;
 }
 
-int volume_metafile_write(volume *v, const char *name, const char *text)
+int volume_metafile_put(volume *v, int mb, const char *name, const void *bytes, size_t len,
+                        bool sync)
 {
-	int took = 0;
-
-	for (int mb = 0; mb < volume_n(v); mb++) {
-		if (!volume_member_ok(v, mb))
-			continue;
-		struct metafile_run r = { v, mb, name, text, strlen(text), NULL };
-		int rc = volume_on_member(v, mb, write_run, &r);
-		if (rc < 0)
-			ecfs_log(LOG_WARNING, "member %d: .ecfs/%s not written: %s", mb, name,
-			         g_strerror(-rc));
-		else
-			took++;
-	}
-	return took;
+	struct metafile_run r = { .v = v, .mb = mb, .name = name, .bytes = bytes, .len = len,
+	                          .sync = sync };
+	return volume_on_member(v, mb, put_run, &r);
 }
 
 /* Reads the file into a buffer of its own, handed over only once the
- * calls returned (volume_on_member). */
-static int read_run(void *arg)
+ * call returned (volume_on_member). */
+static int get_run(void *arg)
 {
 	struct metafile_run *r = arg;
 	int fd = mop_openat(r->v, r->mb, volume_meta_fd(r->v, r->mb), r->name,
@@ -81,10 +74,12 @@ static int read_run(void *arg)
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	char *buf = NULL;
+	uint8_t *buf = NULL;
 	int rc = MIO_CALL(fstat(fd, &st)) < 0 ? -errno : 0;
-	if (rc == 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > METAFILE_MAX))
+	if (rc == 0 && !S_ISREG(st.st_mode))
 		rc = -EINVAL;
+	else if (rc == 0 && (uint64_t)st.st_size > r->max)
+		rc = -EFBIG;
 	if (rc == 0) {
 		buf = g_malloc((size_t)st.st_size + 1);
 		ssize_t got = mop_pread(r->v, r->mb, fd, buf, (size_t)st.st_size, 0);
@@ -103,22 +98,52 @@ static int read_run(void *arg)
 	return 0;
 }
 
+int volume_metafile_get(volume *v, int mb, const char *name, size_t max, uint8_t **out,
+                        size_t *len)
+{
+	struct metafile_run r = { .v = v, .mb = mb, .name = name, .max = max };
+	int rc = volume_on_member(v, mb, get_run, &r);
+
+	*out = rc == 0 ? r.read : NULL;
+	*len = rc == 0 ? r.len : 0;
+	return rc;
+}
+
+int volume_metafile_write(volume *v, const char *name, const char *text)
+{
+	int took = 0;
+
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (!volume_member_ok(v, mb))
+			continue;
+		int rc = volume_metafile_put(v, mb, name, text, strlen(text), true);
+		if (rc < 0)
+			ecfs_log(LOG_WARNING, "member %d: .ecfs/%s not written: %s", mb, name,
+			         g_strerror(-rc));
+		else
+			took++;
+	}
+	return took;
+}
+
 char *volume_metafile_read(volume *v, const char *name)
 {
 	char *copy[64] = { NULL };
 	int votes[64] = { 0 }, best = -1;
 
 	for (int mb = 0; mb < volume_n(v) && mb < 64; mb++) {
-		if (!volume_member_ok(v, mb))
+		uint8_t *text;
+		size_t len;
+		if (!volume_member_ok(v, mb) ||
+		    volume_metafile_get(v, mb, name, METAFILE_MAX, &text, &len) < 0)
 			continue;
-		struct metafile_run r = { v, mb, name, NULL, 0, NULL };
-		if (volume_on_member(v, mb, read_run, &r) < 0 || strlen(r.read) != r.len) {
-			g_free(r.read); /* absent, unreadable or not text: no vote */
+		if (strlen((char *)text) != len) { /* not text: no vote */
+			g_free(text);
 			continue;
 		}
-		copy[mb] = r.read;
+		copy[mb] = (char *)text;
 		for (int j = 0; j <= mb; j++)
-			if (copy[j] && !strcmp(copy[j], r.read)) {
+			if (copy[j] && !strcmp(copy[j], copy[mb])) {
 				votes[j]++;
 				if (best < 0 || votes[j] > votes[best])
 					best = j;
