@@ -56,8 +56,8 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 	[VOPT_EVENTS] = { "events", "PROGRAM", VOPT_TYPE_PATH,
 		.help = "runs PROGRAM (an absolute path, as root) with ECFS_EVENT, ECFS_MEMBER, "
 		"ECFS_PATH and ECFS_DETAIL in its environment when a member fails, is back "
-		"or healed, on a checksum error and when the volume is full (at most one a "
-		"minute of each kind and member)" },
+		"or healed, on a checksum error, when the volume is full and when a scrub "
+		"ends (at most one a minute of each kind and member)" },
 	[VOPT_METRICS] = { "metrics", "FILE", VOPT_TYPE_PATH,
 		.help = "writes the volume's state, counters and latencies to FILE (an "
 		"absolute path) in Prometheus text format every 5 seconds and at each "
