@@ -19,9 +19,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ecfs_harness as H  # noqa: E402
 
 FSCK = None
-EVENTS_SCRIPT = """#!/bin/sh
-env > "{out}/run.$$.tmp" && mv "{out}/run.$$.tmp" "{out}/run.$$"
-"""
 
 
 def ecfs(*args, user=None):
@@ -75,13 +72,9 @@ class ScrubTest(H.MountedCase):
 
     def test_finds_and_repairs_damage_on_two_members(self):
         v = self.volume(4)
-        out = os.path.join(v.base, "events")
-        os.mkdir(out)
-        prog = os.path.join(v.base, "on-event")
-        with open(prog, "w") as f:
-            f.write(EVENTS_SCRIPT.format(out=out))
-        os.chmod(prog, 0o755)
-        mnt = self.mount(v, f"k=2,m=2,events={prog}")
+        out, prog = H.events_program(v.base)
+        prom = os.path.join(v.base, "ecfs.prom")
+        mnt = self.mount(v, f"k=2,m=2,events={prog},metrics={prom}")
         data = self.files(mnt, [f"f{i}" for i in range(4)])
         self.assertEqual(scrub_status(mnt)["state"], "idle")
         self.assertIsNone(scrub_status(mnt)["last"])
@@ -110,6 +103,13 @@ class ScrubTest(H.MountedCase):
                             return True
             return False
         self.wait_for(event, 5, "no scrub_done event", v)
+
+        def scrubbed_metrics():
+            with open(prom, encoding="utf-8") as f:
+                text = f.read()
+            return text if "ecfs_scrub_last_errors{" in text else None
+        text = self.wait_for(scrubbed_metrics, 8, "the metrics do not carry the scrub", v)
+        self.assertRegex(text, r'ecfs_scrub_last_repaired\{mountpoint="[^"]*"\} [1-9]')
         # a second run finds the volume clean
         rc, _, err = ecfs("scrub", "start", "--deep", mnt)
         self.assertEqual(rc, 0, err)
