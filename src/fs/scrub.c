@@ -35,6 +35,9 @@ struct verified {
 
 struct scrub {
 	volume *v;
+	/* held while the state is written, so the copies land in order;
+	 * order: before lock */
+	pthread_mutex_t save_lock;
 	pthread_mutex_t lock; /* a leaf (the heal's lock may be held) */
 	enum scrub_state state;
 	/* the run: its start (us), what it was asked */
@@ -98,13 +101,19 @@ static char *state_text(scrub *s)
 	return g_string_free(t, FALSE);
 }
 
+/* Writes the state on the members (s->lock not held: the health report
+ * does not wait for the members). */
 static void save(scrub *s)
 {
+	pthread_mutex_lock(&s->save_lock);
+	pthread_mutex_lock(&s->lock);
 	char *text = state_text(s);
+	s->saved_us = g_get_monotonic_time();
+	pthread_mutex_unlock(&s->lock);
 	if (volume_metafile_write(s->v, SCRUB_STATE_FILE, text) == 0)
 		ecfs_log(LOG_WARNING, "scrub: its state could not be saved on any member");
 	g_free(text);
-	s->saved_us = g_get_monotonic_time();
+	pthread_mutex_unlock(&s->save_lock);
 }
 
 /* One "file=<id> <at> <path>" value: a bad one is left out. */
@@ -176,6 +185,7 @@ scrub *scrub_new(volume *v)
 
 	s->v = v;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->save_lock, NULL);
 	s->verified = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_verified);
 	load(s);
 	return s;
@@ -189,6 +199,7 @@ void scrub_free(scrub *s)
 		save(s);
 	g_hash_table_destroy(s->verified);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->save_lock);
 	g_free(s);
 }
 
@@ -243,11 +254,11 @@ int scrub_control(scrub *s, const char *cmd)
 		rc = s->state == SCRUB_PAUSED ? 0 : -EALREADY;
 		s->state = rc == 0 ? SCRUB_RUNNING : s->state;
 	}
+	pthread_mutex_unlock(&s->lock);
 	if (rc == 0) {
 		ecfs_log(LOG_INFO, "scrub: %s", cmd);
 		save(s);
 	}
-	pthread_mutex_unlock(&s->lock);
 	g_strfreev(words);
 	return rc;
 }
@@ -351,9 +362,10 @@ void scrub_file_done(scrub *s, const fsck *f, const uint8_t *id, const char *pat
 		w->path = g_strdup(path);
 		g_hash_table_replace(s->verified, hex_id(id), w);
 	}
-	if (g_get_monotonic_time() - s->saved_us >= SAVE_EVERY_US)
-		save(s);
+	bool due = g_get_monotonic_time() - s->saved_us >= SAVE_EVERY_US;
 	pthread_mutex_unlock(&s->lock);
+	if (due)
+		save(s);
 }
 
 /* Forgets the files a whole run did not meet: gone (s->lock held). */
@@ -397,8 +409,8 @@ void scrub_pass_end(scrub *s, const fsck *f, int rc)
 		                         (unsigned long long)s->found, (unsigned long long)s->repaired,
 		                         (unsigned long long)s->unrepaired);
 	}
-	save(s);
 	pthread_mutex_unlock(&s->lock);
+	save(s);
 	if (detail) {
 		ecfs_log(s->last_unrepaired ? LOG_WARNING : LOG_INFO, "scrub: done, %s", detail);
 		volume_post_event(s->v, VOLUME_EVENT_SCRUB_DONE, -1, NULL, detail);
