@@ -92,6 +92,7 @@ struct heal {
 	bool found;
 	bool scrubbing;    /* the heal thread's: the pass is the scrub's */
 	bool skipped;      /* the scrub left the file in hand unread */
+	bool halted;       /* the scrub's pace hook stopped the pass */
 };
 
 struct catchup {
@@ -185,7 +186,8 @@ static bool skip_file(fsck *f, const char *path, void *token)
 	heal *h = f->hooks->arg;
 
 	(void)path;
-	h->skipped = h->scrubbing && scrub_skip(h->scrub, token ? ecfile_file_id(token) : NULL);
+	h->skipped = h->scrubbing &&
+	             (h->halted || scrub_skip(h->scrub, token ? ecfile_file_id(token) : NULL));
 	return h->skipped;
 }
 
@@ -193,7 +195,7 @@ static void file_end(fsck *f, const char *path, void *token)
 {
 	heal *h = f->hooks->arg;
 
-	if (h->scrubbing && !h->skipped)
+	if (h->scrubbing && !h->skipped && !h->halted) /* a file cut short is not verified */
 		scrub_file_done(h->scrub, f, token ? ecfile_file_id(token) : NULL, path);
 	h->skipped = false;
 	if (token)
@@ -219,8 +221,8 @@ static bool pace(fsck *f, uint64_t bytes)
 	stop = h->stop;
 	pthread_mutex_unlock(&h->lock);
 	/* a scrub gives way to a pause and to a member to rebuild */
-	if (h->scrubbing && (!scrub_wanted(h->scrub) || volume_healing_mask(f->v)))
-		stop = true;
+	if (h->scrubbing && (stop || !scrub_wanted(h->scrub) || volume_healing_mask(f->v)))
+		stop = h->halted = true;
 	return !stop;
 }
 
@@ -610,6 +612,7 @@ static void scrub_pass(heal *h)
 	pass_init(h, &f, &hooks, 0);
 	f.o.deep = scrub_deep(h->scrub);
 	h->scrubbing = true;
+	h->halted = false;
 	pass_start(h, &f, false, h->scrub_rate);
 	scrub_pass_begin(h->scrub, &f);
 	int rc = fsck_tree(&f);

@@ -400,7 +400,15 @@ void scrub_pass_end(scrub *s, const fsck *f, int rc)
 	pthread_mutex_lock(&s->lock);
 	take_counts(s, f);
 	s->in_pass = false;
-	if (rc == 0 && s->state == SCRUB_RUNNING) {
+	/* -ECANCELED: stopped (a pause, a member to rebuild, an unmount), a
+	 * later pass goes on; another error ends the run, as one problem left
+	 * (else every pass would meet it again) */
+	if (rc != -ECANCELED && s->state == SCRUB_RUNNING) {
+		if (rc < 0) {
+			ecfs_log(LOG_WARNING, "scrub: the run ends early: %s", g_strerror(-rc));
+			s->found++;
+			s->unrepaired++;
+		}
 		end_run(s);
 		detail = g_strdup_printf("%s: %llu files, %llu bytes checked, %llu errors found, "
 		                         "%llu repaired, %llu not repaired",

@@ -52,7 +52,8 @@ void scrub_pass_begin(scrub *s, const fsck *f);
 bool scrub_skip(scrub *s, const uint8_t *id);
 /* The file was checked (id NULL: not known; path for the record). */
 void scrub_file_done(scrub *s, const fsck *f, const uint8_t *id, const char *path);
-/* The pass ended with rc (fsck_tree's): 0 ends the run. */
+/* The pass ended with rc (fsck_tree's): any but -ECANCELED (stopped by
+ * the pace hook) ends the run. */
 void scrub_pass_end(scrub *s, const fsck *f, int rc);
 
 /* Its lines of the health report, g_malloc'd. */
