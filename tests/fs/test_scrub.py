@@ -182,6 +182,13 @@ class ScrubTest(H.MountedCase):
         self.assertEqual(ecfs("scrub", "start", "--percent=50", mnt)[0], 0)
         self.wait_for(lambda: all(verified(v)[p] > now[p] for p in old), 30,
                       "the next partial scrub did not take the older files", v)
+        self.wait_for(lambda: scrub_status(mnt)["state"] == "idle", 10, "it did not end", v)
+        # every file was verified within the day: --older-than=1 reads none
+        self.assertEqual(ecfs("scrub", "start", "--older-than=1", mnt)[0], 0)
+        st = self.wait_for(lambda: scrub_status(mnt)["state"] == "idle" and
+                           scrub_status(mnt)["last_files"] == 0 and scrub_status(mnt),
+                           10, "--older-than=1 did not leave every file alone", v)
+        self.assertEqual(st["result"], "clean", st)
         self.assert_clean_unmount(v)
 
     def test_only_root_controls_the_scrub(self):
