@@ -2,8 +2,9 @@
 /*
  * ecfs: the FUSE daemon.  `ecfs [options] MEMBER:MEMBER:... MOUNTPOINT`
  * mounts the erasure-coded volume made of the member directories;
- * `ecfs status ...` shows mounted volumes instead (status.h: one volume
- * cannot be named "status", as it has at least two members).
+ * `ecfs status ...` shows mounted volumes instead and `ecfs scrub ...`
+ * controls their online scrub (status.h: one volume cannot be named
+ * "status" or "scrub", as it has at least two members).
  *
  * Everything that can be wrong with the command line or the volume is
  * found before the mount and reported as one line on stderr with exit
@@ -137,11 +138,13 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 static void usage(const char *prog)
 {
 	printf("usage: %s [options] MEMBER:MEMBER:...:MEMBER MOUNTPOINT\n"
-	       "       %s status [--json] [MOUNTPOINT]\n\n"
+	       "       %s status [--json] [MOUNTPOINT]\n"
+	       "       %s scrub start|pause|resume|status [options] MOUNTPOINT\n\n"
 	       "Mounts an erasure-coded volume made of k+m member directories.\n"
 	       "The first mount of empty directories creates the volume.  ecfs status\n"
-	       "shows the state of mounted volumes (ecfs status --help).\n\n"
-	       "ecfs options:\n", prog, prog);
+	       "shows the state of mounted volumes (ecfs status --help); ecfs scrub\n"
+	       "checks and repairs every strip of one while mounted (ecfs scrub --help).\n\n"
+	       "ecfs options:\n", prog, prog, prog);
 	volume_options_usage(stdout);
 	printf("    -h, --help             this help, then libfuse's\n"
 	       "    -V, --version          versions of ecfs and libfuse\n\n"
@@ -551,11 +554,18 @@ static bool mount_volume(struct daemon_state *d)
 	}
 	ecfs_log(LOG_INFO, "mounted %s on %s (k=%d m=%d)", d->cli.members, d->opts.mountpoint,
 	         volume_k(d->state.vol), volume_m(d->state.vol));
-	if (!d->vopts.run.read_only && !d->val[VOPT_NOHEAL].number &&
-	    !(d->healer = heal_start(d->state.vol,
-	                             (uint64_t)d->val[VOPT_HEAL_RATE].number * 1000000)))
-		ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not "
-		         "rebuilt while mounted");
+	if (!d->vopts.run.read_only && !d->val[VOPT_NOHEAL].number) {
+		scrub *s = scrub_new(d->state.vol);
+		d->healer = heal_start(d->state.vol, (uint64_t)d->val[VOPT_HEAL_RATE].number * 1000000,
+		                       (uint64_t)d->val[VOPT_SCRUB_RATE].number * 1000000, s);
+		if (!d->healer) {
+			scrub_free(s);
+			ecfs_log(LOG_WARNING, "cannot start the online heal: failed members are not "
+			         "rebuilt while mounted, and there is no scrub");
+		} else {
+			__atomic_store_n(&d->state.scrub, s, __ATOMIC_RELEASE);
+		}
+	}
 	start_watchers(d);
 	return true;
 }
@@ -576,6 +586,8 @@ static int serve(struct daemon_state *d)
 	metrics_stop(d->metrics); /* before the heal: it reads the heal's lines */
 	heal_stop(d->healer); /* its open files are its own to release */
 	d->healer = NULL;
+	scrub_free(d->state.scrub); /* saved: a run goes on at the next mount */
+	d->state.scrub = NULL;
 	/* a mount meanwhile waits for the locks; after the heal, which would
 	 * take the lock texts for changes a failed member missed */
 	volume_mark_closing(d->state.vol);
@@ -592,6 +604,8 @@ static void release(struct daemon_state *d)
 {
 	metrics_stop(d->metrics);
 	heal_stop(d->healer);
+	scrub_free(d->state.scrub);
+	d->state.scrub = NULL;
 	fs_nodes_notify_stop();
 	if (d->mounted)
 		fuse_session_unmount(d->se);
@@ -616,6 +630,8 @@ int main(int argc, char *argv[])
 
 	if (argc >= 2 && strcmp(argv[1], "status") == 0)
 		return status_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "scrub") == 0)
+		return scrub_main(argc - 1, argv + 1);
 	/* Objects are created on members with exactly the mode asked for: the
 	 * caller's umask is already applied (by the kernel, or with ACLs by
 	 * xattrs_create_mode), or a default ACL on the member replaces it. */

@@ -3,8 +3,8 @@
  * -o events=PROGRAM: the volume's events (volume_event, volume.h) run a
  * program, as the daemon's user (root), not through a shell, with
  *   ECFS_EVENT        member_failed (also at mount, for a member failed
- *                     then), member_back, member_healed, checksum_error
- *                     or volume_full
+ *                     then), member_back, member_healed, checksum_error,
+ *                     volume_full or scrub_done (a scrub run ended)
  *   ECFS_MEMBER       the member's index, empty for the volume's events
  *   ECFS_MEMBER_DIR   the member's directory, empty likewise
  *   ECFS_PATH         the file in the volume (checksum_error), else empty

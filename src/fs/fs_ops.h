@@ -27,6 +27,7 @@
 #include "ecfile.h"
 #include "nsops.h"
 #include "objects.h"
+#include "scrub.h"
 #include "volume.h"
 
 /* How long the kernel may keep what the daemon answers, in seconds. */
@@ -47,6 +48,7 @@ struct ecfs_fs {
 	bool kernel_cache; /* -o kernel_cache: keep the page cache at open */
 	bool auto_cache;   /* -o auto_cache: keep it while size and mtime stand */
 	bool direct_io;    /* -o direct_io: every open bypasses the page cache */
+	scrub *scrub;      /* the online scrub (user.ecfs.scrub); NULL: none */
 };
 
 /* The operations table the daemon mounts with, and the state they use

@@ -7,7 +7,8 @@
  * user.ecfs.health on the root are computed when read by name; they are
  * not listed, so copying tools (rsync -X, cp -a) neither copy nor remove
  * them.  The health report names the files met damaged or lost to root
- * and the user who mounted only.  The whole user.ecfs. namespace is
+ * and the user who mounted only.  user.ecfs.scrub set on the root, by
+ * root only, controls the online scrub (scrub.h).  The whole user.ecfs. namespace is
  * ecfs's: setting or removing a name there is accepted and changes
  * nothing (a copy of a file that carries one, made elsewhere, must not
  * fail), reading an unknown one finds nothing.
@@ -26,6 +27,7 @@
 
 #define XATTR_LAYOUT XATTRS_ECFS_PREFIX "layout"
 #define XATTR_HEALTH XATTRS_ECFS_PREFIX "health"
+#define XATTR_SCRUB XATTRS_ECFS_PREFIX "scrub"
 
 static bool ecfs_name(const char *name)
 {
@@ -47,9 +49,26 @@ static int acl_kill_sgid(fuse_req_t req, const char *path)
 	return fs_chmod_path(path, st.st_mode & 07777 & ~S_ISGID);
 }
 
+/* A command for the online scrub: root's alone (docs/SECURITY.md). */
+static int scrub_command(fuse_req_t req, const char *value, size_t size)
+{
+	scrub *s = __atomic_load_n(&fs_state()->scrub, __ATOMIC_ACQUIRE);
+
+	if (fuse_req_ctx(req)->uid != 0)
+		return -EPERM;
+	if (!s)
+		return -ENOTSUP; /* read-only, or -o noheal */
+	char *cmd = g_strndup(value, size);
+	int rc = scrub_control(s, g_strstrip(cmd));
+	g_free(cmd);
+	return rc;
+}
+
 static int set_value(fuse_req_t req, const char *path, const char *name, const char *value,
                      size_t size, int flags)
 {
+	if (strcmp(name, XATTR_SCRUB) == 0 && strcmp(path, "/") == 0)
+		return scrub_command(req, value, size);
 	if (ecfs_name(name))
 		return 0;
 	int rc = xattrs_set(fs_volume(), path, name, value, size, flags);

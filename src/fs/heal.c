@@ -43,6 +43,7 @@
 #include "fs_nodes.h"
 #include "fsck.h"
 #include "repair.h"
+#include "scrub.h"
 #include "stripe.h"
 #include "log.h"
 #include "volume.h"
@@ -63,7 +64,9 @@
 
 struct heal {
 	volume *v;
-	uint64_t rate;
+	uint64_t rate;       /* the pass's: the heal's or the scrub's */
+	uint64_t heal_rate, scrub_rate;
+	scrub *scrub;        /* NULL: none */
 	pthread_t thread;
 	/* guards what is marked under lock; order: after an ecfile's lock,
 	 * before the volume's files_lock */
@@ -87,6 +90,9 @@ struct heal {
 	uint64_t sweep;    /* members to verify the volume for: a file was not found */
 	const uint8_t *want_id; /* the heal thread's: the file catch_up_file expects */
 	bool found;
+	bool scrubbing;    /* the heal thread's: the pass is the scrub's */
+	bool skipped;      /* the scrub left the file in hand unread */
+	bool halted;       /* the scrub's pace hook stopped the pass */
 };
 
 struct catchup {
@@ -174,10 +180,24 @@ static void *file_begin(fsck *f, const char *path)
 	return ef;
 }
 
+/* The scrub leaves a file unread if it is not due (scrub_skip). */
+static bool skip_file(fsck *f, const char *path, void *token)
+{
+	heal *h = f->hooks->arg;
+
+	(void)path;
+	h->skipped = h->scrubbing &&
+	             (h->halted || scrub_skip(h->scrub, token ? ecfile_file_id(token) : NULL));
+	return h->skipped;
+}
+
 static void file_end(fsck *f, const char *path, void *token)
 {
 	heal *h = f->hooks->arg;
 
+	if (h->scrubbing && !h->skipped && !h->halted) /* a file cut short is not verified */
+		scrub_file_done(h->scrub, f, token ? ecfile_file_id(token) : NULL, path);
+	h->skipped = false;
 	if (token)
 		ecfile_heal_end(token, path, f->heal_mask);
 	pthread_mutex_lock(&h->lock);
@@ -200,6 +220,9 @@ static bool pace(fsck *f, uint64_t bytes)
 	pay_debt(h, h->file_locked ? PACE_BURST : 0);
 	stop = h->stop;
 	pthread_mutex_unlock(&h->lock);
+	/* a scrub gives way to a pause and to a member to rebuild */
+	if (h->scrubbing && (stop || !scrub_wanted(h->scrub) || volume_healing_mask(f->v)))
+		stop = h->halted = true;
 	return !stop;
 }
 
@@ -247,6 +270,11 @@ static char *health_lines(void *arg)
 	g_string_append_printf(s, "\nheals_completed=%llu\nheal_catchup=%u\n",
 	                       (unsigned long long)h->completed, g_hash_table_size(h->catchup));
 	pthread_mutex_unlock(&h->lock);
+	if (h->scrub) {
+		char *lines = scrub_health_lines(h->scrub);
+		g_string_append(s, lines);
+		g_free(lines);
+	}
 	return g_string_free(s, FALSE);
 }
 
@@ -263,30 +291,48 @@ static gboolean id_equal(gconstpointer a, gconstpointer b)
 	return memcmp(a, b, 16) == 0;
 }
 
+/* A run of fsck's repair on the mounted volume, rebuilding members (none
+ * for a scrub), through the hooks above: f and hooks are the caller's. */
+static void pass_init(heal *h, fsck *f, fsck_hooks *hooks, uint64_t members)
+{
+	volume *v = h->v;
+
+	*hooks = (fsck_hooks){ .file_begin = file_begin, .file_end = file_end,
+	                       .skip = skip_file, .pace = pace, .arg = h };
+	*f = (fsck){ .v = v, .o = { .repair = true, .quiet = true }, .sink = &log_sink,
+	             .hooks = hooks, .heal_mask = members, .k = volume_k(v), .m = volume_m(v),
+	             .n = volume_n(v), .links = g_hash_table_new_full(id_hash, id_equal, g_free,
+	                                                               g_free),
+	             .start_us = g_get_monotonic_time() };
+	f->walk_mask = ~volume_failed_mask(v) & (f->n == 64 ? ~0ull : (1ull << f->n) - 1);
+}
+
+/* Counts the pass's totals and starts its pace and progress. */
+static void pass_start(heal *h, fsck *f, bool quick, uint64_t rate)
+{
+	fsck_count_totals(f);
+	pthread_mutex_lock(&h->lock);
+	h->running = !h->scrubbing;
+	h->quick = quick;
+	h->start_us = f->start_us;
+	snapshot(h, f);
+	h->rate = rate;
+	h->paced_since_us = f->start_us;
+	h->paced_bytes = 0;
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* One pass of fsck's repair over the mounted volume.  Returns 0 if it ran
  * to the end with no repair left failed (*repaired: it changed something). */
 static int run_pass(heal *h, uint64_t members, bool quick, bool *repaired)
 {
-	static const fsck_hooks hooks_template = { file_begin, file_end, pace, NULL };
 	volume *v = h->v;
-	fsck_hooks hooks = hooks_template;
-	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .sink = &log_sink,
-	           .hooks = &hooks, .heal_mask = members, .quick = quick, .k = volume_k(v),
-	           .m = volume_m(v), .n = volume_n(v),
-	           .links = g_hash_table_new_full(id_hash, id_equal, g_free, g_free),
-	           .start_us = g_get_monotonic_time() };
+	fsck_hooks hooks;
+	fsck f;
 
-	hooks.arg = h;
-	f.walk_mask = ~volume_failed_mask(v) & (f.n == 64 ? ~0ull : (1ull << f.n) - 1);
-	fsck_count_totals(&f);
-	pthread_mutex_lock(&h->lock);
-	h->running = true;
-	h->quick = quick;
-	h->start_us = f.start_us;
-	snapshot(h, &f);
-	h->paced_since_us = f.start_us;
-	h->paced_bytes = 0;
-	pthread_mutex_unlock(&h->lock);
+	pass_init(h, &f, &hooks, members);
+	f.quick = quick;
+	pass_start(h, &f, quick, h->heal_rate);
 
 	int rc = fsck_tree(&f);
 
@@ -414,19 +460,13 @@ static uint64_t regular_on(volume *v, const char *path)
  * name; -1: the repair did not finish. */
 static int catch_up_file(heal *h, const char *path, const struct catchup *c)
 {
-	static const fsck_hooks hooks_template = { file_begin, file_end, pace, NULL };
 	volume *v = h->v;
-	int n = volume_n(v);
-	fsck_hooks hooks = hooks_template;
-	fsck f = { .v = v, .o = { .repair = true, .quiet = true }, .sink = &log_sink,
-	           .hooks = &hooks, .heal_mask = c->members, .k = volume_k(v),
-	           .m = volume_m(v), .n = n,
-	           .links = g_hash_table_new_full(id_hash, id_equal, g_free, g_free),
-	           .start_us = g_get_monotonic_time() };
+	fsck_hooks hooks;
+	fsck f;
 	uint64_t created;
 
-	hooks.arg = h;
-	f.walk_mask = ~volume_failed_mask(v) & (n == 64 ? ~0ull : (1ull << n) - 1);
+	pass_init(h, &f, &hooks, c->members);
+	h->rate = h->heal_rate;
 	h->want_id = c->id;
 	h->found = false;
 	int rc = repair_file(&f, path, regular_on(v, path), 0, &created);
@@ -558,6 +598,29 @@ static void record_catchups(heal *h)
 			         "the next mount rebuilds it", i);
 }
 
+/* ---- the scrub ---- */
+
+/* A pass of the scrub's run (scrub.h): every file not verified yet in the
+ * run and due, read whole and repaired as a rebuild would, at the scrub's
+ * rate; a pause, a member to rebuild or an unmount stops it, and a later
+ * pass goes on with the files left. */
+static void scrub_pass(heal *h)
+{
+	fsck_hooks hooks;
+	fsck f;
+
+	pass_init(h, &f, &hooks, 0);
+	f.o.deep = scrub_deep(h->scrub);
+	h->scrubbing = true;
+	h->halted = false;
+	pass_start(h, &f, false, h->scrub_rate);
+	scrub_pass_begin(h->scrub, &f);
+	int rc = fsck_tree(&f);
+	scrub_pass_end(h->scrub, &f, rc);
+	h->scrubbing = false;
+	g_hash_table_destroy(f.links);
+}
+
 static void *heal_main(void *arg)
 {
 	heal *h = arg;
@@ -590,6 +653,8 @@ static void *heal_main(void *arg)
 			}
 		} else if (!members && volume_usable(v)) {
 			catch_up(h);
+			if (h->scrub && scrub_wanted(h->scrub) && !stopping(h))
+				scrub_pass(h);
 		}
 		pthread_mutex_lock(&h->lock);
 	}
@@ -597,12 +662,14 @@ static void *heal_main(void *arg)
 	return NULL;
 }
 
-heal *heal_start(volume *v, uint64_t rate)
+heal *heal_start(volume *v, uint64_t rate, uint64_t scrub_rate, scrub *s)
 {
 	heal *h = g_new0(heal, 1);
 
 	h->v = v;
-	h->rate = rate;
+	h->rate = h->heal_rate = rate;
+	h->scrub_rate = scrub_rate;
+	h->scrub = s;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->wake, NULL);
 	h->catchup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

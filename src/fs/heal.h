@@ -14,7 +14,8 @@
  *                                  once it can be told)
  *   heals_completed=<members rebuilt since mount>
  *   heal_catchup=<files written past slow members, not caught up yet>
- * It also catches up the files that writes left slow members out of
+ * It also runs the online scrub (scrub.h), when no member is rebuilt, and
+ * catches up the files that writes left slow members out of
  * (-o write_quorum, volume_left_out): see heal.c.
  */
 #ifndef ECFS_HEAL_H
@@ -22,13 +23,16 @@
 
 #include <stdint.h>
 
+#include "scrub.h"
 #include "volume.h"
 
 typedef struct heal heal;
 
 /* Starts the heal thread; rate in bytes per second of file data rebuilt
- * (0: unlimited).  NULL if the thread cannot start. */
-heal *heal_start(volume *v, uint64_t rate);
+ * (0: unlimited).  It also runs the online scrub s (NULL: none) when one
+ * is asked, at scrub_rate likewise; s outlives the heal.  NULL if the
+ * thread cannot start. */
+heal *heal_start(volume *v, uint64_t rate, uint64_t scrub_rate, scrub *s);
 /* Stops it (an unfinished rebuild resumes at the next mount) and frees it. */
 void heal_stop(heal *h);
 

@@ -47,6 +47,24 @@ static const struct metric volume_metrics[] = {
 	  "bytes the running heal rebuilds in all", 0 },
 	{ "heal.eta_s", "ecfs_heal_eta_seconds", "gauge",
 	  "seconds the running heal still needs at its rate so far", 0 },
+	{ "scrub.files", "ecfs_scrub_files_done", "gauge",
+	  "files the scrub run in progress (running or paused) has checked", 0 },
+	{ "scrub.files_total", "ecfs_scrub_files_planned", "gauge",
+	  "files the scrub run in progress checks in all", 0 },
+	{ "scrub.bytes", "ecfs_scrub_bytes_done", "gauge",
+	  "bytes the scrub run in progress has checked", 0 },
+	{ "scrub.bytes_total", "ecfs_scrub_bytes_planned", "gauge",
+	  "bytes the scrub run in progress checks in all", 0 },
+	{ "scrub.errors", "ecfs_scrub_errors", "gauge",
+	  "problems the scrub run in progress has found", 0 },
+	{ "scrub.eta_s", "ecfs_scrub_eta_seconds", "gauge",
+	  "seconds the running scrub still needs at its rate so far", 0 },
+	{ "scrub.last", "ecfs_scrub_last_end_timestamp_seconds", "gauge",
+	  "when the last scrub run ended (unix time)", 0 },
+	{ "scrub.last_errors", "ecfs_scrub_last_errors", "gauge",
+	  "problems the last scrub run found", 0 },
+	{ "scrub.last_repaired", "ecfs_scrub_last_repaired", "gauge",
+	  "problems the last scrub run repaired", 0 },
 };
 
 static const struct metric member_metrics[] = {
@@ -127,6 +145,7 @@ char *metrics_text(const char *health, const char *mnt)
 	GHashTable *r = health_report_parse(health);
 	GString *out = g_string_new(NULL);
 	const char *heal = health_report_get(r, "heal");
+	const char *scrub = health_report_get(r, "scrub");
 	uint64_t n = 0;
 
 	header(out, "ecfs_volume_state", "gauge", "0 healthy, 1 degraded, 2 failed");
@@ -135,6 +154,9 @@ char *metrics_text(const char *health, const char *mnt)
 	header(out, "ecfs_heal_active", "gauge", "1 while the online heal rebuilds or verifies a member");
 	sample(out, "ecfs_heal_active", mnt);
 	value(out, heal && strcmp(heal, "idle") != 0);
+	header(out, "ecfs_scrub_state", "gauge", "0 idle, 1 running, 2 paused");
+	sample(out, "ecfs_scrub_state", mnt);
+	value(out, !scrub || !strcmp(scrub, "idle") ? 0 : !strcmp(scrub, "running") ? 1 : 2);
 	for (size_t m = 0; m < G_N_ELEMENTS(volume_metrics); m++) {
 		const struct metric *mt = &volume_metrics[m];
 		uint64_t x;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `ecfs status`: finding the ecfs mounts, reading their health reports
- * and showing them as text or JSON (status.h).
+ * and showing them as text or JSON (status.h); and `ecfs scrub`, which
+ * controls the online scrub through the root's user.ecfs.scrub and shows
+ * its lines of the same report.
  */
 #include "status.h"
 
@@ -10,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include <glib.h>
 
 #include "health_report.h"
 
 #define HEALTH_XATTR "user.ecfs.health"
+#define SCRUB_XATTR "user.ecfs.scrub"
 
 /* The mount points of the ecfs mounts, from /proc/self/mountinfo. */
 static GPtrArray *ecfs_mounts(void)
@@ -134,6 +138,31 @@ static void json_heal(GString *out, GHashTable *r)
 	g_string_append(out, "}");
 }
 
+/* The scrub's figures: "scrub": {"state": ..., "last": unix time or null,
+ * "result": ...}. */
+static void json_scrub(GString *out, GHashTable *r)
+{
+	static const char *const keys[] = { "deep", "files", "files_total", "bytes",
+	                                    "bytes_total", "errors", "repaired", "rate_bytes",
+	                                    "eta_s", "last_files", "last_errors", "last_repaired" };
+	uint64_t last;
+
+	g_string_append(out, ", \"scrub\": {\"state\": ");
+	json_string(out, health_report_get(r, "scrub") ? health_report_get(r, "scrub") : "off");
+	for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+		uint64_t x;
+		if (health_report_u64(r, &x, "scrub.%s", keys[i]))
+			g_string_append_printf(out, ", \"%s\": %llu", keys[i], (unsigned long long)x);
+	}
+	if (health_report_u64(r, &last, "scrub.last"))
+		g_string_append_printf(out, ", \"last\": %llu", (unsigned long long)last);
+	else
+		g_string_append(out, ", \"last\": null");
+	g_string_append(out, ", \"result\": ");
+	json_string(out, health_report_get(r, "scrub.last_result"));
+	g_string_append_c(out, '}');
+}
+
 static void json_volume(GString *out, const char *mnt, GHashTable *r)
 {
 	uint64_t k, m, n;
@@ -169,8 +198,8 @@ static void json_volume(GString *out, const char *mnt, GHashTable *r)
 	json_heal(out, r);
 	json_files(out, r, "damaged");
 	json_files(out, r, "lost");
-	/* no online scrub yet: none has run */
-	g_string_append(out, ", \"scrub\": {\"last\": null, \"result\": null}}");
+	json_scrub(out, r);
+	g_string_append_c(out, '}');
 }
 
 static void text_files(GString *out, GHashTable *r, const char *what, const char *title)
@@ -225,6 +254,55 @@ static void text_heal(GString *out, GHashTable *r)
 	g_free(t);
 }
 
+/* "scrub: ..." (a run) and "last scrub: ..." */
+static void text_scrub(GString *out, GHashTable *r)
+{
+	const char *state = health_report_get(r, "scrub");
+	uint64_t x[6] = { 0 }, last, eta, rate;
+
+	health_report_u64(r, &x[0], "scrub.files");
+	health_report_u64(r, &x[1], "scrub.files_total");
+	health_report_u64(r, &x[2], "scrub.bytes");
+	health_report_u64(r, &x[3], "scrub.bytes_total");
+	health_report_u64(r, &x[4], "scrub.errors");
+	health_report_u64(r, &x[5], "scrub.repaired");
+	g_string_append_printf(out, "scrub: %s", state ? state : "off (mounted read-only or with "
+	                       "noheal)");
+	if (state && strcmp(state, "idle") != 0) {
+		char *d = g_format_size(x[2]), *t = g_format_size(x[3]);
+		g_string_append_printf(out, "%s, %.0f%% (%llu of %llu files, %s of %s)",
+		                       health_report_u64(r, &last, "scrub.deep") && last ? " deep" : "",
+		                       x[3] ? 100.0 * (double)x[2] / (double)x[3] : 0.0,
+		                       (unsigned long long)x[0], (unsigned long long)x[1], d, t);
+		if (health_report_u64(r, &rate, "scrub.rate_bytes"))
+			g_string_append_printf(out, ", %.1f MB/s", (double)rate / 1e6);
+		if (health_report_u64(r, &eta, "scrub.eta_s"))
+			g_string_append_printf(out, ", about %llu:%02llu left",
+			                       (unsigned long long)eta / 60, (unsigned long long)eta % 60);
+		g_string_append_printf(out, ", %llu errors found, %llu repaired",
+		                       (unsigned long long)x[4], (unsigned long long)x[5]);
+		g_free(d);
+		g_free(t);
+	}
+	g_string_append_c(out, '\n');
+	if (!health_report_u64(r, &last, "scrub.last")) {
+		g_string_append(out, "last scrub: never run\n");
+		return;
+	}
+	char when[64];
+	time_t tt = (time_t)last;
+	struct tm tm;
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&tt, &tm));
+	health_report_u64(r, &x[0], "scrub.last_files");
+	health_report_u64(r, &x[4], "scrub.last_errors");
+	health_report_u64(r, &x[5], "scrub.last_repaired");
+	const char *result = health_report_get(r, "scrub.last_result");
+	g_string_append_printf(out, "last scrub: %s, %s (%llu files checked, %llu errors found, "
+	                       "%llu repaired)\n", when, result ? result : "?",
+	                       (unsigned long long)x[0], (unsigned long long)x[4],
+	                       (unsigned long long)x[5]);
+}
+
 static void text_volume(GString *out, const char *mnt, GHashTable *r)
 {
 	uint64_t k, m, n, failed;
@@ -257,7 +335,7 @@ static void text_volume(GString *out, const char *mnt, GHashTable *r)
 	text_heal(out, r);
 	text_files(out, r, "damaged", "files with bad strips read since mount");
 	text_files(out, r, "lost", "files with parts unreadable since mount");
-	g_string_append(out, "last scrub: never run\n");
+	text_scrub(out, r);
 }
 
 /* Shows the volume at mnt (a mount point of an ecfs mount) into out:
@@ -360,6 +438,137 @@ int status_main(int argc, char **argv)
 	fputs(out->str, stdout);
 	g_string_free(out, TRUE);
 	g_ptr_array_free(shown, TRUE);
+	g_ptr_array_free(mounts, TRUE);
+	return rc;
+}
+
+/* ---- ecfs scrub ---- */
+
+static void scrub_usage(FILE *f)
+{
+	fprintf(f, "usage: ecfs scrub start [--deep] [--percent=P] [--older-than=DAYS] MOUNTPOINT\n"
+	        "       ecfs scrub pause|resume MOUNTPOINT\n"
+	        "       ecfs scrub status [--json] MOUNTPOINT\n\n"
+	        "Controls the online scrub of a mounted ecfs volume (as root): it reads every\n"
+	        "strip of every file, checks its checksum and rewrites bad strips from the\n"
+	        "others, while the volume stays in use, at -o scrub_rate.  A run goes on\n"
+	        "after a remount, paused if it was.\n\n"
+	        "    --deep            also recompute the parity and compare it\n"
+	        "    --percent=P       only P%% of the files, the least recently verified\n"
+	        "    --older-than=DAYS only files not verified for DAYS days\n"
+	        "    --json            status: the scrub's part of ecfs status --json\n"
+	        "    -h, --help        this help\n\n"
+	        "Exit status: 0 done, 1 refused (why is said), 3 not an ecfs mount, 4 the\n"
+	        "report cannot be read, 5 a bad command line.\n");
+}
+
+/* A whole number from 1 (0 if zero) to most after prefix in o, or -1. */
+static long number_after(const char *o, const char *prefix, bool zero, long most)
+{
+	char *end;
+	long x = strtol(o + strlen(prefix), &end, 10);
+
+	return *end || end == o + strlen(prefix) || x < (zero ? 0 : 1) || x > most ? -1 : x;
+}
+
+/* The command for user.ecfs.scrub from the options, or NULL if bad. */
+static char *scrub_command(const char *verb, char **opts, int n, bool *json)
+{
+	GString *cmd = g_string_new(verb);
+	bool start = !strcmp(verb, "start"), ok = true;
+
+	for (int i = 0; ok && i < n; i++) {
+		const char *o = opts[i];
+		long x = -1;
+		if (start && !strcmp(o, "--deep"))
+			g_string_append(cmd, " deep");
+		else if (start && g_str_has_prefix(o, "--percent=") &&
+		         (x = number_after(o, "--percent=", false, 100)) >= 0)
+			g_string_append_printf(cmd, " percent=%ld", x);
+		else if (start && g_str_has_prefix(o, "--older-than=") &&
+		         (x = number_after(o, "--older-than=", true, 100000)) >= 0)
+			g_string_append_printf(cmd, " older=%ld", x);
+		else if (!strcmp(verb, "status") && !strcmp(o, "--json"))
+			*json = true;
+		else
+			ok = false;
+	}
+	return g_string_free(cmd, !ok);
+}
+
+static int scrub_show(const char *mnt, bool json)
+{
+	char *text = read_report(mnt);
+
+	if (!text) {
+		fprintf(stderr, "ecfs scrub: %s: cannot read the health report: %s\n", mnt,
+		        g_strerror(errno));
+		return STATUS_UNREADABLE;
+	}
+	GHashTable *r = health_report_parse(text);
+	GString *out = g_string_new(NULL);
+	if (json) {
+		json_scrub(out, r);
+		/* ", \"scrub\": {...}": the object alone */
+		g_string_erase(out, 0, strlen(", \"scrub\": "));
+		g_string_append_c(out, '\n');
+	} else {
+		text_scrub(out, r);
+	}
+	fputs(out->str, stdout);
+	g_string_free(out, TRUE);
+	g_hash_table_destroy(r);
+	g_free(text);
+	return 0;
+}
+
+static int scrub_send(const char *mnt, const char *cmd, const char *verb)
+{
+	if (setxattr(mnt, SCRUB_XATTR, cmd, strlen(cmd), 0) == 0)
+		return 0;
+	int e = errno;
+	const char *why = e == EPERM || e == EACCES ? "only root may control the scrub"
+	                  : e == EBUSY ? "a scrub is running or paused already (ecfs scrub status)"
+	                  : e == EALREADY ? (!strcmp(verb, "pause") ? "no scrub is running"
+	                                                            : "no scrub is paused")
+	                  : e == ENOTSUP ? "this mount has no scrub (read-only, or -o noheal)"
+	                                 : g_strerror(e);
+	fprintf(stderr, "ecfs scrub %s: %s: %s\n", verb, mnt, why);
+	return 1;
+}
+
+int scrub_main(int argc, char **argv)
+{
+	bool json = false;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			scrub_usage(stdout);
+			return 0;
+		}
+	const char *verb = argc >= 3 ? argv[1] : "";
+	if (strcmp(verb, "start") && strcmp(verb, "pause") && strcmp(verb, "resume") &&
+	    strcmp(verb, "status")) {
+		scrub_usage(stderr);
+		return STATUS_USAGE;
+	}
+	char *cmd = scrub_command(verb, argv + 2, argc - 3, &json);
+	if (!cmd) {
+		scrub_usage(stderr);
+		return STATUS_USAGE;
+	}
+	GPtrArray *mounts = ecfs_mounts();
+	char *mnt = find_mount(mounts, argv[argc - 1]);
+	int rc = STATUS_NOT_ECFS;
+	if (!mnt)
+		fprintf(stderr, "ecfs scrub: %s is not the mount point of an ecfs volume\n",
+		        argv[argc - 1]);
+	else if (!strcmp(verb, "status"))
+		rc = scrub_show(mnt, json);
+	else
+		rc = scrub_send(mnt, cmd, verb);
+	g_free(mnt);
+	g_free(cmd);
 	g_ptr_array_free(mounts, TRUE);
 	return rc;
 }

@@ -22,5 +22,9 @@ enum {
 
 /* The subcommand, argv[0] being "status". */
 int status_main(int argc, char **argv);
+/* `ecfs scrub start|pause|resume|status ... MOUNTPOINT` (usage: ecfs scrub
+ * --help), argv[0] being "scrub": sets the root's user.ecfs.scrub (root
+ * only, scrub.h) or shows the scrub's lines of the health report. */
+int scrub_main(int argc, char **argv);
 
 #endif

@@ -52,6 +52,9 @@ typedef struct fsck_hooks {
 	 * users of the file out until file_end (a token for it, or NULL). */
 	void *(*file_begin)(struct fsck *f, const char *path);
 	void (*file_end)(struct fsck *f, const char *path, void *token);
+	/* After file_begin: true leaves the file's chunks unread this run (a
+	 * partial scrub); NULL: every file is checked. */
+	bool (*skip)(struct fsck *f, const char *path, void *token);
 	/* After each run of stripes, with the file bytes it covered: paces the
 	 * run; false stops it (the daemon is unmounting). */
 	bool (*pace)(struct fsck *f, uint64_t bytes);

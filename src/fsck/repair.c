@@ -693,7 +693,8 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 		fc->c.fd[mb] = -1;
 	fsck_count(&f->files, 1);
 	void *token = f->hooks ? f->hooks->file_begin(f, path) : NULL;
-	int rc = open_file(fc, present);
+	bool skip = f->hooks && f->hooks->skip && f->hooks->skip(f, path, token);
+	int rc = skip ? 1 : open_file(fc, present);
 	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
 	fsck_close_all(f, fc->c.fd);
 	if (f->hooks)

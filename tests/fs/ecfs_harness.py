@@ -284,6 +284,19 @@ def layout(path):
     return parse_report(getxattr_text(path, "user.ecfs.layout"))
 
 
+def events_program(base):
+    """(directory, program): an -o events program, made in base, that
+    writes each run's environment to a file of its own in the directory."""
+    out = os.path.join(base, "events")
+    os.mkdir(out)
+    prog = os.path.join(base, "on-event")
+    with open(prog, "w") as f:
+        f.write('#!/bin/sh\nenv > "%s/run.$$.tmp" && mv "%s/run.$$.tmp" "%s/run.$$"\n'
+                % (out, out, out))
+    os.chmod(prog, 0o755)
+    return out, prog
+
+
 def health(mnt):
     return parse_report(getxattr_text(mnt, "user.ecfs.health"))
 

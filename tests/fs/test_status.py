@@ -23,10 +23,6 @@ SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*'
                     r' [-+]?([0-9.eE+-]+|NaN|Inf)$')
 COMMENT = re.compile(r'^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$')
 
-EVENTS_SCRIPT = """#!/bin/sh
-env > "{out}/run.$$.tmp" && mv "{out}/run.$$.tmp" "{out}/run.$$"
-"""
-
 
 def status(*args, user=None):
     """(exit status, stdout, stderr) of `ecfs status ARGS`."""
@@ -64,13 +60,7 @@ class StatusTest(H.MountedCase):
     def events_dir(self, v):
         """A directory and an events program that writes each run's
         environment into it."""
-        out = os.path.join(v.base, "events")
-        os.mkdir(out)
-        prog = os.path.join(v.base, "on-event")
-        with open(prog, "w") as f:
-            f.write(EVENTS_SCRIPT.format(out=out))
-        os.chmod(prog, 0o755)
-        return out, prog
+        return H.events_program(v.base)
 
     def runs(self, out):
         got = []

@@ -2,17 +2,12 @@
 #include "saved_listings.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <glib.h>
 
 #include "checksum.h"
 #include "log.h"
-#include "memberio.h"
-#include "memberops.h"
 #include "volume_internal.h"
 
 #define MAGIC "ECFSLST1"
@@ -323,31 +318,6 @@ void saved_listings_free(saved_listings *s)
 
 /* ---- on the members ---- */
 
-struct member_run {
-	volume *v;
-	int mb;
-	const uint8_t *bytes; /* to write */
-	size_t len;
-	uint8_t *read;        /* what was read (g_free) */
-};
-
-static int write_member(void *arg)
-{
-	struct member_run *r = arg;
-	int meta = volume_meta_fd(r->v, r->mb);
-	int fd = mop_openat(r->v, r->mb, meta, SAVED_LISTINGS_FILE ".tmp",
-	                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return fd;
-	ssize_t w = mop_pwrite(r->v, r->mb, fd, r->bytes, r->len, 0);
-	MIO_CALL(close(fd));
-	if (w != (ssize_t)r->len)
-		return w < 0 ? (int)w : -EIO;
-	/* No sync: a file cut short by a power loss is refused by its sum. */
-	return mop_renameat2(r->v, r->mb, meta, SAVED_LISTINGS_FILE ".tmp", meta,
-	                     SAVED_LISTINGS_FILE, 0);
-}
-
 int saved_listings_write(volume *v, const saved_listings *s)
 {
 	size_t len;
@@ -356,8 +326,8 @@ int saved_listings_write(volume *v, const saved_listings *s)
 	for (int mb = 0; bytes && mb < volume_n(v); mb++) {
 		if (!volume_member_ok(v, mb))
 			continue;
-		struct member_run r = { v, mb, bytes, len, NULL };
-		int rc = volume_on_member(v, mb, write_member, &r);
+		/* No sync: a file cut short by a power loss is refused by its sum. */
+		int rc = volume_metafile_put(v, mb, SAVED_LISTINGS_FILE, bytes, len, false);
 		if (rc < 0)
 			ecfs_log(LOG_WARNING, "member %d: listings not saved: %s", mb, g_strerror(-rc));
 		else
@@ -367,56 +337,25 @@ int saved_listings_write(volume *v, const saved_listings *s)
 	return took;
 }
 
-/* Reads the file into a buffer of its own, handed to the caller's run
- * only once every call returned (volume_on_member). */
-static int read_member(void *arg)
-{
-	struct member_run *r = arg;
-	int fd = mop_openat(r->v, r->mb, volume_meta_fd(r->v, r->mb), SAVED_LISTINGS_FILE,
-	                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	uint8_t *buf = NULL;
-	int rc = MIO_CALL(fstat(fd, &st)) < 0 ? -errno : 0;
-	if (rc == 0 && !S_ISREG(st.st_mode))
-		rc = -EINVAL;
-	else if (rc == 0 && (uint64_t)st.st_size > FILE_MAX)
-		rc = -EFBIG;
-	if (rc == 0) {
-		buf = g_malloc((size_t)st.st_size + 1);
-		ssize_t got = mop_pread(r->v, r->mb, fd, buf, (size_t)st.st_size, 0);
-		if (got != (ssize_t)st.st_size)
-			rc = got < 0 ? (int)got : -EIO;
-	}
-	MIO_CALL(close(fd));
-	if (rc < 0) {
-		g_free(buf);
-		return rc;
-	}
-	r->read = buf;
-	r->len = (size_t)st.st_size;
-	return 0;
-}
-
 saved_listings *saved_listings_read(volume *v)
 {
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		if (!volume_member_ok(v, mb))
 			continue;
-		struct member_run r = { v, mb, NULL, 0, NULL };
-		int rc = volume_on_member(v, mb, read_member, &r);
+		uint8_t *read;
+		size_t len;
+		int rc = volume_metafile_get(v, mb, SAVED_LISTINGS_FILE, FILE_MAX, &read, &len);
 		char *why = NULL;
 		saved_listings *s = NULL;
 		if (rc == 0)
-			s = saved_listings_decode(r.read, r.len, volume_uuid(v), volume_n(v), &why);
+			s = saved_listings_decode(read, len, volume_uuid(v), volume_n(v), &why);
 		else if (rc == -EINVAL)
 			why = g_strdup("not a regular file");
 		else if (rc == -EFBIG)
 			why = g_strdup("larger than any file of saved listings");
 		else if (rc != -ENOENT)
 			why = g_strdup(g_strerror(-rc));
-		g_free(r.read);
+		g_free(read);
 		if (why)
 			ecfs_log(LOG_WARNING, "member %d: saved listings refused (%s); its "
 			         "directories are listed from the members", mb, why);

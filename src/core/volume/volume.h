@@ -42,6 +42,7 @@ typedef enum volume_event {
 	VOLUME_EVENT_MEMBER_HEALED,  /* its rebuild is complete */
 	VOLUME_EVENT_CHECKSUM_ERROR, /* a bad strip was read */
 	VOLUME_EVENT_VOLUME_FULL,    /* writes get ENOSPC */
+	VOLUME_EVENT_SCRUB_DONE,     /* the online scrub ended a run */
 	VOLUME_EVENTS
 } volume_event;
 /* fn(arg, event, member index or -1, path in the volume or NULL, detail). */
@@ -246,7 +247,8 @@ int volume_claim_space(volume *v, uint64_t bytes);
  *                   not be read since mount, escaped; the first 32, of
  *                   4 KiB in all>
  *   lost_unlisted=<further such reports>
- *   heal=...  (the daemon's online heal, see heal.h) */
+ *   heal=...  (the daemon's online heal, see heal.h)
+ *   scrub=... (its online scrub, see scrub.h) */
 char *volume_health_text(volume *v);
 /* Tells fn(arg, ...) each volume_event, on the thread that met it and
  * with no lock of the volume held: fn returns at once (it queues, never
@@ -254,6 +256,9 @@ char *volume_health_text(volume *v);
 void volume_set_event_hook(volume *v, volume_event_fn fn, void *arg);
 /* The event's name for programs: "member_failed", ... */
 const char *volume_event_name(volume_event e);
+/* Tells the event hook of an event met above the volume (the scrub's). */
+void volume_post_event(volume *v, volume_event e, int idx, const char *path,
+                       const char *detail);
 
 /* Counters shown in the health report. */
 void volume_count_decoded(volume *v, uint64_t stripes);
@@ -290,6 +295,21 @@ int volume_missed_record(volume *v, int idx, uint64_t seq);
  * members in service, and idx is stamped healed at seq or above every
  * record removed.  Returns the stamp. */
 uint64_t volume_missed_healed(volume *v, int idx, uint64_t seq);
+/* .ecfs/<name> on member mb (the caller's thread, through
+ * volume_on_member): written whole to name.tmp, synced if sync, renamed
+ * over name (and the directory synced if sync); or read whole into *out
+ * (g_malloc'd, a NUL after its *len bytes): -EINVAL if not a regular
+ * file, -EFBIG if larger than max, else 0 or a negative errno. */
+int volume_metafile_put(volume *v, int mb, const char *name, const void *bytes, size_t len,
+                        bool sync);
+int volume_metafile_get(volume *v, int mb, const char *name, size_t max, uint8_t **out,
+                        size_t *len);
+/* The daemon's state file .ecfs/<name> (a text) written whole on every
+ * member in service (to name.tmp, synced, renamed over); returns on how
+ * many it was.  Read back: the text most members in service hold, or NULL
+ * if none holds one; g_malloc'd. */
+int volume_metafile_write(volume *v, const char *name, const char *text);
+char *volume_metafile_read(volume *v, const char *name);
 /* Extra lines for the health report: fn(arg) returns them g_malloc'd. */
 void volume_set_health_hook(volume *v, char *(*fn)(void *), void *arg);
 /* Writes past a slow member: fn(arg, path, file id, members) is told

@@ -281,6 +281,12 @@ void volume_set_event_hook(volume *v, volume_event_fn fn, void *arg)
 	v->event_hook = fn;
 }
 
+void volume_post_event(volume *v, volume_event e, int idx, const char *path,
+                       const char *detail)
+{
+	vol_event(v, e, idx, path, detail);
+}
+
 const char *volume_event_name(volume_event e)
 {
 	static const char *const names[VOLUME_EVENTS] = {
@@ -289,6 +295,7 @@ const char *volume_event_name(volume_event e)
 		[VOLUME_EVENT_MEMBER_HEALED] = "member_healed",
 		[VOLUME_EVENT_CHECKSUM_ERROR] = "checksum_error",
 		[VOLUME_EVENT_VOLUME_FULL] = "volume_full",
+		[VOLUME_EVENT_SCRUB_DONE] = "scrub_done",
 	};
 	return (unsigned)e < VOLUME_EVENTS ? names[e] : "unknown";
 }

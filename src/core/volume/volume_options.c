@@ -39,6 +39,10 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 	 * responsive */
 	[VOPT_HEAL_RATE] = { "heal_rate", "MB/s", VOPT_TYPE_NUMBER, "64", 0, 1000000, "no limit",
 		.help = "pace of the online rebuild of a member that returns or is replaced" },
+	/* a scrub reads every strip of the volume: slower than a rebuild */
+	[VOPT_SCRUB_RATE] = { "scrub_rate", "MB/s", VOPT_TYPE_NUMBER, "32", 0, 1000000,
+		"no limit", .help = "pace of the online scrub (ecfs scrub): file data read "
+		"per second" },
 	[VOPT_NOHEAL] = { "noheal", NULL, VOPT_TYPE_FLAG,
 		.help = "no online rebuild: such members stay failed until ecfs-fsck -y "
 		"rebuilds them" },
@@ -52,8 +56,8 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 	[VOPT_EVENTS] = { "events", "PROGRAM", VOPT_TYPE_PATH,
 		.help = "runs PROGRAM (an absolute path, as root) with ECFS_EVENT, ECFS_MEMBER, "
 		"ECFS_PATH and ECFS_DETAIL in its environment when a member fails, is back "
-		"or healed, on a checksum error and when the volume is full (at most one a "
-		"minute of each kind and member)" },
+		"or healed, on a checksum error, when the volume is full and when a scrub "
+		"ends (at most one a minute of each kind and member)" },
 	[VOPT_METRICS] = { "metrics", "FILE", VOPT_TYPE_PATH,
 		.help = "writes the volume's state, counters and latencies to FILE (an "
 		"absolute path) in Prometheus text format every 5 seconds and at each "
