@@ -95,7 +95,7 @@ static void change_scope_end(volume **v)
 	if (*v)
 		__atomic_add_fetch(&((mop_state *)(void *)*v)->changes, 1, __ATOMIC_ACQ_REL);
 }
-#define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end))) = v
+#define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) = v
 
 /* The stamp of the directory a change is made in (dirstamps.h), taken
  * before the change where the volume keeps stamps of the member; at the

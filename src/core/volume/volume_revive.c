@@ -203,7 +203,7 @@ static int revive_probe(void *arg)
 {
 	revive_call *r = arg;
 	probe p = r->p;
-	struct stat st;
+	struct stat st = { 0 };
 
 	mio_io_begin(); /* the probe's few calls, as one member call */
 	vol_probe_member(&p);
