@@ -317,7 +317,7 @@ static int open_recorded(volume *v, int idx, int dirfd, const char *name, int fl
 
 	/* creating or truncating changes the member; other opens read it */
 	IO_SCOPE();
-	volume *change_scope_ __attribute__((cleanup(change_scope_end))) = changes ? v : NULL;
+	volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) = changes ? v : NULL;
 	char parent[PATH_MAX];
 	const char *in = beneath ? created_in(name, flags, parent) : NULL;
 	DIR_WATCH(dir, (flags & O_CREAT) && (!beneath || in) ? dirfd : AT_FDCWD, in, NULL);
