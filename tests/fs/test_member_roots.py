@@ -207,6 +207,25 @@ class MemberRootsTest(H.MountedCase):
             for i in range(8):
                 os.chmod(os.path.join(v.members[liar], "d", f"s{i}"), 0o700)
 
+    def test_majority_privileged_xattrs_win(self):
+        """trusted.* and security.* values grant what root's tools rely on
+        (security.capability: privileges at exec): the majority's, never
+        one member's, whichever answers first."""
+        v = self.volume(6)
+        mnt = self.mount(v, "k=4,m=2")
+        H.write_file(os.path.join(mnt, "f"), b"x")
+        os.setxattr(os.path.join(mnt, "f"), "trusted.ecfs-test", b"majority")
+        self.assert_clean_unmount(v)
+        for liar in range(6):
+            chunk = os.path.join(v.members[liar], "f")
+            os.setxattr(chunk, "trusted.ecfs-test", b"one member's")
+            mnt = self.mount(v)
+            self.assertEqual(os.getxattr(os.path.join(mnt, "f"), "trusted.ecfs-test"),
+                             b"majority", f"member {liar} alone")
+            self.assert_clean_unmount(v)
+            os.setxattr(chunk, "trusted.ecfs-test", b"majority")
+        self.assertIn("a value of trusted.ecfs-test", v.output())
+
     def test_majority_acl_wins(self):
         if not shutil.which("setfacl"):
             self.skipTest("setfacl is not installed")
@@ -220,7 +239,8 @@ class MemberRootsTest(H.MountedCase):
         os.removexattr(os.path.join(v.members[0], "f"), "system.posix_acl_access")
         mnt = self.mount(v)
         self.assertEqual(os.getxattr(os.path.join(mnt, "f"), "system.posix_acl_access"), acl)
-        self.assertIn("no ACL where the majority holds a different one", v.output())
+        self.assertIn("no system.posix_acl_access where the majority holds a different one",
+                      v.output())
         # the root's default ACL stays on the member roots, and is listed
         subprocess.run(["setfacl", "-d", "-m", f"u:{NOBODY}:rx", mnt], check=True)
         self.assertIn("system.posix_acl_default", os.listxattr(mnt))

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,8 +229,8 @@ static int get_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-/* One member's copy of an ACL, for the vote (acl_get). */
-struct acl_copy {
+/* One member's copy of a voted attribute (voted_get). */
+struct voted_copy {
 	const char *name;
 	char *value;     /* malloc'd; NULL: none */
 	size_t len;
@@ -259,9 +260,9 @@ static int get_object(const struct member_object *o, const char *name, char **va
 	}
 }
 
-static int acl_member(int member, int dirfd, const char *leaf, void *arg)
+static int voted_member(int member, int dirfd, const char *leaf, void *arg)
 {
-	struct acl_copy *c = arg;
+	struct voted_copy *c = arg;
 	struct member_object o;
 	struct stat st;
 	char *value = NULL;
@@ -284,18 +285,26 @@ static int acl_member(int member, int dirfd, const char *leaf, void *arg)
 	return rc;
 }
 
-static bool same_acl(const void *ctx, int a, int b)
+static bool same_value(const void *ctx, int a, int b)
 {
-	const struct acl_copy *c = ctx;
+	const struct voted_copy *c = ctx;
 	return c[a].len == c[b].len && (!c[a].len || !memcmp(c[a].value, c[b].value, c[a].len));
 }
 
-/* An ACL is a permission: the one most members that answer hold
- * (votes.h), not the first member's.  The kernel caches it per inode,
- * and asks only on volumes where one was ever set (the marker). */
-static int acl_get(volume *v, const char *path, const char *name, void *value, size_t size)
+/* Attributes that grant: an ACL is a permission, security.capability a
+ * privilege at exec, trusted.* what root's tools (overlayfs) rely on.
+ * Such a value is the one most members that answer hold (votes.h), not
+ * the first member's.  The kernel caches ACLs per inode, and the marker
+ * spares the member calls on volumes where no ACL or capability was ever
+ * set. */
+static bool voted_name(const char *name)
 {
-	struct acl_copy c[64] = { 0 };
+	return xattrs_is_acl(name) || has_prefix(name, "security.") || has_prefix(name, "trusted.");
+}
+
+static int voted_get(volume *v, const char *path, const char *name, void *value, size_t size)
+{
+	struct voted_copy c[64] = { 0 };
 	void *args[64];
 	struct timespec ctimes[64];
 	int err;
@@ -304,16 +313,18 @@ static int acl_get(volume *v, const char *path, const char *name, void *value, s
 		c[mb].name = name;
 		args[mb] = &c[mb];
 	}
-	uint64_t got = mirror_gather(v, path, acl_member, args, volume_n(v), &err, "getxattr");
+	uint64_t got = mirror_gather(v, path, voted_member, args, volume_n(v), &err, "getxattr");
 	for (int mb = 0; mb < volume_n(v); mb++)
 		ctimes[mb] = c[mb].ctime;
-	int win = votes_winner(volume_n(v), got, ctimes, same_acl, c);
+	int win = votes_winner(volume_n(v), got, ctimes, same_value, c);
 	int rc = win < 0 ? err : !c[win].len ? -ENODATA : copy_out(c[win].value, c[win].len,
 	                                                            value, size);
 	for (int mb = 0; win >= 0 && mb < volume_n(v); mb++)
-		if (got >> mb & 1 && !same_acl(c, mb, win))
-			votes_wrong_copy(v, mb, path, c[mb].len ? "an ACL" : "no ACL",
-			                 c[win].len ? "a different one" : "none");
+		if (got >> mb & 1 && !same_value(c, mb, win)) {
+			char held[XATTR_NAME_MAX + 16];
+			snprintf(held, sizeof(held), "%s %s", c[mb].len ? "a value of" : "no", name);
+			votes_wrong_copy(v, mb, path, held, c[win].len ? "a different one" : "none");
+		}
 	for (int mb = 0; mb < volume_n(v); mb++)
 		free(c[mb].value);
 	return rc == -EOPNOTSUPP ? -ENODATA : rc;
@@ -325,8 +336,8 @@ int xattrs_get(volume *v, const char *path, const char *name, void *value, size_
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -ENODATA : -EOPNOTSUPP;
 	if (marker_of(name) >= 0 && !marked(v, marker_of(name)))
 		return -ENODATA;
-	if (xattrs_is_acl(name))
-		return acl_get(v, where(v, path, name), name, value, size);
+	if (voted_name(name))
+		return voted_get(v, where(v, path, name), name, value, size);
 	struct get_args x = { name, value, size };
 	int rc = mirror_query(v, where(v, path, name), get_member, &x, "getxattr");
 	/* A member that keeps no xattrs holds no ACL: an error here would
