@@ -56,6 +56,7 @@ typedef struct worker {
 	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
 	bool stop, lost;
 	bool stuck;        /* given up in its own member call */
+	bool joined;       /* memberio_free: its thread ended, to be freed */
 	bool relay, done;  /* the relay; done: it has stopped (under rlock) */
 	int idx;
 	int run_idx;       /* the relay: the member of the task under way */
@@ -442,13 +443,13 @@ void memberio_free(memberio *mio)
 		pthread_mutex_unlock(&w->lock);
 	}
 	/* The watchdog still runs: a worker stuck in a member call is given
-	 * up after the timeout rather than waited for. */
+	 * up after the timeout rather than waited for.  It reads every
+	 * worker, so the joined ones are freed only once it has stopped. */
 	for (int i = 0; i < mio->n; i++) {
 		worker *w = mio->w[i];
 		for (;;) {
 			if (pthread_tryjoin_np(w->thread, NULL) == 0) {
-				free(w->bounce);
-				free(w);
+				w->joined = true;
 				break;
 			}
 			pthread_mutex_lock(&w->lock);
@@ -466,6 +467,11 @@ void memberio_free(memberio *mio)
 		pthread_mutex_unlock(&mio->lock);
 		pthread_join(mio->watchdog, NULL);
 	}
+	for (int i = 0; i < mio->n; i++)
+		if (mio->w[i]->joined) {
+			free(mio->w[i]->bounce);
+			free(mio->w[i]);
+		}
 	free(mio->w);
 	free(mio);
 }
