@@ -217,6 +217,8 @@ mio_bounded *mio_bounded_start(void (*fn)(void *), void (*late)(void *), void *a
 bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms);
 /* The deadline timeout_ms from now, for mio_bounded_wait (0: none). */
 int64_t mio_deadline_ms(unsigned timeout_ms);
+/* Monotonic milliseconds, the clock of the deadlines. */
+int64_t mio_now_ms(void);
 
 /* On a worker with a timeout: its bounce buffer of at least len bytes for
  * a read, or a write of at most MIO_BOUNCE_WRITE_MAX; otherwise (or out

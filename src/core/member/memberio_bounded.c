@@ -14,8 +14,7 @@
 
 #include "memberio.h"
 
-/* Monotonic milliseconds, the clock of the deadlines. */
-static int64_t now_ms(void)
+int64_t mio_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -89,7 +88,7 @@ bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms)
 			pthread_cond_wait(&b->done_cond, &b->lock);
 			continue;
 		}
-		int64_t left = deadline_ms - now_ms();
+		int64_t left = deadline_ms - mio_now_ms();
 		if (left <= 0)
 			break;
 		struct timespec until;
@@ -110,5 +109,5 @@ bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms)
 
 int64_t mio_deadline_ms(unsigned timeout_ms)
 {
-	return timeout_ms ? now_ms() + timeout_ms : 0;
+	return timeout_ms ? mio_now_ms() + timeout_ms : 0;
 }

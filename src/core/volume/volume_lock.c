@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -73,15 +72,8 @@ static bool owner_closing_here(const struct lock_owner *o)
 	       (kill((pid_t)o->pid, 0) == 0 || errno == EPERM);
 }
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Takes the lock on fd, waiting until wait_until_ms (CLOCK_MONOTONIC, 0:
- * never) while its owner is closing the volume on this host. */
+/* Takes the lock on fd, waiting until wait_until_ms (mio_now_ms's clock,
+ * 0: never) while its owner is closing the volume on this host. */
 static int take_lock_fd(volume *v, int idx, int fd, int64_t wait_until_ms, char **message)
 {
 	member *mb = &v->mem[idx];
@@ -101,7 +93,7 @@ static int take_lock_fd(volume *v, int idx, int fd, int64_t wait_until_ms, char 
 		/* an empty text after "closing": its owner is between emptying
 		 * it and letting go (volume_close) */
 		bool closing = owner_closing_here(&o) || (said && o.pid == 0);
-		if (closing && monotonic_ms() < wait_until_ms) {
+		if (closing && mio_now_ms() < wait_until_ms) {
 			if (!said)
 				ecfs_log(LOG_NOTICE, "member %s: pid %ld is still closing this volume; "
 				         "waiting for it", mb->path, o.pid);
@@ -220,7 +212,7 @@ static int take_lock(volume *v, int idx, int64_t wait_until_ms, char **message)
  * the others record as having missed changes (volume_missed_stale). */
 int vol_lock_members(volume *v, bool read_only, unsigned timeout_ms, char **message)
 {
-	int64_t wait_until_ms = monotonic_ms() + (timeout_ms ? timeout_ms : VOLUME_DEFAULT_TIMEOUT_MS);
+	int64_t wait_until_ms = mio_deadline_ms(timeout_ms ? timeout_ms : VOLUME_DEFAULT_TIMEOUT_MS);
 	int rc;
 
 	if (!read_only)
