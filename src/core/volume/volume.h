@@ -265,7 +265,6 @@ void volume_count_decoded(volume *v, uint64_t stripes);
 void volume_count_hedged(volume *v);
 /* A directory listed from what the last unmount saved (saved_listings.h). */
 void volume_count_listed_saved(volume *v);
-void volume_count_checksum_failure(volume *v, int idx);
 
 /* ---- the online heal (src/fs/heal.c, heal.h) ---- */
 

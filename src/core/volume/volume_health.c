@@ -339,14 +339,6 @@ void volume_count_listed_saved(volume *v)
 	__atomic_add_fetch(&v->listed_saved, 1, __ATOMIC_RELAXED);
 }
 
-void volume_count_checksum_failure(volume *v, int idx)
-{
-	__atomic_add_fetch(&v->strip_failures, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&v->lock);
-	v->mem[idx].strip_failures++;
-	pthread_mutex_unlock(&v->lock);
-}
-
 void volume_count_healed(volume *v, uint64_t strips)
 {
 	__atomic_add_fetch(&v->strips_healed, strips, __ATOMIC_RELAXED);
