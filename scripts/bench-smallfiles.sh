@@ -5,6 +5,8 @@ a plain tmpfs directory, in the same run.
 
     sudo scripts/bench-smallfiles.sh                      the running python3's stdlib
     sudo TREE=/usr/lib/python3.11 scripts/bench-smallfiles.sh  another tree
+    sudo TREE=synthetic:100000 scripts/bench-smallfiles.sh  100,000 files of 1-8 KiB,
+                                100 per directory, made by the script
     sudo BENCH_RUNS=3 scripts/bench-smallfiles.sh         3 runs and the medians
     ECFS_BUILD_DIR=build-rel ECFS_OPTS=checksum=sha256 ...    which ecfs (default
                                 build/, set up as a release build if missing), its options
@@ -35,6 +37,7 @@ ecfs/mergerfs ratios, and each daemon's CPU seconds per phase.  Needs root
 (tmpfs mount, drop_caches, FUSE mounts).
 """
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -85,9 +88,25 @@ def tree_stats(tar):
     return files, data, limit
 
 
+def make_synthetic(top, count):
+    """COUNT files of 1-8 KiB of random bytes, 100 per directory, under TOP:
+    the same tree every time (a fixed seed)."""
+    rng = random.Random(count)
+    for i in range(count):
+        d = os.path.join(top, f"d{i // 100:05d}")
+        if i % 100 == 0:
+            os.makedirs(d)
+        with open(os.path.join(d, f"f{i % 100:02d}"), "wb") as f:
+            f.write(rng.randbytes(rng.randint(1024, 8192)))
+
+
 def pack(tar):
     """Packs $TREE or the stdlib into TAR; returns the tree's path."""
     tree = os.environ.get("TREE") or sysconfig.get_paths()["stdlib"]
+    if tree.startswith("synthetic:"):
+        count = int(tree.split(":", 1)[1])
+        tree = os.path.join(os.path.dirname(tar), f"synthetic-{count}")
+        make_synthetic(tree, count)
     tree = os.path.abspath(tree)
     if not os.path.isdir(tree):
         die(f"{tree}: not a directory")
