@@ -19,7 +19,13 @@
  * The loop is bound by its loads as much as by the shuffles: on the AMD
  * Zen 4 measured (AVX2 forced), keeping each table in a register for both
  * of its uses (IN_REG) made m <= 3 10-15% faster, 1.1-1.2x ISA-L 2.32.1's
- * AVX2 kernel; m = 4 and 6 run at 0.92-1.0x of it.
+ * AVX2 kernel.  The kernels are instantiated for each number of inputs up
+ * to FIXED_IN, so that the walk over the inputs is unrolled, every table
+ * sits at a fixed offset and the input pointers stay in registers; on the
+ * Zen 5 measured that took m = 4 from 18 to 22 GB/s at 4 KiB and [14,2] at
+ * 64 KiB from 37 to 41, and it needs the accumulators pinned as well
+ * (IN_REG): left free, the compiler sums each step's products as a tree
+ * and spills most of them.
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include "gf8_kernels.h"
@@ -59,41 +65,72 @@
 	__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(d0, 4), mask);         \
 	__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(d1, 4), mask)
 
-/* One group of n (1..3, a compile-time constant after inlining) outputs. */
-INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
+/* Each input is prefetched this far ahead of the loop: the hardware
+ * prefetchers, which stop at page boundaries and follow only so many
+ * streams, fell behind on strips of 1 MiB, where the loop then ran at
+ * 0.5-0.9x of its speed in cache ([14,2] 20-29 -> 38 GB/s, [10,6] 11 -> 14
+ * on the Zen 5 measured, AVX2 forced); from 1 to 2 KiB ahead did as well,
+ * 4 KiB a little worse.  Past the end of an input it touches whatever
+ * follows, which costs nothing measurable on 4 KiB strips. */
+#define PREFETCH_AHEAD 2048
+#define PREFETCH(p) _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0)
+
+/* Inputs one kernel call walks at most: the group kernels are
+ * instantiated for each count up to this (see dot_inputs). */
+#define FIXED_IN 16
+
+/*
+ * One group of n (1..3) outputs over k inputs, k and n compile-time
+ * constants after inlining.  The input and output pointers live in local
+ * variables, each used at the position: read from the caller's arrays
+ * inside the loop instead, each one is reloaded after every store (a store
+ * through a byte pointer may alias them).
+ */
+INLINE_AVX2 void dot_group(size_t pos, size_t end, const int k, const int n,
                            const gf8_row *rows, const uint8_t *const *in,
                            uint8_t *const *out, int accumulate)
 {
 	const __m256i mask = _mm256_set1_epi8(0x0f);
-	const uint8_t *tab[4];
+	const uint8_t *src[FIXED_IN], *tab[3];
+	uint8_t *dst[3];
 
-	_Pragma("GCC unroll 8")
-	for (int r = 0; r < n; r++)
+	_Pragma("GCC unroll 16")
+	for (int i = 0; i < k; i++)
+		src[i] = in[i];
+	_Pragma("GCC unroll 3")
+	for (int r = 0; r < n; r++) {
 		tab[r] = rows[r].nib;
+		dst[r] = out[r];
+	}
 	for (; pos + 64 <= end; pos += 64) {
-		__m256i a0[4], a1[4];
+		__m256i a0[3], a1[3];
 
 		{
 			/* The first input sets the accumulators. */
-			SPLIT64(in[0] + pos);
-			_Pragma("GCC unroll 8")
+			SPLIT64(src[0] + pos);
+			PREFETCH(src[0] + pos);
+			_Pragma("GCC unroll 3")
 			for (int r = 0; r < n; r++)
 				MUL64(tab[r], a0[r], a1[r]);
 		}
+		_Pragma("GCC unroll 16")
 		for (int i = 1; i < k; i++) {
-			SPLIT64(in[i] + pos);
-			_Pragma("GCC unroll 8")
+			SPLIT64(src[i] + pos);
+			PREFETCH(src[i] + pos);
+			_Pragma("GCC unroll 3")
 			for (int r = 0; r < n; r++) {
 				__m256i p0, p1;
 
 				MUL64(tab[r] + (size_t)i * GF8_NIB_BYTES, p0, p1);
 				a0[r] = _mm256_xor_si256(a0[r], p0);
 				a1[r] = _mm256_xor_si256(a1[r], p1);
+				IN_REG(a0[r]);
+				IN_REG(a1[r]);
 			}
 		}
-		_Pragma("GCC unroll 8")
+		_Pragma("GCC unroll 3")
 		for (int r = 0; r < n; r++) {
-			__m256i *o = (__m256i *)(out[r] + pos);
+			__m256i *o = (__m256i *)(dst[r] + pos);
 
 			if (accumulate) {
 				a0[r] = _mm256_xor_si256(a0[r], _mm256_loadu_si256(o));
@@ -110,42 +147,51 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, int k, const int n,
 /* Four outputs, 32 bytes per step: with 64-byte steps the eight
  * accumulators, four nibble vectors, the mask and the tables need more than
  * the 16 ymm registers, and the spilled accumulator's store-to-load
- * round trip then limits the whole loop. */
-INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, int k,
+ * round trip then limits the whole loop.  Pointers as in dot_group. */
+INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, const int k,
                                const gf8_row *rows, const uint8_t *const *in,
                                uint8_t *const *out, int accumulate)
 {
 	const __m256i mask = _mm256_set1_epi8(0x0f);
 	const uint8_t *t0 = rows[0].nib, *t1 = rows[1].nib;
 	const uint8_t *t2 = rows[2].nib, *t3 = rows[3].nib;
+	const uint8_t *src[FIXED_IN];
+	uint8_t *d0 = out[0], *d1 = out[1], *d2 = out[2], *d3 = out[3];
 
+	_Pragma("GCC unroll 16")
+	for (int i = 0; i < k; i++)
+		src[i] = in[i];
 	for (; pos + 32 <= end; pos += 32) {
 		__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
 
+		_Pragma("GCC unroll 16")
 		for (int i = 0; i < k; i++) {
-			__m256i d = _mm256_loadu_si256((const __m256i *)(in[i] + pos));
+			__m256i d = _mm256_loadu_si256((const __m256i *)(src[i] + pos));
 			__m256i l = _mm256_and_si256(d, mask);
 			__m256i h = _mm256_and_si256(_mm256_srli_epi16(d, 4), mask);
 			size_t o = (size_t)i * GF8_NIB_BYTES;
+			if (pos & 32)
+				PREFETCH(src[i] + pos);
 
 #define ACC32(a, t)                                                             \
 	a = _mm256_xor_si256(a, _mm256_xor_si256(                              \
 		_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)((t) + o)), l), \
-		_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)((t) + o + 32)), h)))
+		_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)((t) + o + 32)), h))); \
+	IN_REG(a)
 			ACC32(a0, t0);
 			ACC32(a1, t1);
 			ACC32(a2, t2);
 			ACC32(a3, t3);
 #undef ACC32
 		}
-		__m256i *o0 = (__m256i *)(out[0] + pos), *o1 = (__m256i *)(out[1] + pos);
-		__m256i *o2 = (__m256i *)(out[2] + pos), *o3 = (__m256i *)(out[3] + pos);
+		__m256i *o0 = (__m256i *)(d0 + pos), *o1 = (__m256i *)(d1 + pos);
+		__m256i *o2 = (__m256i *)(d2 + pos), *o3 = (__m256i *)(d3 + pos);
 
 		if (accumulate) {
-			a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(o0));
-			a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(o1));
-			a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(o2));
-			a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(o3));
+			a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)o0));
+			a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)o1));
+			a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)o2));
+			a3 = _mm256_xor_si256(a3, _mm256_loadu_si256((const __m256i *)o3));
 		}
 		_mm256_storeu_si256(o0, a0);
 		_mm256_storeu_si256(o1, a1);
@@ -156,36 +202,78 @@ INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, int k,
 		gf8_dot_scalar(pos, end - pos, k, 4, rows, in, out, accumulate);
 }
 
+/* One group of n (1..4) outputs over k (1..FIXED_IN) inputs: the kernel
+ * instantiated for that count. */
+#define ONE_K(K)                                                                \
+	case K:                                                                \
+		if (n == 4)                                                    \
+			dot_group4x32(off, end, K, rows, in, out, accumulate); \
+		else if (n == 3)                                               \
+			dot_group(off, end, K, 3, rows, in, out, accumulate);  \
+		else if (n == 2)                                               \
+			dot_group(off, end, K, 2, rows, in, out, accumulate);  \
+		else                                                           \
+			dot_group(off, end, K, 1, rows, in, out, accumulate);  \
+		break
+
+AVX2 static void dot_inputs(size_t off, size_t end, int k, int n,
+                            const gf8_row *rows, const uint8_t *const *in,
+                            uint8_t *const *out, int accumulate)
+{
+	switch (k) {
+	ONE_K(1); ONE_K(2); ONE_K(3); ONE_K(4);
+	ONE_K(5); ONE_K(6); ONE_K(7); ONE_K(8);
+	ONE_K(9); ONE_K(10); ONE_K(11); ONE_K(12);
+	ONE_K(13); ONE_K(14); ONE_K(15); ONE_K(16);
+	default:
+		break;
+	}
+}
+#undef ONE_K
+
+/* Columns of one slice when more than FIXED_IN inputs go in parts. */
+#define WIDE_SLICE 2048
+
+/* One group over any number of inputs: up to FIXED_IN in one walk, more
+ * in parts of FIXED_IN over slices that stay in L1, each part after the
+ * first added to the outputs. */
+AVX2 static void dot_any(size_t off, size_t end, int k, int n,
+                         const gf8_row *rows, const uint8_t *const *in,
+                         uint8_t *const *out, int accumulate)
+{
+	if (k <= FIXED_IN) {
+		dot_inputs(off, end, k, n, rows, in, out, accumulate);
+		return;
+	}
+	for (size_t s = off; s < end; s += WIDE_SLICE) {
+		size_t e = end - s < WIDE_SLICE ? end : s + WIDE_SLICE;
+
+		for (int i = 0; i < k; i += FIXED_IN) {
+			int cnt = k - i < FIXED_IN ? k - i : FIXED_IN;
+			gf8_row sub[4];
+
+			for (int r = 0; r < n; r++) {
+				sub[r].nib = rows[r].nib + (size_t)i * GF8_NIB_BYTES;
+				sub[r].aff = rows[r].aff ? rows[r].aff + i : NULL;
+			}
+			dot_inputs(s, e, cnt, n, sub, in + i, out, accumulate || i > 0);
+		}
+	}
+}
+
 AVX2 void gf8_dot_avx2(size_t off, size_t len, int k, int nout,
                        const gf8_row *rows, const uint8_t *const *in,
                        uint8_t *const *out, int accumulate)
 {
 	size_t end = off + len;
-	int g = 0;
 
-	while (g < nout) {
-		switch (nout - g) {
-		case 1:
-			dot_group(off, end, k, 1, rows + g, in, out + g, accumulate);
-			g += 1;
-			break;
-		case 2:
-			dot_group(off, end, k, 2, rows + g, in, out + g, accumulate);
-			g += 2;
-			break;
-		case 3:
-			dot_group(off, end, k, 3, rows + g, in, out + g, accumulate);
-			g += 3;
-			break;
-		case 4:
-			dot_group4x32(off, end, k, rows + g, in, out + g, accumulate);
-			g += 4;
-			break;
-		default:
-			dot_group(off, end, k, 3, rows + g, in, out + g, accumulate);
-			g += 3;
-			break;
-		}
+	/* Groups of 3, the last of 1 to 4 (m = 4 in one pass, m = 5 as 3 + 2,
+	 * m = 6 as 3 + 3). */
+	for (int g = 0; g < nout;) {
+		int n = nout - g == 4 ? 4 : nout - g < 3 ? nout - g : 3;
+
+		dot_any(off, end, k, n, rows + g, in, out + g, accumulate);
+		g += n;
 	}
 	_mm256_zeroupper();
 }

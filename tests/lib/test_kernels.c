@@ -57,7 +57,7 @@ static void collect_kernels(void)
 }
 
 #define GUARD 64
-#define MAXK 17
+#define MAXK 36
 #define MAXOUT 13
 
 /* Buffers with GUARD canary bytes on both sides, at a chosen misalignment. */
@@ -166,6 +166,26 @@ static void test_dot_kernels(void **state)
 			}
 			run_dot_case(kc, len, MAXK, 4, 0, 0);
 			run_dot_case(kc, len, MAXK, 4, 1, 7);
+		}
+	}
+}
+
+/* Every number of inputs from 1 to past twice the most a kernel walks at
+ * once (the AVX2 kernels are instantiated per count up to 16 and take more
+ * in parts), with every group shape of up to 7 outputs, on a length with a
+ * tail; then more inputs than that over several of the parts' slices. */
+static void test_dot_every_shape(void **state)
+{
+	(void)state;
+	collect_kernels();
+	for (int c = 0; c < n_cases; c++) {
+		for (int k = 1; k <= MAXK; k++)
+			for (int nout = 1; nout <= 7; nout++)
+				run_dot_case(&cases[c], 3 * 64 + 37, k, nout, (k + nout) & 1,
+				             (size_t)(k % 3) * 32);
+		for (int nout = 1; nout <= 4; nout++) {
+			run_dot_case(&cases[c], 3 * 2048 + 100, 17, nout, 0, 0);
+			run_dot_case(&cases[c], 2 * 2048 + 33, MAXK, nout, 1, 64);
 		}
 	}
 }
@@ -473,6 +493,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scalar_dot_reference),
 		cmocka_unit_test(test_dot_kernels),
+		cmocka_unit_test(test_dot_every_shape),
 		cmocka_unit_test(test_dot_streaming),
 		cmocka_unit_test(test_dot_crowded),
 		cmocka_unit_test(test_pq_kernels),
