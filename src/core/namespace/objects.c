@@ -416,14 +416,23 @@ void objects_stat_many(volume *v, const char *const *paths, size_t count, struct
 		probes_prepare(v, paths[i], true, &p[i * (size_t)n], &first, &rest);
 	}
 	uint64_t asked = first >= 0 ? rest | 1ull << first : 0;
+	for (size_t i = 0; i < count && first >= 0; i++)
+		for (int mb = 0; mb < n; mb++)
+			if (rest >> mb & 1)
+				p[i * (size_t)n + (size_t)mb].lead = &p[i * (size_t)n + (size_t)first];
 	for (int mb = 0; mb < n; mb++) {
 		m[mb] = (struct many_probes){ p, rcs, count, n, mb };
 		args[mb] = &m[mb];
 	}
-	/* every member's probes at once, each member's one after the other on
-	 * its own worker: a hand-off per member, not per name */
-	if (count && asked && volume_usable(v))
-		volume_on_members_apart(v, asked, many_probes_run, args, mrcs);
+	/* The first member's probes, then the others' at once (their lstat
+	 * alone where the first answered it all, as in objects_stat_ident),
+	 * each member's one after the other on its own worker: two hand-offs
+	 * for all the names, not one each. */
+	if (count && asked && volume_usable(v)) {
+		volume_on_members_apart(v, 1ull << first, many_probes_run, args, mrcs);
+		if (rest)
+			volume_on_members_apart(v, rest, many_probes_run, args, mrcs);
+	}
 	for (size_t i = 0; i < count && asked && volume_usable(v); i++) {
 		size_t at = i * (size_t)n;
 		for (int mb = 0; mb < n; mb++)
