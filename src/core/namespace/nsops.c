@@ -520,6 +520,43 @@ static bool same_access(const struct stat *a, const struct stat *b)
 	return a->st_mode == b->st_mode && a->st_uid == b->st_uid && a->st_gid == b->st_gid;
 }
 
+/* The names the two members did not settle (a regular file whose size
+ * takes its headers, names they disagree on): what a lookup of each
+ * would answer (objects_stat_many), all at once, so that the kernel need
+ * not look them up one by one. */
+static void stat_rest(volume *v, const char *path, const struct listing_entry *entries,
+                      guint count, struct stat *st, uint64_t *ident, bool *have)
+{
+	const char **paths = g_new(const char *, count);
+	guint *at = g_new(guint, count), left = 0;
+
+	for (guint i = 0; i < count; i++) {
+		const char *name = entries[i].name;
+		if (have[i] || !strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		at[left] = i;
+		paths[left++] = g_strconcat(strcmp(path, "/") ? path : "", "/", name, NULL);
+	}
+	struct stat *sts = g_new(struct stat, left);
+	uint64_t *idents = g_new(uint64_t, left);
+	int *rcs = g_new(int, left);
+	if (left)
+		objects_stat_many(v, paths, left, sts, idents, rcs);
+	for (guint j = 0; j < left; j++) {
+		if (rcs[j] == 0) {
+			st[at[j]] = sts[j];
+			ident[at[j]] = idents[j];
+			have[at[j]] = true;
+		}
+		g_free((char *)paths[j]);
+	}
+	g_free(paths);
+	g_free(at);
+	g_free(sts);
+	g_free(idents);
+	g_free(rcs);
+}
+
 int nsops_stat_names(volume *v, const char *path, const struct listing_entry *entries,
                      guint count, struct stat *st, uint64_t *ident, bool *have)
 {
@@ -559,5 +596,7 @@ int nsops_stat_names(volume *v, const char *path, const struct listing_entry *en
 	g_free(sts);
 	g_free(idents);
 	g_free(haves);
+	if (answered)
+		stat_rest(v, path, entries, count, st, ident, have);
 	return answered ? 0 : err;
 }

@@ -135,11 +135,12 @@ typedef struct nsops_dir_look {
 uint64_t nsops_touch_dir(volume *v, const char *path, nsops_dir_look *looks, int most,
                          int *err);
 /* The attributes of the names entries[0 .. count) of the directory at
- * path as objects_stat answers them, from the first two members that
- * answer namespace queries, for those that take no other member call and
- * on whose mode and owner the two agree: have[i] is true, with st[i] and
- * ident[i] (objects_stat_ident).  Not for . and ..: the member root's ..
- * lies outside the volume. */
+ * path as objects_stat answers them: from the first two members that
+ * answer namespace queries for those that take no other member call and
+ * on whose mode and owner the two agree, else as a lookup settles them,
+ * all names at once (objects_stat_many): have[i] is true, with st[i] and
+ * ident[i] (objects_stat_ident), for every name still there.  Not for .
+ * and ..: the member root's .. lies outside the volume. */
 int nsops_stat_names(volume *v, const char *path, const struct listing_entry *entries,
                      guint count, struct stat *st, uint64_t *ident, bool *have);
 

@@ -309,13 +309,55 @@ static void settle_attrs(volume *v, const char *path, const struct stat_probe *p
 	}
 }
 
+/* The answer for path from its members' probes (p, their calls' rcs): the
+ * first member's whole answer, else the regular file's from the others'
+ * headers; the mode and owner by majority of all asked (first and rest). */
+static int conclude(volume *v, const char *path, const struct stat_probe *p, const int *rcs,
+                    int first, uint64_t rest, uint64_t epoch, struct stat *st, uint64_t *ident)
+{
+	struct stat_answer a = { .st = st, .ident = ident, .rc = -ENOENT, .first = -1 };
+
+	if (first >= 0)
+		take_probe(v, first, &p[first], rcs[first], &a);
+	bool whole = a.whole; /* the others' lstats only, then: their errors still told */
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (rest >> mb & 1 && (!a.whole || (whole && rcs[mb] < 0)))
+			take_probe(v, mb, &p[mb], rcs[mb], &a);
+	if (!a.whole && a.first < 0)
+		return a.rc;
+	if (!a.whole)
+		finish_stat(v, p, &a, epoch);
+	settle_attrs(v, path, p, rcs, first >= 0 ? rest | 1ull << first : 0, st);
+	return 0;
+}
+
+/* The probes of path on every member that answers (*first the first of
+ * them, *rest the others). */
+static void probes_prepare(volume *v, const char *path, bool want_ident, struct stat_probe *p,
+                           int *first, uint64_t *rest)
+{
+	const char *attrs = volume_attrs_path(v, path);
+
+	*first = -1;
+	*rest = 0;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = want_ident,
+		                             .attrs = attrs != path ? attrs : NULL };
+		/* a member being rebuilt may hold a name removed meanwhile */
+		if (!volume_member_answers(v, mb))
+			continue;
+		if (*first < 0)
+			*first = mb;
+		else
+			*rest |= 1ull << mb;
+	}
+}
+
 int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident)
 {
-	uint64_t unasked, epoch = size_cache_epoch(volume_sizes(v));
-	struct stat_answer a = { .st = st, .ident = ident ? ident : &unasked, .rc = -ENOENT,
-	                         .first = -1 };
+	uint64_t unasked, rest, epoch = size_cache_epoch(volume_sizes(v));
 	struct stat_probe p[STRIPE_MAX_N];
-	int rcs[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N], first;
 
 	if (!volume_usable(v))
 		return -EIO;
@@ -323,20 +365,7 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 	 * size is cached), the others giving their lstat for the vote; else
 	 * they are asked in full: a name that is not there, or a regular
 	 * file's headers. */
-	uint64_t rest = 0;
-	int first = -1;
-	const char *attrs = volume_attrs_path(v, path);
-	for (int mb = 0; mb < volume_n(v); mb++) {
-		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = !!ident,
-		                             .attrs = attrs != path ? attrs : NULL };
-		/* a member being rebuilt may hold a name removed meanwhile */
-		if (!volume_member_answers(v, mb))
-			continue;
-		if (first < 0)
-			first = mb;
-		else
-			rest |= 1ull << mb;
-	}
+	probes_prepare(v, path, !!ident, p, &first, &rest);
 	/* Every member answering is asked, for the vote on the mode and owner
 	 * (settle_attrs): once the first answered it all, the others' probes
 	 * are their lstat alone.  On the relay, in order, both steps take one
@@ -349,20 +378,71 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 		stat_probes_run(v, rest | 1ull << first, p, rcs);
 	else if (first >= 0)
 		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
-	if (first >= 0)
-		take_probe(v, first, &p[first], rcs[first], &a);
 	if (rest && !together)
 		stat_probes_run(v, rest, p, rcs);
-	bool whole = a.whole; /* the others' lstats only, then: their errors still told */
-	for (int mb = 0; mb < volume_n(v); mb++)
-		if (rest >> mb & 1 && (!a.whole || (whole && rcs[mb] < 0)))
-			take_probe(v, mb, &p[mb], rcs[mb], &a);
-	if (!a.whole && a.first < 0)
-		return a.rc;
-	if (!a.whole)
-		finish_stat(v, p, &a, epoch);
-	settle_attrs(v, path, p, rcs, first >= 0 ? rest | 1ull << first : 0, st);
+	return conclude(v, path, p, rcs, first, rest, epoch, st, ident ? ident : &unasked);
+}
+
+/* One member's probes of many paths, on its worker (objects_stat_many). */
+struct many_probes {
+	struct stat_probe *p; /* count rows of volume_n probes */
+	int *rcs;             /* the same shape */
+	size_t count;
+	int n, mb;
+};
+
+static int many_probes_run(void *arg)
+{
+	struct many_probes *m = arg;
+	for (size_t i = 0; i < m->count; i++) {
+		size_t at = i * (size_t)m->n + (size_t)m->mb;
+		m->rcs[at] = stat_probe_run(&m->p[at]);
+	}
 	return 0;
+}
+
+void objects_stat_many(volume *v, const char *const *paths, size_t count, struct stat *st,
+                       uint64_t *ident, int *rc)
+{
+	int n = volume_n(v), first = -1, mrcs[STRIPE_MAX_N];
+	uint64_t rest = 0, epoch = size_cache_epoch(volume_sizes(v));
+	struct stat_probe *p = g_new(struct stat_probe, count * (size_t)n);
+	int *rcs = g_new(int, count * (size_t)n);
+	struct many_probes m[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+
+	for (size_t i = 0; i < count; i++) {
+		rc[i] = -EIO;
+		probes_prepare(v, paths[i], true, &p[i * (size_t)n], &first, &rest);
+	}
+	uint64_t asked = first >= 0 ? rest | 1ull << first : 0;
+	for (size_t i = 0; i < count && first >= 0; i++)
+		for (int mb = 0; mb < n; mb++)
+			if (rest >> mb & 1)
+				p[i * (size_t)n + (size_t)mb].lead = &p[i * (size_t)n + (size_t)first];
+	for (int mb = 0; mb < n; mb++) {
+		m[mb] = (struct many_probes){ p, rcs, count, n, mb };
+		args[mb] = &m[mb];
+	}
+	/* The first member's probes, then the others' at once (their lstat
+	 * alone where the first answered it all, as in objects_stat_ident),
+	 * each member's one after the other on its own worker: two hand-offs
+	 * for all the names, not one each. */
+	if (count && asked && volume_usable(v)) {
+		volume_on_members_apart(v, 1ull << first, many_probes_run, args, mrcs);
+		if (rest)
+			volume_on_members_apart(v, rest, many_probes_run, args, mrcs);
+	}
+	for (size_t i = 0; i < count && asked && volume_usable(v); i++) {
+		size_t at = i * (size_t)n;
+		for (int mb = 0; mb < n; mb++)
+			if (asked >> mb & 1 && mrcs[mb] < 0)
+				rcs[at + (size_t)mb] = mrcs[mb]; /* the member's worker lost */
+		rc[i] = conclude(v, paths[i], &p[at], &rcs[at], first, rest, epoch, &st[i],
+		                 &ident[i]);
+	}
+	g_free(p);
+	g_free(rcs);
 }
 
 uint64_t objects_stat_epoch(volume *v)
