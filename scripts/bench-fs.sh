@@ -10,19 +10,26 @@
 #   sudo BENCH_RUNS=3 scripts/bench-fs.sh    3 runs and the median ratios
 #   sudo BENCH_RT=1 scripts/bench-fs.sh      daemons and dd at real-time priority
 #
+#   sudo BENCH_WARM=0 scripts/bench-fs.sh    no memory warm-up before a dd
+#
 # Per run, on each file system: sequential write (dd bs=1M conv=fsync from
 # a random source file on tmpfs), then the sequential read right after it
 # (dd bs=1M to /dev/null: same mount, no cache dropped, the first read of
-# the file).  Then ecfs alone: the read after a remount (page cache
-# dropped), and after another remount with 2 of its 6 members replaced by
-# empty directories (-o noheal: they stay failed, every stripe decodes).
-# Reports MB/s and the ratios (the bars: read right after the write
-# >= 1.0x mergerfs, write >= 0.9x, degraded >= 0.8x the healthy read
-# after a remount), and the daemons' CPU seconds (utime + stime from
-# /proc/PID/stat across each dd) per GiB written and read, ecfs's and
-# mergerfs's.  On a machine shared with other jobs, BENCH_RT=1 runs both
-# daemons and every timed dd under `chrt -f 10` (SCHED_FIFO), ahead of the
-# other jobs, as on an idle machine.  Needs root (tmpfs mount, drop_caches).
+# the file).  Then, still in the same mount, the cold read: the file is
+# removed and written again (dd bs=1M, not timed), then `sync; echo 3 >
+# /proc/sys/vm/drop_caches`, then read (dd bs=1M), the same steps for
+# ecfs and mergerfs.  Then ecfs alone: the read after a remount (page
+# cache dropped), and after another remount with 2 of its 6 members
+# replaced by empty directories (-o noheal: they stay failed, every
+# stripe decodes).  Reports MB/s and the ratios (the bars: read right
+# after the write and cold read >= 1.0x mergerfs, cold read >= 1.0x
+# ecfs's read after a remount, write >= 0.9x, degraded >= 0.8x the
+# healthy read after a remount), and the daemons' CPU seconds (utime +
+# stime from /proc/PID/stat across each dd) per GiB written and read,
+# ecfs's and mergerfs's.  On a machine shared with other jobs, BENCH_RT=1
+# runs both daemons and every timed dd under `chrt -f 10` (SCHED_FIFO),
+# ahead of the other jobs, as on an idle machine.  Needs root (tmpfs
+# mount, drop_caches).
 set -eu
 cd "$(dirname "$0")/.."
 build=${ECFS_BUILD_DIR:-build}
@@ -72,7 +79,13 @@ mount -t tmpfs -o "size=${size_mib}m" tmpfs "$tmpfs"
 # does not last.  warm MIB writes and deletes MIB of tmpfs just before each
 # timed run, the same for both file systems, so that what that run
 # allocates (member files, page cache) comes from memory touched just now.
+# BENCH_WARM=0 leaves that out, to see what it hides: after drop_caches,
+# ecfs's reads fill the kernel's page cache of the mount from memory just
+# freed, where mergerfs (cache.files=off, direct I/O) needs none.
+warm_on=${BENCH_WARM:-1}
+case $warm_on in 0 | 1) ;; *) die "BENCH_WARM must be 0 or 1" ;; esac
 warm() {
+	[ "$warm_on" -eq 1 ] || return 0
 	dd if=/dev/zero of="$tmpfs/warm" bs=1M count="$1" status=none 2>/dev/null || true
 	rm -f "$tmpfs/warm"
 }
@@ -124,6 +137,15 @@ timed_read() {
 	rd_mbs=$(timed_dd if="$1" of=/dev/null)
 	rd_cpu=$(cpu_per_gib "$c0" "$2")
 }
+# The cold read of a file written in the same mount ($1, a file system
+# mounted by the daemon $2): written again, the caches dropped, read.
+# Sets rd_mbs and rd_cpu, as timed_read.
+cold_read() {
+	rm -f "$1"
+	dd if="$tmpfs/source" of="$1" bs=1M status=none
+	drop
+	timed_read "$1" "$2"
+}
 row() { printf '%-40s %10s %10s %8s\n' "$@"; }
 
 # One run of every test, ecfs then mergerfs; prints its table and appends
@@ -141,6 +163,8 @@ one_run() {
 	cpu_write=$(cpu_per_gib "$c0" "$ecfs_pid")
 	timed_read "$work/ecfs/file" "$ecfs_pid"
 	ecfs_first=$rd_mbs cpu_first=$rd_cpu
+	cold_read "$work/ecfs/file" "$ecfs_pid"
+	ecfs_cold=$rd_mbs cpu_cold=$rd_cpu
 	ecfs_umount
 	drop
 	ecfs_mount noheal
@@ -173,6 +197,8 @@ one_run() {
 	mcpu_write=$(cpu_per_gib "$c0" "$merger_pid")
 	timed_read "$work/mergerfs/file" "$merger_pid"
 	merger_read=$rd_mbs mcpu_read=$rd_cpu
+	cold_read "$work/mergerfs/file" "$merger_pid"
+	merger_cold=$rd_mbs mcpu_cold=$rd_cpu
 	fusermount3 -u "$work/mergerfs"
 	wait "$merger_pid" || true
 	rm -rf "$tmpfs"/g?
@@ -186,6 +212,8 @@ one_run() {
 	row "test" "ecfs MB/s" "peer MB/s" "ratio"
 	row "sequential write (conv=fsync)" "$ecfs_write" "$merger_write" "$(ratio "$ecfs_write" "$merger_write")"
 	row "read right after the write" "$ecfs_first" "$merger_read" "$(ratio "$ecfs_first" "$merger_read")"
+	row "cold read, same mount" "$ecfs_cold" "$merger_cold" "$(ratio "$ecfs_cold" "$merger_cold")"
+	row "  against ecfs after a remount" "$ecfs_cold" "$ecfs_read" "$(ratio "$ecfs_cold" "$ecfs_read")"
 	row "read after a remount" "$ecfs_read" "$merger_read" "$(ratio "$ecfs_read" "$merger_read")"
 	row "read after a remount, 2 of 6 lost" "$ecfs_degraded" "$ecfs_read" "$(ratio "$ecfs_degraded" "$ecfs_read")"
 	echo "  (the peer of the read after a remount is mergerfs's read right after its"
@@ -193,11 +221,14 @@ one_run() {
 	row "daemon CPU s per GiB" "ecfs" "mergerfs" ""
 	row "  written" "$cpu_write" "$mcpu_write" ""
 	row "  read right after the write" "$cpu_first" "$mcpu_read" ""
+	row "  cold read, same mount" "$cpu_cold" "$mcpu_cold" ""
 	row "  read after a remount" "$cpu_read" "" ""
 	row "  read after a remount, 2 of 6 lost" "$cpu_degraded" "" ""
 	echo "$(ratio "$ecfs_write" "$merger_write") $(ratio "$ecfs_first" "$merger_read")" \
 		"$(ratio "$ecfs_degraded" "$ecfs_read") $cpu_write $cpu_first $cpu_read $cpu_degraded" \
-		"$mcpu_write $mcpu_read $(ratio "$ecfs_read" "$merger_read")" >>"$work/ratios"
+		"$mcpu_write $mcpu_read $(ratio "$ecfs_read" "$merger_read")" \
+		"$(ratio "$ecfs_cold" "$merger_cold") $(ratio "$ecfs_cold" "$ecfs_read")" \
+		"$cpu_cold $mcpu_cold" >>"$work/ratios"
 }
 
 for _ in $(seq "$runs"); do
@@ -212,11 +243,16 @@ echo
 echo "ratios of the $runs runs (write, read right after the write, degraded read"
 echo "after a remount over healthy after a remount; ecfs daemon CPU s per GiB written,"
 echo "read right after the write, after a remount, after a remount 2 lost; mergerfs"
-echo "CPU s per GiB written, read; read after a remount over mergerfs):"
+echo "CPU s per GiB written, read; read after a remount over mergerfs; cold read,"
+echo "same mount, over mergerfs's, over ecfs's read after a remount; ecfs and"
+echo "mergerfs daemon CPU s per GiB of the cold read):"
 sed 's/^/  /' "$work/ratios"
 printf 'medians: write %s, read right after the write %s, degraded read %s of healthy\n' \
 	"$(median 1)" "$(median 2)" "$(median 3)"
+printf '  cold read, same mount: %s of mergerfs, %s of ecfs after a remount\n' \
+	"$(median 11)" "$(median 12)"
 printf 'ecfs daemon CPU s per GiB (medians): written %s, read right after the write %s,\n' \
 	"$(median 4)" "$(median 5)"
 printf '  after a remount %s, with 2 members lost %s; mergerfs: written %s, read %s\n' \
 	"$(median 6)" "$(median 7)" "$(median 8)" "$(median 9)"
+printf '  cold read, same mount: ecfs %s, mergerfs %s\n' "$(median 13)" "$(median 14)"
