@@ -40,15 +40,16 @@ static void scan_strips(member_task *t)
 	chunk_header h = c->hdr;
 
 	int64_t t0 = g_get_monotonic_time();
+	/* Straight into the pool's buffers: no bounce, no copy (stuck_reads). */
 	ssize_t got = repair_read_all(c->v, t->member, fd, t->buf, want,
-	                       (off_t)layout_strip_offset(&c->lay, t->s0));
+	                              (off_t)layout_strip_offset(&c->lay, t->s0), true);
 	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
 	if (got == (ssize_t)want)
 		memberio_note(volume_memberio(c->v), t->member, MIO_READ, want,
 		              (g_get_monotonic_time() - t0) * 1000);
 	ssize_t rgot = got < 0 ? got
 	               : repair_read_all(c->v, t->member, fd, recs, rwant,
-	                          (off_t)layout_record_offset(&c->lay, t->s0));
+	                                 (off_t)layout_record_offset(&c->lay, t->s0), false);
 	if (got < 0 || rgot < 0) {
 		t->err = (int)(got < 0 ? got : rgot);
 		for (int i = 0; i < t->cnt; i++) {
@@ -189,8 +190,11 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
 		int mb = rs->task[j].member;
-		/* Not read, so not an input to the decoder; NULL: not rebuilt. */
-		blocks[j] = unread >> j & 1 ? NULL : strip_buf(fc, rs, j, i);
+		/* NULL: neither an input to the decoder nor rebuilt.  Not read,
+		 * or erased on a member that takes no repairs (a read given up
+		 * there may still land in its strips: stuck_reads). */
+		bool no_repair = badmask >> j & 1 && fc->unwritable >> mb & 1;
+		blocks[j] = unread >> j & 1 || no_repair ? NULL : strip_buf(fc, rs, j, i);
 		if (!(badmask >> j & 1))
 			continue;
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
@@ -362,6 +366,14 @@ static uint64_t hedged_wait(file_check *fc, run_slot *rs)
 	return lost;
 }
 
+/* A read given up inside its call may still land in the slot's strips
+ * (scan_strips reads straight into them): the pool is kept for good. */
+static void stuck_reads(file_check *fc, run_slot *rs)
+{
+	if (mio_batch_stuck(&rs->reads))
+		fc->pool->lent = true;
+}
+
 static void finish_reads(file_check *fc, run_slot *rs)
 {
 	if (!rs->reading)
@@ -369,6 +381,7 @@ static void finish_reads(file_check *fc, run_slot *rs)
 	rs->reading = false;
 	uint64_t lost = rs->hedged ? hedged_wait(fc, rs) : mio_batch_wait(&rs->reads);
 	note_lost_reads(fc, rs, lost, ~rs->late);
+	stuck_reads(fc, rs);
 }
 
 /* Waits for the answer a hedged run went on without, before the run's
@@ -378,6 +391,7 @@ static void end_late_reads(file_check *fc, run_slot *rs)
 	if (!rs->late)
 		return;
 	note_lost_reads(fc, rs, mio_batch_wait(&rs->reads), rs->late);
+	stuck_reads(fc, rs);
 	rs->late = 0;
 }
 
