@@ -7,12 +7,12 @@
  * Decoding works slice by slice (so its temporaries fit on the stack and in
  * L1): it first computes the syndromes P' and Q' of the surviving data
  * (erased data read as zeros), then solves for what is missing:
- *   one data block x (P present)      d_x = P + P' (Q not wanted: one
- *                                     XOR pass, pq_decode_xor)
+ *   one data block x (P present)      d_x = P + P'
  *   one data block x and P            d_x = 2^-x (Q + Q')
  *   two data blocks x < y             with Pxy = P + P', Qxy = Q + Q':
  *       d_x = (Qxy + 2^y Pxy) / (2^x + 2^y),  d_y = Pxy + d_x
- * and recomputes erased parity from the (restored) data.
+ * and recomputes erased parity from the (restored) data.  One data block
+ * or P alone, with Q not wanted, is the XOR of the others (pq_decode_xor).
  */
 #include "ec_internal.h"
 #include "families.h"
@@ -81,31 +81,34 @@ static void comb_run(const gf8_kernel *kern, const pq_comb *cb,
 	kern->dot(0, len, cb->n, 1, &row, in, &out, 0);
 }
 
-/* d_x = P + the other data blocks, in one XOR pass: one data block lost,
- * P there and Q not wanted (a rebuild's usual case), without the Q
- * syndrome and the multiplies of the general path. */
-static void pq_decode_xor(const ec_code *code, uint8_t *const *blocks, int x,
+/* Block t (a data block or P) as the XOR of the others of data and P, in
+ * one pass: one data block lost with P there, or P lost, and Q not wanted
+ * (a rebuild's usual cases), without the Q syndrome and the multiplies of
+ * the general path. */
+static void pq_decode_xor(const ec_code *code, uint8_t *const *blocks, int t,
                           size_t len)
 {
 	int k = code->params.k, n = 0;
-	xor_op ops[PQ_MAX_K];
+	xor_op ops[PQ_MAX_K + 1];
 	size_t body = len & ~(size_t)7; /* the kernels' unit: 8 bytes */
 
-	ops[n++] = (xor_op){ .src = (uint32_t)k, .dst = (uint32_t)x, .kind = XOR_OP_COPY };
-	for (int i = 0; i < k; i++)
-		if (i != x)
-			ops[n++] = (xor_op){ .src = (uint32_t)i, .dst = (uint32_t)x,
-			                     .kind = XOR_OP_XOR };
+	for (int i = 0; i <= k; i++) {
+		if (i == t)
+			continue;
+		ops[n] = (xor_op){ .src = (uint32_t)i, .dst = (uint32_t)t,
+		                   .kind = n ? XOR_OP_XOR : XOR_OP_COPY };
+		n++;
+	}
 	xor_mark_runs(ops, (size_t)n);
 	if (body)
 		xor_kernel_current()->exec(ops, (size_t)n, blocks, 0, body);
 	for (size_t b = body; b < len; b++) {
-		uint8_t v = blocks[k][b];
+		uint8_t v = 0;
 
-		for (int i = 0; i < k; i++)
-			if (i != x)
+		for (int i = 0; i <= k; i++)
+			if (i != t)
 				v ^= blocks[i][b];
-		blocks[x][b] = v;
+		blocks[t][b] = v;
 	}
 }
 
@@ -135,8 +138,8 @@ static int pq_decode(const ec_code *code, uint8_t *const *blocks,
 
 	if (!X && !Y && !want_p && !want_q)
 		return 0; /* every erased block is unwanted */
-	if (X && y < 0 && !lost_p && !want_q) {
-		pq_decode_xor(code, blocks, x, len);
+	if (!want_q && (X ? y < 0 && !lost_p : x < 0 && want_p)) {
+		pq_decode_xor(code, blocks, X ? x : k, len);
 		return 0;
 	}
 	if (x >= 0) {
