@@ -11,12 +11,14 @@
  *   one data block x and P            d_x = 2^-x (Q + Q')
  *   two data blocks x < y             with Pxy = P + P', Qxy = Q + Q':
  *       d_x = (Qxy + 2^y Pxy) / (2^x + 2^y),  d_y = Pxy + d_x
- * and recomputes erased parity from the (restored) data.
+ * and recomputes erased parity from the (restored) data.  One data block
+ * or P alone, with Q not wanted, is the XOR of the others (pq_decode_xor).
  */
 #include "ec_internal.h"
 #include "families.h"
 #include "gf.h"
 #include "gf8_kernels.h"
+#include "xor_kernels.h"
 
 #include <string.h>
 
@@ -79,6 +81,37 @@ static void comb_run(const gf8_kernel *kern, const pq_comb *cb,
 	kern->dot(0, len, cb->n, 1, &row, in, &out, 0);
 }
 
+/* Block t (a data block or P) as the XOR of the others of data and P, in
+ * one pass: one data block lost with P there, or P lost, and Q not wanted
+ * (a rebuild's usual cases), without the Q syndrome and the multiplies of
+ * the general path. */
+static void pq_decode_xor(const ec_code *code, uint8_t *const *blocks, int t,
+                          size_t len)
+{
+	int k = code->params.k, n = 0;
+	xor_op ops[PQ_MAX_K + 1];
+	size_t body = len & ~(size_t)7; /* the kernels' unit: 8 bytes */
+
+	for (int i = 0; i <= k; i++) {
+		if (i == t)
+			continue;
+		ops[n] = (xor_op){ .src = (uint32_t)i, .dst = (uint32_t)t,
+		                   .kind = n ? XOR_OP_XOR : XOR_OP_COPY };
+		n++;
+	}
+	xor_mark_runs(ops, (size_t)n);
+	if (body)
+		xor_kernel_current()->exec(ops, (size_t)n, blocks, 0, body);
+	for (size_t b = body; b < len; b++) {
+		uint8_t v = 0;
+
+		for (int i = 0; i <= k; i++)
+			if (i != t)
+				v ^= blocks[i][b];
+		blocks[t][b] = v;
+	}
+}
+
 static int pq_decode(const ec_code *code, uint8_t *const *blocks,
                      const int *erased, int n_erased, size_t len)
 {
@@ -105,6 +138,10 @@ static int pq_decode(const ec_code *code, uint8_t *const *blocks,
 
 	if (!X && !Y && !want_p && !want_q)
 		return 0; /* every erased block is unwanted */
+	if (!want_q && (X ? y < 0 && !lost_p : x < 0 && want_p)) {
+		pq_decode_xor(code, blocks, X ? x : k, len);
+		return 0;
+	}
 	if (x >= 0) {
 		uint32_t gx = gf_pow(8, 2, (uint32_t)x);
 

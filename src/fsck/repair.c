@@ -121,13 +121,15 @@ void repair_release(fsck *f)
 	}
 }
 
-/* Full-length pread: bytes read (short only at end of file) or -errno. */
-ssize_t repair_read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
+/* Full-length pread (repair_internal.h). */
+ssize_t repair_read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off, bool lent)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = mop_pread(v, idx, fd, (uint8_t *)buf + done, len - done, off + (off_t)done);
+		uint8_t *to = (uint8_t *)buf + done;
+		ssize_t r = lent ? mop_pread_lent(v, idx, fd, to, len - done, off + (off_t)done)
+		                 : mop_pread(v, idx, fd, to, len - done, off + (off_t)done);
 		if (r == -EINTR)
 			continue;
 		if (r < 0)
@@ -172,7 +174,7 @@ static int probe_chunk(void *arg)
 	p->fd = fd;
 	if (fd < 0)
 		return 0;
-	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, sizeof(buf), 0);
+	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, sizeof(buf), 0, false);
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";

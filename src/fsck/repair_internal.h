@@ -60,7 +60,8 @@ typedef struct run_slot {
  * would be faulted in again every time.  One per file in flight, on the
  * list fsck.repair_pool while unused. */
 struct repair_pool {
-	/* A write given up inside its member call may still read mem: the
+	/* A read given up inside its member call may still write mem (the
+	 * strips are read straight into it), a write still read it: the
 	 * pool is then never reused or freed (memberio.h, mio_batch_stuck). */
 	bool lent;
 	run_slot slot[2];
@@ -101,8 +102,9 @@ typedef struct file_check {
 	const char *link_from; /* another path of this file (hard links) */
 } file_check;
 
-/* Full-length pread: bytes read (short only at end of file) or -errno. */
-ssize_t repair_read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
+/* Full-length pread: bytes read (short only at end of file) or -errno.
+ * lent: straight into buf (mop_pread_lent), which must be in the pool. */
+ssize_t repair_read_all(volume *v, int idx, int fd, void *buf, size_t len, off_t off, bool lent);
 
 /* ---- repair_pass.c ---- */
 

@@ -30,43 +30,64 @@ static uint8_t *strip_buf(const file_check *fc, const run_slot *rs, int pos, int
 
 /* ---- reading and judging one member's strips ---- */
 
+/* Bytes of strips per read of scan_strips: each piece is judged (its
+ * checksums computed) right after its read, while it is still in the
+ * core's cache, rather than the whole run after the whole read. */
+#define SCAN_PIECE (128u << 10)
+
+/* A task whose read failed: every strip of it an erasure. */
+static void scan_failed(member_task *t, ssize_t err)
+{
+	t->err = (int)err;
+	for (int i = 0; i < t->cnt; i++) {
+		t->st[i].v = STRIP_ERR;
+		t->st[i].why = "read error";
+	}
+}
+
 static void scan_strips(member_task *t)
 {
 	stripe_ctx *c = &t->fc->c;
 	uint64_t strip = c->lay.strip_size;
 	uint8_t recs[RUN * CHUNK_RECORD_SIZE];
-	size_t want = (size_t)t->cnt * strip, rwant = (size_t)t->cnt * CHUNK_RECORD_SIZE;
-	int fd = c->fd[t->member];
+	size_t rwant = (size_t)t->cnt * CHUNK_RECORD_SIZE, total = 0;
+	int fd = c->fd[t->member], per = (int)MAX(1, SCAN_PIECE / strip);
 	chunk_header h = c->hdr;
+	int64_t read_us = 0;
 
-	int64_t t0 = g_get_monotonic_time();
-	ssize_t got = repair_read_all(c->v, t->member, fd, t->buf, want,
-	                       (off_t)layout_strip_offset(&c->lay, t->s0));
-	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
-	if (got == (ssize_t)want)
-		memberio_note(volume_memberio(c->v), t->member, MIO_READ, want,
-		              (g_get_monotonic_time() - t0) * 1000);
-	ssize_t rgot = got < 0 ? got
-	               : repair_read_all(c->v, t->member, fd, recs, rwant,
-	                          (off_t)layout_record_offset(&c->lay, t->s0));
-	if (got < 0 || rgot < 0) {
-		t->err = (int)(got < 0 ? got : rgot);
-		for (int i = 0; i < t->cnt; i++) {
-			t->st[i].v = STRIP_ERR;
-			t->st[i].why = "read error";
-		}
+	ssize_t rgot = repair_read_all(c->v, t->member, fd, recs, rwant,
+	                               (off_t)layout_record_offset(&c->lay, t->s0), false);
+	if (rgot < 0) {
+		scan_failed(t, rgot);
 		return;
 	}
 	/* Past the end of a chunk reads as zeros: a hole if the record agrees. */
-	if ((size_t)got < want)
-		memset(t->buf + got, 0, want - (size_t)got);
-	if ((size_t)rgot < rwant)
-		memset(recs + rgot, 0, rwant - (size_t)rgot);
+	memset(recs + rgot, 0, rwant - (size_t)rgot);
 	h.position = (uint32_t)t->pos;
-	for (int i = 0; i < t->cnt; i++)
-		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
-		                  recs + (size_t)i * CHUNK_RECORD_SIZE, t->buf + (size_t)i * strip, fd,
-		                  &t->st[i]);
+	for (int i0 = 0; i0 < t->cnt; i0 += per) {
+		int cnt = MIN(per, t->cnt - i0);
+		size_t want = (size_t)cnt * strip;
+		uint8_t *buf = t->buf + (size_t)i0 * strip;
+		int64_t t0 = g_get_monotonic_time();
+		/* Straight into the pool's buffers: no bounce, no copy (stuck_reads). */
+		ssize_t got = repair_read_all(c->v, t->member, fd, buf, want,
+		                              (off_t)layout_strip_offset(&c->lay, t->s0 + (uint64_t)i0),
+		                              true);
+		read_us += g_get_monotonic_time() - t0;
+		if (got < 0) {
+			scan_failed(t, got);
+			return;
+		}
+		memset(buf + got, 0, want - (size_t)got);
+		total += (size_t)got;
+		for (int i = i0; i < i0 + cnt; i++)
+			rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
+			                  recs + (size_t)i * CHUNK_RECORD_SIZE,
+			                  t->buf + (size_t)i * strip, fd, &t->st[i]);
+	}
+	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
+	if (total == (size_t)t->cnt * strip)
+		memberio_note(volume_memberio(c->v), t->member, MIO_READ, total, read_us * 1000);
 }
 
 static void scan_member(void *arg)
@@ -189,8 +210,11 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
 		int mb = rs->task[j].member;
-		/* Not read, so not an input to the decoder; NULL: not rebuilt. */
-		blocks[j] = unread >> j & 1 ? NULL : strip_buf(fc, rs, j, i);
+		/* NULL: neither an input to the decoder nor rebuilt.  Not read,
+		 * or erased on a member that takes no repairs (a read given up
+		 * there may still land in its strips: stuck_reads). */
+		bool no_repair = badmask >> j & 1 && fc->unwritable >> mb & 1;
+		blocks[j] = unread >> j & 1 || no_repair ? NULL : strip_buf(fc, rs, j, i);
 		if (!(badmask >> j & 1))
 			continue;
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
@@ -362,6 +386,14 @@ static uint64_t hedged_wait(file_check *fc, run_slot *rs)
 	return lost;
 }
 
+/* A read given up inside its call may still land in the slot's strips
+ * (scan_strips reads straight into them): the pool is kept for good. */
+static void stuck_reads(file_check *fc, run_slot *rs)
+{
+	if (mio_batch_stuck(&rs->reads))
+		fc->pool->lent = true;
+}
+
 static void finish_reads(file_check *fc, run_slot *rs)
 {
 	if (!rs->reading)
@@ -369,6 +401,7 @@ static void finish_reads(file_check *fc, run_slot *rs)
 	rs->reading = false;
 	uint64_t lost = rs->hedged ? hedged_wait(fc, rs) : mio_batch_wait(&rs->reads);
 	note_lost_reads(fc, rs, lost, ~rs->late);
+	stuck_reads(fc, rs);
 }
 
 /* Waits for the answer a hedged run went on without, before the run's
@@ -378,6 +411,7 @@ static void end_late_reads(file_check *fc, run_slot *rs)
 	if (!rs->late)
 		return;
 	note_lost_reads(fc, rs, mio_batch_wait(&rs->reads), rs->late);
+	stuck_reads(fc, rs);
 	rs->late = 0;
 }
 

@@ -236,6 +236,35 @@ class RebuildTest(FsckCase):
         self.assert_healthy(v)
         self.read_back(v, data, subsets=5)
 
+    def test_rebuild_bad_strips_across_a_run(self):
+        """A run of 64 stripes is read and judged in pieces per member:
+        bad strips of two of the k members --rebuild reads, in the first
+        and the second piece of one run, are found, and the lost member
+        and the bad strips are rebuilt exact from the other strips."""
+        v, data = self.build()
+        rel = "dir/sub/b"  # stripes 1-64 are one record group: one run
+        v.lose(2, "empty")
+        good = sorted((chunk_position(v, i, rel), i) for i in range(K + M) if i != 2)
+        a, b = good[0][1], good[1][1]  # read first (data positions)
+        for i, stripes in ((a, (5, 50)), (b, (40,))):
+            path = v.chunk_path(i, rel)
+            with open(path, "r+b") as f:
+                for s in stripes:
+                    f.seek(h.chunk_offsets(path, s)[1] + 100)
+                    f.write(b"\xde\xad\xbe\xef")
+        rc, rep = self.fsck_json(v, "--rebuild", "--tune=hedge=off")
+        self.assertEqual(rc, 1, json.dumps(rep, indent=1))
+        bad = {p["member"]: p["detail"] for p in rep["problems"]
+               if p["kind"] == "strip" and p["path"] == "/" + rel}
+        self.assertEqual(set(bad), {a, b}, json.dumps(rep["problems"], indent=1))
+        self.assertIn("2 bad strip(s) in stripes 5-50", bad[a])
+        self.assertIn("1 bad strip(s) in stripes 40-40", bad[b])
+        self.assertTrue(all(p["status"] == "repaired" for p in rep["problems"]),
+                        json.dumps(rep["problems"], indent=1))
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.read_back(v, data, subsets=3)
+
     def test_rebuild_is_no_scrub(self):
         """Chunks that look current are not read: a bad strip in one is
         left for the next check, a deleted chunk is rebuilt."""

@@ -18,6 +18,8 @@
 
 #include <string.h>
 
+#include "ec.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
@@ -235,12 +237,25 @@ static void finish_x(const ghash_state *st, uint8_t out[16])
 }
 #endif
 
+/* libec held to a lower level than the CPU's (EC_SIMD, ec_set_kernel:
+ * standing in for an older CPU) holds GHASH to what such a CPU has:
+ * 256-bit vectors with AVX2, single blocks below it. */
+static enum ghash_impl held_by_libec(enum ghash_impl impl)
+{
+	const char *k = ec_kernel_name();
+	enum ghash_impl cap = !strcmp(k, "avx2") ? GHASH_256
+	                      : !strcmp(k, "ssse3") || !strcmp(k, "scalar") ? GHASH_128
+	                      : GHASH_512;
+
+	return impl > cap ? cap : impl;
+}
+
 enum ghash_impl ghash_impl_available(void)
 {
 	static enum ghash_impl impl = (enum ghash_impl)-1;
 
 	if (impl == (enum ghash_impl)-1)
-		impl = detect();
+		impl = held_by_libec(detect());
 	return impl;
 }
 

@@ -40,7 +40,8 @@ typedef struct ghash_state {
 	enum ghash_impl impl;
 } ghash_state;
 
-/* The best implementation this CPU runs (GHASH_NONE: none). */
+/* The best implementation this CPU runs (GHASH_NONE: none), at most what
+ * the level libec is held to has (EC_SIMD=avx2: GHASH_256). */
 enum ghash_impl ghash_impl_available(void);
 
 /* h: the hash key, AES_K(0^128).  impl: at most ghash_impl_available()

@@ -16,7 +16,8 @@
  * the worker stops in mio_io_end for good, before it touches anything of
  * the task's caller again.  Reads on a worker therefore land in the
  * worker's own bounce buffer first (mio_bounce), never straight in the
- * caller's memory, which may be reused by then.  A write cannot be made
+ * caller's memory, which may be reused by then (but with mop_pread_lent,
+ * whose caller keeps the memory as for a large write).  A write cannot be made
  * safe that way at no cost: the kernel may still copy from the caller's
  * buffer when the call comes back.  Small writes go through the bounce
  * buffer too; a batch says which of its tasks were given up inside their

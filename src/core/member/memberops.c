@@ -254,11 +254,13 @@ static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov,
 }
 
 /* On a worker the bytes come through its bounce buffer (memberio.h): a
- * read given up must not land in memory its caller has moved on from. */
-static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
+ * read given up must not land in memory its caller has moved on from;
+ * unless lent, when the caller keeps the memory for such a read. */
+static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off,
+                        bool lent)
 {
 	size_t len = iov_total(iov, cnt);
-	uint8_t *bounce = mio_bounce(len);
+	uint8_t *bounce = lent ? NULL : mio_bounce(len);
 	struct iovec biov = { bounce, len };
 	ssize_t r;
 
@@ -279,12 +281,18 @@ static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
 {
 	struct iovec iov = { buf, len };
-	return read_iov(v, idx, fd, &iov, 1, off);
+	return read_iov(v, idx, fd, &iov, 1, off, false);
+}
+
+ssize_t mop_pread_lent(volume *v, int idx, int fd, void *buf, size_t len, off_t off)
+{
+	struct iovec iov = { buf, len };
+	return read_iov(v, idx, fd, &iov, 1, off, true);
 }
 
 ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	return read_iov(v, idx, fd, iov, cnt, off);
+	return read_iov(v, idx, fd, iov, cnt, off, false);
 }
 
 int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,

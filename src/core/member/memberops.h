@@ -59,6 +59,11 @@ uint64_t mop_reads(volume *v);
 /* Reads (faults only; never recorded). */
 ssize_t mop_pread(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
 ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off);
+/* mop_pread straight into buf, also on a worker (no bounce buffer, no
+ * copy): the caller lends buf, and keeps it for good if the read is given
+ * up inside its call (mio_batch_stuck, mio_free_or_keep), as for a large
+ * write (memberio.h). */
+ssize_t mop_pread_lent(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
 /* statx beneath dirfd, the result in *stx (the caller's own: on a worker
  * the call may be given up, memberio.h); a read for the faults, not
  * counted in mop_reads (it moves no atime). */
