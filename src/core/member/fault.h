@@ -12,6 +12,8 @@
  *                   opens with O_CREAT or O_TRUNC), any (the default)
  *     after=N       the first N matching operations pass (default 0)
  *     count=C       then C operations are hit, the rest pass (default: all)
+ *     armed=PATH    the rule counts only operations made while the file
+ *                   PATH exists (a test arms it once the mount is up)
  *     errno=E       a hit fails with E: EIO, ENOSPC, EROFS, EDQUOT or a
  *                   number; 0 makes a write or sync report success without
  *                   doing anything (a crash's lost write), and is no fault

@@ -258,7 +258,8 @@ static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov,
 static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	size_t len = iov_total(iov, cnt);
-	uint8_t *bounce = mio_bounce(len);
+	/* a read into the bounce buffer itself (a bounded read's) lands there */
+	uint8_t *bounce = cnt == 1 && mio_bounce_holds(iov->iov_base, len) ? NULL : mio_bounce(len);
 	struct iovec biov = { bounce, len };
 	ssize_t r;
 
