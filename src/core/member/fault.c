@@ -45,7 +45,7 @@ static const struct { const char *name; int err; } errnos[] = {
 
 static const struct { const char *name; int ops; } kinds[] = {
 	{ "read", FAULT_READ }, { "write", FAULT_WRITE }, { "sync", FAULT_SYNC },
-	{ "meta", FAULT_META }, { "any", FAULT_ANY },
+	{ "meta", FAULT_META }, { "any", FAULT_ANY }, { "data", FAULT_DATA },
 };
 
 /* A decimal number >= 0 that fits a long, the whole string. */

@@ -9,7 +9,8 @@
  *                   statx of an intent's identities), write
  *                   (pwrite, pwritev, ftruncate, fallocate), sync (fsync,
  *                   fdatasync), meta (namespace and metadata changes,
- *                   opens with O_CREAT or O_TRUNC), any (the default)
+ *                   opens with O_CREAT or O_TRUNC), any (the default),
+ *                   data (the reads of pread and preadv only)
  *     after=N       the first N matching operations pass (default 0)
  *     count=C       then C operations are hit, the rest pass (default: all)
  *     armed=PATH    the rule counts only operations made while the file
@@ -45,6 +46,7 @@ enum {
 	FAULT_SYNC = 4,
 	FAULT_META = 8,
 	FAULT_ANY = 15,
+	FAULT_DATA = 16, /* with FAULT_READ: a pread or preadv (op=data) */
 };
 
 typedef struct fault_rules fault_rules;

@@ -249,7 +249,7 @@ static const char *proc_path(int fd, const char *leaf, char buf[PATH_MAX])
 static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
                             off_t off)
 {
-	FAULT_GATE(FAULT_READ, 0);
+	FAULT_GATE(FAULT_READ | FAULT_DATA, 0);
 	return neg_errno(preadv(fd, iov, cnt, off));
 }
 
