@@ -470,7 +470,9 @@ static int position0_member(fixture *fx, const char *name)
 /* Hedged reads (stripe_hedge.c): a strip on a member slow for reads is read
  * from four other members, and from the fifth too when those are late;
  * the read goes on with the first four answers.  Here the member of
- * position 1 takes a second per read: the fifth is asked, and the read
+ * position 1 takes 600 ms per read (the two of an open, or of a fetch,
+ * stay under the bound of a read, memberio_bound_ms): the fifth is asked,
+ * and the read
  * returns exact before that member has answered (its read cost is still
  * unknown then; a read that waited for it would have noted it); so does a
  * read of whole stripes, and the file's close waits for the late answers,
@@ -488,7 +490,7 @@ static void hedged_read(fixture *fx, const char *name, unsigned timeout_ms, bool
 	fill_random(data, len, 31);
 	write_file(fx, name, data, len, STRIPE);
 	int slow = position0_member(fx, name + 1), late = (slow + 1) % N;
-	char *spec = g_strdup_printf("member=%d,op=read,delay=1000", late);
+	char *spec = g_strdup_printf("member=%d,op=read,delay=600", late);
 	volume_close(fx->v);
 	setenv("ECFS_FAULT", spec, 1);
 	assert_int_equal(volume_open((const char *const *)fx->mb.path, N, &o, &fx->v, &msg), 0);

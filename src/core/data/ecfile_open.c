@@ -276,11 +276,87 @@ static void open_job_run(void *arg)
 	}
 	j->pc->err = ecfile_open_chunk(j->v, j->mb, j->path, j->create, j->flags, j->mode,
 	                               j->uid, j->gid, j->pc);
+	if (!mio_claim()) {
+		/* a bounded open went on without it (open_bounded) */
+		if (j->pc->fd >= 0)
+			MIO_CALL(close(j->pc->fd));
+		g_free(j->pc->head);
+		return;
+	}
 	if (j->ch && j->pc->created && j->pc->fd >= 0) {
 		pthread_mutex_lock(&j->ch->lock);
 		j->ch->created |= 1ull << j->mb;
 		pthread_mutex_unlock(&j->ch->lock);
 	}
+}
+
+/* The jobs of a bounded open, in memory of their own: a job cut by the
+ * bound finishes after its caller has gone on. */
+struct open_round {
+	mio_batch batch;
+	struct open_job jobs[STRIPE_MAX_N];
+	probe_chunk pc[STRIPE_MAX_N];
+	char *path;
+};
+
+static void open_round_free(void *arg)
+{
+	struct open_round *r = arg;
+	g_free(r->path);
+	g_free(r);
+}
+
+/* An open of an existing file (no create) on the members in `members`,
+ * on the relay if small: waited for no longer than their bound
+ * (mio_batch_wait_bounded); pc[mb] of a member cut there stays
+ * CHUNK_FAILED with no fd, an erasure for this open only.  Returns the
+ * members cut. */
+static uint64_t open_bounded(volume *v, const char *path, int flags, probe_chunk *pc,
+                             uint64_t members, bool small)
+{
+	memberio *mio = volume_memberio(v);
+	struct open_round *r = g_new0(struct open_round, 1);
+
+	r->path = g_strdup(path);
+	if (small)
+		mio_batch_init_small(mio, &r->batch);
+	else
+		mio_batch_init(&r->batch);
+	mio_batch_bound(&r->batch);
+	mio_batch_by_release(&r->batch);
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (!(members >> mb & 1))
+			continue;
+		r->pc[mb] = (probe_chunk){ .fd = -1, .state = CHUNK_FAILED };
+		r->jobs[mb] = (struct open_job){ .v = v, .path = r->path, .flags = flags, .mb = mb,
+		                                 .pc = &r->pc[mb], .kind = JOB_OPEN };
+		memberio_submit(mio, mb, &r->batch, open_job_run, &r->jobs[mb]);
+	}
+	uint64_t cut = mio_batch_wait_bounded(mio, &r->batch);
+	uint64_t lost = __atomic_load_n(&r->batch.lost, __ATOMIC_ACQUIRE);
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if ((members & ~cut & ~lost) >> mb & 1)
+			pc[mb] = r->pc[mb];
+	mio_batch_release(&r->batch, open_round_free, r);
+	return cut;
+}
+
+/* A plain open with a member timeout: bounded.  On the relay, the tasks
+ * behind one that hangs there are cut with it: those of members not
+ * stalled themselves are asked again on their own workers. */
+static void open_chunks_bounded(volume *v, const char *path, int flags, probe_chunk *pc)
+{
+	uint64_t members = 0, again = 0;
+
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if (volume_member_ok(v, mb))
+			members |= 1ull << mb;
+	uint64_t cut = open_bounded(v, path, flags, pc, members, true);
+	for (int mb = 0; mb < volume_n(v); mb++)
+		if ((cut >> mb & 1) && !memberio_stalled(volume_memberio(v), mb))
+			again |= 1ull << mb;
+	if (again)
+		open_bounded(v, path, flags, pc, again, false);
 }
 
 /* ecfile_open_chunk on every usable member, all in parallel on their workers, so
@@ -295,11 +371,17 @@ static void open_chunks(volume *v, const char *path, bool create, int flags, mod
 	int n = volume_n(v);
 	mio_batch batch;
 
-	mio_batch_init_small(volume_memberio(v), &batch);
 	for (int mb = 0; mb < n; mb++) {
 		memset(&pc[mb], 0, sizeof(pc[mb]));
 		pc[mb].fd = -1;
 		pc[mb].state = CHUNK_FAILED;
+	}
+	if (!create && !ch && memberio_timeout(volume_memberio(v))) {
+		open_chunks_bounded(v, path, flags, pc);
+		return;
+	}
+	mio_batch_init_small(volume_memberio(v), &batch);
+	for (int mb = 0; mb < n; mb++) {
 		jobs[0][mb] = (struct open_job){ v, path, create, flags, mb, mode, uid, gid, &pc[mb],
 		                                 ch, JOB_OPEN };
 		jobs[1][mb] = jobs[0][mb];

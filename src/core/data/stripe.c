@@ -175,54 +175,118 @@ int stripe_probe(stripe_ctx *c, uint64_t s, uint8_t *bufs, strip_judgment p[STRI
 	return got >= c->lay.k ? 0 : -EIO;
 }
 
-int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
-{
-	uint64_t count = layout_stripe_count(&c->lay, size);
-	uint64_t len = layout_chunk_length(&c->lay, count), last = count - 1;
-	uint8_t recs[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE];
+/* One member's look at the end of its chunk (stripe_scan_end), with its
+ * own copy of what it needs: on a worker it may finish after its caller
+ * went on (open_round's way, mio_claim). */
+struct scan_job {
+	volume *v;
+	layout lay;
+	int mb, fd;
+	uint64_t size;
+	const uint8_t *head; /* the whole chunk, read at open, or NULL */
+	size_t head_len;
+	int rc;     /* 0, or a negative errno */
+	bool dirty; /* something stored past the end */
+};
 
-	*dirty = false;
-	for (int mb = 0; mb < c->lay.n && !*dirty; mb++) {
-		struct stat st;
-		if (!stripe_member_usable(c, mb))
-			continue;
-		/* A small file's whole chunk was read at open: no member call. */
-		bool whole = c->head[mb] != NULL;
-		if (whole)
-			st.st_size = (off_t)c->head_len[mb];
-		else if (fstat(c->fd[mb], &st) < 0)
-			return -errno;
-		if ((uint64_t)st.st_size > len) {
-			*dirty = true;
-			break;
-		}
-		if (count == 0)
-			continue;
+static void scan_member_end(void *arg)
+{
+	struct scan_job *j = arg;
+	uint64_t count = layout_stripe_count(&j->lay, j->size);
+	uint64_t len = layout_chunk_length(&j->lay, count), last = count - 1;
+	uint8_t recs[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE];
+	struct stat st;
+	bool dirty = false;
+
+	if (j->head)
+		st.st_size = (off_t)j->head_len;
+	else if (MIO_CALL(fstat(j->fd, &st)) < 0)
+		st.st_size = -1;
+	if (st.st_size < 0) {
+		j->rc = -errno;
+	} else if ((uint64_t)st.st_size > len) {
+		dirty = true;
+	} else if (count) {
 		/* The record block of the last stripe's group: no records after
 		 * it, and the last one not written when the file was longer. */
-		uint64_t g0 = layout_group_start(&c->lay, last);
-		uint64_t gn = layout_group_end(&c->lay, last) - g0;
-		struct iovec iov = { recs, gn * CHUNK_RECORD_SIZE };
-		uint64_t roff = layout_record_offset(&c->lay, g0);
-		ssize_t r = whole ? stripe_head_pread(c, mb, recs, iov.iov_len, roff)
-		            : mop_transfer(c->v, mb, c->fd[mb], &iov, 1, (off_t)roff, false);
-		if (r < 0)
-			continue; /* an erasure; the reads will judge it */
-		memset(recs + r, 0, iov.iov_len - (size_t)r);
+		uint64_t g0 = layout_group_start(&j->lay, last);
+		uint64_t gn = layout_group_end(&j->lay, last) - g0;
+		size_t rlen = gn * CHUNK_RECORD_SIZE;
+		uint64_t roff = layout_record_offset(&j->lay, g0);
+		struct iovec iov = { recs, rlen };
+		ssize_t r = 0;
+		if (!j->head) {
+			r = mop_transfer(j->v, j->mb, j->fd, &iov, 1, (off_t)roff, false);
+		} else if (roff < j->head_len) {
+			r = (ssize_t)(j->head_len - roff < rlen ? j->head_len - roff : rlen);
+			memcpy(recs, j->head + roff, (size_t)r);
+		}
+		/* an unreadable block is an erasure; the reads will judge it */
+		if (r >= 0)
+			memset(recs + r, 0, rlen - (size_t)r);
 		/* Only records a commit wrote count (naming their stripe and this
 		 * position): rot in an unused slot is no leftover. */
-		uint32_t pos = (uint32_t)layout_position_of(&c->lay, mb);
-		for (uint64_t i = last - g0; i < gn; i++) {
+		uint32_t pos = (uint32_t)layout_position_of(&j->lay, j->mb);
+		for (uint64_t i = last - g0; r >= 0 && i < gn; i++) {
 			chunk_record rec;
 			if (chunk_record_decode(recs + i * CHUNK_RECORD_SIZE, &rec) < 0 ||
 			    rec.stripe != g0 + i || rec.position != pos)
 				continue;
 			if (g0 + i > last ||
-			    (size % layout_stripe_data(&c->lay) && rec.size > size))
-				*dirty = true;
+			    (j->size % layout_stripe_data(&j->lay) && rec.size > j->size))
+				dirty = true;
 		}
 	}
-	return 0;
+	if (mio_claim())
+		j->dirty = dirty;
+}
+
+struct scan_round {
+	mio_batch batch;
+	struct scan_job jobs[];
+};
+
+static void scan_round_free(void *arg)
+{
+	g_free(arg);
+}
+
+/* Every usable member looks at its chunk's end in parallel on its worker,
+ * waited for no longer than the members' bound (memberio_bound_ms): one
+ * cut there is an erasure for this look.  The round is freed once its
+ * last job is done. */
+int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty)
+{
+	int n = c->lay.n, rc = 0;
+	memberio *mio = volume_memberio(c->v);
+	struct scan_round *r = g_malloc0(sizeof(*r) + (size_t)n * sizeof(r->jobs[0]));
+	mio_batch *b = &r->batch;
+
+	*dirty = false;
+	mio_batch_init(b);
+	mio_batch_bound(b);
+	mio_batch_by_release(b);
+	for (int mb = 0; mb < n; mb++) {
+		struct scan_job *j = &r->jobs[mb];
+		*j = (struct scan_job){ .v = c->v, .lay = c->lay, .mb = mb, .fd = c->fd[mb],
+		                        .size = size, .head = c->head[mb], .head_len = c->head_len[mb] };
+		if (!stripe_member_usable(c, mb))
+			continue;
+		if (j->head)
+			scan_member_end(j); /* read at open: no member call */
+		else
+			memberio_submit(mio, mb, b, scan_member_end, j);
+	}
+	uint64_t cut = mio_batch_wait_bounded(mio, b);
+	for (int mb = 0; mb < n; mb++) {
+		if (cut >> mb & 1 || !stripe_member_usable(c, mb))
+			continue;
+		*dirty |= r->jobs[mb].dirty;
+		if (r->jobs[mb].rc < 0 && !rc)
+			rc = r->jobs[mb].rc;
+	}
+	mio_batch_release(b, scan_round_free, r);
+	return rc;
 }
 
 /* Member mb's records at roff (len bytes) into recs: false if they could

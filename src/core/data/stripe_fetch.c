@@ -44,9 +44,12 @@ void stripe_fetch_task_init(stripe_ctx *c, fetch_task *t, int pos, uint64_t s0, 
 		t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
 }
 
-/* Reads and judges strips s0..s0+cnt-1 of one position: one preadv for the
- * strips (consecutive in the chunk within a group), one pread for their
- * records, then a verdict per strip. */
+/* Reads and judges strips s0..s0+cnt-1 of one position: one pread for
+ * their records, one preadv for the strips (consecutive in the chunk
+ * within a group), then a verdict per strip.  On a worker with a timeout
+ * the strips land in its bounce buffer and are judged there: they reach
+ * the caller's memory only once mio_claim says the caller still waits
+ * (a bounded read may have gone on without them). */
 void stripe_fetch_member(void *arg)
 {
 	fetch_task *t = arg;
@@ -56,27 +59,35 @@ void stripe_fetch_member(void *arg)
 	struct iovec iov[STRIPE_FETCH_RUN], riov = { recs, (size_t)t->cnt * CHUNK_RECORD_SIZE };
 	int fd = t->fd;
 	chunk_header h = t->hdr;
+	uint8_t *own = NULL, *at[STRIPE_FETCH_RUN];
 
-	for (int i = 0; i < t->cnt; i++)
-		iov[i] = (struct iovec){ t->dest[i], strip };
 	ssize_t got, rgot;
 	if (t->from_head) {
-		got = stripe_head_pread(c, t->member, t->dest[0], strip,
-		                        layout_strip_offset(&c->lay, 0));
+		for (int i = 0; i < t->cnt; i++)
+			at[i] = t->dest[i];
+		got = stripe_head_pread(c, t->member, at[0], strip, layout_strip_offset(&c->lay, 0));
 		rgot = stripe_head_pread(c, t->member, recs, CHUNK_RECORD_SIZE,
 		                         layout_record_offset(&c->lay, 0));
 		fd = -1; /* nothing of the member is looked at */
 	} else {
+		rgot = mop_transfer(c->v, t->member, fd, &riov, 1,
+		                    (off_t)layout_record_offset(&c->lay, t->s0), false);
+		own = mio_bounce(strip * (size_t)t->cnt);
+		for (int i = 0; i < t->cnt; i++) {
+			at[i] = own ? own + (size_t)i * strip : t->dest[i];
+			iov[i] = (struct iovec){ at[i], strip };
+		}
+		struct iovec one = { own, strip * (size_t)t->cnt };
 		int64_t t0 = g_get_monotonic_time();
-		got = mop_transfer(c->v, t->member, fd, iov, t->cnt,
-		                   (off_t)layout_strip_offset(&c->lay, t->s0), false);
+		got = rgot < 0 ? rgot
+		      : own ? mop_transfer(c->v, t->member, fd, &one, 1,
+		                           (off_t)layout_strip_offset(&c->lay, t->s0), false)
+		            : mop_transfer(c->v, t->member, fd, iov, t->cnt,
+		                           (off_t)layout_strip_offset(&c->lay, t->s0), false);
 		/* the member's read cost (memberio_slow_of): strips read whole */
 		if (got == (ssize_t)(strip * (uint64_t)t->cnt))
 			memberio_note(volume_memberio(c->v), t->member, MIO_READ, (size_t)got,
 			              (g_get_monotonic_time() - t0) * 1000);
-		rgot = got < 0 ? got
-		       : mop_transfer(c->v, t->member, fd, &riov, 1,
-		                      (off_t)layout_record_offset(&c->lay, t->s0), false);
 	}
 	if (got < 0 || rgot < 0) {
 		for (int i = 0; i < t->cnt; i++)
@@ -89,25 +100,44 @@ void stripe_fetch_member(void *arg)
 	for (int i = 0; i < t->cnt; i++) {
 		uint64_t have = (uint64_t)got > i * strip ? (uint64_t)got - i * strip : 0;
 		if (have < strip)
-			memset(t->dest[i] + have, 0, strip - have);
+			memset(at[i] + have, 0, strip - have);
 	}
 	if ((size_t)rgot < riov.iov_len)
 		memset(recs + rgot, 0, riov.iov_len - (size_t)rgot);
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++)
 		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
-		                  recs + (size_t)i * CHUNK_RECORD_SIZE, t->dest[i], fd, &t->st[i]);
+		                  recs + (size_t)i * CHUNK_RECORD_SIZE, at[i], fd, &t->st[i]);
+	if (own && !mio_claim())
+		return; /* its caller read around it: t and c are the late read's */
+	for (int i = 0; own && i < t->cnt; i++)
+		memcpy(t->dest[i], at[i], strip);
 }
 
 /* Fetches stripes [s0, s0+cnt) of the positions in mask (bit j = position
  * j) on their members in parallel; dest[j][i] receives strip j of stripe
- * s0+i. */
-void stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
-                            uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
-                            bool from_head)
+ * s0+i.  With a member timeout, bounded (stripe_fetch_bounded); returns
+ * the positions cut there. */
+uint64_t stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+                                uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
+                                bool from_head)
 {
 	mio_batch batch;
+	uint64_t ask = 0;
 
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		int mb = layout_member_of(&c->lay, pos);
+		if ((mask >> pos & 1) && stripe_member_usable(c, mb))
+			ask |= 1ull << pos;
+	}
+	bool heads = from_head && s0 == 0 && cnt == 1;
+	for (int pos = 0; heads && pos < c->lay.n; pos++)
+		heads = !(ask >> pos & 1) || c->head[layout_member_of(&c->lay, pos)];
+	if (memberio_timeout(volume_memberio(c->v)) && !heads) {
+		int64_t cut = stripe_fetch_bounded(c, s0, cnt, ask, dest, tasks);
+		if (cut >= 0)
+			return (uint64_t)cut;
+	}
 	mio_batch_init_caller(volume_memberio(c->v), &batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		fetch_task *t = &tasks[pos];
@@ -116,7 +146,7 @@ void stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		t->from_head = from_head && s0 == 0 && cnt == 1 && c->head[mb];
 		for (int i = 0; i < cnt; i++)
 			t->dest[i] = dest[pos][i];
-		if (!(mask >> pos & 1) || !stripe_member_usable(c, mb))
+		if (!(ask >> pos & 1))
 			continue;
 		if (t->from_head)
 			stripe_fetch_member(t); /* a copy: no need to hand it to the member */
@@ -133,22 +163,31 @@ void stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 		for (int i = 0; i < cnt; i++)
 			t->st[i].v = STRIP_ERR;
 	}
+	return 0;
 }
 
 /* A member clearly slower than its peers now (memberio_slow_of: its
  * reads per byte against theirs) is read around, as a failed one is, when
- * k others can serve the stripe.  The positions whose members are slow, or
- * 0 (always 0 under -o tune.slow_readaround=off). */
+ * k others can serve the stripe, and so is one stalled in a call past its
+ * bound (memberio_stalled), also under -o tune.slow_readaround=off, which
+ * leaves out the slow ones.  The positions whose members are either. */
 static uint64_t slow_positions(stripe_ctx *c)
 {
-	int n = c->lay.n;
-	uint64_t usable, slow = 0, slow_mb;
+	int n = c->lay.n, most;
+	memberio *mio = volume_memberio(c->v);
+	uint64_t usable, slow = 0, slow_mb = 0;
 
-	if (volume_settings(c->v)->no_read_around)
-		return 0;
 	usable = stripe_usable_members(c);
-	slow_mb = memberio_slow_of(volume_memberio(c->v), MIO_READ, usable,
-	                        __builtin_popcountll(usable) - c->lay.k);
+	most = __builtin_popcountll(usable) - c->lay.k;
+	/* a member stalled in a call past its bound (memberio_bound_ms), whatever
+	 * the read-around policy */
+	for (int mb = 0; mb < volume_n(c->v); mb++)
+		if ((usable >> mb & 1) && __builtin_popcountll(slow_mb) < most &&
+		    memberio_stalled(mio, mb))
+			slow_mb |= 1ull << mb;
+	if (!volume_settings(c->v)->no_read_around)
+		slow_mb |= memberio_slow_of(mio, MIO_READ, usable & ~slow_mb,
+		                            most - __builtin_popcountll(slow_mb));
 	for (int pos = 0; slow_mb && pos < n; pos++)
 		if (slow_mb >> layout_member_of(&c->lay, pos) & 1)
 			slow |= 1ull << pos;
@@ -228,12 +267,16 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	int k = c->lay.k, n = c->lay.n;
 	uint64_t all = (1ull << k) - 1, mask = all;
 	uint8_t *dest[STRIPE_MAX_N][STRIPE_FETCH_RUN];
-	bool degraded = false;
+	bool degraded = false, retried = false;
+	uint64_t cut = 0;
 	fetch_task *tasks;
 	int rc = 0;
 
 	if (cnt < 1 || cnt > STRIPE_FETCH_RUN || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
+again:
+	mask = all;
+	degraded = false;
 	for (int j = 0; j < k; j++)
 		for (int i = 0; i < cnt; i++)
 			dest[j][i] = data[(size_t)i * k + j];
@@ -242,8 +285,9 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 	 * per member) rather than fall back stripe by stripe. */
 	for (int j = 0; j < k && !degraded; j++)
 		degraded = !stripe_member_usable(c, layout_member_of(&c->lay, j));
-	/* So is a data position on a member known to be slow. */
-	uint64_t slow = slow_positions(c);
+	/* So is a data position on a member known to be slow, or cut by the
+	 * bound of the first try. */
+	uint64_t slow = slow_positions(c) | cut;
 	degraded |= (slow & all) != 0;
 	if (degraded && !c->run_parity &&
 	    posix_memalign((void **)&c->run_parity, 4096,
@@ -270,7 +314,12 @@ int stripe_fetch_run(stripe_ctx *c, uint64_t s0, int cnt, uint8_t *const *data)
 		/* a vote that did not stand: the careful way below */
 	}
 	tasks = g_new(fetch_task, n);
-	stripe_fetch_positions(c, s0, cnt, mask, dest, tasks, false);
+	cut = stripe_fetch_positions(c, s0, cnt, mask, dest, tasks, false);
+	if (cut && !retried) {
+		g_free(tasks);
+		retried = true;
+		goto again;
+	}
 	/* Stripes that did not read cleanly: decoded from what the run read,
 	 * or fetched again the careful way, one by one. */
 	for (int i = 0; i < cnt && rc == 0; i++) {
@@ -399,7 +448,7 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	 * reads as one), so it sends us to the slow path that asks everyone. */
 	uint64_t slow = slow_positions(c), all = (1ull << n) - 1, mask = all;
 	if (!(want & slow)) {
-		stripe_fetch_positions(c, s, 1, want, dest, tasks, true);
+		slow |= stripe_fetch_positions(c, s, 1, want, dest, tasks, true);
 		if (run_stripe_ok(tasks, k, want, 0)) {
 			*len = tasks[__builtin_ctzll(want)].st[0].len;
 			goto out;

@@ -52,6 +52,18 @@ static void hedge_end(stripe_ctx *c, stripe_hedge *h)
 	c->spare_hedge = h;
 }
 
+/* A hedge done with: ended if its last answer is in, else kept as late
+ * until it is. */
+static void hedge_keep(stripe_ctx *c, stripe_hedge *h)
+{
+	if (mio_batch_idle(&h->batch)) {
+		hedge_end(c, h);
+	} else {
+		h->next = c->late;
+		c->late = h;
+	}
+}
+
 /* Ends the hedges whose last answer is in, and waits for the others but
  * the `keep` newest (each holds its buffers until its last answer). */
 #define STRIPE_HEDGES_LATE 4
@@ -85,28 +97,31 @@ void stripe_drop_hedges(stripe_ctx *c)
 	c->spare_hedge = NULL;
 }
 
-/* A hedge with room for runs of cnt stripes, or NULL (out of memory). */
-static stripe_hedge *hedge_get(stripe_ctx *c, int cnt)
+/* A hedge for runs of cnt stripes, with buffers for them if bufs, or
+ * NULL (out of memory). */
+static stripe_hedge *hedge_get(stripe_ctx *c, int cnt, bool bufs)
 {
 	stripe_hedge *h;
 
 	reap_hedges(c, STRIPE_HEDGES_LATE - 1);
 	h = c->spare_hedge;
 	c->spare_hedge = NULL;
-	if (h && h->cap < cnt) {
-		hedge_free(h);
-		h = NULL;
-	}
-	if (h)
-		return h;
-	h = g_new0(stripe_hedge, 1);
-	h->tasks = g_new(fetch_task, c->lay.n);
-	h->cap = cnt;
-	if (posix_memalign((void **)&h->bufs, 4096,
-	                   c->lay.strip_size * (size_t)c->lay.n * (size_t)cnt)) {
+	if (h && bufs && h->bufs && h->cap < cnt) {
+		free(h->bufs);
 		h->bufs = NULL;
-		hedge_free(h);
-		return NULL;
+	}
+	if (!h) {
+		h = g_new0(stripe_hedge, 1);
+		h->tasks = g_new(fetch_task, c->lay.n);
+	}
+	if (bufs && !h->bufs) {
+		h->cap = cnt;
+		if (posix_memalign((void **)&h->bufs, 4096,
+		                   c->lay.strip_size * (size_t)c->lay.n * (size_t)cnt)) {
+			h->bufs = NULL;
+			hedge_free(h);
+			return NULL;
+		}
 	}
 	return h;
 }
@@ -120,16 +135,18 @@ static void hedged_fetch_member(void *arg)
 }
 
 /* Sets up the hedge's tasks for stripes [s0, s0+cnt), each position's
- * strips landing in the hedge's buffers, and asks those in mask. */
-static void hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s0, int cnt, uint64_t mask)
+ * strips landing in dest, or without dest in the hedge's buffers, and
+ * asks those in mask. */
+static void hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s0, int cnt, uint64_t mask,
+                      uint8_t *(*dest)[STRIPE_FETCH_RUN])
 {
-	mio_batch_init_each(&h->batch);
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		fetch_task *t = &h->tasks[pos];
 		stripe_fetch_task_init(c, t, pos, s0, cnt);
 		for (int i = 0; i < cnt; i++)
-			t->dest[i] = h->bufs + ((size_t)pos * (size_t)h->cap + (size_t)i) *
-			                         c->lay.strip_size;
+			t->dest[i] = dest ? dest[pos][i]
+			                  : h->bufs + ((size_t)pos * (size_t)h->cap + (size_t)i) *
+			                                c->lay.strip_size;
 		if (mask >> pos & 1)
 			memberio_submit(volume_memberio(c->v), t->member, &h->batch,
 			                hedged_fetch_member, t);
@@ -146,7 +163,8 @@ static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, ui
 
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		fetch_task *t = &h->tasks[pos];
-		if ((asked >> pos & 1) && __atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
+		if ((asked >> pos & 1) && !(lost >> t->member & 1) &&
+		    __atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
 			snap[pos] = *t;
 			answered |= 1ull << pos;
 			continue;
@@ -219,11 +237,12 @@ int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
 {
 	int n = c->lay.n, k = c->lay.k, rc = 0;
 	uint64_t all = (1ull << n) - 1, asked = first, answered = 0;
-	stripe_hedge *h = hedge_get(c, cnt);
+	stripe_hedge *h = hedge_get(c, cnt, true);
 
 	if (!h)
 		return 0;
-	hedge_ask(c, h, s0, cnt, first);
+	mio_batch_init_each(&h->batch);
+	hedge_ask(c, h, s0, cnt, first, NULL);
 	if (!volume_settings(c->v)->no_hedge &&
 	    !mio_batch_wait_left_until(&h->batch, 0, hedge_deadline_ns(c, first, cnt))) {
 		fetch_task *t = &h->tasks[__builtin_ctzll(spare)];
@@ -242,12 +261,41 @@ int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
 		if (hedge_decode(c, snap, answered, want, i, out, &lens[i]) < 0)
 			rc = -EIO;
 	g_free(snap);
-	if (mio_batch_idle(&h->batch)) {
-		hedge_end(c, h);
-	} else {
-		h->next = c->late;
-		c->late = h;
-	}
+	hedge_keep(c, h);
 	return rc;
+}
+
+/* The bounded fetch (stripe_fetch_positions with a member timeout): the
+ * positions in mask asked, each strip landing straight in dest once its
+ * task claims it (stripe_fetch_member), and waited for no longer than
+ * the members' bound (mio_batch_wait_bounded).  A position cut there is
+ * unread for this fetch (STRIP_UNREAD: an erasure, never a failure of its
+ * member) while its task finishes
+ * in the background as a late read, without touching dest.  tasks gets
+ * what was read; returns the positions cut, or -1 if no hedge could be
+ * had (out of memory). */
+int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+                             uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks)
+{
+	memberio *mio = volume_memberio(c->v);
+	stripe_hedge *h = hedge_get(c, cnt, false);
+	uint64_t cut_pos = 0;
+
+	if (!h)
+		return -1;
+	mio_batch_init(&h->batch);
+	mio_batch_bound(&h->batch);
+	hedge_ask(c, h, s0, cnt, mask, dest);
+	uint64_t cut = mio_batch_wait_bounded(mio, &h->batch);
+	uint64_t gone = cut | __atomic_load_n(&h->batch.lost, __ATOMIC_ACQUIRE);
+	hedge_answers(c, h, mask, gone, tasks);
+	for (int pos = 0; pos < c->lay.n; pos++)
+		if (mask >> pos & 1 && cut >> tasks[pos].member & 1) {
+			/* not read, rather than failed: the member stays in service */
+			stripe_fetch_task_init(c, &tasks[pos], pos, s0, cnt);
+			cut_pos |= 1ull << pos;
+		}
+	hedge_keep(c, h);
+	return (int64_t)cut_pos;
 }
 

@@ -54,10 +54,11 @@ void stripe_fetch_task_init(stripe_ctx *c, fetch_task *t, int pos, uint64_t s0, 
 void stripe_fetch_member(void *arg);
 /* Fetches stripes [s0, s0+cnt) of the positions in mask (bit j = position
  * j) on their members in parallel; dest[j][i] receives strip j of stripe
- * s0+i.  With from_head, a lone stripe 0 comes from stripe_ctx.head. */
-void stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
-                            uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
-                            bool from_head);
+ * s0+i.  With from_head, a lone stripe 0 comes from stripe_ctx.head.
+ * Returns the positions the bound cut (stripe_fetch_bounded): unread. */
+uint64_t stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+                                uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
+                                bool from_head);
 /* The answers a read around slow members needs before its vote can stand. */
 int stripe_around_need(const stripe_ctx *c);
 /* Stripe i of the fetch, read around the positions in `skipped`: true if
@@ -74,6 +75,10 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
  * in first and, if they are late, the one in spare (stripe_hedge.c). */
 int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint64_t first,
                         uint64_t spare, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *lens);
+/* The bounded fetch of stripe_fetch_positions (stripe_hedge.c says how):
+ * the positions cut, or -1 if it could not be made. */
+int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+                             uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks);
 /* Waits for the late answers, then frees every hedge. */
 void stripe_drop_hedges(stripe_ctx *c);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -22,6 +23,7 @@ typedef struct rule {
 	long delay_ms;
 	bool hang;
 	bool slow;           /* no fault: the member is judged slow (fault_slow) */
+	char *armed;         /* NULL, or the file that must exist for the rule to count */
 	long seen;           /* atomic: matching operations so far */
 } rule;
 
@@ -43,7 +45,7 @@ static const struct { const char *name; int err; } errnos[] = {
 
 static const struct { const char *name; int ops; } kinds[] = {
 	{ "read", FAULT_READ }, { "write", FAULT_WRITE }, { "sync", FAULT_SYNC },
-	{ "meta", FAULT_META }, { "any", FAULT_ANY },
+	{ "meta", FAULT_META }, { "any", FAULT_ANY }, { "data", FAULT_DATA },
 };
 
 /* A decimal number >= 0 that fits a long, the whole string. */
@@ -105,6 +107,10 @@ static bool parse_item(const char *item, rule *r, long *abort_after, bool *any)
 		return parse_kind(val, &r->ops) && (*any = true);
 	if (!strcmp(key, "errno"))
 		return parse_errno(val, &r->err) && (*any = true);
+	if (!strcmp(key, "armed") && *val && !r->armed) {
+		r->armed = g_strdup(val);
+		return true;
+	}
 	if (!parse_num(val, &x))
 		return false;
 	if (!strcmp(key, "member") && x < 64)
@@ -137,6 +143,8 @@ static char *describe(const rule *r)
 	else
 		g_string_append(s, "every member, ");
 	g_string_append_printf(s, "%s operations after %ld", kind, r->after);
+	if (r->armed)
+		g_string_append_printf(s, " once %s exists", r->armed);
 	if (r->count >= 0)
 		g_string_append_printf(s, " (%ld of them)", r->count);
 	if (r->delay_ms)
@@ -177,8 +185,10 @@ fault_rules *fault_parse(const char *spec)
 			if (**it && !parse_item(*it, &r, &abort_after, &any))
 				ecfs_log(LOG_WARNING, "ECFS_FAULT: ignoring '%s'", *it);
 		}
-		if (!any)
+		if (!any) {
+			g_free(r.armed);
 			continue;
+		}
 		if (r.err < 0 && !r.delay_ms && !r.hang && !r.slow)
 			r.err = EIO; /* a rule that only says which operations fails them */
 		g_autofree char *text = describe(&r);
@@ -207,6 +217,8 @@ void fault_free(fault_rules *r)
 		return;
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
+	for (int i = 0; i < r->n; i++)
+		g_free(r->rules[i].armed);
 	g_free(r->rules);
 	g_free(r);
 }
@@ -246,7 +258,8 @@ bool fault_check(fault_rules *r, int idx, int kind, int *err)
 		return false;
 	for (int i = 0; i < r->n; i++) {
 		rule *u = &r->rules[i];
-		if ((u->member >= 0 && u->member != idx) || !(u->ops & kind) || u->slow)
+		if ((u->member >= 0 && u->member != idx) || !(u->ops & kind) || u->slow ||
+		    (u->armed && access(u->armed, F_OK) != 0))
 			continue;
 		long n = __atomic_add_fetch(&u->seen, 1, __ATOMIC_RELAXED);
 		if (n <= u->after || (u->count >= 0 && n - u->after > u->count))

@@ -9,9 +9,12 @@
  *                   statx of an intent's identities), write
  *                   (pwrite, pwritev, ftruncate, fallocate), sync (fsync,
  *                   fdatasync), meta (namespace and metadata changes,
- *                   opens with O_CREAT or O_TRUNC), any (the default)
+ *                   opens with O_CREAT or O_TRUNC), any (the default),
+ *                   data (the reads of pread and preadv only)
  *     after=N       the first N matching operations pass (default 0)
  *     count=C       then C operations are hit, the rest pass (default: all)
+ *     armed=PATH    the rule counts only operations made while the file
+ *                   PATH exists (a test arms it once the mount is up)
  *     errno=E       a hit fails with E: EIO, ENOSPC, EROFS, EDQUOT or a
  *                   number; 0 makes a write or sync report success without
  *                   doing anything (a crash's lost write), and is no fault
@@ -43,6 +46,7 @@ enum {
 	FAULT_SYNC = 4,
 	FAULT_META = 8,
 	FAULT_ANY = 15,
+	FAULT_DATA = 16, /* with FAULT_READ: a pread or preadv (op=data) */
 };
 
 typedef struct fault_rules fault_rules;

@@ -26,73 +26,16 @@
 #include <unistd.h>
 
 #include "log.h"
-
-#define IO_LOST INT64_MIN
-
-typedef struct mio_task {
-	void (*fn)(void *);
-	void *arg;
-	mio_batch *batch;
-	struct mio_task *next;
-	int idx;
-} mio_task;
-
-typedef struct worker {
-	pthread_t thread;
-	pthread_mutex_t lock; /* queue, current, stop, lost, stuck; a leaf, after rlock */
-	pthread_cond_t wake;
-	mio_task *head, *tail;
-	mio_task *current; /* the task being run */
-	int64_t io_since;  /* ms, CLOCK_MONOTONIC */
-	int64_t call_ns;   /* start of the member call under way */
-	uint64_t latency_ns; /* moving average of member calls (atomic) */
-	struct cost {
-		uint64_t ns[8];  /* the last COST_WINDOW transfers, ns per COST_UNIT (atomic) */
-		int64_t last_ns; /* when the last one noted ended (atomic) */
-		unsigned cnt;    /* transfers noted: the next slot of ns (atomic) */
-		unsigned synced_at; /* writes: cnt at the last sync (atomic) */
-		uint64_t unsynced;  /* writes: bytes noted since, as units (atomic) */
-	} cost[MIO_COSTS];    /* reads, writes */
-	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
-	bool stop, lost;
-	bool stuck;        /* given up in its own member call */
-	bool joined;       /* memberio_free: its thread ended, to be freed */
-	bool relay, done;  /* the relay; done: it has stopped (under rlock) */
-	int idx;
-	int run_idx;       /* the relay: the member of the task under way */
-	unsigned timeout_ms;
-	memberio *mio;
-	uint8_t *bounce;
-	size_t bounce_len;
-} worker;
-
-struct memberio {
-	int n;
-	unsigned timeout_ms;
-	mio_lost_fn on_lost;
-	void *ctx;
-	worker **w;
-	pthread_t watchdog;
-	bool watching;
-	pthread_mutex_t lock; /* the watchdog's sleep, stop; order: a leaf */
-	pthread_cond_t wake;
-	bool stop;
-	/* The relay: one queue of small tasks of any member, run by one
-	 * thread at a time (relay_main) */
-	pthread_mutex_t rlock; /* the relay's queue, relay, rstop; before a worker's lock */
-	pthread_cond_t rwake, rdone;
-	mio_task *rhead, *rtail;
-	unsigned rposted;  /* tasks queued on the relay so far (atomic): what
-	                    * an idle relay watches while it spins */
-	worker *relay; /* the thread running it now; NULL: none, use the workers */
-	bool rstop;
-	bool relay_all; /* memberio_force_relay (tests) */
-	unsigned spin_us; /* memberio_set_spin (atomic) */
-};
+#include "memberio_private.h"
 
 static __thread worker *self;
 
-static int64_t now_ns(void)
+worker *memberio_self(void)
+{
+	return self;
+}
+
+int64_t memberio_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -121,14 +64,20 @@ static void task_done(mio_task *t, int lost_idx)
 {
 	mio_batch *b = t->batch;
 	bool each = b->wake_each; /* b may be gone once pending falls */
+	bool by_release = b->by_release;
 
+	if (b->bounded)
+		__atomic_fetch_or(&b->finished, 1ull << t->idx, __ATOMIC_SEQ_CST);
 	free(t);
 	if (lost_idx >= 0)
 		__atomic_fetch_or(&b->lost, 1ull << lost_idx, __ATOMIC_RELEASE);
-	int left = __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+	int left = __atomic_sub_fetch(&b->pending, 1, __ATOMIC_SEQ_CST);
 	assert(left >= 0);
 	if (left == 0 || each)
 		futex_wake(&b->pending);
+	/* its caller never frees it: the last of it and the tasks does */
+	if (by_release && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		b->on_idle(b->idle_arg);
 }
 
 static void *worker_main(void *arg)
@@ -225,9 +174,9 @@ static void *relay_main(void *arg)
 		if (!mio->rhead && !mio->rstop) {
 			unsigned seen = __atomic_load_n(&mio->rposted, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&mio->rlock);
-			int64_t end = now_ns() + spin_ns(mio);
+			int64_t end = memberio_now_ns() + spin_ns(mio);
 			while (__atomic_load_n(&mio->rposted, __ATOMIC_ACQUIRE) == seen &&
-			       !__atomic_load_n(&mio->rstop, __ATOMIC_RELAXED) && now_ns() < end)
+			       !__atomic_load_n(&mio->rstop, __ATOMIC_RELAXED) && memberio_now_ns() < end)
 				sched_yield(); /* awake, but second to any thread that has work */
 			pthread_mutex_lock(&mio->rlock);
 		}
@@ -375,7 +324,7 @@ static void *watchdog_main(void *arg)
 		if (mio->stop)
 			break;
 		pthread_mutex_unlock(&mio->lock);
-		int64_t now = now_ns() / 1000000;
+		int64_t now = memberio_now_ns() / 1000000;
 		for (int i = 0; i < mio->n; i++) {
 			worker *w = mio->w[i];
 			int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
@@ -496,6 +445,8 @@ void mio_batch_init(mio_batch *b)
 	b->wake_each = false;
 	b->relayed = b->apart = 0;
 	b->spin_ns = 0;
+	b->bounded = b->by_release = false;
+	b->refs = 0;
 }
 
 void mio_batch_init_each(mio_batch *b)
@@ -611,6 +562,10 @@ void memberio_submit(memberio *mio, int idx, mio_batch *b, void (*fn)(void *), v
 	}
 	*t = (mio_task){ fn, arg, b, NULL, idx };
 	__atomic_add_fetch(&b->pending, 1, __ATOMIC_RELAXED);
+	if (b->bounded)
+		b->asked |= 1ull << idx;
+	if (b->by_release)
+		__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
 	if (b->caller) {
 		/* Held back: the caller may run the last one itself. */
 		mio_task *prev = b->held;
@@ -674,9 +629,9 @@ static bool spin_for_relay(mio_batch *b, int left)
 {
 	if (!b->relayed || b->apart || !b->spin_ns)
 		return false;
-	int64_t end = now_ns() + b->spin_ns;
+	int64_t end = memberio_now_ns() + b->spin_ns;
 	while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) > left) {
-		if (now_ns() >= end)
+		if (memberio_now_ns() >= end)
 			return false;
 		sched_yield();
 	}
@@ -693,7 +648,7 @@ bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
 	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > left;) {
 		struct timespec rel, *timeout = NULL;
 		if (deadline_ns) {
-			int64_t ns = deadline_ns - now_ns();
+			int64_t ns = deadline_ns - memberio_now_ns();
 			if (ns <= 0)
 				return false;
 			rel = (struct timespec){ ns / 1000000000, ns % 1000000000 };
@@ -725,7 +680,7 @@ void mio_io_begin(void)
 
 	if (!w)
 		return;
-	w->call_ns = now_ns();
+	w->call_ns = memberio_now_ns();
 	if (w->timeout_ms)
 		__atomic_store_n(&w->io_since, w->call_ns / 1000000, __ATOMIC_RELEASE);
 }
@@ -734,7 +689,7 @@ void mio_io_begin(void)
  * a member that turns slow shows within a few calls (memberio.h). */
 static void note_latency(worker *w, int64_t call_ns)
 {
-	int64_t took = now_ns() - call_ns;
+	int64_t took = memberio_now_ns() - call_ns;
 	int64_t avg = (int64_t)__atomic_load_n(&w->latency_ns, __ATOMIC_RELAXED);
 
 	avg = avg ? avg + (took - avg) / 8 : (took > 0 ? took : 1);
@@ -780,6 +735,15 @@ uint8_t *mio_bounce(size_t len)
 	return w->bounce;
 }
 
+bool mio_bounce_holds(const void *p, size_t len)
+{
+	worker *w = self;
+	const uint8_t *b = w ? w->bounce : NULL;
+
+	return b && (const uint8_t *)p >= b && len <= w->bounce_len &&
+	       (size_t)((const uint8_t *)p - b) <= w->bounce_len - len;
+}
+
 /* Transfer costs: a transfer of under COST_UNIT bytes counts as one unit
  * (its time is mostly the call's).  The cost is the median of the last
  * COST_WINDOW transfers, so that a few the scheduler held up on a busy
@@ -795,7 +759,7 @@ uint8_t *mio_bounce(size_t len)
 void memberio_note(memberio *mio, int idx, enum mio_cost kind, size_t bytes, int64_t ns)
 {
 	struct cost *c = &mio->w[idx]->cost[kind];
-	int64_t now = now_ns(), last = __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED);
+	int64_t now = memberio_now_ns(), last = __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED);
 	int64_t x = bytes > COST_UNIT ? (int64_t)((double)ns * COST_UNIT / (double)bytes) : ns;
 	int slots = last && now - last >= (int64_t)COST_PROBE_MS * 1000000 ? COST_WINDOW / 2 : 1;
 
@@ -829,7 +793,7 @@ void memberio_note_sync(memberio *mio, int idx, int64_t ns)
 	uint64_t share = (uint64_t)((double)ns * COST_UNIT / (double)units);
 	for (unsigned i = from; i != end; i++)
 		__atomic_add_fetch(&c->ns[i % COST_WINDOW], share, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->last_ns, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_ns, memberio_now_ns(), __ATOMIC_RELAXED);
 }
 
 static int by_value(const void *a, const void *b)
@@ -888,7 +852,7 @@ static uint64_t slow_by_cost(memberio *mio, enum mio_cost kind, uint64_t among,
 {
 	uint64_t sorted[64], slow = 0;
 	int cnt = 0;
-	int64_t now = now_ns();
+	int64_t now = memberio_now_ns();
 
 	for (int i = 0; i < mio->n; i++) {
 		unsigned noted;

@@ -55,6 +55,15 @@ typedef struct mio_batch {
 	bool wake_each;   /* mio_batch_init_each: woken at every task done */
 	uint64_t relayed, apart; /* bit i: member i's tasks go to the relay, to its worker */
 	int64_t spin_ns;  /* mio_batch_init_small: how long its caller stays awake for it */
+	/* mio_batch_bound: */
+	bool bounded;
+	bool by_release;  /* ended by mio_batch_release, never by its caller */
+	int refs;         /* by_release: its caller's and its tasks' (atomic) */
+	void (*on_idle)(void *);
+	void *idle_arg;
+	uint64_t asked;   /* bit i: member i has a task in the batch */
+	uint64_t finished; /* bit i: member i's task is done (atomic) */
+	uint8_t settle[64]; /* per member: MIO_OPEN, MIO_CLAIMED or MIO_CUT (atomic) */
 } mio_batch;
 
 /* Called from the watchdog thread once per member given up. */
@@ -132,6 +141,44 @@ uint64_t mio_batch_wait_left(mio_batch *b, int left);
 bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns);
 /* True once every task of the batch has run or was given up. */
 bool mio_batch_idle(const mio_batch *b);
+
+/* Bounded reads.  A read waits for a member that stopped answering no
+ * longer than memberio_bound_ms (the one home of the rule): past it, the
+ * read treats the member as an erasure for this call and decodes from the
+ * others, while the member's call finishes in the background; only the
+ * member timeout (the watchdog above) fails the member.  The bound is
+ * MEMBERIO_BOUND_FACTOR times the member's latency, and not less than
+ * MEMBERIO_BOUND_MIN_MS; it applies with a member timeout only (without
+ * one, a read waits for every answer). */
+#define MEMBERIO_BOUND_MIN_MS 2000
+#define MEMBERIO_BOUND_FACTOR 4
+unsigned memberio_bound_ms(memberio *mio, int idx);
+/* True while member idx's worker (or the relay, for it) is in one member
+ * call for longer than its bound: reads go around it without asking. */
+bool memberio_stalled(memberio *mio, int idx);
+/* Makes b, just initialised, a bounded batch: at most one task per member,
+ * waited for with mio_batch_wait_bounded.  A task of such a batch writes
+ * nothing of its caller's before mio_claim says it may. */
+void mio_batch_bound(mio_batch *b);
+/* On a worker, in a task of a bounded batch, before it first writes
+ * memory of its caller's: true if the caller still waits for it (and will
+ * until the task ends), false if the caller has gone on without it (the
+ * task then touches only what it owns).  True outside a bounded batch. */
+enum { MIO_OPEN, MIO_CLAIMED, MIO_CUT };
+bool mio_claim(void);
+/* Waits for a bounded batch until every task is done, or until the
+ * largest bound (memberio_bound_ms) of the members with a task has passed
+ * since the call; then the tasks not claimed yet are cut (mio_claim
+ * fails for them) and the claimed ones waited for.  Returns the cut
+ * members: the caller treats them as erasures for this call, keeps
+ * whatever their tasks may still touch until the batch is idle
+ * (mio_batch_idle), and never waits for it with mio_batch_wait_left. */
+uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b);
+/* For a bounded batch in memory of its own (heap): from now on the batch
+ * belongs to its tasks; on_idle(arg) runs once every task is done (at
+ * once, if they are), on the thread of the last. */
+void mio_batch_by_release(mio_batch *b);
+void mio_batch_release(mio_batch *b, void (*on_idle)(void *), void *arg);
 
 /* True on a worker thread or the relay: a task must not wait for another task (two
  * workers could wait for each other), so it runs such work inline. */
@@ -226,5 +273,8 @@ int64_t mio_now_ms(void);
  * of memory) NULL: read or write in place. */
 #define MIO_BOUNCE_WRITE_MAX (64 * 1024)
 uint8_t *mio_bounce(size_t len);
+/* True if [p, p+len) lies in this worker's bounce buffer: a task that
+ * reads there owns what it reads until it copies it out (mio_claim). */
+bool mio_bounce_holds(const void *p, size_t len);
 
 #endif

@@ -4,15 +4,20 @@
  * mio_bounded): each on a thread of its own, which the caller waits for
  * until its deadline.  One that has not returned by then is abandoned:
  * its thread frees the handle, and the caller's argument through late(),
- * once the call ever returns.
+ * once the call ever returns.  And bounded reads on the workers
+ * (mio_batch_bound, memberio_bound_ms): the one rule of how long a read
+ * waits for a member, and the batches that go on without it.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "memberio.h"
+#include "memberio_private.h"
 
 int64_t mio_now_ms(void)
 {
@@ -110,4 +115,99 @@ bool mio_bounded_wait(mio_bounded *b, int64_t deadline_ms)
 int64_t mio_deadline_ms(unsigned timeout_ms)
 {
 	return timeout_ms ? mio_now_ms() + timeout_ms : 0;
+}
+
+/* Bounded reads (memberio.h): a batch whose waiter goes on without the
+ * tasks of members past their bound, which mio_claim keeps off its memory. */
+void mio_batch_bound(mio_batch *b)
+{
+	b->bounded = true;
+	b->asked = b->finished = 0;
+	memset(b->settle, MIO_OPEN, sizeof(b->settle));
+}
+
+void mio_batch_by_release(mio_batch *b)
+{
+	b->by_release = true;
+	b->refs = 1;
+}
+
+void mio_batch_release(mio_batch *b, void (*on_idle)(void *), void *arg)
+{
+	b->on_idle = on_idle;
+	b->idle_arg = arg;
+	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		on_idle(arg);
+}
+
+unsigned memberio_bound_ms(memberio *mio, int idx)
+{
+	uint64_t ms = MEMBERIO_BOUND_FACTOR * memberio_latency_us(mio, idx) / 1000;
+	return ms > MEMBERIO_BOUND_MIN_MS ? (unsigned)ms : MEMBERIO_BOUND_MIN_MS;
+}
+
+/* True if w is in a call that began over bound_ms ago. */
+static bool call_older(worker *w, int64_t now_ms, unsigned bound_ms)
+{
+	int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
+	return since > 0 && now_ms - since >= (int64_t)bound_ms;
+}
+
+bool memberio_stalled(memberio *mio, int idx)
+{
+	int64_t now = memberio_now_ns() / 1000000;
+	unsigned bound = memberio_bound_ms(mio, idx);
+
+	if (!mio->timeout_ms)
+		return false;
+	if (call_older(mio->w[idx], now, bound))
+		return true;
+	pthread_mutex_lock(&mio->rlock);
+	worker *r = mio->relay;
+	bool stalled = r && r->run_idx == idx && call_older(r, now, bound);
+	pthread_mutex_unlock(&mio->rlock);
+	return stalled;
+}
+
+bool mio_claim(void)
+{
+	worker *w = memberio_self();
+	mio_task *t = w ? w->current : NULL;
+
+	if (!t || !t->batch->bounded)
+		return true;
+	uint8_t open = MIO_OPEN, *at = &t->batch->settle[t->idx];
+	return __atomic_compare_exchange_n(at, &open, MIO_CLAIMED, false, __ATOMIC_SEQ_CST,
+	                                   __ATOMIC_SEQ_CST) ||
+	       open == MIO_CLAIMED;
+}
+
+uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b)
+{
+	unsigned bound = 0;
+	uint64_t cut = 0;
+
+	for (int i = 0; i < mio->n; i++)
+		if (b->asked >> i & 1) {
+			unsigned ms = memberio_bound_ms(mio, i);
+			bound = ms > bound ? ms : bound;
+		}
+	if (!mio->timeout_ms) {
+		mio_batch_wait(b); /* no timeout: no bound either */
+		return 0;
+	}
+	if (mio_batch_wait_left_until(b, 0, memberio_now_ns() + (int64_t)bound * 1000000))
+		return 0;
+	uint64_t open = b->asked & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < mio->n; i++) {
+		uint8_t st = MIO_OPEN;
+		if ((open >> i & 1) &&
+		    __atomic_compare_exchange_n(&b->settle[i], &st, MIO_CUT, false,
+		                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			cut |= 1ull << i;
+	}
+	/* the claimed ones have only their own work left, no member call */
+	while (b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST))
+		sched_yield();
+	return cut;
 }

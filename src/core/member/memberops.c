@@ -249,7 +249,7 @@ static const char *proc_path(int fd, const char *leaf, char buf[PATH_MAX])
 static ssize_t gated_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
                             off_t off)
 {
-	FAULT_GATE(FAULT_READ, 0);
+	FAULT_GATE(FAULT_READ | FAULT_DATA, 0);
 	return neg_errno(preadv(fd, iov, cnt, off));
 }
 
@@ -260,7 +260,9 @@ static ssize_t read_iov(volume *v, int idx, int fd, const struct iovec *iov, int
                         bool lent)
 {
 	size_t len = iov_total(iov, cnt);
-	uint8_t *bounce = lent ? NULL : mio_bounce(len);
+	/* a read into the bounce buffer itself (a bounded read's) lands there */
+	bool direct = lent || (cnt == 1 && mio_bounce_holds(iov->iov_base, len));
+	uint8_t *bounce = direct ? NULL : mio_bounce(len);
 	struct iovec biov = { bounce, len };
 	ssize_t r;
 

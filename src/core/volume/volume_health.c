@@ -147,12 +147,25 @@ static void check_root(void *arg)
 	}
 }
 
+/* The checks of one volume_check_roots, in memory of their own: with a
+ * member timeout, a read waits for them no longer than the members'
+ * bound (memberio_bound_ms), and a check left behind a member's hung
+ * call finishes on its own. */
+struct root_round {
+	mio_batch batch;
+	struct root_check rc[64];
+};
+
+static void root_round_free(void *arg)
+{
+	g_free(arg);
+}
+
 void volume_check_roots(volume *v)
 {
-	struct root_check rc[64];
+	struct root_round *r;
 	struct timespec ts;
 	int64_t last;
-	mio_batch batch;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	last = __atomic_load_n(&v->roots_checked, __ATOMIC_RELAXED);
@@ -160,13 +173,18 @@ void volume_check_roots(volume *v)
 	    !__atomic_compare_exchange_n(&v->roots_checked, &last, (int64_t)ts.tv_sec, false,
 	                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	mio_batch_init_caller(v->mio, &batch);
+	r = g_new(struct root_round, 1);
+	mio_batch_init_caller(v->mio, &r->batch);
+	mio_batch_bound(&r->batch);
+	mio_batch_by_release(&r->batch);
 	for (int i = 0; i < v->n; i++) {
-		rc[i] = (struct root_check){ v, i };
+		r->rc[i] = (struct root_check){ v, i };
 		if (volume_member_ok(v, i))
-			memberio_submit(v->mio, i, &batch, check_root, &rc[i]);
+			memberio_submit(v->mio, i, &r->batch, check_root, &r->rc[i]);
 	}
-	mio_batch_wait(&batch); /* a lost member was failed by the watchdog */
+	/* a lost member was failed by the watchdog */
+	mio_batch_wait_bounded(v->mio, &r->batch);
+	mio_batch_release(&r->batch, root_round_free, r);
 }
 
 /* A full member is not a broken one (space.h): said once per mount. */
