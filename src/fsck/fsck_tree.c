@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "fsck_view.h"
+#include "journal.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
@@ -430,7 +431,8 @@ static void settle_entry(entry_ctx *e)
 static int check_file(entry_ctx *e)
 {
 	uint64_t created = 0;
-	int rc = repair_file(e->f, e->path, e->typed, e->quiet | e->unreadable, &created);
+	int rc = repair_file_at(e->f, e->path, e->dfd, e->name, e->typed,
+	                        e->quiet | e->unreadable, &created);
 
 	e->fresh |= created;
 	settle_entry(e);
@@ -813,12 +815,33 @@ static int check_standin(fsck *f)
 	return rc;
 }
 
+static int no_journal_run(void *arg)
+{
+	const struct meta_open *o = arg;
+	return journal_member_none(o->f->v, o->mb);
+}
+
+/* As the daemon at mount (journal_census), on the members' workers: with
+ * no journal on any member walked, no file's check looks for one.  The
+ * repairs write no journal. */
+static void journal_census_walked(fsck *f)
+{
+	for (int mb = 0; mb < f->n; mb++) {
+		struct meta_open o = { f, mb };
+		if (f->walk_mask >> mb & 1 && fsck_on_member(f, mb, no_journal_run, &o) != 1)
+			return;
+	}
+	volume_set_journals_none(f->v, true);
+}
+
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
 
-	if (!f->hooks)
+	if (!f->hooks) {
+		journal_census_walked(f);
 		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
+	}
 	for (int mb = 0; mb < f->n; mb++)
 		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
 	entry_ctx *e = new_entry(f, g_strdup("/"), ".", dfd, ~f->walk_mask, NULL);

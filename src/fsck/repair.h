@@ -22,6 +22,11 @@
  * 0, or a negative errno for an operational error. */
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
                 uint64_t *created);
+/* The same, with the file's parent directory already open on the members
+ * (dfd[mb], -1 where it is not) and its name there: the chunks are opened
+ * and created in those, not found again from the path. */
+int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
+                   uint64_t present, uint64_t quiet, uint64_t *created);
 
 /* Frees the buffers repair_file() keeps from one file to the next. */
 void repair_release(fsck *f);

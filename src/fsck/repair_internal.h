@@ -99,6 +99,12 @@ typedef struct file_check {
 	bool hopeless; /* fewer than k good chunks: report, never write */
 	uint64_t max_gen; /* highest generation in a verified record */
 	const char *link_from; /* another path of this file (hard links) */
+	const int *dfd;        /* repair_file_at: the parent's fd per member, or NULL */
+	const char *name;      /* and the file's name in it */
+	/* The first CHUNK_HEADER_MAX bytes of each chunk as open_chunks read
+	 * them (head_got[mb] bytes; fewer: the chunk ends there, -1: none). */
+	uint8_t *head;
+	ssize_t head_got[STRIPE_MAX_N];
 } file_check;
 
 /* Full-length pread: bytes read (short only at end of file) or -errno. */
