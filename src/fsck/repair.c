@@ -148,6 +148,7 @@ typedef struct chunk_probe {
 	int pfd;          /* the parent directory's fd, or -1: found from path */
 	const char *leaf; /* the file's name in pfd */
 	uint8_t *buf;     /* CHUNK_HEADER_MAX bytes: the chunk's first bytes */
+	off_t size;       /* the chunk's size as the walk found it, -1: unknown */
 	ssize_t got;      /* how many were read, or -1 */
 	int fd, err;
 	bool valid, empty;
@@ -186,7 +187,9 @@ static int probe_chunk(void *arg)
 	if (fd < 0)
 		return 0;
 	uint8_t *buf = p->buf;
-	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, CHUNK_HEADER_MAX, 0);
+	/* a chunk read to its known size needs no read that finds its end */
+	size_t want = p->size >= 0 && p->size < CHUNK_HEADER_MAX ? (size_t)p->size : CHUNK_HEADER_MAX;
+	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, want, 0);
 	p->got = got;
 	p->empty = got == 0;
 	if (got < 0) {
@@ -352,6 +355,7 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 	for (int mb = 0; mb < n; mb++) {
 		p[mb] = (chunk_probe){ .f = f, .path = fc->path, .mb = mb, .fd = -1, .got = -1,
 		                       .pfd = fc->dfd ? fc->dfd[mb] : -1, .leaf = fc->name,
+		                       .size = fc->seen ? fc->seen[mb].size : -1,
 		                       .buf = fc->head + (size_t)mb * CHUNK_HEADER_MAX };
 		args[mb] = &p[mb];
 	}
@@ -557,6 +561,8 @@ static void note_hard_link(file_check *fc)
 	while (mb < fc->n && !good_chunk(fc, mb))
 		mb++;
 	struct links_call l = { mb < fc->n ? fc->c.fd[mb] : -1 };
+	if (mb < fc->n && fc->seen && fc->seen[mb].nlink == 1)
+		return; /* the walk found it with one link */
 	if (mb == fc->n || fsck_on_member(f, mb, links_run, &l) <= 1)
 		return;
 	g_mutex_lock(&shared_lock);
@@ -703,11 +709,12 @@ static int check_file(file_check *fc, uint64_t *created)
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
                 uint64_t *created)
 {
-	return repair_file_at(f, path, NULL, NULL, present, quiet, created);
+	return repair_file_at(f, path, NULL, NULL, NULL, present, quiet, created);
 }
 
 int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
-                   uint64_t present, uint64_t quiet, uint64_t *created)
+                   const repair_seen *seen, uint64_t present, uint64_t quiet,
+                   uint64_t *created)
 {
 	file_check *fc = g_new0(file_check, 1);
 
@@ -716,6 +723,7 @@ int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
 	fc->path = path;
 	fc->dfd = dfd;
 	fc->name = name;
+	fc->seen = seen;
 	fc->n = f->n;
 	fc->quiet = quiet;
 	fc->c.v = f->v;

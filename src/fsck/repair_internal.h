@@ -16,6 +16,7 @@
 #include "fsck.h"
 #include "memberio.h"
 #include "reader_rules.h"
+#include "repair.h"
 #include "stripe.h"
 
 /* Stripes read per member in one go: up to a record group, and about
@@ -101,6 +102,7 @@ typedef struct file_check {
 	const char *link_from; /* another path of this file (hard links) */
 	const int *dfd;        /* repair_file_at: the parent's fd per member, or NULL */
 	const char *name;      /* and the file's name in it */
+	const repair_seen *seen; /* and what it found of each member's chunk, or NULL */
 	/* The first CHUNK_HEADER_MAX bytes of each chunk as open_chunks read
 	 * them (head_got[mb] bytes; fewer: the chunk ends there, -1: none). */
 	uint8_t *head;
