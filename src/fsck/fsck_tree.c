@@ -428,10 +428,13 @@ static void settle_entry(entry_ctx *e)
 	settle_metadata(e);
 }
 
-/* A regular file: its chunks and strips, then its metadata. */
+/* A regular file: its chunks and strips, then its metadata.  Offline,
+ * in the walk's directory fds and with what the walk saw of its chunks;
+ * the daemon's heal finds them again from the path, as the volume
+ * changes meanwhile. */
 static int check_file(entry_ctx *e)
 {
-	uint64_t created = 0;
+	uint64_t created = 0, quiet = e->quiet | e->unreadable;
 	repair_seen seen[STRIPE_MAX_N];
 
 	for (int mb = 0; mb < e->f->n; mb++) {
@@ -439,8 +442,8 @@ static int check_file(entry_ctx *e)
 		seen[mb] = (repair_seen){ reg ? e->w[mb].st.st_size : -1,
 		                          reg ? e->w[mb].st.st_nlink : 0 };
 	}
-	int rc = repair_file_at(e->f, e->path, e->dfd, e->name, seen, e->typed,
-	                        e->quiet | e->unreadable, &created);
+	int rc = e->f->hooks ? repair_file(e->f, e->path, e->typed, quiet, &created)
+	         : repair_file_at(e->f, e->path, e->dfd, e->name, seen, e->typed, quiet, &created);
 
 	e->fresh |= created;
 	settle_entry(e);
