@@ -22,9 +22,9 @@ namespace), the directories of the namespace, and each entry of .ecfs
 (superblock, intent log, listings, ...), against the per-file limit of
 scripts/bench-smallfiles.sh.  Then BENCH_RUNS times, interleaved, page
 cache, dentries and inodes dropped before each step:
-  - `ecfs-fsck -n` timed (it must exit 0): files per second;
   - `cp -a` of one member's tree to a fresh directory on the same tmpfs,
     timed (the copy is removed afterwards);
+  - `ecfs-fsck -n` timed (it must exit 0): files per second;
   - that member emptied (its directory removed and made again) and
     `ecfs-fsck --rebuild` timed (it must exit 1: errors corrected), then
     `ecfs-fsck -n` must exit 0 again (not timed).
