@@ -122,6 +122,10 @@ int fsck_on_member(fsck *f, int mb, int (*fn)(void *), void *arg);
 /* The same on the members in mask at once, each with its own argument:
  * rcs[mb] = fn(args[mb]) (volume_on_members). */
 void fsck_on_members(fsck *f, uint64_t mask, int (*fn)(void *), void *const *args, int *rcs);
+/* The same, each call on its member's own worker in parallel, never one
+ * after the other on a relay (volume_on_members_apart): for long calls. */
+void fsck_on_members_apart(fsck *f, uint64_t mask, int (*fn)(void *), void *const *args,
+                           int *rcs);
 /* Member mb was given up after the I/O timeout: reports it once (kind
  * member, unrepairable: the run is incomplete) and takes it out of the
  * walk.  Its strips are erasures from then on, and nothing is written to

@@ -65,6 +65,15 @@ void fsck_on_members(fsck *f, uint64_t mask, int (*fn)(void *), void *const *arg
 			check_lost(f, mb, rcs[mb]);
 }
 
+void fsck_on_members_apart(fsck *f, uint64_t mask, int (*fn)(void *), void *const *args,
+                           int *rcs)
+{
+	volume_on_members_apart(f->v, mask, fn, args, rcs);
+	for (int mb = 0; mb < f->n; mb++)
+		if (mask >> mb & 1)
+			check_lost(f, mb, rcs[mb]);
+}
+
 void fsck_member_lost(fsck *f, int mb)
 {
 	uint64_t bit = 1ull << mb;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "fsck_view.h"
+#include "journal.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
@@ -162,6 +163,7 @@ struct entry_ctx {
 	uint64_t quiet;      /* members whose absence is reported higher up */
 	struct dir_jobs *jobs; /* the parent's file jobs, or NULL: check here */
 	view w[STRIPE_MAX_N];
+	const int *read_rcs; /* w read already (walk_dir's view blocks): each member's result */
 	uint64_t present, fresh;
 	uint64_t typed, unreadable; /* a regular file handed to a file thread */
 };
@@ -426,11 +428,22 @@ static void settle_entry(entry_ctx *e)
 	settle_metadata(e);
 }
 
-/* A regular file: its chunks and strips, then its metadata. */
+/* A regular file: its chunks and strips, then its metadata.  Offline,
+ * in the walk's directory fds and with what the walk saw of its chunks;
+ * the daemon's heal finds them again from the path, as the volume
+ * changes meanwhile. */
 static int check_file(entry_ctx *e)
 {
-	uint64_t created = 0;
-	int rc = repair_file(e->f, e->path, e->typed, e->quiet | e->unreadable, &created);
+	uint64_t created = 0, quiet = e->quiet | e->unreadable;
+	repair_seen seen[STRIPE_MAX_N];
+
+	for (int mb = 0; mb < e->f->n; mb++) {
+		bool reg = e->w[mb].present && S_ISREG(e->w[mb].st.st_mode);
+		seen[mb] = (repair_seen){ reg ? e->w[mb].st.st_size : -1,
+		                          reg ? e->w[mb].st.st_nlink : 0 };
+	}
+	int rc = e->f->hooks ? repair_file(e->f, e->path, e->typed, quiet, &created)
+	         : repair_file_at(e->f, e->path, e->dfd, e->name, seen, e->typed, quiet, &created);
 
 	e->fresh |= created;
 	settle_entry(e);
@@ -536,7 +549,10 @@ static void read_views(entry_ctx *e)
 	for (int mb = 0; mb < e->f->n; mb++)
 		if (e->dfd[mb] >= 0)
 			mask |= 1ull << mb;
-	on_members(e, mask, 0, view_run, rcs);
+	if (e->read_rcs)
+		memcpy(rcs, e->read_rcs, sizeof(int) * (size_t)e->f->n);
+	else
+		on_members(e, mask, 0, view_run, rcs);
 	for (int mb = 0; mb < e->f->n; mb++) {
 		if (mask >> mb & 1 && rcs[mb] < 0) {
 			fsck_view_clear(&e->w[mb]);
@@ -748,20 +764,110 @@ static void list_members(fsck *f, const char *path, const int *dfd, GHashTable *
 	}
 }
 
+/* ---- the views of a directory's entries, a block at a time ----
+ *
+ * ecfs-fsck reads the views of up to VIEW_BLOCK entries of a directory in
+ * one call per member (view_block_run), on the members' workers in
+ * parallel, not one round trip to every member per entry.  Nothing the check of an entry repairs changes the
+ * view of another, but for hard links (one inode under several names):
+ * those are read again where they are checked.  Not in the daemon's heal,
+ * where the volume changes meanwhile. */
+#define VIEW_BLOCK 64
+
+typedef struct view_block {
+	fsck *f;
+	const int *dfd;
+	const char *names[VIEW_BLOCK];
+	int count;
+	view *w;     /* count * f->n: w[i * n + mb], entry i on member mb */
+	int rcs[STRIPE_MAX_N];
+} view_block;
+
+struct view_block_call {
+	view_block *b;
+	int mb;
+};
+
+static int view_block_run(void *arg)
+{
+	const struct view_block_call *c = arg;
+	view_block *b = c->b;
+
+	for (int i = 0; i < b->count; i++)
+		fsck_read_view(b->f->v, c->mb, b->dfd[c->mb], b->names[i],
+		               &b->w[i * b->f->n + c->mb]);
+	return 0;
+}
+
+/* Reads the views of the entries from l on (up to VIEW_BLOCK) on every
+ * member of dfd at once. */
+static void read_view_block(view_block *b, GList *l)
+{
+	fsck *f = b->f;
+	struct view_block_call c[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+	uint64_t mask = 0;
+
+	for (b->count = 0; l && b->count < VIEW_BLOCK; l = l->next)
+		b->names[b->count++] = l->data;
+	b->w = g_new0(view, (size_t)b->count * (size_t)f->n);
+	for (int mb = 0; mb < f->n; mb++) {
+		c[mb] = (struct view_block_call){ b, mb };
+		args[mb] = &c[mb];
+		if (b->dfd[mb] >= 0)
+			mask |= 1ull << mb;
+	}
+	fsck_on_members_apart(f, mask, view_block_run, args, b->rcs);
+	for (int mb = 0; mb < f->n; mb++)
+		for (int i = 0; i < b->count && mask >> mb & 1 && b->rcs[mb] < 0; i++)
+			fsck_view_clear(&b->w[i * f->n + mb]); /* a member given up */
+}
+
+/* Hands entry i's views to e, unless they are a hard link's (read again
+ * in check_entry). */
+static void take_views(view_block *b, int i, entry_ctx *e)
+{
+	view *w = &b->w[i * b->f->n];
+
+	for (int mb = 0; mb < b->f->n; mb++)
+		if (w[mb].present && !S_ISDIR(w[mb].st.st_mode) && w[mb].st.st_nlink > 1)
+			return;
+	memcpy(e->w, w, sizeof(view) * (size_t)b->f->n);
+	memset(w, 0, sizeof(view) * (size_t)b->f->n);
+	e->read_rcs = b->rcs;
+}
+
+static void free_view_block(view_block *b)
+{
+	for (int i = 0; i < b->count * b->f->n; i++)
+		fsck_view_clear(&b->w[i]);
+	g_free(b->w);
+	b->w = NULL;
+	b->count = 0;
+}
+
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 {
 	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	GList *names;
-	int rc = 0;
+	int rc = 0, at = 0;
+	view_block b = { .f = f, .dfd = dfd };
 
 	list_members(f, path, dfd, seen);
 	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
 	dir_jobs jobs = { 0 };
 	g_mutex_init(&jobs.lock);
 	g_cond_init(&jobs.done);
-	for (GList *l = names; l && rc >= 0; l = l->next) {
+	for (GList *l = names; l && rc >= 0; l = l->next, at++) {
 		entry_ctx *e = new_entry(f, g_strdup_printf("%s/%s", path, (const char *)l->data),
 		                         l->data, dfd, quiet, f->file_pool ? &jobs : NULL);
+		if (!f->hooks && at == b.count) {
+			free_view_block(&b);
+			read_view_block(&b, l);
+			at = 0;
+		}
+		if (!f->hooks)
+			take_views(&b, at, e);
 		rc = check_entry(e, false);
 		if (rc == HANDED_OFF)
 			rc = 0;
@@ -772,6 +878,8 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 	}
 	int jrc = wait_jobs(&jobs, 1);
 	rc = rc < 0 ? rc : jrc;
+	if (b.w)
+		free_view_block(&b);
 	g_mutex_clear(&jobs.lock);
 	g_cond_clear(&jobs.done);
 	g_list_free(names);
@@ -813,12 +921,33 @@ static int check_standin(fsck *f)
 	return rc;
 }
 
+static int no_journal_run(void *arg)
+{
+	const struct meta_open *o = arg;
+	return journal_member_none(o->f->v, o->mb);
+}
+
+/* As the daemon at mount (journal_census), on the members' workers: with
+ * no journal on any member walked, no file's check looks for one.  The
+ * repairs write no journal. */
+static void journal_census_walked(fsck *f)
+{
+	for (int mb = 0; mb < f->n; mb++) {
+		struct meta_open o = { f, mb };
+		if (f->walk_mask >> mb & 1 && fsck_on_member(f, mb, no_journal_run, &o) != 1)
+			return;
+	}
+	volume_set_journals_none(f->v, true);
+}
+
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
 
-	if (!f->hooks)
+	if (!f->hooks) {
+		journal_census_walked(f);
 		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
+	}
 	for (int mb = 0; mb < f->n; mb++)
 		dfd[mb] = f->walk_mask >> mb & 1 ? volume_root_fd(f->v, mb) : -1;
 	entry_ctx *e = new_entry(f, g_strdup("/"), ".", dfd, ~f->walk_mask, NULL);

@@ -147,34 +147,52 @@ typedef struct chunk_probe {
 	fsck *f;
 	const char *path;
 	int mb;
+	int pfd;          /* the parent directory's fd, or -1: found from path */
+	const char *leaf; /* the file's name in pfd */
+	uint8_t *buf;     /* CHUNK_HEADER_MAX bytes: the chunk's first bytes */
+	off_t size;       /* the chunk's size as the walk found it, -1: unknown */
+	ssize_t got;      /* how many were read, or -1 */
 	int fd, err;
 	bool valid, empty;
 	const char *why;
 	chunk_header h;
 } chunk_probe;
 
+/* Opens the file's chunk on member mb in its parent pfd, or from the path
+ * if pfd < 0; -errno if it cannot. */
+static int open_chunk(fsck *f, int mb, const char *path, int pfd, const char *leaf)
+{
+	int own = pfd < 0 ? volume_parent_fd(f->v, mb, path, &leaf) : -1;
+
+	if (pfd < 0 && own < 0)
+		return own;
+	int fd = MIO_CALL(openat(own >= 0 ? own : pfd, leaf,
+	                         (f->o.repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC));
+	int err = errno;
+	if (own >= 0)
+		MIO_CALL(close(own));
+	return fd < 0 ? -err : fd;
+}
+
 /* On member p->mb's worker (fsck_on_members): opens its chunk and reads
- * its header. */
+ * its header, with what follows it up to CHUNK_HEADER_MAX bytes (all of
+ * a small chunk: the stripe pass takes its strips from there). */
 static int probe_chunk(void *arg)
 {
 	chunk_probe *p = arg;
 	fsck *f = p->f;
-	const char *leaf;
-	uint8_t buf[CHUNK_HEADER_MAX];
-	int pfd = volume_parent_fd(f->v, p->mb, p->path, &leaf);
+	int fd = open_chunk(f, p->mb, p->path, p->pfd, p->leaf);
 
-	if (pfd < 0) {
-		p->err = -pfd;
-		return 0;
-	}
-	int fd = MIO_CALL(openat(pfd, leaf, (f->o.repair ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
-	                                    O_CLOEXEC));
-	p->err = fd < 0 ? errno : 0;
-	MIO_CALL(close(pfd));
-	p->fd = fd;
+	p->err = fd < 0 ? -fd : 0;
+	p->fd = fd < 0 ? -1 : fd;
+	p->got = -1;
 	if (fd < 0)
 		return 0;
-	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, sizeof(buf), 0, false);
+	uint8_t *buf = p->buf;
+	/* a chunk read to its known size needs no read that finds its end */
+	size_t want = p->size >= 0 && p->size < CHUNK_HEADER_MAX ? (size_t)p->size : CHUNK_HEADER_MAX;
+	ssize_t got = repair_read_all(f->v, p->mb, fd, buf, want, 0, false);
+	p->got = got;
 	p->empty = got == 0;
 	if (got < 0) {
 		p->why = "header unreadable";
@@ -217,6 +235,8 @@ typedef struct create_call {
 	fsck *f;
 	int mb;
 	const char *path, *link_from;
+	int dfd;          /* the parent directory's fd, or -1: found from path */
+	const char *name; /* the file's name in dfd */
 	bool linked;
 } create_call;
 
@@ -227,8 +247,8 @@ static int create_chunk_run(void *arg)
 	create_call *c = arg;
 	fsck *f = c->f;
 	int mb = c->mb;
-	const char *leaf, *sleaf;
-	int pfd = volume_parent_fd(f->v, mb, c->path, &leaf);
+	const char *leaf = c->name, *sleaf;
+	int pfd = c->dfd >= 0 ? c->dfd : volume_parent_fd(f->v, mb, c->path, &leaf);
 	int fd = -1;
 
 	if (pfd < 0)
@@ -255,15 +275,16 @@ static int create_chunk_run(void *arg)
 	 * file finishes its create): it is rebuilt whole all the same. */
 	if (fd == -EEXIST)
 		fd = mop_openat(f->v, mb, pfd, leaf, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-	MIO_CALL(close(pfd));
+	if (pfd != c->dfd)
+		MIO_CALL(close(pfd));
 	return fd;
 }
 
-static int create_chunk(fsck *f, int mb, const char *path, const char *link_from,
-                        bool *linked)
+static int create_chunk(file_check *fc, int mb, bool *linked)
 {
-	create_call c = { f, mb, path, link_from, false };
-	int fd = fsck_on_member(f, mb, create_chunk_run, &c);
+	create_call c = { fc->f, mb, fc->path, fc->link_from, fc->dfd ? fc->dfd[mb] : -1,
+	                  fc->name, false };
+	int fd = fsck_on_member(fc->f, mb, create_chunk_run, &c);
 
 	*linked = fd >= 0 && c.linked;
 	return fd;
@@ -332,14 +353,20 @@ static int open_chunks(file_check *fc, uint64_t present, chunk_probe *p)
 	uint64_t mask = f->walk_mask & present;
 	void *args[STRIPE_MAX_N] = { 0 };
 
+	fc->head = g_malloc((size_t)n * CHUNK_HEADER_MAX);
 	for (int mb = 0; mb < n; mb++) {
-		p[mb] = (chunk_probe){ .f = f, .path = fc->path, .mb = mb, .fd = -1 };
+		p[mb] = (chunk_probe){ .f = f, .path = fc->path, .mb = mb, .fd = -1, .got = -1,
+		                       .pfd = fc->dfd ? fc->dfd[mb] : -1, .leaf = fc->name,
+		                       .size = fc->seen ? fc->seen[mb].size : -1,
+		                       .buf = fc->head + (size_t)mb * CHUNK_HEADER_MAX };
 		args[mb] = &p[mb];
 	}
 	fsck_on_members(f, mask, probe_chunk, args, rcs);
-	for (int mb = 0; mb < n; mb++)
+	for (int mb = 0; mb < n; mb++) {
 		if (mask >> mb & 1 && rcs[mb] < 0) /* given up: nothing it said counts */
-			p[mb] = (chunk_probe){ .fd = -1, .err = -rcs[mb] };
+			p[mb] = (chunk_probe){ .fd = -1, .err = -rcs[mb], .got = -1 };
+		fc->head_got[mb] = p[mb].fd >= 0 ? p[mb].got : -1;
+	}
 	int ref = pick_reference(p, n);
 	if (ref < 0) {
 		bool all_empty = true;
@@ -439,7 +466,7 @@ static void prepare_rebuild(file_check *fc, uint64_t *created)
 			continue;
 		if (fc->c.fd[mb] < 0) {
 			bool linked;
-			int fd = create_chunk(fc->f, mb, fc->path, fc->link_from, &linked);
+			int fd = create_chunk(fc, mb, &linked);
 			if (fd < 0) {
 				fc->write_err[mb] = fd;
 				fc->unwritable |= 1ull << mb;
@@ -536,6 +563,8 @@ static void note_hard_link(file_check *fc)
 	while (mb < fc->n && !good_chunk(fc, mb))
 		mb++;
 	struct links_call l = { mb < fc->n ? fc->c.fd[mb] : -1 };
+	if (mb < fc->n && fc->seen && fc->seen[mb].nlink == 1)
+		return; /* the walk found it with one link */
 	if (mb == fc->n || fsck_on_member(f, mb, links_run, &l) <= 1)
 		return;
 	g_mutex_lock(&shared_lock);
@@ -682,11 +711,21 @@ static int check_file(file_check *fc, uint64_t *created)
 int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
                 uint64_t *created)
 {
+	return repair_file_at(f, path, NULL, NULL, NULL, present, quiet, created);
+}
+
+int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
+                   const repair_seen *seen, uint64_t present, uint64_t quiet,
+                   uint64_t *created)
+{
 	file_check *fc = g_new0(file_check, 1);
 
 	*created = 0;
 	fc->f = f;
 	fc->path = path;
+	fc->dfd = dfd;
+	fc->name = name;
+	fc->seen = seen;
 	fc->n = f->n;
 	fc->quiet = quiet;
 	fc->c.v = f->v;
@@ -702,6 +741,7 @@ int repair_file(fsck *f, const char *path, uint64_t present, uint64_t quiet,
 	if (f->hooks)
 		f->hooks->file_end(f, path, token);
 	give_back_buffers(fc);
+	g_free(fc->head);
 	g_free(fc);
 	return rc;
 }

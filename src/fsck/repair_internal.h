@@ -16,6 +16,7 @@
 #include "fsck.h"
 #include "memberio.h"
 #include "reader_rules.h"
+#include "repair.h"
 #include "stripe.h"
 
 /* Stripes read per member in one go: up to a record group, and about
@@ -100,6 +101,13 @@ typedef struct file_check {
 	bool hopeless; /* fewer than k good chunks: report, never write */
 	uint64_t max_gen; /* highest generation in a verified record */
 	const char *link_from; /* another path of this file (hard links) */
+	const int *dfd;        /* repair_file_at: the parent's fd per member, or NULL */
+	const char *name;      /* and the file's name in it */
+	const repair_seen *seen; /* and what it found of each member's chunk, or NULL */
+	/* The first CHUNK_HEADER_MAX bytes of each chunk as open_chunks read
+	 * them (head_got[mb] bytes; fewer: the chunk ends there, -1: none). */
+	uint8_t *head;
+	ssize_t head_got[STRIPE_MAX_N];
 } file_check;
 
 /* Full-length pread: bytes read (short only at end of file) or -errno.

@@ -45,18 +45,60 @@ static void scan_failed(member_task *t, ssize_t err)
 	}
 }
 
-static void scan_strips(member_task *t)
+/* Whether the chunk's first bytes, as open_chunks read them, answer a
+ * read of [off, off + len) as the member would: the range lies within
+ * them, or they reach the chunk's end.  Offline only (in the daemon's
+ * heal the file may be written meanwhile), and for the good chunks,
+ * which nothing writes before the pass; no journal was rolled forward
+ * (volume_journals_none). */
+static bool head_answers(const file_check *fc, int mb, size_t len, off_t off)
+{
+	ssize_t have = fc->head_got[mb];
+
+	return fc->head && !fc->f->hooks && have >= 0 && !(fc->chunk_bad >> mb & 1) &&
+	       volume_journals_none(fc->f->v) &&
+	       (have < (ssize_t)CHUNK_HEADER_MAX || (uint64_t)off + len <= CHUNK_HEADER_MAX);
+}
+
+/* The task's reads (its strips and their records) as head_answers. */
+static bool task_in_head(const member_task *t)
+{
+	const stripe_ctx *c = &t->fc->c;
+
+	return head_answers(t->fc, t->member, (size_t)t->cnt * c->lay.strip_size,
+	                    (off_t)layout_strip_offset(&c->lay, t->s0)) &&
+	       head_answers(t->fc, t->member, (size_t)t->cnt * CHUNK_RECORD_SIZE,
+	                    (off_t)layout_record_offset(&c->lay, t->s0));
+}
+
+/* repair_read_all of the task's chunk (lent: straight into buf), from its
+ * first bytes if they answer it (head_answers). */
+static ssize_t read_chunk(const member_task *t, void *buf, size_t len, off_t off, bool lent)
+{
+	const file_check *fc = t->fc;
+	ssize_t have = fc->head_got[t->member];
+
+	if (!head_answers(fc, t->member, len, off))
+		return repair_read_all(fc->c.v, t->member, fc->c.fd[t->member], buf, len, off, lent);
+	size_t n = off < have ? MIN(len, (size_t)(have - off)) : 0;
+	memcpy(buf, fc->head + (size_t)t->member * CHUNK_HEADER_MAX + off, n);
+	return (ssize_t)n;
+}
+
+/* Reads and judges the task's strips; fd: the chunk's, probed for lost
+ * pages where a strip does not verify (rules_judge_strip). */
+static void scan_strips(member_task *t, int fd)
 {
 	stripe_ctx *c = &t->fc->c;
 	uint64_t strip = c->lay.strip_size;
 	uint8_t recs[RUN * CHUNK_RECORD_SIZE];
 	size_t rwant = (size_t)t->cnt * CHUNK_RECORD_SIZE, total = 0;
-	int fd = c->fd[t->member], per = (int)MAX(1, SCAN_PIECE / strip);
+	int per = (int)MAX(1, SCAN_PIECE / strip);
 	chunk_header h = c->hdr;
 	int64_t read_us = 0;
 
-	ssize_t rgot = repair_read_all(c->v, t->member, fd, recs, rwant,
-	                               (off_t)layout_record_offset(&c->lay, t->s0), false);
+	ssize_t rgot = read_chunk(t, recs, rwant, (off_t)layout_record_offset(&c->lay, t->s0),
+	                          false);
 	if (rgot < 0) {
 		scan_failed(t, rgot);
 		return;
@@ -70,9 +112,9 @@ static void scan_strips(member_task *t)
 		uint8_t *buf = t->buf + (size_t)i0 * strip;
 		int64_t t0 = g_get_monotonic_time();
 		/* Straight into the pool's buffers: no bounce, no copy (stuck_reads). */
-		ssize_t got = repair_read_all(c->v, t->member, fd, buf, want,
-		                              (off_t)layout_strip_offset(&c->lay, t->s0 + (uint64_t)i0),
-		                              true);
+		ssize_t got = read_chunk(t, buf, want,
+		                         (off_t)layout_strip_offset(&c->lay, t->s0 + (uint64_t)i0),
+		                         true);
 		read_us += g_get_monotonic_time() - t0;
 		if (got < 0) {
 			scan_failed(t, got);
@@ -86,7 +128,7 @@ static void scan_strips(member_task *t)
 			                  t->buf + (size_t)i * strip, fd, &t->st[i]);
 	}
 	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
-	if (total == (size_t)t->cnt * strip)
+	if (total == (size_t)t->cnt * strip && !task_in_head(t))
 		memberio_note(volume_memberio(c->v), t->member, MIO_READ, total, read_us * 1000);
 }
 
@@ -94,8 +136,24 @@ static void scan_member(void *arg)
 {
 	member_task *t = arg;
 
-	scan_strips(t);
+	scan_strips(t, t->fc->c.fd[t->member]);
 	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+}
+
+/* The task judged by the caller, from the chunk's first bytes
+ * (task_in_head), with no round trip to the member: true if that settled
+ * it.  A strip that does not verify is judged again on the member's
+ * worker, which probes the chunk for lost pages. */
+static bool scan_in_head(member_task *t)
+{
+	if (!task_in_head(t))
+		return false;
+	scan_strips(t, -1);
+	for (int i = 0; i < t->cnt; i++)
+		if (t->st[i].v != STRIP_GOOD && !t->st[i].blank)
+			return false;
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* Writes the strips of the run marked in wmask, with their records,
@@ -305,8 +363,10 @@ static void read_positions(file_check *fc, run_slot *rs, uint64_t mask, bool wai
 			continue;
 		rs->unread &= ~(1ull << pos);
 		t->done = false;
-		if (fc->c.fd[t->member] >= 0 && volume_member_ok(fc->f->v, t->member))
-			memberio_submit(mio, t->member, &rs->reads, scan_member, t);
+		if (fc->c.fd[t->member] >= 0 && volume_member_ok(fc->f->v, t->member)) {
+			if (!scan_in_head(t))
+				memberio_submit(mio, t->member, &rs->reads, scan_member, t);
+		}
 		else
 			memset(t->buf, 0, (size_t)rs->cnt * fc->c.lay.strip_size);
 	}

@@ -175,8 +175,7 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 	return fd;
 }
 
-/* True if member mb's journal folder holds no journal (or is not there). */
-static bool member_has_no_journal(volume *v, int mb)
+bool journal_member_none(volume *v, int mb)
 {
 	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), JOURNAL_DIR);
 	if (fd < 0)
@@ -196,7 +195,7 @@ static bool member_has_no_journal(volume *v, int mb)
 void journal_census(volume *v)
 {
 	for (int mb = 0; mb < volume_n(v); mb++)
-		if (volume_member_ok(v, mb) && !member_has_no_journal(v, mb))
+		if (volume_member_ok(v, mb) && !journal_member_none(v, mb))
 			return;
 	volume_set_journals_none(v, true);
 }

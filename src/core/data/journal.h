@@ -62,6 +62,8 @@ void journal_path(const uint8_t id[16], char out[JOURNAL_PATH_SIZE]);
  * journal, so opening a file need not look for one (until a journal is
  * written or a member comes back into service). */
 void journal_census(volume *v);
+/* True if member mb's journal folder holds no journal (or is not there). */
+bool journal_member_none(volume *v, int mb);
 
 /* The journals of one open file that are open for writing, by member. */
 typedef struct journal_files {
