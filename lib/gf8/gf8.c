@@ -126,20 +126,23 @@ void gf8_pq_scalar(size_t off, size_t len, int k, const uint8_t *const *d,
 
 /* The split of gf8_dot, measured with the blocks placed as ecfs places
  * them: GFNI, halves of up to 7 inputs for one or two outputs below 1 MiB
- * (where it streams instead), [14,2] 4K 55 -> 79 GB/s; at 4 and 6 outputs
- * the parts' reloads cost what they save.  AVX2, parts of up to 5 inputs
- * for up to 6 outputs at every length: [14,2] 27 -> 33 GB/s, [10,4] and
- * [12,4] 11 -> 14 at 4K and 64K, [10,4] 1M 11 -> 12, [10,6] 9-10 -> 11 at
- * 4K and 64K (no change at 1M). */
-#define GFNI_SPLIT 2, 7, GF8_STREAM_MIN
-#define AVX2_SPLIT GF8_SPLIT_OUT, 5, SIZE_MAX
+ * (where it streams instead), [14,2] 4K 55 -> 79 GB/s; for three to six
+ * outputs, parts of up to 5 inputs when the inputs also alias at 64 KiB
+ * (see aliased): [10,4] 64K 48 -> 77-82, [10,6] 35 -> 52, [12,4] 47 -> 66,
+ * where without that aliasing the parts' reloads cost what they save.
+ * AVX2, parts of up to 5 inputs for up to 6 outputs at every length:
+ * [14,2] 27 -> 33 GB/s, [10,4] and [12,4] 11 -> 14 at 4K and 64K, [10,4]
+ * 1M 11 -> 12, [10,6] 9-10 -> 11 at 4K and 64K (no change at 1M). */
+#define GFNI_SPLIT 2, 7, GF8_SPLIT_OUT, 5, GF8_STREAM_MIN
+#define AVX2_SPLIT GF8_SPLIT_OUT, 5, 0, 0, SIZE_MAX
+#define NO_SPLIT 0, 0, 0, 0, 0
 
 static const gf8_kernel kernels[EC_SIMD_COUNT] = {
-	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4, 0, 0, 0 },
+	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4, NO_SPLIT },
 #if defined(__x86_64__) || defined(__i386__)
-	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3, 4, 0, 0, 0 },
+	[EC_SIMD_SSSE3] = { "ssse3", gf8_dot_ssse3, gf8_pq_ssse3, 4, NO_SPLIT },
 	[EC_SIMD_AVX2] = { "avx2", gf8_dot_avx2, gf8_pq_avx2, 4, AVX2_SPLIT },
-	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512, 8, 0, 0, 0 },
+	[EC_SIMD_AVX512] = { "avx512", gf8_dot_avx512, gf8_pq_avx512, 8, NO_SPLIT },
 	[EC_SIMD_GFNI] = { "gfni", gf8_dot_gfni, gf8_pq_avx512, 8, GFNI_SPLIT },
 #endif
 };
@@ -160,25 +163,41 @@ const gf8_kernel *gf8_kernel_current(void)
 #define GF8_SPLIT_SLICE 4096
 
 /*
- * Whether more than 8 of the streams (the inputs and outputs) fall within
- * 1 KiB of each other modulo a page, and so on the same L1 sets at each
- * step of a walk: the blocks of an ecfs stripe (a strip apart, each
- * page-aligned) do; blocks allocated one by one, at scattered offsets in
- * their pages, mostly do not, and there the split cost 5-10%.
+ * Whether more than 8 of the streams (the k inputs, then the nout outputs)
+ * fall within 1 KiB of each other modulo 1 << period_bits bytes.  Modulo
+ * a page, they then fall on the same L1 sets at each step of a walk: the
+ * blocks of an ecfs stripe (a strip apart, each page-aligned) do; blocks
+ * allocated one by one, at scattered offsets in their pages, mostly do
+ * not, and there the split cost 5-10%.
  */
-static int crowded(int k, int nout, const uint8_t *const *in,
+static int crowded(int period_bits, int k, int nout, const uint8_t *const *in,
                    uint8_t *const *out)
 {
-	int n[8] = { 0 };
+	int n[128] = { 0 };
+	int nb = 1 << (period_bits - 9);
 
 	for (int i = 0; i < k; i++)
-		n[((uintptr_t)in[i] >> 9) & 7]++;
+		n[((uintptr_t)in[i] >> 9) & (nb - 1)]++;
 	for (int r = 0; r < nout; r++)
-		n[((uintptr_t)out[r] >> 9) & 7]++;
-	for (int b = 0; b < 8; b++)
-		if (n[b] + n[(b + 1) & 7] > 8)
+		n[((uintptr_t)out[r] >> 9) & (nb - 1)]++;
+	for (int b = 0; b < nb; b++)
+		if (n[b] + n[(b + 1) & (nb - 1)] > 8)
 			return 1;
 	return 0;
+}
+
+/*
+ * Whether more than 8 of the inputs also fall within 1 KiB of each other
+ * modulo 64 KiB: the data blocks of an ecfs stripe of 64 KiB or 1 MiB
+ * strips, one allocation a strip apart, do.  On the Zen 5 measured (GFNI)
+ * a walk of such inputs ran at half the speed of one over the same number
+ * of inputs from two allocations ([10,4] 64K: 48 against 88-101 GB/s),
+ * although both crowd the same L1 sets; the decode of data blocks, whose
+ * inputs come from the data and the parity, is not slowed.
+ */
+static int aliased(int k, const uint8_t *const *in)
+{
+	return crowded(16, k, 0, in, NULL);
 }
 
 /*
@@ -191,11 +210,11 @@ static int crowded(int k, int nout, const uint8_t *const *in,
  * of the inputs at a time fits.  The kernel table says for how many
  * outputs and with how many inputs a part (see gf8_kernel), as measured.
  */
-static void dot_split(const gf8_kernel *kern, size_t len, int k, int nout,
-                      const gf8_row *rows, const uint8_t *const *in,
+static void dot_split(const gf8_kernel *kern, int per, size_t len, int k,
+                      int nout, const gf8_row *rows, const uint8_t *const *in,
                       uint8_t *const *out, int accumulate)
 {
-	int parts = (k + kern->split_per - 1) / kern->split_per;
+	int parts = (k + per - 1) / per;
 
 	for (size_t off = 0; off < len; off += GF8_SPLIT_SLICE) {
 		size_t n = len - off < GF8_SPLIT_SLICE ? len - off : GF8_SPLIT_SLICE;
@@ -220,10 +239,17 @@ void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
 	const gf8_kernel *kern = gf8_kernel_current();
 
 	/* Not for 8 inputs or fewer: [8,2] in halves ran 10-20% slower. */
-	if (nout <= kern->split_out && k > 8 && len < kern->split_below &&
-	    crowded(k, nout, in, out)) {
-		dot_split(kern, len, k, nout, rows, in, out, accumulate);
-		return;
+	if (k > 8 && len < kern->split_below) {
+		int per = 0;
+
+		if (nout <= kern->split_out && crowded(12, k, nout, in, out))
+			per = kern->split_per;
+		else if (nout <= kern->alias_out && aliased(k, in))
+			per = kern->alias_per;
+		if (per) {
+			dot_split(kern, per, len, k, nout, rows, in, out, accumulate);
+			return;
+		}
 	}
 	if (nout <= kern->group) {
 		/* One group: a single pass, nothing to re-read. */

@@ -31,9 +31,13 @@
  *     k + m streams fall on the same cache sets), 1 MiB strips ran 10-35%
  *     faster at m = 4 and 6; at 256 and 512 KiB it made no difference, at
  *     64 KiB it cost 13-18%.
- * Software prefetch was measured too and left out: prefetching the inputs
- * 256 bytes to 1 KiB ahead made 64 KiB strips 2-20% slower and 1 MiB strips
- * no faster.
+ *   - in those streamed regions each input is also prefetched 2 KiB
+ *     ahead: the hardware prefetchers fell behind on a stripe's many
+ *     streams, and on the Zen 5 measured 1 MiB strips ran 1.2-1.5x faster
+ *     ([10,6] encode 35-40 -> 50-63 GB/s, [10,4] 45-54 -> 60-76; 1 and
+ *     4 KiB ahead did no better).  On shorter regions, prefetching 256
+ *     bytes to 1 KiB ahead made 64 KiB strips 2-20% slower (on the Zen 4
+ *     measured), and is left out.
  *
  * Compiled a second time by the tests with EC_SIMD_EMULATE (see
  * gf8_avx512.c), as gf8_dot_gfni_emul.
@@ -53,6 +57,8 @@
 
 #define GFNI_GROUP 8
 #define GFNI_WIDE 4 /* vectors per step for one or two outputs */
+/* Past the end of an input it touches whatever follows: a hint only. */
+#define PREFETCH(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
 #define XOR3 0x96 /* VPTERNLOGQ truth table of a ^ b ^ c */
 
 static inline __mmask64 tail_mask(size_t rem)
@@ -75,6 +81,7 @@ INLINE_GFNI __m512i mul(__m512i d, const uint64_t *m)
 /*
  * One step: n outputs (a constant after inlining) of W vectors of 64 bytes
  * at pos, over all k inputs.  masked: one vector, of the bytes of km.
+ * nt: the outputs take non-temporal stores and the inputs are prefetched.
  */
 INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
                       const uint64_t *const *aff, const uint8_t *const *in,
@@ -88,8 +95,11 @@ INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
 		__m512i d[GFNI_WIDE];
 
 		_Pragma("GCC unroll 4")
-		for (int w = 0; w < W; w++)
+		for (int w = 0; w < W; w++) {
 			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
+			if (nt)
+				PREFETCH(in[0] + pos + 64 * w);
+		}
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
 			_Pragma("GCC unroll 4")
@@ -103,6 +113,10 @@ INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
 		for (int w = 0; w < W; w++) {
 			d[w] = load_in(in[0] + pos + 64 * w, masked, km);
 			e[w] = load_in(in[1] + pos + 64 * w, masked, km);
+			if (nt) {
+				PREFETCH(in[0] + pos + 64 * w);
+				PREFETCH(in[1] + pos + 64 * w);
+			}
 		}
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)
@@ -119,6 +133,10 @@ INLINE_GFNI void step(size_t pos, int k, const int n, const int W,
 		for (int w = 0; w < W; w++) {
 			d[w] = load_in(in[i] + pos + 64 * w, masked, km);
 			e[w] = load_in(in[i + 1] + pos + 64 * w, masked, km);
+			if (nt) {
+				PREFETCH(in[i] + pos + 64 * w);
+				PREFETCH(in[i + 1] + pos + 64 * w);
+			}
 		}
 		_Pragma("GCC unroll 8")
 		for (int r = 0; r < n; r++)

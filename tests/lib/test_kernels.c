@@ -216,7 +216,8 @@ static void test_dot_streaming(void **state)
  * apart), where the GFNI and AVX2 kernels run many inputs to a few outputs
  * in parts (gf8.c's dot_split), against the scalar kernel: under every
  * kernel this CPU has, 10 and 14 inputs (two and three parts), 1 to 6
- * outputs, both modes, at lengths that end inside a slice. */
+ * outputs, both modes, at lengths that end inside a slice; the last length
+ * puts the blocks 64 KiB apart, where the inputs alias (gf8.c's aliased). */
 static void crowded_case(int k, int nout, size_t len, const gf8_row *rows)
 {
 	size_t stride = (len + 4095) & ~(size_t)4095;
@@ -246,7 +247,8 @@ static void crowded_case(int k, int nout, size_t len, const gf8_row *rows)
 
 static void test_dot_crowded(void **state)
 {
-	static const size_t lens[] = { 64, 4096, 3 * 4096 + 3 * 64 + 5 };
+	static const size_t lens[] = { 64, 4096, 3 * 4096 + 3 * 64 + 5,
+	                                65536 - 2 * 64 + 5 };
 	_Alignas(64) static uint8_t nib[6][MAXK][GF8_NIB_BYTES];
 	static uint64_t aff[6][MAXK];
 	const char *const *names = ec_kernel_names();
