@@ -21,9 +21,7 @@
 
 int64_t mio_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return memberio_now_ns() / 1000000;
 }
 
 struct mio_bounded {
@@ -155,7 +153,7 @@ static bool call_older(worker *w, int64_t now_ms, unsigned bound_ms)
 
 bool memberio_stalled(memberio *mio, int idx)
 {
-	int64_t now = memberio_now_ns() / 1000000;
+	int64_t now = mio_now_ms();
 	unsigned bound = memberio_bound_ms(mio, idx);
 
 	if (!mio->timeout_ms)
