@@ -29,79 +29,24 @@
 # ecfs's and mergerfs's.  On a machine shared with other jobs, BENCH_RT=1
 # runs both daemons and every timed dd under `chrt -f 10` (SCHED_FIFO),
 # ahead of the other jobs, as on an idle machine.  Needs root (tmpfs
-# mount, drop_caches).
+# mount, drop_caches).  scripts/bench-lib.sh holds what it shares with
+# bench-randio.sh: the build, BENCH_RT, the warm-up, the mounts.
 set -eu
 cd "$(dirname "$0")/.."
-build=${ECFS_BUILD_DIR:-build}
-case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+bench=bench-fs
+. scripts/bench-lib.sh
 mib=${BENCH_MIB:-2048}
 runs=${BENCH_RUNS:-1}
 ecfs_opts=${ECFS_OPTS:-}
-case ${BENCH_RT:-0} in
-0) rt="" ;;
-1) rt="chrt -f 10" ;;
-*) echo "bench-fs: BENCH_RT must be 0 or 1" >&2; exit 1 ;;
-esac
-
-die() { printf 'bench-fs: %s\n' "$*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || die "needs root (tmpfs mount, drop_caches)"
-command -v mergerfs >/dev/null || die "mergerfs not installed (scripts/install-deps.sh)"
-if [ ! -f "$build/build.ninja" ]; then
-	meson setup "$build" --buildtype=release >/dev/null
-fi
-meson compile -C "$build" >/dev/null || die "build failed"
-ecfs=$build/src/ecfs
-[ -x "$ecfs" ] || die "$ecfs not built"
-
-work=$(mktemp -d /tmp/ecfs-bench-fs.XXXXXX)
-tmpfs=$work/tmpfs
-mkdir "$tmpfs" "$work/ecfs" "$work/mergerfs"
-ecfs_pid=""
-cleanup() {
-	for m in "$work/ecfs" "$work/mergerfs"; do
-		if mountpoint -q "$m"; then
-			fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" || true
-		fi
-	done
-	[ -z "$ecfs_pid" ] || wait "$ecfs_pid" 2>/dev/null || true
-	mountpoint -q "$tmpfs" && umount "$tmpfs"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # Room for: source, ecfs members (1.5x), the warm-up file, and slack.
-size_mib=$((mib * 4 + 1024))
-mount -t tmpfs -o "size=${size_mib}m" tmpfs "$tmpfs"
-# First touch of memory the guest has not used lately is slow on these
-# VMs (about 1.5 s/GiB against 0.5), and free memory goes back to the host
-# within seconds (free page reporting), so a warm-up long before the test
-# does not last.  warm MIB writes and deletes MIB of tmpfs just before each
-# timed run, the same for both file systems, so that what that run
-# allocates (member files, page cache) comes from memory touched just now.
-# BENCH_WARM=0 leaves that out, to see what it hides: after drop_caches,
-# ecfs's reads fill the kernel's page cache of the mount from memory just
-# freed, where mergerfs (cache.files=off, direct I/O) needs none.
-warm_on=${BENCH_WARM:-1}
-case $warm_on in 0 | 1) ;; *) die "BENCH_WARM must be 0 or 1" ;; esac
-warm() {
-	[ "$warm_on" -eq 1 ] || return 0
-	dd if=/dev/zero of="$tmpfs/warm" bs=1M count="$1" status=none 2>/dev/null || true
-	rm -f "$tmpfs/warm"
-}
+bench_init $((mib * 4 + 1024))
 warm_write=$((mib * 3 / 2 + 256)) warm_read=$((mib + 256))
 
 scripts/cpu-class.sh
 echo "making a ${mib} MiB random source file..."
 head -c $((mib << 20)) /dev/urandom >"$tmpfs/source"
-ecfs_members="" merger_members=""
-for i in 0 1 2 3 4 5; do
-	ecfs_members="$ecfs_members${ecfs_members:+:}$tmpfs/e$i"
-	merger_members="$merger_members${merger_members:+:}$tmpfs/g$i"
-done
 
-now() { date +%s.%N; }
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # MB/s (10^6 bytes) of one dd run
 timed_dd() {
 	t0=$(now)
@@ -109,26 +54,11 @@ timed_dd() {
 	t1=$(now)
 	echo "$t0 $t1 $mib" | awk '{ printf "%.0f", $3 * 1048576 / ($2 - $1) / 1e6 }'
 }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 # The CPU seconds (utime + stime) of process $2 since its tick count $1,
 # per GiB of the file.
 cpu_per_gib() {
 	echo "$1 $(cpu_ticks "$2") $hz $mib" |
 		awk '{ printf "%.2f", ($2 - $1) / $3 / ($4 / 1024) }'
-}
-ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
-
-ecfs_mount() {
-	$rt "$ecfs" -f -o "$1" "$ecfs_members" "$work/ecfs" &
-	ecfs_pid=$!
-	for _ in $(seq 100); do mountpoint -q "$work/ecfs" && break; sleep 0.05; done
-	mountpoint -q "$work/ecfs" || die "ecfs did not mount"
-}
-ecfs_umount() {
-	fusermount3 -u "$work/ecfs"
-	wait "$ecfs_pid" || true
-	ecfs_pid=""
 }
 # timed read of $1 by the daemon $2: sets rd_mbs and rd_cpu (per GiB)
 timed_read() {
@@ -183,13 +113,7 @@ one_run() {
 	rm -rf "$tmpfs"/e?
 
 	# ---- mergerfs, page cache off (as ecfs has none of its own) ----
-	# minfreespace=0: its default 4G reserve refused creates now and then on
-	# the tmpfs, shared with the source file and the warm-up file.
-	$rt mergerfs -f -o cache.files=off,category.create=mfs,minfreespace=0 "$merger_members" \
-		"$work/mergerfs" &
-	merger_pid=$!
-	for _ in $(seq 100); do mountpoint -q "$work/mergerfs" && break; sleep 0.05; done
-	mountpoint -q "$work/mergerfs" || die "mergerfs did not mount"
+	merger_mount cache.files=off
 	drop
 	warm $warm_write
 	c0=$(cpu_ticks "$merger_pid")
@@ -199,8 +123,7 @@ one_run() {
 	merger_read=$rd_mbs mcpu_read=$rd_cpu
 	cold_read "$work/mergerfs/file" "$merger_pid"
 	merger_cold=$rd_mbs mcpu_cold=$rd_cpu
-	fusermount3 -u "$work/mergerfs"
-	wait "$merger_pid" || true
+	merger_umount
 	rm -rf "$tmpfs"/g?
 
 	echo
