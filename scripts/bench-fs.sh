@@ -36,8 +36,6 @@ cd "$(dirname "$0")/.."
 bench=bench-fs
 . scripts/bench-lib.sh
 mib=${BENCH_MIB:-2048}
-runs=${BENCH_RUNS:-1}
-ecfs_opts=${ECFS_OPTS:-}
 
 # Room for: source, ecfs members (1.5x), the warm-up file, and slack.
 bench_init $((mib * 4 + 1024))

@@ -5,6 +5,8 @@
 # runs from the top of the tree.  What they share:
 #   ECFS_BUILD_DIR  the build (default build/, set up as a release build if
 #                   missing), compiled before the run; sets $ecfs;
+#   BENCH_RUNS      $runs, how many runs (default 1);
+#   ECFS_OPTS       $ecfs_opts, ecfs's options after k=4,m=2;
 #   BENCH_RT=1      $rt is `chrt -f 10`: the daemons and the timed programs
 #                   run under SCHED_FIFO, ahead of other jobs on a shared
 #                   machine, as on an idle one;
@@ -28,6 +30,8 @@ case ${BENCH_RT:-0} in
 1) rt="chrt -f 10" ;;
 *) die "BENCH_RT must be 0 or 1" ;;
 esac
+runs=${BENCH_RUNS:-1}
+ecfs_opts=${ECFS_OPTS:-}
 warm_on=${BENCH_WARM:-1}
 case $warm_on in 0 | 1) ;; *) die "BENCH_WARM must be 0 or 1" ;; esac
 
