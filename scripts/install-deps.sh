@@ -16,6 +16,7 @@ PACKAGES="
   iproute2 openssh-client openssh-server sshfs
   libisal-dev libjerasure-dev libgf-complete-dev liburing-dev
   python3 mergerfs snapraid time
+  fio sqlite3
   gnuplot-nox
   clang libclang-rt-14-dev
   debhelper dpkg-dev lintian
