@@ -52,8 +52,8 @@
 #
 # Prints, per run and as medians over the runs: each job's figure per
 # target, ecfs/mergerfs (the median of the runs' ratios; for sqlite the
-# ratio of speeds, mergerfs's time over ecfs's), each bar of issue 35's
-# "Done when" with met or not met, and the daemons' CPU seconds per job
+# ratio of speeds, mergerfs's time over ecfs's), each bar random and
+# in-place I/O is held to, with met or not met, and the daemons' CPU seconds per job
 # (utime + stime from /proc/PID/stat).  The load average is printed before
 # and after each run.  Needs root (tmpfs mount, FUSE mounts), fio, sqlite3
 # and mergerfs (scripts/install-deps.sh).  What it shares with bench-fs.sh
@@ -74,7 +74,7 @@ done
 # Room for: ecfs members of the four writers (1.5x twice the file), or of
 # f plus the warm-up file; the SQL; slack.  A limit, not memory taken:
 # during the four writers ecfs's members held up to 4.5 times the file
-# (4.6 GiB for 1 GiB at cc91c36), more than the 3 GiB of their stripes.
+# (4.6 GiB for a 1 GiB file), more than the 3 GiB of their stripes.
 bench_init $((mib * 8 + 2048))
 warm_mib=$((mib * 3 / 2 + 256))
 
@@ -261,7 +261,7 @@ table() {
 			"$(med "cpu_$k" partial)" "$(med "cpu_$k" ecfs)"
 	done
 	echo
-	echo "issue 35, \"Done when\" (ecfs against mergerfs, same run):"
+	echo "the bars of random and in-place I/O (ecfs against mergerfs, same run):"
 	bar "random read >= 0.8x mergerfs" "$(med randread ratio)" 0.8
 	bar "random write >= 0.5x mergerfs" "$(med randwrite ratio)" 0.5
 	bar "70/30 mix with fsync >= 0.5x mergerfs" "$(med mix ratio)" 0.5
