@@ -114,9 +114,40 @@ void stripe_fetch_member(void *arg)
 		memcpy(t->dest[i], at[i], strip);
 }
 
+/* A fetch that reads one position, or at most this many bytes in all,
+ * is read on the calling thread where the members allow it. */
+#define STRIPE_HERE_MAX (128 * 1024)
+
+/* Waking a member's worker and being woken by it costs more than a small
+ * read of a member whose reads cannot wait (mop_reads_here: tmpfs,
+ * ramfs), so a small fetch reads such positions of ask on the calling
+ * thread, straight into dest, and judges them there; a larger one keeps
+ * the members' reads and checksums in parallel on their workers.  Sets
+ * up every task; returns the positions of ask left for the workers. */
+static uint64_t fetch_here(stripe_ctx *c, uint64_t s0, int cnt, uint64_t ask,
+                           uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks)
+{
+	int asked = __builtin_popcountll(ask);
+	bool small = asked == 1 || (uint64_t)asked * (uint64_t)cnt * c->lay.strip_size <=
+	                           STRIPE_HERE_MAX;
+
+	for (int pos = 0; pos < c->lay.n; pos++) {
+		fetch_task *t = &tasks[pos];
+		stripe_fetch_task_init(c, t, pos, s0, cnt);
+		for (int i = 0; i < cnt; i++)
+			t->dest[i] = dest[pos][i];
+		if (small && (ask >> pos & 1) && mop_reads_here(c->v, t->member)) {
+			stripe_fetch_member(t);
+			ask &= ~(1ull << pos);
+		}
+	}
+	return ask;
+}
+
 /* Fetches stripes [s0, s0+cnt) of the positions in mask (bit j = position
  * j) on their members in parallel; dest[j][i] receives strip j of stripe
- * s0+i.  With a member timeout, bounded (stripe_fetch_bounded); returns
+ * s0+i.  With a member timeout, bounded (stripe_fetch_bounded) but for
+ * what a small fetch reads on the calling thread (fetch_here); returns
  * the positions cut there. */
 uint64_t stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
                                 uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks,
@@ -134,7 +165,9 @@ uint64_t stripe_fetch_positions(stripe_ctx *c, uint64_t s0, int cnt, uint64_t ma
 	for (int pos = 0; heads && pos < c->lay.n; pos++)
 		heads = !(ask >> pos & 1) || c->head[layout_member_of(&c->lay, pos)];
 	if (memberio_timeout(volume_memberio(c->v)) && !heads) {
-		int64_t cut = stripe_fetch_bounded(c, s0, cnt, ask, dest, tasks);
+		uint64_t rest = fetch_here(c, s0, cnt, ask, dest, tasks);
+		int64_t cut = rest ? stripe_fetch_bounded(c, s0, cnt, rest, ask & ~rest, dest, tasks)
+		                   : 0;
 		if (cut >= 0)
 			return (uint64_t)cut;
 	}

@@ -154,15 +154,18 @@ static void hedge_ask(stripe_ctx *c, stripe_hedge *h, uint64_t s0, int cnt, uint
 }
 
 /* What the hedge's answers say so far: snap gets the tasks that have run
- * and those given up (erasures); the others read as unread.  Returns the
- * positions answered. */
+ * and those given up (erasures); the others read as unread, but the
+ * positions in keep, read elsewhere, which are left as they are.  Returns
+ * the positions answered. */
 static uint64_t hedge_answers(stripe_ctx *c, stripe_hedge *h, uint64_t asked, uint64_t lost,
-                              fetch_task *snap)
+                              uint64_t keep, fetch_task *snap)
 {
 	uint64_t answered = 0;
 
 	for (int pos = 0; pos < c->lay.n; pos++) {
 		fetch_task *t = &h->tasks[pos];
+		if (keep >> pos & 1)
+			continue;
 		if ((asked >> pos & 1) && !(lost >> t->member & 1) &&
 		    __atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
 			snap[pos] = *t;
@@ -254,7 +257,7 @@ int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
 	int need = stripe_around_need(c);
 	for (int left = __builtin_popcountll(asked) - need; left >= 0 && rc == 0; left--) {
 		uint64_t lost = mio_batch_wait_left(&h->batch, left);
-		answered = hedge_answers(c, h, asked, lost, snap);
+		answered = hedge_answers(c, h, asked, lost, 0, snap);
 		rc = hedge_settled(snap, n, k, cnt, all & ~answered);
 	}
 	for (int i = 0; i < cnt && rc == 1; i++)
@@ -272,9 +275,10 @@ int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint
  * unread for this fetch (STRIP_UNREAD: an erasure, never a failure of its
  * member) while its task finishes
  * in the background as a late read, without touching dest.  tasks gets
- * what was read; returns the positions cut, or -1 if no hedge could be
- * had (out of memory). */
-int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+ * what was read (the positions in keep, read on the calling thread, are
+ * left as they are); returns the positions cut, or -1 if no hedge could
+ * be had (out of memory). */
+int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask, uint64_t keep,
                              uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks)
 {
 	memberio *mio = volume_memberio(c->v);
@@ -288,7 +292,7 @@ int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
 	hedge_ask(c, h, s0, cnt, mask, dest);
 	uint64_t cut = mio_batch_wait_bounded(mio, &h->batch);
 	uint64_t gone = cut | __atomic_load_n(&h->batch.lost, __ATOMIC_ACQUIRE);
-	hedge_answers(c, h, mask, gone, tasks);
+	hedge_answers(c, h, mask, gone, keep, tasks);
 	for (int pos = 0; pos < c->lay.n; pos++)
 		if (mask >> pos & 1 && cut >> tasks[pos].member & 1) {
 			/* not read, rather than failed: the member stays in service */

@@ -75,9 +75,10 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
  * in first and, if they are late, the one in spare (stripe_hedge.c). */
 int stripe_fetch_hedged(stripe_ctx *c, uint64_t s0, int cnt, uint64_t want, uint64_t first,
                         uint64_t spare, uint8_t *(*out)[STRIPE_FETCH_RUN], uint64_t *lens);
-/* The bounded fetch of stripe_fetch_positions (stripe_hedge.c says how):
- * the positions cut, or -1 if it could not be made. */
-int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask,
+/* The bounded fetch of stripe_fetch_positions (stripe_hedge.c says how),
+ * leaving the tasks of the positions in keep as they are: the positions
+ * cut, or -1 if it could not be made. */
+int64_t stripe_fetch_bounded(stripe_ctx *c, uint64_t s0, int cnt, uint64_t mask, uint64_t keep,
                              uint8_t *(*dest)[STRIPE_FETCH_RUN], fetch_task *tasks);
 /* Waits for the late answers, then frees every hedge. */
 void stripe_drop_hedges(stripe_ctx *c);

@@ -286,6 +286,17 @@ bool fault_check(fault_rules *r, int idx, int kind, int *err)
 	return hit_err;
 }
 
+bool fault_may_block(const fault_rules *r, int idx, int kind)
+{
+	for (int i = 0; r && i < r->n; i++) {
+		const rule *u = &r->rules[i];
+		if ((u->member < 0 || u->member == idx) && (u->ops & kind) && !u->slow &&
+		    (u->delay_ms || u->hang))
+			return true;
+	}
+	return false;
+}
+
 uint64_t fault_slow(const fault_rules *r, int kind)
 {
 	uint64_t members = 0;

@@ -66,6 +66,10 @@ long fault_abort_after(const fault_rules *r);
  * errno in *err (0: fake success) if the operation is not to be done.
  * Thread safe; r may be NULL (no faults). */
 bool fault_check(fault_rules *r, int idx, int kind, int *err);
+/* True if a rule of kind on member idx delays or hangs what it hits,
+ * whatever its counts and arming: that member's calls of kind may wait
+ * (mop_reads_here).  False for r NULL. */
+bool fault_may_block(const fault_rules *r, int idx, int kind);
 /* The members that slow rules of kind name (bit i: member i); 0 for r
  * NULL. */
 uint64_t fault_slow(const fault_rules *r, int kind);

@@ -50,10 +50,12 @@ static fault_rules *volume_faults(volume *v)
 		}                                                               \
 	} while (0)
 #define RECORDING 1
+#define FAULT_MAY_BLOCK(kind) (v && fault_may_block(volume_faults(v), idx, (kind)))
 #else
 /* (sizeof: done is not evaluated, only its helpers count as used) */
 #define FAULT_GATE(kind, done) do { (void)v; (void)idx; (void)sizeof(done); } while (0)
 #define RECORDING 0
+#define FAULT_MAY_BLOCK(kind) false
 #endif
 
 /* Every wrapper is one member call for the I/O timeout (memberio.h): the
@@ -295,6 +297,14 @@ ssize_t mop_pread_lent(volume *v, int idx, int fd, void *buf, size_t len, off_t 
 ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	return read_iov(v, idx, fd, iov, cnt, off, false);
+}
+
+bool mop_reads_here(volume *v, int idx)
+{
+	const mop_state *s = (const mop_state *)(const void *)v;
+	assert(idx >= 0 && idx < 64); /* a bit of memory_only */
+	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
+	       !FAULT_MAY_BLOCK(FAULT_READ | FAULT_DATA);
 }
 
 int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,

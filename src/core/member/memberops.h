@@ -38,7 +38,8 @@ typedef struct mop_state {
 	uint64_t reads;             /* mop_reads (atomic) */
 	uint64_t made;              /* changes that succeeded (atomic): what a member
 	                             * failed meanwhile missed (volume_missed.c) */
-	uint64_t memory_only;       /* members on tmpfs or ramfs (atomic): mop_fsync */
+	uint64_t memory_only;       /* members on tmpfs or ramfs (atomic): mop_fsync,
+	                             * mop_reads_here */
 	struct dirstamps *dirstamps; /* the daemon's, else NULL (dirstamps.h) */
 } mop_state;
 
@@ -64,6 +65,12 @@ ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
  * up inside its call (mio_batch_stuck, mio_free_or_keep), as for a large
  * write (memberio.h). */
 ssize_t mop_pread_lent(volume *v, int idx, int fd, void *buf, size_t len, off_t off);
+/* True if member idx's reads may be made on the calling thread rather
+ * than on its worker (stripe_fetch.c): its filesystem is tmpfs or ramfs,
+ * where a read is a copy from memory and cannot wait on a device or a
+ * link, so no bound is needed to keep a read from hanging on it.  In
+ * test builds, not while a fault rule delays or hangs its reads. */
+bool mop_reads_here(volume *v, int idx);
 /* statx beneath dirfd, the result in *stx (the caller's own: on a worker
  * the call may be given up, memberio.h); a read for the faults, not
  * counted in mop_reads (it moves no atime). */
