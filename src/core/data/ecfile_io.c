@@ -160,14 +160,29 @@ static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *dat
 
 static void strip_pointers(const ecfile *f, const uint8_t *base, int stripes, const uint8_t **p);
 
-/* The committer's callback (committer.h). */
+/* The committer's callback (committer.h).  The batches queued right
+ * behind b that continue it go in the same commit, as far as one commit
+ * takes (STRIPE_BATCH stripes of one record group): a committer that fell
+ * behind the writer catches up with fewer rounds to the members, and an
+ * overwrite with fewer journal barriers. */
 static int run_batch(void *owner, cm_batch *b)
 {
 	ecfile *f = owner;
 	const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+	uint64_t room = layout_group_end(&f->c.lay, b->s0) - b->s0, size = b->size;
+	int cnt = 0, took = 0;
 
-	strip_pointers(f, b->data, b->cnt, p);
-	return commit_stripes(f, b->s0, b->cnt, p, b->size, true);
+	if (room > STRIPE_BATCH)
+		room = STRIPE_BATCH;
+	for (cm_batch *x = b; x && x->s0 == b->s0 + (uint64_t)cnt &&
+	                      (uint64_t)(cnt + x->cnt) <= room; x = x->next) {
+		strip_pointers(f, x->data, x->cnt, p + (size_t)cnt * f->c.lay.k);
+		cnt += x->cnt;
+		size = x->size;
+		took++;
+	}
+	int rc = commit_stripes(f, b->s0, cnt, p, size, true);
+	return rc < 0 ? rc : took;
 }
 
 /* Batches hold up to this much data; a file whose stripe is larger
