@@ -5,8 +5,10 @@
  * member directories: whole-stripe writes answered before they reach the
  * members must still be seen by every later read, RMW, truncate and
  * reopen, in order; a commit that fails behind its answer must fail a
- * later write, flush or release, never vanish; and a file read with two
- * data members known failed is decoded from one read of the run.
+ * later write, flush or release, never vanish; a file read with two
+ * data members known failed is decoded from one read of the run; and the
+ * committer pool takes turns between files that keep their queues full,
+ * and frees every batch a run takes at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
+#include "committer.h"
 #include "core_test_util.h"
 #include "ecfile.h"
 #include "log.h"
@@ -301,6 +304,125 @@ static void test_degraded_run_read(void **state)
 	g_free(data);
 }
 
+/* ---- the pool, on queues of its own ---- */
+
+typedef struct owner {
+	pthread_mutex_t lock;
+	cm_queue *q;
+	char name;
+	int merge; /* batches the next run takes at once */
+	int runs;
+} owner;
+
+static struct {
+	pthread_mutex_t lock;
+	char order[32]; /* the owners' names, one per run started */
+	int len;
+} runs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A run that takes its time outside the owner's lock, as a commit's
+ * member I/O does, and records its start. */
+static int slow_run(void *arg, cm_batch *b)
+{
+	owner *o = arg;
+	(void)b;
+	pthread_mutex_lock(&runs.lock);
+	if (runs.len < (int)sizeof(runs.order) - 1)
+		runs.order[runs.len++] = o->name;
+	pthread_mutex_unlock(&runs.lock);
+	o->runs++;
+	pthread_mutex_unlock(&o->lock);
+	usleep(20000);
+	pthread_mutex_lock(&o->lock);
+	int took = o->merge;
+	o->merge = 1;
+	return took;
+}
+
+static void owner_init(owner *o, char name)
+{
+	memset(o, 0, sizeof(*o));
+	pthread_mutex_init(&o->lock, NULL);
+	o->name = name;
+	o->merge = 1;
+	o->q = cm_queue_new(&o->lock, 64, slow_run, o);
+	assert_non_null(o->q);
+}
+
+static void owner_submit(owner *o, int batches)
+{
+	pthread_mutex_lock(&o->lock);
+	for (int i = 0; i < batches; i++) {
+		cm_batch *b = cm_reserve(o->q);
+		assert_non_null(b);
+		b->s0 = (uint64_t)i;
+		b->cnt = 1;
+		cm_submit(o->q, b);
+	}
+	pthread_mutex_unlock(&o->lock);
+}
+
+static void owner_drain(owner *o)
+{
+	pthread_mutex_lock(&o->lock);
+	cm_drain(o->q);
+	assert_int_equal(cm_free_slots(o->q), CM_DEPTH);
+	assert_int_equal(cm_take_error(o->q), 0);
+	pthread_mutex_unlock(&o->lock);
+	cm_queue_free(o->q, false);
+	pthread_mutex_destroy(&o->lock);
+}
+
+/* Two files keep their queues full and a third queues one batch: it does
+ * not wait until one of the others has drained (a thread takes turns
+ * between the files that wait, one run each). */
+static void test_pool_takes_turns(void **state)
+{
+	(void)state;
+	owner a, b, c;
+
+	owner_init(&a, 'a');
+	owner_init(&b, 'b');
+	owner_init(&c, 'c');
+	runs.len = 0;
+	owner_submit(&a, CM_DEPTH);
+	owner_submit(&b, CM_DEPTH);
+	usleep(5000); /* both running their first batch */
+	owner_submit(&c, 1);
+	owner_drain(&a);
+	owner_drain(&b);
+	owner_drain(&c);
+	runs.order[runs.len] = 0;
+	char *first_c = strchr(runs.order, 'c');
+	assert_non_null(first_c);
+	/* c ran before the third batch of either a or b started. */
+	int as = 0, bs = 0;
+	for (const char *p = runs.order; p < first_c; p++) {
+		as += *p == 'a';
+		bs += *p == 'b';
+	}
+	if (as >= CM_DEPTH || bs >= CM_DEPTH)
+		fail_msg("runs in order %s: c waited for a queue to drain", runs.order);
+}
+
+/* A run that takes the batch behind its own too frees both. */
+static void test_run_takes_batches_behind(void **state)
+{
+	(void)state;
+	owner a;
+
+	owner_init(&a, 'a');
+	pthread_mutex_lock(&a.lock);
+	a.merge = 2;
+	pthread_mutex_unlock(&a.lock);
+	owner_submit(&a, CM_DEPTH);
+	pthread_mutex_lock(&a.lock);
+	cm_drain(a.q);
+	assert_int_equal(a.runs, CM_DEPTH - 1);
+	pthread_mutex_unlock(&a.lock);
+	owner_drain(&a);
+}
+
 int main(void)
 {
 	ecfs_log_init("test_committer", false, false);
@@ -313,6 +435,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_partial_write_over_queued_stripes, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_run_read, setup, teardown),
+		cmocka_unit_test(test_pool_takes_turns),
+		cmocka_unit_test(test_run_takes_batches_behind),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,10 +259,13 @@ class Recorder:
 
 
 class Workload:
-    """name, the initial files {name: bytes}, and run(recorder)."""
+    """name, the initial files {name: bytes}, and run(recorder); laid_out:
+    the initial files (zeros) are given their size by ftruncate, with no
+    stripe written, as a layout by fallocate leaves them."""
 
-    def __init__(self, name, initial, run):
+    def __init__(self, name, initial, run, laid_out=False):
         self.name, self.initial, self.run = name, initial, run
+        self.laid_out = laid_out
 
 
 def wl_seqwrite(w):
@@ -333,6 +336,19 @@ def wl_random(w):
     w.close_all()
 
 
+def wl_laidout(w):
+    """Whole stripes, then part of two, written into a file laid out
+    first (first writes below its size), then a stripe written again (an
+    overwrite), each step fsync'd."""
+    w.write("f", 0, H.pattern(2 * STRIPE, 71))
+    w.write("f", 2 * STRIPE, H.pattern(2 * STRIPE, 72))
+    w.fsync("f")
+    w.write("f", 4 * STRIPE + 100, H.pattern(STRIPE, 73))
+    w.write("f", STRIPE, H.pattern(STRIPE, 74))
+    w.fsync("f")
+    w.close_all()
+
+
 WORKLOADS = {
     "seqwrite": Workload("seqwrite", {}, wl_seqwrite),
     "overwrite": Workload("overwrite", {"f": H.pattern(8 * STRIPE, 20)},
@@ -345,6 +361,8 @@ WORKLOADS = {
                                   "b": H.pattern(2 * STRIPE + 99, 53)},
                        wl_rename),
     "random": Workload("random", {"f": H.pattern(8 * STRIPE, 60)}, wl_random),
+    "laidout": Workload("laidout", {"f": bytes(6 * STRIPE)}, wl_laidout,
+                        laid_out=True),
 }
 
 
@@ -513,7 +531,12 @@ def make_template(wl, opts=OPTS):
     v = new_volume()
     v.mount(opts)
     for name, data in wl.initial.items():
-        H.write_file(os.path.join(v.mnt, name), data, fsync=True)
+        if wl.laid_out:
+            with open(os.path.join(v.mnt, name), "wb") as f:
+                os.ftruncate(f.fileno(), len(data))
+                os.fsync(f.fileno())
+        else:
+            H.write_file(os.path.join(v.mnt, name), data, fsync=True)
     rc = v.unmount()
     if rc != 0:
         raise AssertionError(f"template volume: daemon exit {rc}\n{v.log()}")

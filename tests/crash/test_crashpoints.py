@@ -3,7 +3,7 @@
 
 For each workload of crashlib (sequential write, overwrite in the middle,
 append to a partial stripe, truncate down and up, rename over an existing
-file, small random writes with fsync): run it once from its initial state
+file, small random writes with fsync, writes into a laid-out file): run it once from its initial state
 to learn W, the number of mutating member operations of the whole mount
 (the daemon's "member writes: W" line), then again for N in 1..W with
 ECFS_FAULT=abort_after=N, which makes the daemon SIGKILL itself right after
@@ -145,6 +145,9 @@ class CrashPointTest(H.MountedCase):
 
     def test_random(self):
         self.enumerate("random")
+
+    def test_laidout(self):
+        self.enumerate("laidout")
 
 
 if __name__ == "__main__":

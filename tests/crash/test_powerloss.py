@@ -153,6 +153,9 @@ class PowerLossTest(H.MountedCase):
     def test_random(self):
         self.simulate("random")
 
+    def test_laidout(self):
+        self.simulate("laidout")
+
 
 if __name__ == "__main__":
     sys.exit(C.main())

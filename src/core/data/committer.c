@@ -5,10 +5,13 @@
  * One process-wide pool of CM_THREADS threads serves every queue: a queue
  * with work is put on the pool's list once (its `scheduled` flag), and the
  * thread that takes it runs its batches until the queue is empty, so a
- * file's batches never run on two threads at once.  Two threads let two
- * files commit at the same time; more would only compete for the member
- * workers (memberio.c), which do the I/O.  The pool is started on first
- * use and lives as long as the process.
+ * file's batches never run on two threads at once; but while another
+ * queue waits on the list, the thread hands the queue back to the end of
+ * the list after each run, so files that keep their queues full take
+ * turns instead of keeping the others waiting until they drain.  Two
+ * threads let two files commit at the same time; more would only compete
+ * for the member workers (memberio.c), which do the I/O.  The pool is
+ * started on first use and lives as long as the process.
  */
 #include "committer.h"
 
@@ -41,14 +44,30 @@ struct cm_queue {
 
 static struct {
 	pthread_once_t once;
-	pthread_mutex_t lock; /* guards head, tail; order: a leaf, under an ecfile's lock */
+	pthread_mutex_t lock; /* guards head, tail; order: a leaf, taken under an ecfile's
+	                       * lock (cm_submit, run_queue handing a queue back) */
 	pthread_cond_t wake;
 	cm_queue *head, *tail;
 	int threads;
 } pool = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER,
            .wake = PTHREAD_COND_INITIALIZER };
 
-/* Runs every batch of q in order, then marks it idle. */
+/* Puts q at the end of the pool's list; under the pool's lock. */
+static void pool_append(cm_queue *q)
+{
+	q->next_ready = NULL;
+	if (pool.tail)
+		pool.tail->next_ready = q;
+	else
+		pool.head = q;
+	pool.tail = q;
+	pthread_cond_signal(&pool.wake);
+}
+
+/* Runs the batches of q in order until it is idle, then marks it so; or,
+ * while other files wait for a thread, one turn and q goes back to the
+ * end of the pool's list: a writer that keeps its queue full does not
+ * keep a thread from the others. */
 static void run_queue(cm_queue *q)
 {
 	pthread_mutex_lock(q->lock);
@@ -58,13 +77,29 @@ static void run_queue(cm_queue *q)
 		assert(b >= q->slot && b < q->slot + CM_DEPTH && q->used[b - q->slot]);
 		/* b stays at the head while it runs: writers append behind it. */
 		int rc = q->run(q->owner, b);
+		int done = rc > 0 ? rc : 1;
 		if (rc < 0 && !q->err)
 			q->err = rc;
-		q->head = b->next;
+		for (; done > 0; done--) {
+			assert(b && q->used[b - q->slot]);
+			q->head = b->next;
+			q->used[b - q->slot] = false;
+			b = b->next;
+		}
 		if (!q->head)
 			q->tail = NULL;
-		q->used[b - q->slot] = false;
 		pthread_cond_broadcast(&q->changed);
+		if (q->head) {
+			pthread_mutex_lock(&pool.lock);
+			bool others = pool.head != NULL;
+			if (others)
+				pool_append(q);
+			pthread_mutex_unlock(&pool.lock);
+			if (others) {
+				pthread_mutex_unlock(q->lock);
+				return;
+			}
+		}
 	}
 	q->scheduled = false;
 	pthread_cond_broadcast(&q->changed);
@@ -175,13 +210,7 @@ void cm_submit(cm_queue *q, cm_batch *b)
 		return; /* its thread will get to b */
 	q->scheduled = true;
 	pthread_mutex_lock(&pool.lock);
-	q->next_ready = NULL;
-	if (pool.tail)
-		pool.tail->next_ready = q;
-	else
-		pool.head = q;
-	pool.tail = q;
-	pthread_cond_signal(&pool.wake);
+	pool_append(q);
 	pthread_mutex_unlock(&pool.lock);
 }
 

@@ -36,8 +36,10 @@ typedef struct cm_batch {
 
 typedef struct cm_queue cm_queue;
 
-/* Commits one batch; called by a committer thread with the owner's lock
- * held.  Returns 0 or a negative errno, which is latched. */
+/* Commits batch b, and with it as many of the batches queued right
+ * behind it (b->next, ...) as it chooses; called by a committer thread
+ * with the owner's lock held.  Returns the number of batches committed
+ * (0 counts as 1), or a negative errno, which is latched, for b alone. */
 typedef int (*cm_run_fn)(void *owner, cm_batch *b);
 
 /* A queue of CM_DEPTH batches of batch_bytes each, each allocated at its

@@ -31,6 +31,7 @@ struct ecfile {
 	uint64_t gen;      /* last generation used */
 	uint64_t gen_durable; /* header generation known to be on disk */
 	bool hdr_dirty;
+	bool extent_checked; /* written_end checked against the records (first_writes) */
 	bool read_only;
 	uint8_t *buf;      /* the stripe buffer: k strips */
 	int64_t buf_stripe; /* stripe it holds, -1 for none */

@@ -66,6 +66,34 @@ int ecfile_write_headers(ecfile *f, bool reserve)
 	return write_headers_sized(f, reserve, f->size);
 }
 
+/* Stripes below the written extent the header's size gave at open, past
+ * the last one any member's records show written, hold nothing (a file
+ * laid out by fallocate or truncate, then written): commits there are
+ * first writes, not overwrites.  Looked at once per open, before the
+ * first commit below that extent.  A first write lands below the header's
+ * durable mark only once a header with a lower mark is durable: its
+ * records may reach the disk without its strips (the hole rule, case 2).
+ * On an error the stripes stay overwrites. */
+static void first_writes(ecfile *f)
+{
+	uint64_t end = stripe_written_extent(&f->c, f->c.written_end), was = f->c.hdr.durable;
+
+	f->extent_checked = true;
+	if (end >= f->c.written_end)
+		return;
+	if (was > end) {
+		f->c.hdr.durable = end;
+		int rc = write_headers_sized(f, false, f->c.hdr.size);
+		if (rc == 0)
+			rc = stripe_sync(&f->c, true);
+		if (rc < 0) {
+			f->c.hdr.durable = was;
+			return;
+		}
+	}
+	f->c.written_end = end;
+}
+
 /* Commits a run of whole stripes, whose records say the file is size
  * bytes long; the single path data takes to members.  The committer
  * (unlock) drops the lock around the member I/O: meanwhile only the write
@@ -108,6 +136,8 @@ static int commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const 
 			return rc;
 		f->gen_durable = f->c.hdr.generation;
 	}
+	if (!f->extent_checked && s0 < f->c.written_end)
+		first_writes(f);
 	uint64_t gen = ++f->gen;
 	if (unlock)
 		pthread_mutex_unlock(&f->lock);
@@ -130,14 +160,29 @@ static int commit_run(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *dat
 
 static void strip_pointers(const ecfile *f, const uint8_t *base, int stripes, const uint8_t **p);
 
-/* The committer's callback (committer.h). */
+/* The committer's callback (committer.h).  The batches queued right
+ * behind b that continue it go in the same commit, as far as one commit
+ * takes (STRIPE_BATCH stripes of one record group): a committer that fell
+ * behind the writer catches up with fewer rounds to the members, and an
+ * overwrite with fewer journal barriers. */
 static int run_batch(void *owner, cm_batch *b)
 {
 	ecfile *f = owner;
 	const uint8_t *p[STRIPE_MAX_N * STRIPE_BATCH];
+	uint64_t room = layout_group_end(&f->c.lay, b->s0) - b->s0, size = b->size;
+	int cnt = 0, took = 0;
 
-	strip_pointers(f, b->data, b->cnt, p);
-	return commit_stripes(f, b->s0, b->cnt, p, b->size, true);
+	if (room > STRIPE_BATCH)
+		room = STRIPE_BATCH;
+	for (cm_batch *x = b; x && x->s0 == b->s0 + (uint64_t)cnt &&
+	                      (uint64_t)(cnt + x->cnt) <= room; x = x->next) {
+		strip_pointers(f, x->data, x->cnt, p + (size_t)cnt * f->c.lay.k);
+		cnt += x->cnt;
+		size = x->size;
+		took++;
+	}
+	int rc = commit_stripes(f, b->s0, cnt, p, size, true);
+	return rc < 0 ? rc : took;
 }
 
 /* Batches hold up to this much data; a file whose stripe is larger
@@ -759,6 +804,10 @@ int ecfile_fsync(ecfile *f, int datasync)
 	 * and a stripe below that mark is never taken for a first write cut
 	 * short (the hole rule, docs/FORMAT.md 4.3). */
 	uint64_t durable = layout_stripe_count(&f->c.lay, f->size);
+	/* Past the written extent nothing is stored: first writes may land
+	 * there without lowering the mark again (first_writes). */
+	if (durable > f->c.written_end)
+		durable = f->c.written_end;
 	if (rc == 0 && durable != f->c.hdr.durable) {
 		f->c.hdr.durable = durable;
 		f->hdr_dirty = true; /* written at the next flush, unsynced */

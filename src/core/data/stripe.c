@@ -352,6 +352,26 @@ uint64_t stripe_find_written(stripe_ctx *c, uint64_t s, uint64_t end, bool want)
 	return end;
 }
 
+uint64_t stripe_written_extent(stripe_ctx *c, uint64_t end)
+{
+	/* A member that cannot be asked may hold the only records of a
+	 * stripe: nothing is known blank then. */
+	if (end == 0 || stripe_usable_count(c) < c->lay.n)
+		return end;
+	uint64_t s = end;
+	while (s > 0) {
+		/* From the last group down; each group asks the members afresh
+		 * (their SEEK_DATA positions hold going forward only). */
+		off_t next[STRIPE_MAX_N] = { 0 };
+		uint64_t g0 = layout_group_start(&c->lay, s - 1);
+		uint64_t mask = group_written(c, g0, layout_group_end(&c->lay, s - 1), next);
+		for (; s > g0; s--)
+			if (mask >> (s - 1 - g0) & 1)
+				return s;
+	}
+	return 0;
+}
+
 /* ---- headers, sync, truncate ---- */
 
 /* One member's part of a per-member step (headers, sync). */

@@ -148,6 +148,13 @@ int stripe_scan_end(stripe_ctx *c, uint64_t size, bool *dirty);
  * member's chunk file holds as a hole is blank without a read. */
 uint64_t stripe_find_written(stripe_ctx *c, uint64_t s, uint64_t end, bool want);
 
+/* One past the last stripe below end that any member's records show
+ * written: stripes from there to end hold nothing, on any member (a
+ * record that could not be read counts as written).  end itself unless
+ * every member of the file is usable: a member out of reach may hold the
+ * only records of a stripe. */
+uint64_t stripe_written_extent(stripe_ctx *c, uint64_t end);
+
 /* Writes one strip of stripe s to member's chunk, then its record with
  * generation gen and logical size size (gen 0: a blank record, a hole).
  * The one writer of single strips: repair, the online heal and the
