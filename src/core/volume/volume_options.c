@@ -89,6 +89,10 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		STR(VOLUME_DEFAULT_LISTING_BATCH), 16, 1048576, .tuning = true,
 		.help = "an open directory holds this many of its names at most, and reads "
 		"the members again for the names past them" },
+	[VOPT_TUNE_SMALL_LOG] = { "tune.small_log", "on|off", VOPT_TYPE_ON_OFF, "off",
+		.tuning = true, .help = "on: an overwrite smaller than a stripe goes to a log "
+		"mirrored on m+1 members and is applied to the stripes later; off: it is a "
+		"read-modify-write of its stripe" },
 };
 
 volume_runtime volume_runtime_defaults(void)
@@ -364,4 +368,6 @@ void volume_runtime_set_tuning(volume_runtime *r, int id, const volume_option_va
 		r->no_read_around = !val->number;
 	else if (id == VOPT_TUNE_LISTING_BATCH)
 		r->listing_batch = (unsigned)val->number;
+	else if (id == VOPT_TUNE_SMALL_LOG)
+		r->small_log = val->number != 0;
 }

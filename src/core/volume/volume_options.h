@@ -65,6 +65,7 @@ typedef struct volume_runtime {
 	bool no_read_around;   /* read a slow member like the others (stripe_fetch.c) */
 	bool no_hedge;         /* reads around it never ask a spare member (stripe_hedge.c) */
 	unsigned listing_batch; /* names an open directory holds (listing_batch.h) */
+	bool small_log;        /* small overwrites go to the mirrored log (smalllog_file.h) */
 } volume_runtime;
 
 typedef struct volume_options {
@@ -95,6 +96,7 @@ enum volume_option_id {
 	VOPT_ENTRY_TIMEOUT, VOPT_ATTR_TIMEOUT, VOPT_NEGATIVE_TIMEOUT,
 	VOPT_KERNEL_CACHE, VOPT_AUTO_CACHE, VOPT_DIRECT_IO,
 	VOPT_TUNE_SPIN, VOPT_TUNE_HEDGE, VOPT_TUNE_SLOW_READAROUND, VOPT_TUNE_LISTING_BATCH,
+	VOPT_TUNE_SMALL_LOG,
 	VOPT_COUNT
 };
 

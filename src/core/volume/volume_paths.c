@@ -170,7 +170,7 @@ int volume_open_beneath(volume *v, int idx, const char *path, int flags, mode_t 
 
 /* The directories beneath .ecfs (docs/FORMAT.md section 1 lists them),
  * each made by its own module when first needed. */
-static const char *const meta_dirs[] = { "intent", "journal", "missed", "orphans",
+static const char *const meta_dirs[] = { "intent", "journal", "log", "missed", "orphans",
 	                                 "lost+found", VOLUME_STANDIN_NAME };
 
 char *volume_meta_refusal(const char *path)
