@@ -11,10 +11,17 @@ Started by meson as `python3 test_smalllog.py ECFS [unittest args]`.
   emptied (the stripes hold the writes, not only the log).
 - A write that is not logged (whole stripes, a truncate) over logged
   bytes lands after them.
+- Replay: the daemon killed with a log synced and not applied; the next
+  mount's open applies it, with the copies torn, on one member only, or
+  with a record no copy verifies (a gap: the writes before it only).
+  ecfs-fsck -n reports it (kind log), -y applies it.
 """
 
+import json
 import os
 import random
+import struct
+import subprocess
 import sys
 import time
 
@@ -51,6 +58,27 @@ def overwrite(fd, want, rng, count):
         data = rng.randbytes(n)
         os.pwrite(fd, data, off)
         want[off:off + n] = data
+
+
+def log_file(v, i):
+    d = os.path.join(v.members[i], ".ecfs", "log")
+    names = os.listdir(d) if os.path.isdir(d) else []
+    return os.path.join(d, names[0]) if names else None
+
+
+def record_ends(path):
+    """Offsets where each record of a log copy ends."""
+    with open(path, "rb") as f:
+        b = f.read()
+    at, ends = 96, []
+    while at + 80 <= len(b) and b[at:at + 8] == b"ECFSSREC":
+        at += 80 + struct.unpack_from("<I", b, at + 8)[0]
+        ends.append(at)
+    return ends
+
+
+def fsck_path():
+    return os.path.join(os.path.dirname(H.ECFS), "ecfs-fsck")
 
 
 class SmallLogTest(H.MountedCase):
@@ -116,6 +144,101 @@ class SmallLogTest(H.MountedCase):
         self.assert_clean_unmount(v)
         mnt = self.mount(v, OPTS)
         self.assert_exact(path, bytes(want), "after remount")
+        self.assert_clean_unmount(v)
+
+
+
+WRITES = 40
+
+
+class ReplayTest(H.MountedCase):
+    def crashed(self):
+        """A volume whose daemon was killed after WRITES logged writes and
+        an fsync; the file's content after each write (states[i]: after
+        i writes) and the members holding the log."""
+        v = self.volume(6)
+        mnt = self.mount(v, OPTS + ",direct_io")
+        path = os.path.join(mnt, "f")
+        want = bytearray(H.pattern(SIZE // 4, 3))
+        H.write_file(path, bytes(want), fsync=True)
+        rng = random.Random(11)
+        states = [bytes(want)]
+        fd = os.open(path, os.O_RDWR)
+        for _ in range(WRITES):
+            n = rng.choice([4096, 512, 1000])
+            # within one stripe: one record per write
+            off = rng.randrange(0, SIZE // 4 // STRIPE) * STRIPE + rng.randrange(0, STRIPE - n)
+            if n == 4096:
+                off &= ~4095
+            data = rng.randbytes(n)
+            os.pwrite(fd, data, off)
+            want[off:off + n] = data
+            states.append(bytes(want))
+        os.fsync(fd)
+        holders = log_copies(v)
+        self.assertEqual(len(holders), 3)
+        v.emergency()
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        v.unmount()
+        for i in holders:
+            self.assertEqual(len(record_ends(log_file(v, i))), WRITES)
+        return v, states, holders
+
+    def reopen_exact(self, v, want, msg):
+        mnt = self.mount(v, OPTS)
+        self.assert_exact(os.path.join(mnt, "f"), want, msg)
+        self.assertEqual(log_copies(v), [], "the log was not retired")
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v, "tune.small_log=off")
+        self.assert_exact(os.path.join(mnt, "f"), want, msg + " (again, log off)")
+        self.assert_clean_unmount(v)
+
+    def test_replay_whole(self):
+        v, states, holders = self.crashed()
+        # one copy torn in its last record: the others have it
+        path = log_file(v, holders[0])
+        os.truncate(path, os.path.getsize(path) - 10)
+        self.reopen_exact(v, states[-1], "after the replay")
+
+    def test_replay_one_copy(self):
+        v, states, holders = self.crashed()
+        for i in holders[1:]:
+            os.unlink(log_file(v, i))
+        self.reopen_exact(v, states[-1], "replayed from one copy")
+
+    def test_replay_gap(self):
+        v, states, holders = self.crashed()
+        gap = WRITES // 2  # record gap+1 verifies nowhere
+        ends = record_ends(log_file(v, holders[0]))
+        with open(log_file(v, holders[0]), "r+b") as f:
+            f.seek(ends[gap] - 1)
+            b = f.read(1)
+            f.seek(ends[gap] - 1)
+            f.write(bytes([b[0] ^ 1]))
+        for i in holders[1:]:
+            os.truncate(log_file(v, i), ends[gap - 1] if gap else 96)
+        self.reopen_exact(v, states[gap], "replayed up to the gap")
+
+    def test_fsck(self):
+        v, states, holders = self.crashed()
+        r = subprocess.run([fsck_path(), "--no-progress", "--json", "-n", ":".join(v.members)],
+                           capture_output=True, text=True, timeout=120)
+        rep = json.loads(r.stdout)
+        kinds = [(p["kind"], p["status"]) for p in rep["problems"]]
+        self.assertIn(("log", "repairable"), kinds, r.stdout)
+        self.assertEqual(r.returncode, 4, r.stdout)
+        r = subprocess.run([fsck_path(), "--no-progress", "-y", ":".join(v.members)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(log_copies(v), [], "fsck -y did not apply the log")
+        r = subprocess.run([fsck_path(), "--no-progress", "-n", ":".join(v.members)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        mnt = self.mount(v, "tune.small_log=off")
+        self.assert_exact(os.path.join(mnt, "f"), states[-1], "after fsck -y")
         self.assert_clean_unmount(v)
 
 

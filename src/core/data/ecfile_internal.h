@@ -117,6 +117,10 @@ int ecfile_log_apply(ecfile *f);
  * written to the chunks since the last full fsync (ecfile_log_synced). */
 int ecfile_log_sync(ecfile *f, bool *chunks_clean);
 void ecfile_log_synced(ecfile *f);
+/* At open, after journal recovery: the log's records on the members
+ * (*records of them) are applied and the copies emptied (write), or only
+ * counted. */
+int ecfile_log_replay(ecfile *f, bool write, uint64_t *records);
 /* Frees the log's memory and closes its copies (after apply). */
 void ecfile_log_free(ecfile *f);
 

@@ -645,11 +645,17 @@ void ecfile_recover_locked(ecfile *f)
 			ecfs_log(LOG_WARNING, "%s: %llu stripe(s) of an overwrite cut short by a crash "
 			         "need the journal rolled forward: mount read-write or run ecfs-fsck",
 			         f->path, (unsigned long long)rolled);
+		if (ecfile_log_replay(f, false, &rolled) == 0 && rolled)
+			ecfs_log(LOG_WARNING, "%s: %llu small write(s) in its log are not in its "
+			         "stripes: mount read-write or run ecfs-fsck", f->path,
+			         (unsigned long long)rolled);
 		return;
 	}
 	rc = ensure_buffers(f);
 	if (rc == 0)
 		rc = journal_recover(&f->c, true, &rolled);
+	if (rc == 0)
+		rc = ecfile_log_replay(f, true, &rolled);
 	if (rc == 0)
 		rc = stripe_scan_end(&f->c, f->size, &dirty);
 	if (rc == 0 && dirty) {

@@ -31,18 +31,15 @@
 
 #include <glib.h>
 
-#include "journal.h"
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
-#include "smalllog.h"
+#include "smalllog_replay.h"
 #include "volume_internal.h"
 #include "volume_paths.h"
 
 /* The overlay's bound: past it the log is applied. */
 #define LOG_OVERLAY_MAX (32u << 20)
-/* "SMALLLOG_DIR/<file id hex>" with its NUL. */
-#define LOG_PATH_SIZE (sizeof(SMALLLOG_DIR) + 33)
 
 typedef struct log_extent {
 	uint64_t off;
@@ -168,12 +165,6 @@ bool ecfile_log_touches(ecfile *f, uint64_t from, uint64_t to)
 
 /* ---- the copies on the members ---- */
 
-static void log_path(const uint8_t id[16], char out[LOG_PATH_SIZE])
-{
-	memcpy(out, SMALLLOG_DIR "/", sizeof(SMALLLOG_DIR));
-	journal_file_name(id, out + sizeof(SMALLLOG_DIR));
-}
-
 /* fsync of a metadata directory of member mb. */
 static int sync_meta_dir(volume *v, int mb, const char *dir)
 {
@@ -191,9 +182,9 @@ static int sync_meta_dir(volume *v, int mb, const char *dir)
 static int open_copy(volume *v, int mb, const uint8_t id[16])
 {
 	int root = volume_root_fd(v, mb);
-	char name[LOG_PATH_SIZE];
+	char name[SMALLLOG_PATH_SIZE];
 
-	log_path(id, name);
+	smalllog_path(id, name);
 	int fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CLOEXEC, 0);
 	if (fd != -ENOENT)
 		return fd;
@@ -340,6 +331,7 @@ static int epoch_start(ecfile *f)
 	for (int mb = 0; mb < f->c.lay.n; mb++)
 		l->fd[mb] = -1;
 	l->members = mask;
+	volume_set_journals_none(f->v, false); /* before a copy can hold a record */
 	uint64_t failed = copies_run(f, mask, COPY_OPEN, NULL, 0, NULL);
 	if (failed) {
 		copies_close(f);
@@ -417,7 +409,10 @@ int ecfile_log_apply(ecfile *f)
 			s += (uint64_t)cnt;
 		}
 		free(buf);
-		/* The stripes durable before the log is emptied. */
+		/* The stripes (and a size a replay raised) durable before the
+		 * log is emptied. */
+		if (rc == 0 && f->hdr_dirty)
+			rc = ecfile_write_headers(f, false);
 		if (rc == 0)
 			rc = stripe_sync(&f->c, true);
 		if (rc < 0) {
@@ -439,6 +434,54 @@ int ecfile_log_apply(ecfile *f)
 	return 0;
 }
 
+/* ---- replay ---- */
+
+int ecfile_log_replay(ecfile *f, bool write, uint64_t *records)
+{
+	smalllog_found found;
+	int rc = smalllog_collect(&f->c, &found);
+
+	*records = (uint64_t)found.count;
+	if (rc < 0 || !found.count || !write) {
+		smalllog_found_free(&found);
+		return rc;
+	}
+	ecfile_log *l = log_get(f);
+	for (int i = 0; i < found.count; i++)
+		overlay_insert(l, found.recs[i].offset, found.data[i], found.recs[i].length);
+	uint64_t size = found.recs[found.count - 1].size;
+	if (size > f->size) {
+		f->size = size;
+		f->hdr_dirty = true;
+	}
+	/* The copies of the newest epoch are emptied once the stripes hold
+	 * the records (older epochs' copies never count again). */
+	for (int mb = 0; mb < f->c.lay.n; mb++)
+		l->fd[mb] = -1;
+	l->members = found.holders;
+	l->members &= ~copies_run(f, found.holders, COPY_OPEN, NULL, 0, NULL);
+	l->end = SMALLLOG_HEADER_SIZE;
+	smalllog_found_free(&found);
+	return ecfile_log_apply(f);
+}
+
+int ecfile_replay_log(volume *v, const char *path)
+{
+	ecfile *f;
+	int rc = ecfile_open(v, path, 0, &f);
+
+	if (rc < 0)
+		return rc;
+	ecfile_lock(f);
+	if (f->read_only)
+		rc = -EROFS;
+	else if (f->log && f->log->bytes)
+		rc = -EIO; /* the replay at open could not apply it (logged) */
+	ecfile_unlock(f);
+	int rc2 = ecfile_release(f);
+	return rc < 0 ? rc : rc2;
+}
+
 /* ---- writes, fsync, the end ---- */
 
 bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len)
@@ -446,8 +489,7 @@ bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len)
 	if (f->read_only || !volume_settings(f->v)->small_log || len > SMALLLOG_DATA_MAX)
 		return false;
 	/* Overwrites of stored stripes other than the buffered one. */
-	return (int64_t)s != f->buf_stripe && s < f->disk_end && pos + len <= f->size &&
-	       f->c.lay.m + 1 <= f->c.lay.n;
+	return (int64_t)s != f->buf_stripe && s < f->disk_end && pos + len <= f->size;
 }
 
 /* Appends the record of [pos, pos+len) to every copy. */
