@@ -38,8 +38,10 @@
 #include "volume_internal.h"
 #include "volume_paths.h"
 
-/* The overlay's bound: past it the log is applied. */
+/* The overlay's bound, and the copies' (writes to the same bytes again
+ * grow the copies, not the overlay): past either the log is applied. */
 #define LOG_OVERLAY_MAX (32u << 20)
+#define LOG_COPY_MAX (64u << 20)
 
 typedef struct log_extent {
 	uint64_t off;
@@ -54,6 +56,14 @@ struct ecfile_log {
 	uint64_t seq;         /* of the last record appended */
 	uint64_t end;         /* where the next record goes on every copy */
 	bool unsynced;        /* appends since the copies were last synced */
+	/* The last write logged, not appended yet: a write the kernel split
+	 * (it ends a request at the first page it does not fill) continues
+	 * it, and goes in the same record, so that a replay never applies
+	 * part of one write to a stripe.  Appended at the next write that
+	 * does not continue it, and at fsync; in the overlay meanwhile. */
+	uint8_t *pend;
+	uint64_t pend_off, pend_size;
+	uint32_t pend_len;
 	GTree *map;           /* offset -> log_extent, disjoint */
 	uint64_t bytes;       /* in the map */
 	/* The file's generation and header generation at its last full
@@ -165,47 +175,6 @@ bool ecfile_log_touches(ecfile *f, uint64_t from, uint64_t to)
 
 /* ---- the copies on the members ---- */
 
-/* fsync of a metadata directory of member mb. */
-static int sync_meta_dir(volume *v, int mb, const char *dir)
-{
-	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), dir);
-	if (fd < 0)
-		return fd;
-	int rc = mop_fsync(v, mb, fd, false);
-	close(fd);
-	return rc;
-}
-
-/* Member mb's copy of file id's log, opened for writing (created, with
- * its directory, the first time; the new names synced, so a copy that was
- * synced is found again after a power cut). */
-static int open_copy(volume *v, int mb, const uint8_t id[16])
-{
-	int root = volume_root_fd(v, mb);
-	char name[SMALLLOG_PATH_SIZE];
-
-	smalllog_path(id, name);
-	int fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CLOEXEC, 0);
-	if (fd != -ENOENT)
-		return fd;
-	int rc = volume_meta_mkdirat(v, mb, root, SMALLLOG_DIR, 0700);
-	if (rc == 0)
-		rc = sync_meta_dir(v, mb, ECFS_META_DIR);
-	else if (rc == -EEXIST)
-		rc = 0;
-	if (rc < 0)
-		return rc;
-	fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return fd;
-	rc = sync_meta_dir(v, mb, SMALLLOG_DIR);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
 enum copy_op { COPY_OPEN, COPY_APPEND, COPY_SYNC, COPY_EMPTY };
 
 typedef struct copy_task {
@@ -223,11 +192,13 @@ static void copy_run(void *arg)
 	volume *v = t->f->v;
 	ecfile_log *l = t->f->log;
 	int mb = t->member;
+	char name[SMALLLOG_PATH_SIZE];
 	ssize_t r;
 
 	switch (t->op) {
 	case COPY_OPEN:
-		r = open_copy(v, mb, t->f->id);
+		smalllog_path(t->f->id, name);
+		r = volume_meta_open_made(v, mb, volume_root_fd(v, mb), SMALLLOG_DIR, name);
 		if (r >= 0)
 			l->fd[mb] = (int)r;
 		break;
@@ -430,6 +401,7 @@ int ecfile_log_apply(ecfile *f)
 	copies_close(f);
 	g_tree_remove_all(l->map);
 	l->bytes = 0;
+	l->pend_len = 0; /* in the stripes now */
 	l->unsynced = false;
 	return 0;
 }
@@ -492,13 +464,14 @@ bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len)
 	return (int64_t)s != f->buf_stripe && s < f->disk_end && pos + len <= f->size;
 }
 
-/* Appends the record of [pos, pos+len) to every copy. */
-static int append(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
+/* Appends the record of [pos, pos+len), written when the file was size
+ * bytes long, to every copy. */
+static int append(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len, uint64_t size)
 {
 	ecfile_log *l = f->log;
 	smalllog_header h = { .epoch = l->epoch, .checksum = (uint16_t)f->c.hdr.checksum };
 	smalllog_record r = { .length = (uint32_t)len, .epoch = l->epoch, .seq = l->seq + 1,
-	                      .offset = pos, .size = f->size };
+	                      .offset = pos, .size = size };
 	size_t head = l->end ? 0 : SMALLLOG_HEADER_SIZE;
 	size_t total = head + SMALLLOG_RECORD_SIZE + len;
 	uint8_t *buf = g_malloc(total);
@@ -522,6 +495,23 @@ static int append(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
+/* Appends the pending write.  A copy that misses it leaves the log less
+ * safe than a stripe: the log is applied at once instead. */
+static int pending_flush(ecfile *f)
+{
+	ecfile_log *l = f->log;
+
+	if (!l->pend_len)
+		return 0;
+	int rc = append(f, l->pend_off, l->pend, l->pend_len, l->pend_size);
+	l->pend_len = 0;
+	if (rc < 0) {
+		ecfs_log(LOG_INFO, "%s: a small-write log copy failed; applying the log", f->path);
+		return ecfile_log_apply(f);
+	}
+	return 0;
+}
+
 int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 {
 	ecfile_log *l = log_get(f);
@@ -535,15 +525,21 @@ int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 	}
 	if (!l->members && epoch_start(f) < 0)
 		return -EAGAIN;
-	rc = append(f, pos, src, len);
-	overlay_insert(l, pos, src, len);
-	if (rc < 0) {
-		/* A copy missed it: the log is no longer as safe as a stripe.
-		 * The write reaches the stripes now, the log is retired. */
-		ecfs_log(LOG_INFO, "%s: a small-write log copy failed; applying the log", f->path);
-		return ecfile_log_apply(f);
+	uint64_t sd = stripe_data(f);
+	bool more = l->pend_len && pos == l->pend_off + l->pend_len &&
+	            pos / sd == l->pend_off / sd && l->pend_len + len <= SMALLLOG_DATA_MAX;
+	if (!more) {
+		rc = pending_flush(f);
+		if (rc < 0)
+			return rc;
+		l->pend_off = pos;
+		l->pend_size = f->size;
 	}
-	if (l->bytes > LOG_OVERLAY_MAX)
+	l->pend = g_realloc(l->pend, l->pend_len + len);
+	memcpy(l->pend + l->pend_len, src, len);
+	l->pend_len += (uint32_t)len;
+	overlay_insert(l, pos, src, len);
+	if (l->bytes > LOG_OVERLAY_MAX || l->end > LOG_COPY_MAX)
 		return ecfile_log_apply(f);
 	return 0;
 }
@@ -556,7 +552,8 @@ int ecfile_log_sync(ecfile *f, bool *chunks_clean)
 	*chunks_clean = false;
 	if (!l)
 		return 0;
-	if (l->unsynced && l->members) {
+	rc = pending_flush(f);
+	if (rc == 0 && l->unsynced && l->members) {
 		if (copies_run(f, l->members, COPY_SYNC, NULL, 0, NULL))
 			rc = ecfile_log_apply(f); /* a copy may be lost: the stripes take it */
 		else
@@ -581,6 +578,7 @@ void ecfile_log_free(ecfile *f)
 		return;
 	copies_close(f);
 	g_tree_destroy(f->log->map);
+	g_free(f->log->pend);
 	g_free(f->log);
 	f->log = NULL;
 }

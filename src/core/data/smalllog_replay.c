@@ -6,7 +6,6 @@
  */
 #include "smalllog_replay.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -176,24 +175,7 @@ void smalllog_found_free(smalllog_found *found)
 
 bool smalllog_member_none(volume *v, int mb)
 {
-	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), SMALLLOG_DIR);
-	if (fd < 0)
-		return fd == -ENOENT;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return false;
-	}
-	bool none = true;
-	for (struct dirent *e; none && (e = readdir(d));) {
-		struct stat st;
-		if (e->d_name[0] == '.')
-			continue;
-		none = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		       S_ISREG(st.st_mode) && st.st_size <= (off_t)SMALLLOG_HEADER_SIZE;
-	}
-	closedir(d);
-	return none;
+	return volume_meta_dir_none(v, mb, SMALLLOG_DIR, SMALLLOG_HEADER_SIZE);
 }
 
 void smalllog_census(volume *v)
