@@ -6,8 +6,9 @@
  * With -o tune.small_log=on, an overwrite inside the file that does not
  * cover whole stripes is appended as a record to the file's log,
  * `.ecfs/log/<file id hex>`, on m+1 members in parallel (each copy
- * complete, so the log survives m lost members as a stripe does), and is
- * answered once every copy is written.  The bytes stay in memory in an
+ * complete, so the log survives m lost members as a stripe does; the
+ * last write is held until the next does not continue it).  The bytes
+ * stay in memory in an
  * extent map (the overlay), which every read lays over what the stripes
  * hold.  An fsync with only the log changed is one fdatasync of the log
  * copies.  The log is applied to the stripes, through the ordinary
