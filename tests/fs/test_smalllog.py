@@ -6,7 +6,8 @@ Started by meson as `python3 test_smalllog.py ECFS [unittest args]`.
 - Random small overwrites (4 KiB and odd sizes) of a file laid out first
   go to the log: its copies appear on m+1 members while the file is open,
   and reads see the logged bytes, through the page cache and around it,
-  before and after an fsync.  After the last close the log is applied:
+  before and after an fsync; past its bound the log is applied while the
+  file stays open.  After the last close the log is applied:
   the file reads back exact after a remount, and again with two members
   emptied (the stripes hold the writes, not only the log).
 - A write that is not logged (whole stripes, a truncate) over logged
@@ -116,6 +117,34 @@ class SmallLogTest(H.MountedCase):
         v.lose(1, "empty")
         mnt = self.mount(v, OPTS + ",noheal")
         self.assert_exact(path, bytes(want), "with two members emptied")
+        self.assert_clean_unmount(v)
+
+    def test_bound(self):
+        """Past tune.small_log_mib (its copies past twice that) the log is
+        applied while the file stays open, and logging goes on after."""
+        v = self.volume(6)
+        mnt = self.mount(v, OPTS + ",tune.small_log_mib=1,direct_io")
+        path = os.path.join(mnt, "f")
+        want = bytearray(H.pattern(SIZE, 4))
+        H.write_file(path, bytes(want))
+        rng = random.Random(5)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            sizes = []
+            for _ in range(20):
+                overwrite(fd, want, rng, 50)
+                logs = [os.path.getsize(log_file(v, i)) for i in log_copies(v)]
+                sizes.append(max(logs) if logs else 0)
+            self.assertTrue(all(s <= 2 * 1024 * 1024 + 8192 for s in sizes), sizes)
+            self.assertTrue(any(b < a for a, b in zip(sizes, sizes[1:])),
+                            f"the log was never applied while open: {sizes}")
+            H.drop_file_cache(path)
+            self.assert_exact(path, bytes(want), "while open")
+        finally:
+            os.close(fd)
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v, OPTS)
+        self.assert_exact(path, bytes(want), "after remount")
         self.assert_clean_unmount(v)
 
     def test_unlogged_writes_land_after(self):

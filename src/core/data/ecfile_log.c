@@ -39,10 +39,9 @@
 #include "volume_internal.h"
 #include "volume_paths.h"
 
-/* The overlay's bound, and the copies' (writes to the same bytes again
- * grow the copies, not the overlay): past either the log is applied. */
-#define LOG_OVERLAY_MAX (32u << 20)
-#define LOG_COPY_MAX (64u << 20)
+/* The overlay's bound is -o tune.small_log_mib; the copies' twice that
+ * (writes to the same bytes again grow the copies, not the overlay): past
+ * either the log is applied. */
 
 typedef struct log_extent {
 	uint64_t off;
@@ -540,7 +539,8 @@ int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 	memcpy(l->pend + l->pend_len, src, len);
 	l->pend_len += (uint32_t)len;
 	overlay_insert(l, pos, src, len);
-	if (l->bytes > LOG_OVERLAY_MAX || l->end > LOG_COPY_MAX)
+	uint64_t bound = (uint64_t)volume_settings(f->v)->small_log_mib << 20;
+	if (l->bytes > bound || l->end > 2 * bound)
 		return ecfile_log_apply(f);
 	return 0;
 }
