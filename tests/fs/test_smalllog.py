@@ -82,7 +82,29 @@ def fsck_path():
     return os.path.join(os.path.dirname(H.ECFS), "ecfs-fsck")
 
 
+def close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 class SmallLogTest(H.MountedCase):
+    def open_rw(self, path):
+        fd = os.open(path, os.O_RDWR)
+        self.addCleanup(close_quietly, fd)
+        return fd
+
+    def close_and_remount(self, v, fd, path, want):
+        """The file reads exact while open, then after a remount."""
+        H.drop_file_cache(path)
+        self.assert_exact(path, bytes(want), "while open")
+        os.close(fd)
+        self.assert_clean_unmount(v)
+        self.mount(v, OPTS)
+        self.assert_exact(path, bytes(want), "after remount")
+        self.assert_clean_unmount(v)
+
     def test_random_overwrites(self):
         v = self.volume(6)
         mnt = self.mount(v, OPTS)
@@ -128,24 +150,16 @@ class SmallLogTest(H.MountedCase):
         want = bytearray(H.pattern(SIZE, 4))
         H.write_file(path, bytes(want))
         rng = random.Random(5)
-        fd = os.open(path, os.O_RDWR)
-        try:
-            sizes = []
-            for _ in range(20):
-                overwrite(fd, want, rng, 50)
-                logs = [os.path.getsize(log_file(v, i)) for i in log_copies(v)]
-                sizes.append(max(logs) if logs else 0)
-            self.assertTrue(all(s <= 2 * 1024 * 1024 + 8192 for s in sizes), sizes)
-            self.assertTrue(any(b < a for a, b in zip(sizes, sizes[1:])),
-                            f"the log was never applied while open: {sizes}")
-            H.drop_file_cache(path)
-            self.assert_exact(path, bytes(want), "while open")
-        finally:
-            os.close(fd)
-        self.assert_clean_unmount(v)
-        mnt = self.mount(v, OPTS)
-        self.assert_exact(path, bytes(want), "after remount")
-        self.assert_clean_unmount(v)
+        fd = self.open_rw(path)
+        sizes = []
+        for _ in range(20):
+            overwrite(fd, want, rng, 50)
+            logs = [os.path.getsize(log_file(v, i)) for i in log_copies(v)]
+            sizes.append(max(logs) if logs else 0)
+        self.assertTrue(all(s <= 2 * 1024 * 1024 + 8192 for s in sizes), sizes)
+        self.assertTrue(any(b < a for a, b in zip(sizes, sizes[1:])),
+                        f"the log was never applied while open: {sizes}")
+        self.close_and_remount(v, fd, path, want)
 
     def test_unlogged_writes_land_after(self):
         v = self.volume(6)
@@ -154,26 +168,18 @@ class SmallLogTest(H.MountedCase):
         want = bytearray(H.pattern(SIZE, 2))
         H.write_file(path, bytes(want))
         rng = random.Random(7)
-        fd = os.open(path, os.O_RDWR)
-        try:
-            overwrite(fd, want, rng, 50)
-            # whole stripes over logged bytes, then a cut and a regrowth
-            whole = rng.randbytes(4 * STRIPE)
-            os.pwrite(fd, whole, 8 * STRIPE)
-            want[8 * STRIPE:12 * STRIPE] = whole
-            overwrite(fd, want, rng, 50)
-            os.ftruncate(fd, SIZE // 2 + 100)
-            del want[SIZE // 2 + 100:]
-            os.ftruncate(fd, SIZE)
-            want += bytes(SIZE - len(want))
-            H.drop_file_cache(path)
-            self.assert_exact(path, bytes(want), "while open")
-        finally:
-            os.close(fd)
-        self.assert_clean_unmount(v)
-        mnt = self.mount(v, OPTS)
-        self.assert_exact(path, bytes(want), "after remount")
-        self.assert_clean_unmount(v)
+        fd = self.open_rw(path)
+        overwrite(fd, want, rng, 50)
+        # whole stripes over logged bytes, then a cut and a regrowth
+        whole = rng.randbytes(4 * STRIPE)
+        os.pwrite(fd, whole, 8 * STRIPE)
+        want[8 * STRIPE:12 * STRIPE] = whole
+        overwrite(fd, want, rng, 50)
+        os.ftruncate(fd, SIZE // 2 + 100)
+        del want[SIZE // 2 + 100:]
+        os.ftruncate(fd, SIZE)
+        want += bytes(SIZE - len(want))
+        self.close_and_remount(v, fd, path, want)
 
 
 
