@@ -16,6 +16,9 @@ Started by meson as `python3 test_smalllog.py ECFS [unittest args]`.
   mount's open applies it, with the copies torn, on one member only, or
   with a record no copy verifies (a gap: the writes before it only).
   ecfs-fsck -n reports it (kind log), -y applies it.
+- A member that held the only copies of some records and was away when
+  the file was written again loses its copy when the heal makes it
+  current: those records never come back over the newer bytes.
 """
 
 import json
@@ -256,6 +259,28 @@ class ReplayTest(H.MountedCase):
         for i in holders[1:]:
             os.truncate(log_file(v, i), ends[gap - 1] if gap else 96)
         self.reopen_exact(v, states[gap], "replayed up to the gap")
+
+    def test_stale_copy_healed(self):
+        v, states, holders = self.crashed()
+        away = holders[0]
+        for i in holders[1:]:
+            os.truncate(log_file(v, i), 96)  # their records lost
+        os.rename(v.members[away], v.members[away] + ".away")
+        mnt = self.mount(v, "tune.small_log=off")
+        path = os.path.join(mnt, "f")
+        self.assert_exact(path, states[0], "without the member that has the log")
+        newer = H.pattern(SIZE // 4, 9)
+        H.write_file(path, newer, fsync=True)
+        self.assert_clean_unmount(v)
+        os.rename(v.members[away] + ".away", v.members[away])
+        self.assertEqual(len(record_ends(log_file(v, away))), WRITES)
+        mnt = self.mount(v, "tune.small_log=off")
+        self.wait_healed(mnt)
+        self.assert_exact(os.path.join(mnt, "f"), newer, "after the heal")
+        self.assert_clean_unmount(v)
+        mnt = self.mount(v, "tune.small_log=off")
+        self.assert_exact(os.path.join(mnt, "f"), newer, "after a remount")
+        self.assert_clean_unmount(v)
 
     def test_fsck(self):
         v, states, holders = self.crashed()

@@ -285,6 +285,7 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 		if (f->c.fd[mb] >= 0)
 			close(f->c.fd[mb]);
 		f->c.fd[mb] = pc.fd;
+		ecfile_log_forget(f, mb);
 		f->c.state[mb] = CHUNK_OK;
 		if (pc.h.generation > f->c.hdr.generation)
 			f->c.hdr.generation = pc.h.generation;

@@ -121,6 +121,11 @@ void ecfile_log_synced(ecfile *f);
  * (*records of them) are applied and the copies emptied (write), or only
  * counted. */
 int ecfile_log_replay(ecfile *f, bool write, uint64_t *records);
+/* Before member mb, made current by the heal, serves the file again:
+ * removes its log copy, which is stale (it missed the file's writes, so
+ * it cannot hold a live record, and records of its own that the others
+ * lost must never be replayed over what was written since). */
+void ecfile_log_forget(ecfile *f, int mb);
 /* Frees the log's memory and closes its copies (after apply). */
 void ecfile_log_free(ecfile *f);
 
