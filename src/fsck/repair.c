@@ -46,6 +46,7 @@
 #include "smalllog_replay.h"
 #include "stripe.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 /* f->links and f->repair_pool: files are checked on several threads. */
 static GMutex shared_lock; /* order: a leaf */
@@ -609,6 +610,27 @@ static void count_log(file_check *fc)
 		             (unsigned long long)fc->log_records);
 }
 
+/* A member whose chunk is rebuilt, or that missed the file's writes,
+ * holds no live small-write log record: its copy goes before anything
+ * replays the log, as the online heal removes it (ecfile_heal_end). */
+static void forget_stale_logs(file_check *fc)
+{
+	uint64_t stale = (fc->chunk_bad | fc->found_missed) & ~fc->unwritable;
+	char name[SMALLLOG_PATH_SIZE];
+
+	if (!fc->f->o.repair || fc->f->hooks || fc->hopeless || !stale)
+		return;
+	smalllog_path(fc->c.hdr.file_id, name);
+	for (int mb = 0; mb < fc->n; mb++) {
+		if (!(stale >> mb & 1) || !volume_member_ok(fc->f->v, mb))
+			continue;
+		int rc = volume_meta_unlinkat(fc->f->v, mb, volume_root_fd(fc->f->v, mb), name, 0);
+		if (rc < 0 && rc != -ENOENT)
+			fsck_problem(fc->f, "log", fc->path, mb, 0, 0, FSCK_FAILED,
+			             "cannot remove the stale small-write log: %s", g_strerror(-rc));
+	}
+}
+
 static void log_replay(file_check *fc)
 {
 	int rc = ecfile_replay_log(fc->f->v, fc->path);
@@ -767,6 +789,8 @@ int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
 	bool skip = f->hooks && f->hooks->skip && f->hooks->skip(f, path, token);
 	int rc = skip ? 1 : open_file(fc, present);
 	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
+	if (rc == 0)
+		forget_stale_logs(fc);
 	fsck_close_all(f, fc->c.fd);
 	if (rc == 0 && fc->log_records && f->o.repair)
 		log_replay(fc);
