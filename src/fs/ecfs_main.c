@@ -45,6 +45,7 @@
 #include "status.h"
 #include "intent.h"
 #include "journal.h"
+#include "smalllog_replay.h"
 #include "rootattrs.h"
 #include "volume.h"
 
@@ -539,6 +540,7 @@ static bool mount_volume(struct daemon_state *d)
 		fs_orphans_prepare(d->state.vol);
 	}
 	journal_census(d->state.vol);
+	smalllog_census(d->state.vol);
 	fs_dirsaved_start(d->state.vol, d->vopts.run.read_only);
 
 	if (fuse_session_mount(d->se, d->opts.mountpoint) != 0)

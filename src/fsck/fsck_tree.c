@@ -38,6 +38,7 @@
 
 #include "fsck_view.h"
 #include "journal.h"
+#include "smalllog_replay.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
@@ -924,7 +925,7 @@ static int check_standin(fsck *f)
 static int no_journal_run(void *arg)
 {
 	const struct meta_open *o = arg;
-	return journal_member_none(o->f->v, o->mb);
+	return journal_member_none(o->f->v, o->mb) && smalllog_member_none(o->f->v, o->mb);
 }
 
 /* As the daemon at mount (journal_census), on the members' workers: with

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "ecfile.h"
 #include "journal_recovery.h"
 #include "layout.h"
 #include "log.h"
@@ -42,8 +43,10 @@
 #include "memberio.h"
 #include "reader_rules.h"
 #include "repair_internal.h"
+#include "smalllog_replay.h"
 #include "stripe.h"
 #include "volume_internal.h"
+#include "volume_paths.h"
 
 /* f->links and f->repair_pool: files are checked on several threads. */
 static GMutex shared_lock; /* order: a leaf */
@@ -591,6 +594,53 @@ static void roll_forward(file_check *fc)
 		             "forward from the journal", (unsigned long long)rolled);
 }
 
+/* Small writes a crash left in the file's log (docs/FORMAT.md 12): with
+ * -n reported, with -y replayed once the file is checked and closed
+ * (log_replay), through an open of the file as the daemon's. */
+static void count_log(file_check *fc)
+{
+	smalllog_found found;
+
+	if (smalllog_collect(&fc->c, &found) == 0)
+		fc->log_records = (uint64_t)found.count;
+	smalllog_found_free(&found);
+	if (fc->log_records && !fc->f->o.repair)
+		fsck_problem(fc->f, "log", fc->path, -1, 0, 0, FSCK_REPAIRABLE,
+		             "%llu small write(s) in its log, to apply to the stripes",
+		             (unsigned long long)fc->log_records);
+}
+
+/* A member whose chunk is rebuilt, or that missed the file's writes,
+ * holds no live small-write log record: its copy goes before anything
+ * replays the log, as the online heal removes it (ecfile_heal_end). */
+static void forget_stale_logs(file_check *fc)
+{
+	uint64_t stale = (fc->chunk_bad | fc->found_missed) & ~fc->unwritable;
+	char name[SMALLLOG_PATH_SIZE];
+
+	if (!fc->f->o.repair || fc->f->hooks || fc->hopeless || !stale)
+		return;
+	smalllog_path(fc->c.hdr.file_id, name);
+	for (int mb = 0; mb < fc->n; mb++) {
+		if (!(stale >> mb & 1) || !volume_member_ok(fc->f->v, mb))
+			continue;
+		int rc = volume_meta_unlinkat(fc->f->v, mb, volume_root_fd(fc->f->v, mb), name, 0);
+		if (rc < 0 && rc != -ENOENT)
+			fsck_problem(fc->f, "log", fc->path, mb, 0, 0, FSCK_FAILED,
+			             "cannot remove the stale small-write log: %s", g_strerror(-rc));
+	}
+}
+
+static void log_replay(file_check *fc)
+{
+	int rc = ecfile_replay_log(fc->f->v, fc->path);
+
+	fsck_problem(fc->f, "log", fc->path, -1, 0, 0, rc == 0 ? FSCK_REPAIRED : FSCK_FAILED,
+	             "%llu small write(s) in its log, to apply to the stripes%s%s",
+	             (unsigned long long)fc->log_records, rc < 0 ? ": " : "",
+	             rc < 0 ? g_strerror(-rc) : "");
+}
+
 /* Judges (and repairs) every stripe the file needs checked: 0, or a
  * negative errno. */
 static int check_stripes(file_check *fc, uint64_t *created)
@@ -687,8 +737,10 @@ static int check_file(file_check *fc, uint64_t *created)
 	for (int mb = 0; mb < fc->n; mb++)
 		good += good_chunk(fc, mb);
 	note_hard_link(fc);
-	if (good >= fc->k && !fc->f->hooks)
+	if (good >= fc->k && !fc->f->hooks) {
 		roll_forward(fc);
+		count_log(fc);
+	}
 	if (good < fc->k) {
 		/* Not enough of the file is left to rebuild anything: leave
 		 * every byte of it as found. */
@@ -737,7 +789,11 @@ int repair_file_at(fsck *f, const char *path, const int *dfd, const char *name,
 	bool skip = f->hooks && f->hooks->skip && f->hooks->skip(f, path, token);
 	int rc = skip ? 1 : open_file(fc, present);
 	rc = rc == 0 ? check_file(fc, created) : rc > 0 ? 0 : rc;
+	if (rc == 0)
+		forget_stale_logs(fc);
 	fsck_close_all(f, fc->c.fd);
+	if (rc == 0 && fc->log_records && f->o.repair)
+		log_replay(fc);
 	if (f->hooks)
 		f->hooks->file_end(f, path, token);
 	give_back_buffers(fc);

@@ -99,6 +99,7 @@ typedef struct file_check {
 	uint64_t lost_first, lost_last, lost_total;
 	bool lost_open;
 	bool hopeless; /* fewer than k good chunks: report, never write */
+	uint64_t log_records; /* in its small-write log, replayed once it is checked */
 	uint64_t max_gen; /* highest generation in a verified record */
 	const char *link_from; /* another path of this file (hard links) */
 	const int *dfd;        /* repair_file_at: the parent's fd per member, or NULL */

@@ -4,7 +4,8 @@
  * from real bytes: it creates a 4+2 volume in a temporary directory with
  * the storage core, writes files, an intent, missed records and extended
  * attributes through it, and copies what lands on the members; the
- * journal header and the saved listings come from the core's encoders.
+ * journal header, the small-write log and the saved listings come from
+ * the core's encoders.
  *   make_seeds CORPUS_DIR [TEMP_PARENT]
  * Run it from a build (`build/tests/fuzz/make_seeds tests/fuzz/corpus`)
  * when a format changes, and commit what it writes.
@@ -29,6 +30,7 @@
 #include "journal.h"
 #include "listing.h"
 #include "saved_listings.h"
+#include "smalllog.h"
 #include "superblock.h"
 #include "volume.h"
 #include "xattrs.h"
@@ -162,6 +164,35 @@ static void journal_seed(void)
 	g_free(c);
 }
 
+/* A small-write log of the "stripes" file: its header and two records. */
+static void smalllog_seed(void)
+{
+	size_t len, at = SMALLLOG_HEADER_SIZE;
+	uint8_t *c = member_file(1, "stripes", &len);
+	uint8_t key[CHECKSUM_KEY_SIZE] = { 0 };
+	uint8_t out[SMALLLOG_HEADER_SIZE + 2 * (SMALLLOG_RECORD_SIZE + 64)];
+	chunk_header ch;
+	smalllog_header h = { .epoch = 7, .checksum = CHECKSUM_SHA256 };
+	checksum *sum = checksum_new(CHECKSUM_SHA256, key);
+
+	if (!sum || chunk_header_decode(c, len, &ch, NULL) < 0)
+		die("chunk header", EINVAL);
+	memcpy(h.volume_uuid, ch.volume_uuid, 16);
+	memcpy(h.file_id, ch.file_id, 16);
+	smalllog_header_encode(&h, out);
+	for (uint64_t seq = 1; seq <= 2; seq++) {
+		smalllog_record r = { .length = 64, .epoch = h.epoch, .seq = seq,
+		                      .offset = 4096 * seq, .size = ch.size };
+		memset(out + at + SMALLLOG_RECORD_SIZE, (int)('0' + seq), r.length);
+		if (smalllog_record_encode(sum, &h, &r, out + at + SMALLLOG_RECORD_SIZE, out + at) < 0)
+			die("log record", EIO);
+		at += SMALLLOG_RECORD_SIZE + r.length;
+	}
+	put("smalllog", "two-records", out, at);
+	checksum_free(sum);
+	g_free(c);
+}
+
 /* The record member 0 holds while the operation a is in progress. */
 static void intent_seed(volume *v, const char *name, const intent_args *a)
 {
@@ -282,6 +313,7 @@ int main(int argc, char **argv)
 	uint8_t key[CHECKSUM_KEY_SIZE];
 	chunk_seeds(v, key);
 	journal_seed();
+	smalllog_seed();
 	intent_seed(v, "rename", &(intent_args){ .op = INTENT_RENAME, .from = "/short",
 	                                         .to = "/renamed" });
 	intent_seed(v, "unlink", &(intent_args){ .op = INTENT_UNLINK, .from = "/stripes" });

@@ -38,6 +38,7 @@ void ecfile_free(ecfile *f)
 	stripe_ctx_free_buffers(&f->c);
 	mio_free_or_keep(f->buf, f->c.buffers_lent);
 	mio_free_or_keep(f->partial, f->c.buffers_lent);
+	ecfile_log_free(f);
 	pthread_mutex_destroy(&f->lock);
 	g_free(f->park);
 	g_free(f->path);
@@ -46,6 +47,7 @@ void ecfile_free(ecfile *f)
 
 void ecfile_settle_journals(ecfile *f)
 {
+	ecfile_log_apply(f); /* its commits are journaled too */
 	if (f->c.jf.open && stripe_sync(&f->c, true) == 0)
 		stripe_remove_journals(&f->c);
 }
@@ -245,6 +247,10 @@ ecfile *ecfile_heal_begin(volume *v, const char *path)
 	 * commit error stays queued for the file's user; the buffered stripe
 	 * stays buffered (it reaches the healed member when committed). */
 	cm_drain(f->cq);
+	/* The logged writes reach the stripes first: the heal rebuilds
+	 * stripes, and a log applied later would commit over them anyway. */
+	if (!f->read_only && ecfile_log_apply(f) < 0)
+		ecfs_log(LOG_WARNING, "%s: healed with its small-write log not applied", f->path);
 	/* The headers say how far the stored stripes go: the heal rebuilds
 	 * that far. */
 	if (f->hdr_dirty && !f->read_only) {
@@ -279,6 +285,7 @@ void ecfile_heal_end(ecfile *f, const char *path, uint64_t members)
 		if (f->c.fd[mb] >= 0)
 			close(f->c.fd[mb]);
 		f->c.fd[mb] = pc.fd;
+		ecfile_log_forget(f, mb);
 		f->c.state[mb] = CHUNK_OK;
 		if (pc.h.generation > f->c.hdr.generation)
 			f->c.hdr.generation = pc.h.generation;

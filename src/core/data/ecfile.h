@@ -92,6 +92,11 @@ bool ecfile_open_size(volume *v, const uint8_t file_id[16], uint64_t *size);
  * generation.  Then that file's newest header.  Returns its member, or
  * -1 if there is no header.  Open and stat judge alike by it. */
 int ecfile_trusted_header(const chunk_header *const *hs, int n);
+/* ecfs-fsck's repair of a file a crash left small writes in the log of
+ * (docs/FORMAT.md 12): opens it, which replays the log as every
+ * read-write open does, and closes it.  0 once nothing of the log is left
+ * to apply, or a negative errno. */
+int ecfile_replay_log(volume *v, const char *path);
 /* Truncate by path (the kernel's truncate without an open file). */
 int ecfile_truncate_path(volume *v, const char *path, off_t size);
 

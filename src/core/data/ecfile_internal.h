@@ -49,6 +49,7 @@ struct ecfile {
 	fdpool_entry pool;
 	uint64_t parked;   /* bit mb: member mb's chunk is parked; atomic, set under lock */
 	struct parked_chunk *park; /* n, what each parked chunk must be */
+	struct ecfile_log *log; /* the small-write log (ecfile_log.c), NULL until used */
 };
 
 static inline uint64_t stripe_data(const ecfile *f)
@@ -90,6 +91,44 @@ int ecfile_truncate_locked(ecfile *f, uint64_t size);
 /* Under f->lock, at open: rolls forward a journaled overwrite a crash cut
  * short and cuts what it left past the size; errors are logged. */
 void ecfile_recover_locked(ecfile *f);
+
+/* Under f->lock: stored stripe s into dst (k strips), what is queued
+ * landed first; and a synchronous commit of whole stripes (the file's
+ * size in their records), after what is queued. */
+int ecfile_fetch_stripe(ecfile *f, uint64_t s, uint8_t *dst);
+int ecfile_commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data);
+
+/* ---- ecfile_log.c: the small-write log, all under f->lock ---- */
+typedef struct ecfile_log ecfile_log;
+/* True if the write of [pos, pos+len), within stripe s and not all of
+ * it, goes to the log: the log is on, and it overwrites stored bytes of
+ * a stripe other than the buffered one. */
+bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len);
+/* Logs the write (answered once every copy holds it); -EAGAIN if the log
+ * cannot take it (too few members): the caller writes it as before. */
+int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len);
+/* Lays the logged bytes of [off, off+len) over dst. */
+void ecfile_log_overlay(ecfile *f, uint8_t *dst, uint64_t off, uint64_t len);
+/* True if the log holds bytes of [from, to). */
+bool ecfile_log_touches(ecfile *f, uint64_t from, uint64_t to);
+/* Commits what the log holds to the stripes, syncs them, then empties
+ * the log copies durably: before anything else writes where it did. */
+int ecfile_log_apply(ecfile *f);
+/* fsync's part: syncs the log copies; *chunks_clean if nothing was
+ * written to the chunks since the last full fsync (ecfile_log_synced). */
+int ecfile_log_sync(ecfile *f, bool *chunks_clean);
+void ecfile_log_synced(ecfile *f);
+/* At open, after journal recovery: the log's records on the members
+ * (*records of them) are applied and the copies emptied (write), or only
+ * counted. */
+int ecfile_log_replay(ecfile *f, bool write, uint64_t *records);
+/* Before member mb, made current by the heal, serves the file again:
+ * removes its log copy, which is stale (it missed the file's writes, so
+ * it cannot hold a live record, and records of its own that the others
+ * lost must never be replayed over what was written since). */
+void ecfile_log_forget(ecfile *f, int mb);
+/* Frees the log's memory and closes its copies (after apply). */
+void ecfile_log_free(ecfile *f);
 
 /* ---- ecfile_pool.c ---- */
 /* Takes f->lock for a use of its chunks: pins f in the pool (never

@@ -326,6 +326,16 @@ static int commit_buffer(ecfile *f, bool async)
 	return rc;
 }
 
+int ecfile_fetch_stripe(ecfile *f, uint64_t s, uint8_t *dst)
+{
+	return fetch_stripe(f, s, dst);
+}
+
+int ecfile_commit_stripes(ecfile *f, uint64_t s0, int cnt, const uint8_t *const *data)
+{
+	return commit_run(f, s0, cnt, data);
+}
+
 /* ---- data operations ---- */
 
 static void set_size(ecfile *f, uint64_t size)
@@ -451,6 +461,9 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 	while (rc == 0 && pos < end) {
 		uint64_t s = pos / sd, in = pos % sd;
 		if (in == 0 && end - pos >= sd) {
+			/* (a write that is not logged lands after the log) */
+			if (ecfile_log_touches(f, pos, end) && (rc = ecfile_log_apply(f)) < 0)
+				break;
 			int64_t took = write_whole(f, pos, end, src + (pos - (uint64_t)off));
 			rc = took < 0 ? (int)took : 0;
 			if (took > 0)
@@ -458,6 +471,16 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 			continue;
 		}
 		uint64_t len = (end < (s + 1) * sd ? end : (s + 1) * sd) - pos;
+		if (ecfile_log_takes(f, s, pos, len)) {
+			rc = ecfile_log_write(f, pos, src + (pos - (uint64_t)off), len);
+			if (rc == 0)
+				pos += len;
+			if (rc != -EAGAIN)
+				continue;
+			rc = 0;
+		}
+		if (ecfile_log_touches(f, s * sd, (s + 1) * sd) && (rc = ecfile_log_apply(f)) < 0)
+			break;
 		write_settle(f, false, s, in, len);
 		if (f->buf_stripe != (int64_t)s) {
 			rc = commit_buffer(f, true);
@@ -595,6 +618,8 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 			break;
 		pos += len;
 	}
+	if (rc == 0)
+		ecfile_log_overlay(f, dst, (uint64_t)off, pos - (uint64_t)off);
 out:
 	ecfile_unlock(f);
 	/* An error anywhere fails the request: through FUSE a short read
@@ -665,11 +690,17 @@ void ecfile_recover_locked(ecfile *f)
 			ecfs_log(LOG_WARNING, "%s: %llu stripe(s) of an overwrite cut short by a crash "
 			         "need the journal rolled forward: mount read-write or run ecfs-fsck",
 			         f->path, (unsigned long long)rolled);
+		if (ecfile_log_replay(f, false, &rolled) == 0 && rolled)
+			ecfs_log(LOG_WARNING, "%s: %llu small write(s) in its log are not in its "
+			         "stripes: mount read-write or run ecfs-fsck", f->path,
+			         (unsigned long long)rolled);
 		return;
 	}
 	rc = ensure_buffers(f);
 	if (rc == 0)
 		rc = journal_recover(&f->c, true, &rolled);
+	if (rc == 0)
+		rc = ecfile_log_replay(f, true, &rolled);
 	if (rc == 0)
 		rc = stripe_scan_end(&f->c, f->size, &dirty);
 	if (rc == 0 && dirty) {
@@ -692,6 +723,8 @@ int ecfile_truncate_locked(ecfile *f, uint64_t size)
 		return -EIO;
 	cm_drain(f->cq);
 	rc = ensure_buffers(f);
+	if (rc == 0)
+		rc = ecfile_log_apply(f);
 	if (rc == 0)
 		rc = commit_buffer(f, false);
 	if (rc < 0)
@@ -796,6 +829,14 @@ int ecfile_fsync(ecfile *f, int datasync)
 
 	ecfile_lock(f);
 	rc = flush_locked(f);
+	/* After only logged writes, the log copies' sync is all it takes. */
+	bool clean = false;
+	if (rc == 0)
+		rc = ecfile_log_sync(f, &clean);
+	if (rc == 0 && clean && layout_stripe_count(&f->c.lay, f->size) == f->c.hdr.durable) {
+		ecfile_unlock(f);
+		return 0;
+	}
 	if (rc == 0 && !f->read_only)
 		rc = ecfile_write_headers(f, false);
 	if (rc == 0)
@@ -812,6 +853,8 @@ int ecfile_fsync(ecfile *f, int datasync)
 		f->c.hdr.durable = durable;
 		f->hdr_dirty = true; /* written at the next flush, unsynced */
 	}
+	if (rc == 0)
+		ecfile_log_synced(f);
 	ecfile_unlock(f);
 	return rc;
 }

@@ -13,9 +13,7 @@
  */
 #include "journal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -127,47 +125,17 @@ void journal_path(const uint8_t id[16], char out[JOURNAL_PATH_SIZE])
 
 /* ---- member I/O ---- */
 
-/* fsync of a directory beneath member mb's root. */
-static int sync_dir(volume *v, int mb, const char *dir)
-{
-	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), dir);
-	if (fd < 0)
-		return fd;
-	int rc = mop_fsync(v, mb, fd, false);
-	close(fd);
-	return rc;
-}
-
 /* The journal of file id on member mb, opened for writing (created, with
  * its directory, the first time: the new names are synced, so a journal
  * that was synced is found again after a power cut). */
 static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16])
 {
-	int root = volume_root_fd(v, mb);
 	char name[JOURNAL_PATH_SIZE];
-	int fd;
 
 	if (jf->open >> mb & 1)
 		return jf->fd[mb];
 	journal_path(id, name);
-	fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CLOEXEC, 0);
-	if (fd == -ENOENT) {
-		int rc = volume_meta_mkdirat(v, mb, root, JOURNAL_DIR, 0700);
-		if (rc == 0)
-			rc = sync_dir(v, mb, ECFS_META_DIR);
-		else if (rc == -EEXIST)
-			rc = 0;
-		if (rc < 0)
-			return rc;
-		fd = volume_meta_open(v, mb, root, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return fd;
-		rc = sync_dir(v, mb, JOURNAL_DIR);
-		if (rc < 0) {
-			close(fd);
-			return rc;
-		}
-	}
+	int fd = volume_meta_open_made(v, mb, volume_root_fd(v, mb), JOURNAL_DIR, name);
 	if (fd < 0)
 		return fd;
 	jf->fd[mb] = fd;
@@ -177,19 +145,7 @@ static int journal_fd(volume *v, journal_files *jf, int mb, const uint8_t id[16]
 
 bool journal_member_none(volume *v, int mb)
 {
-	int fd = volume_meta_dir(v, mb, volume_root_fd(v, mb), JOURNAL_DIR);
-	if (fd < 0)
-		return fd == -ENOENT;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return false;
-	}
-	bool none = true;
-	for (struct dirent *e; none && (e = readdir(d));)
-		none = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-	closedir(d);
-	return none;
+	return volume_meta_dir_none(v, mb, JOURNAL_DIR, -1);
 }
 
 void journal_census(volume *v)

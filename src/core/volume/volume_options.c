@@ -89,13 +89,22 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		STR(VOLUME_DEFAULT_LISTING_BATCH), 16, 1048576, .tuning = true,
 		.help = "an open directory holds this many of its names at most, and reads "
 		"the members again for the names past them" },
+	[VOPT_TUNE_SMALL_LOG] = { "tune.small_log", "on|off", VOPT_TYPE_ON_OFF, "off",
+		.tuning = true, .help = "on: an overwrite smaller than a stripe goes to a log "
+		"mirrored on m+1 members and is applied to the stripes later; off: it is a "
+		"read-modify-write of its stripe" },
+	[VOPT_TUNE_SMALL_LOG_MIB] = { "tune.small_log_mib", "MIB", VOPT_TYPE_NUMBER,
+		STR(VOLUME_DEFAULT_SMALL_LOG_MIB), 1, 65536, .tuning = true,
+		.help = "an open file's small-write log is applied to its stripes once it "
+		"holds this many MiB of logged bytes in memory (or its copies twice that)" },
 };
 
 volume_runtime volume_runtime_defaults(void)
 {
 	return (volume_runtime){ .timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS,
 	                         .spin_us = VOLUME_DEFAULT_SPIN_US,
-	                         .listing_batch = VOLUME_DEFAULT_LISTING_BATCH };
+	                         .listing_batch = VOLUME_DEFAULT_LISTING_BATCH,
+	                         .small_log_mib = VOLUME_DEFAULT_SMALL_LOG_MIB };
 }
 
 int volume_runtime_check(const volume_runtime *r, int k, int n, char **message)
@@ -364,4 +373,8 @@ void volume_runtime_set_tuning(volume_runtime *r, int id, const volume_option_va
 		r->no_read_around = !val->number;
 	else if (id == VOPT_TUNE_LISTING_BATCH)
 		r->listing_batch = (unsigned)val->number;
+	else if (id == VOPT_TUNE_SMALL_LOG)
+		r->small_log = val->number != 0;
+	else if (id == VOPT_TUNE_SMALL_LOG_MIB)
+		r->small_log_mib = (unsigned)val->number;
 }

@@ -35,6 +35,8 @@
 #define VOLUME_DEFAULT_SPIN_US 200
 /* Names an open directory holds at most: docs/TUNING.md. */
 #define VOLUME_DEFAULT_LISTING_BATCH 8192
+/* Logged bytes an open file holds before its log is applied. */
+#define VOLUME_DEFAULT_SMALL_LOG_MIB 32
 #define VOLUME_DEFAULT_STRIP_SIZE ((size_t)VOLUME_DEFAULT_STRIP_KIB * 1024)
 #define VOLUME_DEFAULT_PACKET_SIZE ((size_t)VOLUME_DEFAULT_PACKET_KIB * 1024)
 #define VOLUME_DEFAULT_TIMEOUT_MS (VOLUME_DEFAULT_TIMEOUT_S * 1000)
@@ -65,6 +67,8 @@ typedef struct volume_runtime {
 	bool no_read_around;   /* read a slow member like the others (stripe_fetch.c) */
 	bool no_hedge;         /* reads around it never ask a spare member (stripe_hedge.c) */
 	unsigned listing_batch; /* names an open directory holds (listing_batch.h) */
+	bool small_log;        /* small overwrites go to the mirrored log (ecfile_log.c) */
+	unsigned small_log_mib; /* its bound in memory per open file */
 } volume_runtime;
 
 typedef struct volume_options {
@@ -95,6 +99,7 @@ enum volume_option_id {
 	VOPT_ENTRY_TIMEOUT, VOPT_ATTR_TIMEOUT, VOPT_NEGATIVE_TIMEOUT,
 	VOPT_KERNEL_CACHE, VOPT_AUTO_CACHE, VOPT_DIRECT_IO,
 	VOPT_TUNE_SPIN, VOPT_TUNE_HEDGE, VOPT_TUNE_SLOW_READAROUND, VOPT_TUNE_LISTING_BATCH,
+	VOPT_TUNE_SMALL_LOG, VOPT_TUNE_SMALL_LOG_MIB,
 	VOPT_COUNT
 };
 

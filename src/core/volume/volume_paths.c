@@ -6,6 +6,7 @@
  * at a time), for the volume's files and for its metadata under .ecfs
  * (volume_paths.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -170,7 +171,7 @@ int volume_open_beneath(volume *v, int idx, const char *path, int flags, mode_t 
 
 /* The directories beneath .ecfs (docs/FORMAT.md section 1 lists them),
  * each made by its own module when first needed. */
-static const char *const meta_dirs[] = { "intent", "journal", "missed", "orphans",
+static const char *const meta_dirs[] = { "intent", "journal", "log", "missed", "orphans",
 	                                 "lost+found", VOLUME_STANDIN_NAME };
 
 char *volume_meta_refusal(const char *path)
@@ -284,4 +285,60 @@ int volume_meta_mkdirat(volume *v, int idx, int root, const char *path, mode_t m
 int volume_meta_unlinkat(volume *v, int idx, int root, const char *path, int flags)
 {
 	return meta_change(v, idx, root, path, false, flags);
+}
+
+/* fsync of metadata directory dir of member idx. */
+static int meta_dir_sync(volume *v, int idx, int root, const char *dir)
+{
+	int fd = volume_meta_dir(v, idx, root, dir);
+	if (fd < 0)
+		return fd;
+	int rc = mop_fsync(v, idx, fd, false);
+	MIO_CALL(close(fd));
+	return rc;
+}
+
+int volume_meta_open_made(volume *v, int idx, int root, const char *dir, const char *path)
+{
+	int fd = volume_meta_open(v, idx, root, path, O_RDWR | O_CLOEXEC, 0);
+	if (fd != -ENOENT)
+		return fd;
+	int rc = volume_meta_mkdirat(v, idx, root, dir, 0700);
+	if (rc == 0)
+		rc = meta_dir_sync(v, idx, root, ECFS_META_DIR);
+	else if (rc == -EEXIST)
+		rc = 0;
+	if (rc < 0)
+		return rc;
+	fd = volume_meta_open(v, idx, root, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fd;
+	rc = meta_dir_sync(v, idx, root, dir);
+	if (rc < 0) {
+		MIO_CALL(close(fd));
+		return rc;
+	}
+	return fd;
+}
+
+bool volume_meta_dir_none(volume *v, int idx, const char *dir, off_t larger)
+{
+	int fd = volume_meta_dir(v, idx, volume_root_fd(v, idx), dir);
+	if (fd < 0)
+		return fd == -ENOENT;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	bool none = true;
+	for (struct dirent *e; none && (e = readdir(d));) {
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		none = larger >= 0 && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       S_ISREG(st.st_mode) && st.st_size <= larger;
+	}
+	closedir(d);
+	return none;
 }

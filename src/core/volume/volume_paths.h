@@ -53,5 +53,13 @@ int volume_meta_open(volume *v, int idx, int root, const char *path, int flags, 
 int volume_meta_mkdirat(volume *v, int idx, int root, const char *path, mode_t mode);
 /* unlinkat of metadata path in its parent opened as above. */
 int volume_meta_unlinkat(volume *v, int idx, int root, const char *path, int flags);
+/* Opens metadata file path (beneath metadata directory dir) for reading
+ * and writing, creating it (and dir) the first time with the new names
+ * synced, so that a file synced later is found again after a power cut
+ * (a per-file journal or log).  The fd or a negative errno. */
+int volume_meta_open_made(volume *v, int idx, int root, const char *dir, const char *path);
+/* True if metadata directory dir of member idx is missing or holds no
+ * entry (larger < 0), or only regular files of at most `larger` bytes. */
+bool volume_meta_dir_none(volume *v, int idx, const char *dir, off_t larger);
 
 #endif
