@@ -501,7 +501,7 @@ def start_run(v, env=None):
     """Starts the daemon for a workload run (start_env with env): under
     the write-quorum variant with its option and its slow member."""
     env = dict(env or {})
-    opts = ["tune.small_log=on"] if SMALL_LOG else []
+    opts = ["tune.small_log=" + ("on" if SMALL_LOG else "off")]
     if QUORUM:
         rules = [env.get("ECFS_FAULT"), f"member={SLOW_MEMBER},op=write,slow"]
         env["ECFS_FAULT"] = ";".join(r for r in rules if r)

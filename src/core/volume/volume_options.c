@@ -89,7 +89,7 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		STR(VOLUME_DEFAULT_LISTING_BATCH), 16, 1048576, .tuning = true,
 		.help = "an open directory holds this many of its names at most, and reads "
 		"the members again for the names past them" },
-	[VOPT_TUNE_SMALL_LOG] = { "tune.small_log", "on|off", VOPT_TYPE_ON_OFF, "off",
+	[VOPT_TUNE_SMALL_LOG] = { "tune.small_log", "on|off", VOPT_TYPE_ON_OFF, "on",
 		.tuning = true, .help = "on: an overwrite smaller than a stripe goes to a log "
 		"mirrored on m+1 members and is applied to the stripes later; off: it is a "
 		"read-modify-write of its stripe" },
@@ -104,6 +104,7 @@ volume_runtime volume_runtime_defaults(void)
 	return (volume_runtime){ .timeout_ms = VOLUME_DEFAULT_TIMEOUT_MS,
 	                         .spin_us = VOLUME_DEFAULT_SPIN_US,
 	                         .listing_batch = VOLUME_DEFAULT_LISTING_BATCH,
+	                         .small_log = true,
 	                         .small_log_mib = VOLUME_DEFAULT_SMALL_LOG_MIB };
 }
 
