@@ -460,6 +460,11 @@ bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len)
 {
 	if (f->read_only || !volume_settings(f->v)->small_log || len > SMALLLOG_DATA_MAX)
 		return false;
+	/* A write drops the file's capability, which the kernel leaves to us
+	 * for a direct write: the members' kernels drop it from a chunk that
+	 * is written, and a logged write writes no chunk until applied. */
+	if (volume_attr_marked(f->v, VOLUME_ATTR_CAPS))
+		return false;
 	/* Overwrites of stored stripes other than the buffered one. */
 	return (int64_t)s != f->buf_stripe && s < f->disk_end && pos + len <= f->size;
 }

@@ -48,61 +48,11 @@ bool xattrs_name_kept(const char *name)
 	       has_prefix(name, "trusted.");
 }
 
-/* ---- markers ----
- *
- * The kernel asks for security.capability before every write (to remove
- * it), and with ACLs on for an object's access ACL at most permission
- * checks: a member read there doubles the cost of a 4 KiB write or a
- * stat.  Most volumes hold neither.  So the first capability (or ACL) set
- * on a volume leaves an empty file in .ecfs on every member, synced
- * before the attribute is set; while no member holds it, the answer is
- * "none" without a member read.  A mount that finds a marker puts it back
- * on members that lack it (replaced and rebuilt since). */
-
-enum { MARK_UNKNOWN, MARK_NONE, MARK_SET };
-enum { MARK_CAPS, MARK_ACLS };
-static const char *const marker_file[] = { XATTRS_CAPS_MARKER, XATTRS_ACLS_MARKER };
-
-/* The marker on every member in service (make), or whether one holds it
- * (volume_mark). */
-static int marker(volume *v, int which, bool make)
-{
-	return volume_mark(v, marker_file[which], make, "xattrs marker");
-}
-
-/* False only if no attribute of the kind was ever set on the volume. */
-static bool marked(volume *v, int which)
-{
-	int *state = volume_xattr_marks(v) + which;
-	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-	if (s != MARK_UNKNOWN)
-		return s == MARK_SET;
-	int rc = marker(v, which, false);
-	if (rc == 0)
-		marker(v, which, true);
-	if (rc == 0 || rc == -ENOENT)
-		__atomic_store_n(state, rc == 0 ? MARK_SET : MARK_NONE, __ATOMIC_RELEASE);
-	return rc != -ENOENT; /* unsure: ask the members */
-}
-
-/* Before an attribute of the kind is set: the marker, durably, on every
- * member. */
-static int mark(volume *v, int which)
-{
-	int *state = volume_xattr_marks(v) + which;
-	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == MARK_SET)
-		return 0;
-	int rc = marker(v, which, true);
-	if (rc == 0)
-		__atomic_store_n(state, MARK_SET, __ATOMIC_RELEASE);
-	return rc;
-}
-
 /* The marker that name's attributes need, or -1. */
 static int marker_of(const char *name)
 {
-	return strcmp(name, XATTRS_CAPABILITY) == 0 ? MARK_CAPS
-	       : xattrs_is_acl(name)                ? MARK_ACLS
+	return strcmp(name, XATTRS_CAPABILITY) == 0 ? VOLUME_ATTR_CAPS
+	       : xattrs_is_acl(name)                ? VOLUME_ATTR_ACLS
 	                                            : -1;
 }
 
@@ -176,7 +126,7 @@ int xattrs_set(volume *v, const char *path, const char *name, const void *value,
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -EPERM : -EOPNOTSUPP;
 	int rc = volume_claim_space(v, SPACE_ENTRY_COST + size);
 	if (rc == 0 && marker_of(name) >= 0)
-		rc = mark(v, marker_of(name));
+		rc = volume_attr_mark(v, (enum volume_attr_kind)marker_of(name));
 	if (rc < 0)
 		return rc;
 	struct set_args x = { v, name, value, size, flags };
@@ -334,7 +284,7 @@ int xattrs_get(volume *v, const char *path, const char *name, void *value, size_
 {
 	if (!xattrs_name_kept(name))
 		return has_prefix(name, XATTRS_ECFS_PREFIX) ? -ENODATA : -EOPNOTSUPP;
-	if (marker_of(name) >= 0 && !marked(v, marker_of(name)))
+	if (marker_of(name) >= 0 && !volume_attr_marked(v, (enum volume_attr_kind)marker_of(name)))
 		return -ENODATA;
 	if (voted_name(name))
 		return voted_get(v, where(v, path, name), name, value, size);

@@ -50,9 +50,9 @@
 #define XATTRS_ACL_DEFAULT "system.posix_acl_default"
 #define XATTRS_CAPABILITY "security.capability"
 /* In each member's .ecfs: file capabilities were set on this volume. */
-#define XATTRS_CAPS_MARKER "capabilities"
+#define XATTRS_CAPS_MARKER VOLUME_CAPS_MARK
 /* In each member's .ecfs: POSIX ACLs were set on this volume. */
-#define XATTRS_ACLS_MARKER "acls"
+#define XATTRS_ACLS_MARKER VOLUME_ACLS_MARK
 
 /* True for the names of the POSIX ACLs. */
 bool xattrs_is_acl(const char *name);

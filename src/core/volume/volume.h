@@ -63,6 +63,18 @@ void volume_close(volume *v);
  * Call it once the heal has stopped: these writes count among the
  * changes a failed member missed (volume_missed_changes). */
 void volume_mark_closing(volume *v);
+/* Attributes a mark in each member's .ecfs stands for (volume_marks.c):
+ * file capabilities, POSIX ACLs, ever set on the volume. */
+enum volume_attr_kind { VOLUME_ATTR_CAPS, VOLUME_ATTR_ACLS };
+#define VOLUME_CAPS_MARK "capabilities"
+#define VOLUME_ACLS_MARK "acls"
+/* False only if no attribute of the kind was ever set on the volume: no
+ * member holds its mark.  Asks the members once per mount (and puts the
+ * mark back on members that lack it). */
+bool volume_attr_marked(volume *v, enum volume_attr_kind kind);
+/* Before an attribute of the kind is set: its mark, durably, on every
+ * member in service.  0 or an error. */
+int volume_attr_mark(volume *v, enum volume_attr_kind kind);
 /* Closes a descriptor on member idx, unless the member was given up after
  * the I/O timeout (memberio.h): then it stays open, as closing would wait
  * on the member. */

@@ -32,9 +32,6 @@ space *volume_space(volume *v);
 size_cache *volume_sizes(volume *v);
 /* The pool of open files' member descriptors (fdpool.h). */
 fdpool *volume_fd_pool(volume *v);
-/* What xattrs.c knows of its markers on the volume: two ints it reads and
- * writes atomically, 0 at open. */
-int *volume_xattr_marks(volume *v);
 /* A mark on the volume (volume_marks.c): the empty file .ecfs/<name>
  * made, synced, on every member in service (make), or whether a member in
  * service holds it: 0, -ENOENT, or the first error of a member that stays

@@ -13,6 +13,7 @@
 #include "memberio.h"
 #include "memberops.h"
 #include "volume_internal.h"
+#include "volume_private.h"
 
 struct mark_run {
 	volume *v;
@@ -55,6 +56,45 @@ int volume_mark(volume *v, const char *name, bool make, const char *what)
 	if (!volume_usable(v))
 		return -EIO;
 	return err ? err : make ? 0 : -ENOENT;
+}
+
+/* ---- the marks of attributes ----
+ *
+ * The kernel asks for security.capability before every write (to remove
+ * it), and with ACLs on for an object's access ACL at most permission
+ * checks: a member read there doubles the cost of a 4 KiB write or a
+ * stat.  Most volumes hold neither.  So the first capability (or ACL) set
+ * on a volume leaves an empty file in .ecfs on every member, synced
+ * before the attribute is set; while no member holds it, the answer is
+ * "none" without a member read.  A mount that finds a mark puts it back
+ * on members that lack it (replaced and rebuilt since). */
+
+enum { ATTR_UNKNOWN, ATTR_NONE, ATTR_SET };
+static const char *const attr_mark[] = { VOLUME_CAPS_MARK, VOLUME_ACLS_MARK };
+
+bool volume_attr_marked(volume *v, enum volume_attr_kind kind)
+{
+	int *state = &v->xattr_marks[kind];
+	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	if (s != ATTR_UNKNOWN)
+		return s == ATTR_SET;
+	int rc = volume_mark(v, attr_mark[kind], false, "xattrs marker");
+	if (rc == 0)
+		volume_mark(v, attr_mark[kind], true, "xattrs marker");
+	if (rc == 0 || rc == -ENOENT)
+		__atomic_store_n(state, rc == 0 ? ATTR_SET : ATTR_NONE, __ATOMIC_RELEASE);
+	return rc != -ENOENT; /* unsure: ask the members */
+}
+
+int volume_attr_mark(volume *v, enum volume_attr_kind kind)
+{
+	int *state = &v->xattr_marks[kind];
+	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == ATTR_SET)
+		return 0;
+	int rc = volume_mark(v, attr_mark[kind], true, "xattrs marker");
+	if (rc == 0)
+		__atomic_store_n(state, ATTR_SET, __ATOMIC_RELEASE);
+	return rc;
 }
 
 int volume_unmark(volume *v, const char *name)

@@ -363,7 +363,6 @@ memberio *volume_memberio(volume *v) { return v->mio; }
 space *volume_space(volume *v) { return v->room; }
 size_cache *volume_sizes(volume *v) { return v->sizes; }
 fdpool *volume_fd_pool(volume *v) { return v->fds; }
-int *volume_xattr_marks(volume *v) { return v->xattr_marks; }
 bool *volume_unsettled_flag(volume *v) { return &v->names_unsettled; }
 uint64_t *volume_wrong_copies(volume *v) { return &v->wrong_copies; }
 int volume_root_fd(const volume *v, int idx) { return v->mem[idx].rootfd; }

@@ -92,7 +92,7 @@ struct volume {
 	void *event_arg;
 	GPtrArray *damaged, *lost;    /* paths met since mount (under lock), bounded */
 	uint64_t damaged_unlisted, lost_unlisted; /* reports past the bound */
-	int xattr_marks[2];    /* xattrs.c: what its markers say (atomic) */
+	int xattr_marks[2];    /* volume_attr_marked: what its marks say (atomic) */
 	bool names_unsettled;  /* volume_settled.c */
 	bool root_standin;     /* volume_roots.c (atomic) */
 	uint64_t wrong_copies; /* votes.c: members told of (atomic) */
