@@ -46,7 +46,6 @@
 #include "smalllog_replay.h"
 #include "stripe.h"
 #include "volume_internal.h"
-#include "volume_paths.h"
 
 /* f->links and f->repair_pool: files are checked on several threads. */
 static GMutex shared_lock; /* order: a leaf */
@@ -616,16 +615,14 @@ static void count_log(file_check *fc)
 static void forget_stale_logs(file_check *fc)
 {
 	uint64_t stale = (fc->chunk_bad | fc->found_missed) & ~fc->unwritable;
-	char name[SMALLLOG_PATH_SIZE];
 
 	if (!fc->f->o.repair || fc->f->hooks || fc->hopeless || !stale)
 		return;
-	smalllog_path(fc->c.hdr.file_id, name);
 	for (int mb = 0; mb < fc->n; mb++) {
 		if (!(stale >> mb & 1) || !volume_member_ok(fc->f->v, mb))
 			continue;
-		int rc = volume_meta_unlinkat(fc->f->v, mb, volume_root_fd(fc->f->v, mb), name, 0);
-		if (rc < 0 && rc != -ENOENT)
+		int rc = smalllog_remove_copy(fc->f->v, mb, fc->c.hdr.file_id);
+		if (rc < 0)
 			fsck_problem(fc->f, "log", fc->path, mb, 0, 0, FSCK_FAILED,
 			             "cannot remove the stale small-write log: %s", g_strerror(-rc));
 	}

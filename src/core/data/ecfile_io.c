@@ -823,6 +823,16 @@ off_t ecfile_seek_data(ecfile *f, off_t off, bool data)
 	return (off_t)(at < size ? at : size);
 }
 
+/* The durable mark an fsync leaves: every stored stripe.  Past the
+ * written extent nothing is stored, so first writes may land there
+ * without lowering the mark again (first_writes). */
+static uint64_t synced_mark(const ecfile *f)
+{
+	uint64_t durable = layout_stripe_count(&f->c.lay, f->size);
+
+	return durable < f->c.written_end ? durable : f->c.written_end;
+}
+
 int ecfile_fsync(ecfile *f, int datasync)
 {
 	int rc;
@@ -833,7 +843,7 @@ int ecfile_fsync(ecfile *f, int datasync)
 	bool clean = false;
 	if (rc == 0)
 		rc = ecfile_log_sync(f, &clean);
-	if (rc == 0 && clean && layout_stripe_count(&f->c.lay, f->size) == f->c.hdr.durable) {
+	if (rc == 0 && clean && synced_mark(f) == f->c.hdr.durable) {
 		ecfile_unlock(f);
 		return 0;
 	}
@@ -844,11 +854,7 @@ int ecfile_fsync(ecfile *f, int datasync)
 	/* Every stored stripe is durable now: the next header write says so,
 	 * and a stripe below that mark is never taken for a first write cut
 	 * short (the hole rule, docs/FORMAT.md 4.3). */
-	uint64_t durable = layout_stripe_count(&f->c.lay, f->size);
-	/* Past the written extent nothing is stored: first writes may land
-	 * there without lowering the mark again (first_writes). */
-	if (durable > f->c.written_end)
-		durable = f->c.written_end;
+	uint64_t durable = synced_mark(f);
 	if (rc == 0 && durable != f->c.hdr.durable) {
 		f->c.hdr.durable = durable;
 		f->hdr_dirty = true; /* written at the next flush, unsynced */

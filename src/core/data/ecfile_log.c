@@ -580,13 +580,10 @@ void ecfile_log_synced(ecfile *f)
 
 void ecfile_log_forget(ecfile *f, int mb)
 {
-	char name[SMALLLOG_PATH_SIZE];
-
 	if (f->log && f->log->members >> mb & 1)
 		return; /* a copy of the epoch in progress: not stale */
-	smalllog_path(f->id, name);
-	int rc = volume_meta_unlinkat(f->v, mb, volume_root_fd(f->v, mb), name, 0);
-	if (rc < 0 && rc != -ENOENT)
+	int rc = smalllog_remove_copy(f->v, mb, f->id);
+	if (rc < 0)
 		ecfs_log(LOG_WARNING, "%s: cannot remove a stale small-write log on member %d: %s",
 		         f->path, mb, g_strerror(-rc));
 }

@@ -184,3 +184,12 @@ void smalllog_census(volume *v)
 		if (volume_member_ok(v, mb) && !smalllog_member_none(v, mb))
 			volume_set_journals_none(v, false);
 }
+
+int smalllog_remove_copy(volume *v, int mb, const uint8_t id[16])
+{
+	char name[SMALLLOG_PATH_SIZE];
+
+	smalllog_path(id, name);
+	int rc = volume_meta_unlinkat(v, mb, volume_root_fd(v, mb), name, 0);
+	return rc == -ENOENT ? 0 : rc;
+}

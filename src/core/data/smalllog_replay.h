@@ -37,6 +37,9 @@ typedef struct smalllog_found {
  * 0 (found->count 0: nothing to replay), or a negative errno. */
 int smalllog_collect(stripe_ctx *c, smalllog_found *found);
 void smalllog_found_free(smalllog_found *found);
+/* Removes member mb's copy of file id's log: 0 (also when it has none)
+ * or a negative errno. */
+int smalllog_remove_copy(volume *v, int mb, const uint8_t id[16]);
 
 /* True if member mb holds no log copy with a record in it (an empty or
  * missing .ecfs/log/, or only copies cut to their header). */
