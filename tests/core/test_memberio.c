@@ -356,6 +356,48 @@ static void hang_on_a_spinning_relay(void **state)
 	hang_on_a_relay_spinning_for(5000);
 }
 
+/* A call that hangs on the relay past its member's bound, long before
+ * the member timeout: the other members' small calls stop going to the
+ * relay and run on their own workers at once, instead of queueing behind
+ * the hung call until the watchdog gives it up. */
+static void relay_stalled_sends_others_to_their_workers(void **state)
+{
+	memberio *mio = memberio_new(N, 60000, note_lost, NULL);
+	int pipefd[2];
+	mio_batch hung, after;
+	jobs js;
+	struct timespec t0;
+
+	(void)state;
+	lost_calls = 0;
+	memberio_force_relay(mio, true);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	jobs_init(&js);
+	mio_batch_init_small(mio, &hung);
+	mio_batch_bound(&hung);
+	memberio_submit(mio, 1, &hung, hung_call, &pipefd[0]);
+	assert_true(memberio_relays(mio, 0));
+	/* the bound cuts the hung member; the relay is still in its call */
+	assert_int_equal(mio_batch_wait_bounded(mio, &hung), 1u << 1);
+	assert_true(memberio_relay_stalled(mio));
+	assert_false(memberio_relays(mio, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	mio_batch_init_small(mio, &after);
+	memberio_submit(mio, 0, &after, run_job, &js.j[0]);
+	memberio_submit(mio, 2, &after, run_job, &js.j[2]);
+	assert_int_equal(mio_batch_wait(&after), 0);
+	assert_true(seconds_since(&t0) < 5.0);
+	assert_true(js.j[0].order > 0 && js.j[2].order > 0);
+	assert_int_equal(lost_calls, 0); /* nobody was failed for it */
+	close(pipefd[1]); /* the hung call returns in time: no member lost */
+	while (!mio_batch_idle(&hung))
+		usleep(1000);
+	assert_false(memberio_relay_stalled(mio));
+	assert_true(memberio_relays(mio, 0));
+	memberio_free(mio);
+	close(pipefd[0]);
+}
+
 /* A batch made with mio_batch_init_each (hedged reads): its caller goes
  * on as soon as all but one task are done, while the last still blocks
  * (a read of a pipe until a byte comes), and a wait for all of them
@@ -591,6 +633,7 @@ int main(void)
 		cmocka_unit_test(small_batch_on_the_relay),
 		cmocka_unit_test(hang_on_the_relay),
 		cmocka_unit_test(hang_on_a_spinning_relay),
+		cmocka_unit_test(relay_stalled_sends_others_to_their_workers),
 		cmocka_unit_test(wait_for_all_but_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -529,7 +529,7 @@ bool memberio_relays(memberio *mio, int idx)
 {
 	return (__atomic_load_n(&mio->relay_all, __ATOMIC_RELAXED) ||
 	        memberio_latency_us(mio, idx) < MEMBERIO_RELAY_US) &&
-	       !memberio_lost(mio, idx);
+	       !memberio_lost(mio, idx) && !memberio_relay_stalled(mio);
 }
 
 void memberio_force_relay(memberio *mio, bool on)

@@ -95,9 +95,14 @@ void mio_batch_init_caller(memberio *mio, mio_batch *b);
 #define MEMBERIO_RELAY_US 200
 void mio_batch_init_small(memberio *mio, mio_batch *b);
 /* The rule of mio_batch_init_small: member idx's small calls go to the
- * relay now (its latency is under MEMBERIO_RELAY_US and it was not given
- * up). */
+ * relay now (its latency is under MEMBERIO_RELAY_US, it was not given
+ * up, and the relay is not stuck in a call past its member's bound:
+ * behind a member that stopped answering, the others' calls go to their
+ * own workers instead of waiting for the watchdog). */
 bool memberio_relays(memberio *mio, int idx);
+/* True while the relay is in one member call for longer than that
+ * member's bound (memberio_bound_ms). */
+bool memberio_relay_stalled(memberio *mio);
 /* Waking a sleeping thread costs tens of microseconds on a virtual
  * machine (an interrupt to another CPU), more than a relayed batch of
  * namespace calls takes.  With us > 0 the relay stays awake that long

@@ -167,6 +167,18 @@ bool memberio_stalled(memberio *mio, int idx)
 	return stalled;
 }
 
+bool memberio_relay_stalled(memberio *mio)
+{
+	if (!mio->timeout_ms)
+		return false;
+	pthread_mutex_lock(&mio->rlock);
+	worker *r = mio->relay;
+	bool stalled = r && r->run_idx >= 0 &&
+	               call_older(r, mio_now_ms(), memberio_bound_ms(mio, r->run_idx));
+	pthread_mutex_unlock(&mio->rlock);
+	return stalled;
+}
+
 bool mio_claim(void)
 {
 	worker *w = memberio_self();
