@@ -644,9 +644,11 @@ uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *a
 int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg, const char *what)
 {
 	int answer = -EIO;
+	/* A member being rebuilt may not hold the whole namespace yet; one
+	 * stuck in a call is not waited for. */
+	uint64_t ask = volume_query_members(v);
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
-		/* A member being rebuilt may not hold the whole namespace yet. */
-		if (!volume_member_answers(v, idx))
+		if (!(ask >> idx & 1))
 			continue;
 		struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
 		int rc = run_member(&r, idx);

@@ -331,20 +331,22 @@ static int conclude(volume *v, const char *path, const struct stat_probe *p, con
 	return 0;
 }
 
-/* The probes of path on every member that answers (*first the first of
- * them, *rest the others). */
+/* The probes of path on every member a query asks (volume_query_members:
+ * *first the first of them, *rest the others). */
 static void probes_prepare(volume *v, const char *path, bool want_ident, struct stat_probe *p,
                            int *first, uint64_t *rest)
 {
 	const char *attrs = volume_attrs_path(v, path);
+	/* a member being rebuilt may hold a name removed meanwhile, and one
+	 * stuck in a call would hold the stat until the member timeout */
+	uint64_t ask = volume_query_members(v);
 
 	*first = -1;
 	*rest = 0;
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		p[mb] = (struct stat_probe){ .v = v, .mb = mb, .path = path, .want_ident = want_ident,
 		                             .attrs = attrs != path ? attrs : NULL };
-		/* a member being rebuilt may hold a name removed meanwhile */
-		if (!volume_member_answers(v, mb))
+		if (!(ask >> mb & 1))
 			continue;
 		if (*first < 0)
 			*first = mb;

@@ -152,6 +152,11 @@ uint64_t volume_failed_mask(volume *v);
 /* In service and not being rebuilt by the online heal: may answer
  * namespace queries (a healing member's namespace may be incomplete). */
 bool volume_member_answers(volume *v, int idx);
+/* The members a namespace query asks now: those that answer, less any
+ * stuck in one call past its bound (memberio_stalled), which would hold
+ * the query until the member timeout; all that answer if every one is
+ * stuck. */
+uint64_t volume_query_members(volume *v);
 /* True while every name is on every member that answers, or on none
  * (volume_settled.c): a listing may then read m + 1 of them. */
 bool volume_names_settled(volume *v);

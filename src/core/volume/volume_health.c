@@ -70,6 +70,20 @@ bool volume_member_answers(volume *v, int idx)
 {
 	return volume_member_ok(v, idx) && !__atomic_load_n(&v->mem[idx].healing, __ATOMIC_ACQUIRE);
 }
+
+uint64_t volume_query_members(volume *v)
+{
+	uint64_t answer = 0, now = 0;
+
+	for (int i = 0; i < v->n; i++) {
+		if (!volume_member_answers(v, i))
+			continue;
+		answer |= 1ull << i;
+		if (!memberio_stalled(v->mio, i))
+			now |= 1ull << i;
+	}
+	return now ? now : answer;
+}
 /* ---- member health ---- */
 
 void vol_fail_member(volume *v, int idx, const char *why)
@@ -179,7 +193,9 @@ void volume_check_roots(volume *v)
 	mio_batch_by_release(&r->batch);
 	for (int i = 0; i < v->n; i++) {
 		r->rc[i] = (struct root_check){ v, i };
-		if (volume_member_ok(v, i))
+		/* one stuck in a call is the watchdog's: its check would only
+		 * queue behind that call, and the read wait the bound for it */
+		if (volume_member_ok(v, i) && !memberio_stalled(v->mio, i))
 			memberio_submit(v->mio, i, &r->batch, check_root, &r->rc[i]);
 	}
 	/* a lost member was failed by the watchdog */
