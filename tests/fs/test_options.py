@@ -4,15 +4,16 @@
 (src/core/volume/volume_options.c, printed by print_options) against what
 man/ecfs.8, README.md and docs/TUNING.md say: the same names, the same
 defaults.  The user's options are in the man page and the README, the
-tune.* switches in docs/TUNING.md only.  Needs no mount.
+tune.* switches in docs/TUNING.md and in man/ecfs-fsck.8's --tune, which
+takes them too.  Needs no mount.
 
-usage: test_options.py PRINT_OPTIONS MAN README TUNING [unittest args]"""
+usage: test_options.py PRINT_OPTIONS MAN README TUNING FSCK_MAN [unittest args]"""
 import re
 import subprocess
 import sys
 import unittest
 
-PRINT_OPTIONS, MAN, README, TUNING = sys.argv[1:5]
+PRINT_OPTIONS, MAN, README, TUNING, FSCK_MAN = sys.argv[1:6]
 
 
 def option_table():
@@ -125,6 +126,16 @@ class OptionsTest(unittest.TestCase):
                          "docs/TUNING.md and the option table disagree on the tune.* "
                          "switches or their defaults")
 
+    def test_fsck_tune(self):
+        with open(FSCK_MAN, encoding="utf-8") as f:
+            lines = f.read().split("\n.TP\n")
+        entry = [e for e in lines if e.startswith(".BI \\-\\-tune=")]
+        self.assertEqual(len(entry), 1, "man/ecfs-fsck.8 has no --tune entry")
+        text = " ".join(man_text(line) for line in entry[0].splitlines())
+        for name in self.tuning:
+            self.assertRegex(text, r"\b" + re.escape(name[len("tune."):]) + r"\b",
+                             f"man/ecfs-fsck.8's --tune does not name {name}")
+
 
 if __name__ == "__main__":
-    unittest.main(argv=[sys.argv[0]] + sys.argv[5:])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[6:])

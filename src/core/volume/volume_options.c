@@ -339,6 +339,16 @@ void volume_options_usage(FILE *out)
 	g_string_free(s, TRUE);
 }
 
+char *volume_tuning_names(void)
+{
+	GString *s = g_string_new(NULL);
+	for (int i = 0; i < VOPT_COUNT; i++)
+		if (volume_option_table[i].tuning)
+			g_string_append_printf(s, "%s%s", s->len ? ", " : "",
+			                       volume_option_table[i].name + 5);
+	return g_string_free(s, FALSE);
+}
+
 bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why)
 {
 	const char *eq = strchr(setting, '=');
@@ -353,8 +363,10 @@ bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why)
 		    volume_option_table[i].name[5 + len] == '\0')
 			id = i;
 	if (id < 0 || !eq) {
-		*why = g_strdup_printf("%s: give NAME=VALUE, NAME one of spin, hedge, "
-		                       "slow_readaround (docs/TUNING.md)", setting);
+		char *names = volume_tuning_names();
+		*why = g_strdup_printf("%s: give NAME=VALUE, NAME one of %s (docs/TUNING.md)",
+		                       setting, names);
+		g_free(names);
 		return false;
 	}
 	volume_option_value val;

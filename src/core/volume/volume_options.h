@@ -136,6 +136,9 @@ extern const volume_option volume_option_table[VOPT_COUNT];
  * (ecfs-fsck --tune).  False, with *why g_malloc'd, if setting names no
  * switch or its value is not one the switch takes. */
 bool volume_runtime_tune(volume_runtime *r, const char *setting, char **why);
+/* The tune.* switches' names without the prefix, "spin, hedge, ...",
+ * g_malloc'd. */
+char *volume_tuning_names(void);
 
 /* One option's value, parsed. */
 typedef struct volume_option_value {
