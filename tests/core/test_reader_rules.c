@@ -114,7 +114,7 @@ static void make_record(const fixture *fx, const chunk_header *h, uint64_t s, ui
 	chunk_record r = { .stripe = s, .generation = gen, .position = h->position,
 	                   .flags = CHUNK_RECORD_WRITTEN, .size = FILE_SIZE };
 
-	assert_int_equal(chunk_strip_sum(fx->sum, h, &r, data, STRIP), 0);
+	assert_int_equal(chunk_strip_sum(fx->sum, h, &r, data, STRIP, NULL), 0);
 	chunk_record_encode(&r, rec);
 }
 
@@ -313,7 +313,7 @@ static void test_judge_record_out_of_range(void **state)
 	bad[1].flags = CHUNK_RECORD_WRITTEN | 4;
 	bad[2].generation = CHUNK_GENERATION_MAX + 1;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &bad[i], data, STRIP), 0);
+		assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &bad[i], data, STRIP, NULL), 0);
 		chunk_record_encode(&bad[i], rec);
 		strip_judgment j = judge(fx, 5, rec, data);
 		assert_int_equal(j.v, STRIP_BAD);
@@ -650,7 +650,7 @@ static void test_reservation_over_many_commits(void **state)
 	assert_true(hdr > gen);
 }
 
-/* Version 2: the record of the stripe at the file's end covers only the
+/* Versions 2 and 3: the record of the stripe at the file's end covers only the
  * bytes its strips need; what lies past them is no part of the strip. */
 static void test_judge_short_strip(void **state)
 {
@@ -660,9 +660,9 @@ static void test_judge_short_strip(void **state)
 	chunk_record r = { .stripe = s, .generation = 7, .position = fx->h.position,
 	                   .flags = CHUNK_RECORD_WRITTEN, .size = size };
 
-	assert_int_equal(fx->lay.version, 2);
+	assert_true(fx->lay.version >= 2);
 	memset(data, 0x11, sizeof(data));
-	assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &r, data, 192), 0);
+	assert_int_equal(chunk_strip_sum(fx->sum, &fx->h, &r, data, 192, NULL), 0);
 	chunk_record_encode(&r, rec);
 	strip_judgment j = judge(fx, s, rec, data);
 	assert_int_equal(j.v, STRIP_GOOD);

@@ -53,6 +53,26 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 	           : "strip record fields out of range";
 }
 
+void rules_judge_blocks(const checksum *sum, const chunk_header *h, const layout *lay,
+                        uint64_t s, const uint8_t *rec, const uint8_t *tags,
+                        const uint8_t *data, uint64_t first, uint64_t count,
+                        strip_judgment *out)
+{
+	uint64_t strip = lay->strip_size;
+	chunk_record r;
+
+	*out = (strip_judgment){ .v = STRIP_BAD, .len = strip, .why = "blocks do not verify" };
+	if (chunk_record_decode(rec, &r) != 0 || layout_strip_len(lay, s, r.size) != strip)
+		return;
+	if (chunk_tags_verify(sum, h, &r, s, h->position, tags, strip) &&
+	    chunk_blocks_verify(sum, h, &r, tags, strip, first, count,
+	                        data + first * CHUNK_BLOCK_SIZE)) {
+		out->v = STRIP_GOOD;
+		out->gen = r.generation;
+		out->size = r.size;
+	}
+}
+
 bool rules_strip_current(const strip_judgment *st, uint64_t best)
 {
 	return (st->v == STRIP_GOOD && st->gen == best) || (st->v == STRIP_HOLE && best == 0);

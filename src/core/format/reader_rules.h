@@ -55,6 +55,19 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
                        uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
                        strip_judgment *out);
 
+/* Version 3, a read of part of strip s: judges blocks [first, first +
+ * count) of it, read into data (the strip's buffer, at their places in
+ * the strip), by its record (rec) and its tags (layout_tags_size bytes):
+ * good only if the record names the strip and covers the whole strip
+ * (not a short last stripe), its checksum matches the tags and each block
+ * its tag.  Anything else is STRIP_BAD, and the reader reads the whole
+ * stripe the careful way (which judges every strip by rules_judge_strip:
+ * the tags stored play no part there). */
+void rules_judge_blocks(const checksum *sum, const chunk_header *h, const layout *lay,
+                        uint64_t s, const uint8_t *rec, const uint8_t *tags,
+                        const uint8_t *data, uint64_t first, uint64_t count,
+                        strip_judgment *out);
+
 /* The generation vote over the n strips of one stripe (st, by position):
  * the highest generation held by at least k good strips, a hole counting
  * as a good strip of generation 0.  Returns how many strips hold it and
