@@ -126,7 +126,7 @@ static strip_judgment judge(const fixture *fx, uint64_t s, const uint8_t *rec,
 
 	memcpy(copy, data, STRIP);
 	memset(&j, 0x5a, sizeof(j)); /* every field is the judge's to set */
-	rules_judge_strip(fx->sum, &fx->h, &fx->lay, s, rec, copy, fx->fd, &j);
+	rules_judge_strip(fx->sum, &fx->h, &fx->lay, s, rec, copy, NULL, fx->fd, &j);
 	return j;
 }
 

@@ -7,10 +7,11 @@ A healthy 4 KiB random read has the daemon read far less than a strip.
 A volume made with -o format=2 stays of version 2: it mounts, reads and
 writes, and its format cannot change.
 
-usage: test_blocksums.py ECFS_BINARY [unittest args]"""
+usage: test_blocksums.py ECFS ECFS_FSCK [unittest args]"""
 
 import os
 import random
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +24,7 @@ STRIP = 65536
 STRIPE = K * STRIP
 SIZE = 40 * STRIPE + 777         # many whole stripes and a short one
 OPTS = f"k={K},m={M},strip={STRIP}"
+FSCK = None
 
 
 def superblock_format(v):
@@ -125,6 +127,38 @@ class BlockSumsTest(H.MountedCase):
             f.seek(tags_at)
             self.assertEqual(f.read(tags_len), tags, "the tags were not rewritten")
 
+    def fsck(self, v, *args):
+        return subprocess.run([FSCK, "--no-progress", *args, ":".join(v.members)],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_fsck_bad_tags(self):
+        """Tags flipped on one member, their strip and record intact: the
+        data reads exact, ecfs-fsck -n reports the strip (its stored tags
+        are checked against its bytes), -y writes it again, and then the
+        volume is clean and the tags right."""
+        v = self.volume(N)
+        path, data, rot = self.stored_file(v, OPTS, 6)
+        chunk = v.chunk_path((rot + 4) % N, "f")  # a parity strip
+        _, tags_at, tags_len, _ = H.chunk_places(chunk, 12)
+        with open(chunk, "r+b") as f:
+            f.seek(tags_at)
+            tags = f.read(tags_len)
+            f.seek(tags_at)
+            f.write(bytes(b ^ 0xFF for b in tags[:16]))
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("tags do not match the strip", r.stdout)
+        r = self.fsck(v, "-y")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(chunk, "rb") as f:
+            f.seek(tags_at)
+            self.assertEqual(f.read(tags_len), tags)
+        self.mount(v)
+        self.assert_exact(path, data, "after the repair")
+        self.assert_clean_unmount(v)
+
     def random_read_bytes(self, v, path, count=200):
         """Bytes the daemon reads per 4 KiB random read (direct_io, so
         each read is one request of 4 KiB), outside stripe 0."""
@@ -193,4 +227,5 @@ class BlockSumsTest(H.MountedCase):
 
 
 if __name__ == "__main__":
+    FSCK = H.take_fsck_argument()
     sys.exit(H.main())

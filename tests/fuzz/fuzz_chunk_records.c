@@ -57,7 +57,7 @@ static void judge(const uint8_t *key, const uint8_t *chunk, size_t size)
 			rules_judge_blocks(sum, &h, &l, s, rec, tags, data, last, 1, &st);
 			assert(st.v == STRIP_GOOD || st.v == STRIP_BAD);
 		}
-		rules_judge_strip(sum, &h, &l, s, rec, data, -1, &st);
+		rules_judge_strip(sum, &h, &l, s, rec, data, l.version >= 3 ? tags : NULL, -1, &st);
 		assert(st.len <= h.strip_size);
 		assert(st.v == STRIP_GOOD || st.v == STRIP_HOLE || st.v == STRIP_BAD);
 	}

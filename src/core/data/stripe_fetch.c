@@ -163,7 +163,7 @@ void stripe_fetch_member(void *arg)
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++)
 		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
-		                  recs + (size_t)i * CHUNK_RECORD_SIZE, at[i], fd, &t->st[i]);
+		                  recs + (size_t)i * CHUNK_RECORD_SIZE, at[i], NULL, fd, &t->st[i]);
 	if (own && !mio_claim())
 		return; /* its caller read around it: t and c are the late read's */
 	for (int i = 0; own && i < t->cnt; i++)

@@ -311,17 +311,34 @@ static bool record_names(const chunk_record *r, uint64_t stripe, uint32_t positi
 	return (r->flags & CHUNK_RECORD_WRITTEN) && r->stripe == stripe && r->position == position;
 }
 
+bool chunk_strip_verify_tags(const checksum *c, const chunk_header *h,
+                             const chunk_record *r, uint64_t stripe, uint32_t position,
+                             const uint8_t *data, uint64_t len, const uint8_t *stored,
+                             bool *stored_ok)
+{
+	uint8_t sum[CHECKSUM_MAX], local[64 * CHUNK_TAG_SIZE], *freeme = NULL, *tags = NULL;
+	size_t used = (size_t)chunk_strip_blocks(len) * CHUNK_TAG_SIZE;
+	bool ok = false;
+
+	if (stored_ok)
+		*stored_ok = true;
+	if (!record_names(r, stripe, position))
+		return false;
+	if (stored && h->version >= 3 && !(tags = tags_buffer(len, local, sizeof(local), &freeme)))
+		return false;
+	if (strip_sum(c, h, r, data, len, tags, sum) == 0)
+		ok = memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+	if (ok && tags && stored_ok)
+		*stored_ok = memcmp(tags, stored, used) == 0;
+	free(freeme);
+	return ok;
+}
+
 bool chunk_strip_verify(const checksum *c, const chunk_header *h,
                         const chunk_record *r, uint64_t stripe, uint32_t position,
                         const uint8_t *data, uint64_t len)
 {
-	uint8_t sum[CHECKSUM_MAX];
-
-	if (!record_names(r, stripe, position))
-		return false;
-	if (strip_sum(c, h, r, data, len, NULL, sum) < 0)
-		return false;
-	return memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+	return chunk_strip_verify_tags(c, h, r, stripe, position, data, len, NULL, NULL);
 }
 
 bool chunk_tags_verify(const checksum *c, const chunk_header *h, const chunk_record *r,

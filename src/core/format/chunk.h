@@ -122,6 +122,13 @@ int chunk_strip_sum(const checksum *c, const chunk_header *h, chunk_record *r,
 bool chunk_strip_verify(const checksum *c, const chunk_header *h,
                         const chunk_record *r, uint64_t stripe, uint32_t position,
                         const uint8_t *data, uint64_t len);
+/* chunk_strip_verify, and in version 3 with the strip's stored tags
+ * (stored, not NULL) checked too: *stored_ok false if the strip verifies
+ * but its stored tags are not those of its bytes (true otherwise). */
+bool chunk_strip_verify_tags(const checksum *c, const chunk_header *h,
+                             const chunk_record *r, uint64_t stripe, uint32_t position,
+                             const uint8_t *data, uint64_t len, const uint8_t *stored,
+                             bool *stored_ok);
 /* Version 3, a read of part of a strip: true if the record is written,
  * names (stripe, position) and its checksum matches the stored tags of
  * a strip of len bytes (chunk_tags_verify), and if blocks [first, first +

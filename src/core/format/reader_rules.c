@@ -19,9 +19,11 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout *lay,
-                       uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
-                       strip_judgment *out)
+                       uint64_t s, const uint8_t *rec, uint8_t *data, const uint8_t *tags,
+                       int fd, strip_judgment *out)
 {
+	bool tags_ok;
+
 	uint64_t strip = lay->strip_size;
 	chunk_record r;
 
@@ -40,8 +42,10 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 		out->gen = r.generation;
 		out->len = layout_strip_len(lay, s, r.size);
 	}
-	if (names && chunk_strip_verify(sum, h, &r, s, h->position, data, out->len)) {
+	if (names && chunk_strip_verify_tags(sum, h, &r, s, h->position, data, out->len, tags,
+	                                     &tags_ok)) {
 		out->v = STRIP_GOOD;
+		out->tags_bad = !tags_ok;
 		out->size = r.size;
 		/* A short strip's bytes past its length are no part of it. */
 		memset(data + out->len, 0, strip - out->len);
