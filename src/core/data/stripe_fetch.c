@@ -68,12 +68,13 @@ static void fetch_blocks(fetch_task *t)
 
 	if (want > strip - from)
 		want = strip - from;
+	memset(meta, 0, sizeof(meta)); /* past the end of the chunk: zeros */
 	if (rat + CHUNK_RECORD_SIZE == tat)
 		riov.iov_len += T;
 	ssize_t rgot = mop_transfer(c->v, t->member, t->fd, &riov, 1, rat, false);
 	if (rgot >= 0 && riov.iov_len == CHUNK_RECORD_SIZE) {
 		ssize_t tgot = mop_transfer(c->v, t->member, t->fd, &tiov, 1, tat, false);
-		rgot = tgot < 0 ? tgot : rgot + tgot;
+		rgot = tgot < 0 ? tgot : rgot;
 	}
 	uint8_t *own = mio_bounce(want), *at = own ? own : t->dest[0] + from;
 	struct iovec biov = { at, want };
@@ -87,7 +88,6 @@ static void fetch_blocks(fetch_task *t)
 	}
 	/* Short (past the end of the chunk): zeros, which do not verify
 	 * unless they are what the tags say. */
-	memset(meta + rgot, 0, sizeof(meta) - (size_t)rgot);
 	memset(at + got, 0, want - (size_t)got);
 	h.position = (uint32_t)t->pos;
 	rules_judge_blocks(c->sum, &h, &c->lay, s, meta, meta + CHUNK_RECORD_SIZE, at - from,
