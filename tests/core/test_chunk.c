@@ -386,6 +386,20 @@ static void check_tags(checksum_alg alg)
 	assert_true(chunk_strip_verify(c, &h, &r, 9, 2, data, LEN));
 	assert_true(chunk_tags_verify(c, &h, &r, 9, 2, tags, LEN));
 	assert_false(chunk_tags_verify(c, &h, &r, 9, 3, tags, LEN));
+	/* each tag is checksum_compute of its input, cut (checksum_blocks
+	 * does the prefix once: the same bits) */
+	for (unsigned b = 0; b < NB; b++) {
+		uint8_t pre[64], rb[CHUNK_RECORD_SIZE], num[16] = { (uint8_t)b };
+		uint8_t full[CHECKSUM_MAX];
+		memcpy(pre, h.volume_uuid, 16);
+		memcpy(pre + 16, h.file_id, 16);
+		chunk_record_encode(&r, rb);
+		memcpy(pre + 32, rb, 32);
+		struct iovec iov[3] = { { pre, 64 }, { num, 16 },
+		                        { data + b * 4096, b == NB - 1 ? 100 : 4096 } };
+		assert_int_equal(checksum_compute(c, iov, 3, full), 0);
+		assert_memory_equal(tags + b * CHUNK_TAG_SIZE, full, CHUNK_TAG_SIZE);
+	}
 	/* the tags of a run of blocks are those of the whole strip */
 	assert_int_equal(chunk_strip_tags(c, &h, &r, data + 4096, LEN, 1, 3, mine), 0);
 	assert_memory_equal(mine, tags + CHUNK_TAG_SIZE, 3 * CHUNK_TAG_SIZE);
@@ -427,7 +441,7 @@ static void test_tags_every_algorithm(void **state)
  * them, with SHA-256. */
 static void test_tags_as_documented(void **state)
 {
-	uint8_t data[5000], tags[2 * CHUNK_TAG_SIZE], in[72 + 4096], sum[32];
+	uint8_t data[5000], tags[2 * CHUNK_TAG_SIZE], in[80 + 4096], sum[32];
 	chunk_header h = sample_header();
 	chunk_record r = { .stripe = 3, .generation = 8, .position = 5,
 	                   .flags = CHUNK_RECORD_WRITTEN, .size = 77 };
@@ -443,10 +457,11 @@ static void test_tags_as_documented(void **state)
 	chunk_record_encode(&r, in + 32); /* its first 32 bytes count */
 	for (uint64_t b = 0; b < 2; b++) {
 		size_t n = b ? sizeof(data) - 4096 : 4096;
+		memset(in + 64, 0, 16); /* le64(b) and 8 zero bytes */
 		for (int i = 0; i < 8; i++)
 			in[64 + i] = (uint8_t)(b >> (8 * i));
-		memcpy(in + 72, data + b * 4096, n);
-		SHA256(in, 72 + n, sum);
+		memcpy(in + 80, data + b * 4096, n);
+		SHA256(in, 80 + n, sum);
 		assert_memory_equal(tags + b * CHUNK_TAG_SIZE, sum, CHUNK_TAG_SIZE);
 	}
 	memcpy(in + 64, tags, sizeof(tags));

@@ -376,12 +376,12 @@ static void test_headers_name_each_position(void **state)
  * names s, the generation, j, the size, and the checksum of FORMAT.md 4.2:
  * SHA-256 of volume uuid, file id, record bytes 0..31 and the strip; in
  * version 3 of them and the strip's tag (one 4 KiB block), which is the
- * first 16 bytes of SHA-256 of them, le64(0) and the strip. */
+ * first 16 bytes of SHA-256 of them, le64(0), 8 zero bytes and the strip. */
 static void check_stripe_on_members(fixture *fx, uint64_t s, const uint8_t *data, uint64_t gen,
                                     uint64_t size)
 {
 	uint8_t par[M][STRIP], *pp[M] = { par[0], par[1] }, sum[SHA256_DIGEST_LENGTH];
-	uint8_t in[72 + STRIP], tag[CHUNK_TAG_SIZE];
+	uint8_t in[80 + STRIP], tag[CHUNK_TAG_SIZE];
 	const uint8_t *dp[K];
 	strip_copy sc;
 	bool v3 = fx->c.lay.version >= 3;
@@ -406,8 +406,8 @@ static void check_stripe_on_members(fixture *fx, uint64_t s, const uint8_t *data
 		if (v3) {
 			assert_int_equal(layout_tags_size(&fx->c.lay), CHUNK_TAG_SIZE);
 			peek(fx, &fx->c, pos, layout_tags_offset(&fx->c.lay, s), tag, sizeof(tag));
-			memset(in + 64, 0, 8);
-			memcpy(in + 72, sc.data, STRIP);
+			memset(in + 64, 0, 16); /* le64(0) and 8 zero bytes */
+			memcpy(in + 80, sc.data, STRIP);
 			SHA256(in, sizeof(in), sum);
 			assert_memory_equal(tag, sum, CHUNK_TAG_SIZE);
 			memcpy(in + 64, tag, CHUNK_TAG_SIZE);

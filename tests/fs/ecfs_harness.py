@@ -95,11 +95,12 @@ def sha256_strip_sum(ident, rec, strip, version):
     """(record sum, tags) of a strip on a volume with sha256 sums
     (docs/FORMAT.md 4.2): ident the chunk header's bytes 16..47 (volume
     UUID, file id), rec the record's first 32 bytes; in version 3 the
-    record sums the strip's tags, 16 bytes per 4 KiB block, else the
+    record sums the strip's tags, 16 bytes per 4 KiB block (each over
+    ident, rec, le64(block), 8 zero bytes and the block), else the
     strip itself (tags b"")."""
     if version < 3:
         return hashlib.sha256(ident + rec + strip).digest(), b""
-    tags = b"".join(hashlib.sha256(ident + rec + b.to_bytes(8, "little") +
+    tags = b"".join(hashlib.sha256(ident + rec + b.to_bytes(16, "little") +
                                    strip[b * 4096:(b + 1) * 4096]).digest()[:16]
                     for b in range(-(-len(strip) // 4096)))
     return hashlib.sha256(ident + rec + tags).digest(), tags

@@ -54,7 +54,8 @@ static void judge(const uint8_t *key, const uint8_t *chunk, size_t size)
 			read_at(chunk, size, layout_tags_offset(&l, s), tags, layout_tags_size(&l));
 			rules_judge_blocks(sum, &h, &l, s, rec, tags, data, 0, 1, &st);
 			assert(st.v == STRIP_GOOD || st.v == STRIP_BAD);
-			rules_judge_blocks(sum, &h, &l, s, rec, tags, data, last, 1, &st);
+			rules_judge_blocks(sum, &h, &l, s, rec, tags, data + last * CHUNK_BLOCK_SIZE,
+			                   last, 1, &st);
 			assert(st.v == STRIP_GOOD || st.v == STRIP_BAD);
 		}
 		rules_judge_strip(sum, &h, &l, s, rec, data, l.version >= 3 ? tags : NULL, -1, &st);

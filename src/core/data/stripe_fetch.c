@@ -90,8 +90,8 @@ static void fetch_blocks(fetch_task *t)
 	 * unless they are what the tags say. */
 	memset(at + got, 0, want - (size_t)got);
 	h.position = (uint32_t)t->pos;
-	rules_judge_blocks(c->sum, &h, &c->lay, s, meta, meta + CHUNK_RECORD_SIZE, at - from,
-	                   b0, b1 - b0 + 1, &t->st[0]);
+	rules_judge_blocks(c->sum, &h, &c->lay, s, meta, meta + CHUNK_RECORD_SIZE, at, b0,
+	                   b1 - b0 + 1, &t->st[0]);
 	if (own && mio_claim())
 		memcpy(t->dest[0] + from, at, want);
 }

@@ -240,20 +240,18 @@ int chunk_strip_tags(const checksum *c, const chunk_header *h, const chunk_recor
                      const uint8_t *data, uint64_t len, uint64_t first, uint64_t count,
                      uint8_t *tags)
 {
-	uint8_t pre[72], sum[CHECKSUM_MAX];
-	struct iovec iov[2] = { { pre, sizeof(pre) }, { NULL, 0 } };
+	uint8_t pre[64];
 
+	if (first > chunk_strip_blocks(len) || count > chunk_strip_blocks(len) - first)
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	uint64_t from = first * CHUNK_BLOCK_SIZE, end = (first + count) * CHUNK_BLOCK_SIZE;
+	if (end > len)
+		end = len;
 	strip_prefix(h, r, pre);
-	for (uint64_t b = first; b < first + count; b++) {
-		uint64_t at = b * CHUNK_BLOCK_SIZE;
-		le_put64(pre + 64, b);
-		iov[1] = (struct iovec){ (void *)(data + (at - first * CHUNK_BLOCK_SIZE)),
-		                         len - at < CHUNK_BLOCK_SIZE ? len - at : CHUNK_BLOCK_SIZE };
-		if (checksum_compute(c, iov, 2, sum) < 0)
-			return -EIO;
-		memcpy(tags + (b - first) * CHUNK_TAG_SIZE, sum, CHUNK_TAG_SIZE);
-	}
-	return 0;
+	return checksum_blocks(c, pre, sizeof(pre), first, data, (size_t)(end - from),
+	                       CHUNK_BLOCK_SIZE, CHUNK_TAG_SIZE, tags);
 }
 
 /* The record's checksum over what it covers: the strip's data (versions 1

@@ -105,7 +105,8 @@ uint64_t chunk_strip_blocks(uint64_t len);
 /* Version 3: the tags of blocks [first, first + count) of a strip of len
  * bytes whose block `first` starts at data, into tags (count tags): the
  * file's algorithm over volume uuid, file id, the record's first 32
- * bytes, le64(block) and the block, cut to CHUNK_TAG_SIZE bytes. */
+ * bytes, le64(block) and the block, cut to CHUNK_TAG_SIZE bytes.  -EINVAL
+ * for blocks past the strip, -EIO if the checksum failed. */
 int chunk_strip_tags(const checksum *c, const chunk_header *h, const chunk_record *r,
                      const uint8_t *data, uint64_t len, uint64_t first, uint64_t count,
                      uint8_t *tags);

@@ -69,8 +69,7 @@ void rules_judge_blocks(const checksum *sum, const chunk_header *h, const layout
 	if (chunk_record_decode(rec, &r) != 0 || layout_strip_len(lay, s, r.size) != strip)
 		return;
 	if (chunk_tags_verify(sum, h, &r, s, h->position, tags, strip) &&
-	    chunk_blocks_verify(sum, h, &r, tags, strip, first, count,
-	                        data + first * CHUNK_BLOCK_SIZE)) {
+	    chunk_blocks_verify(sum, h, &r, tags, strip, first, count, data)) {
 		out->v = STRIP_GOOD;
 		out->gen = r.generation;
 		out->size = r.size;

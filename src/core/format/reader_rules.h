@@ -61,8 +61,8 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
                        int fd, strip_judgment *out);
 
 /* Version 3, a read of part of strip s: judges blocks [first, first +
- * count) of it, read into data (the strip's buffer, at their places in
- * the strip), by its record (rec) and its tags (layout_tags_size bytes):
+ * count) of it, read into data (block `first` first), by its record (rec)
+ * and its tags (layout_tags_size bytes):
  * good only if the record names the strip and covers the whole strip
  * (not a short last stripe), its checksum matches the tags and each block
  * its tag.  Anything else is STRIP_BAD, and the reader reads the whole
