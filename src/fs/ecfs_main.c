@@ -231,6 +231,7 @@ static bool build_options(const volume_option_value *val, int n, volume_options 
 	memset(o, 0, sizeof *o);
 	g->k = (int)val[VOPT_K].number;
 	g->m = (int)val[VOPT_M].number;
+	g->format = val[VOPT_FORMAT].given ? (int)val[VOPT_FORMAT].number : 0;
 	if (g->k && !g->m)
 		g->m = n - g->k;
 	if (g->m && !g->k)

@@ -99,12 +99,22 @@ static void scan_strips(member_task *t, int fd)
 
 	ssize_t rgot = read_chunk(t, recs, rwant, (off_t)layout_record_offset(&c->lay, t->s0),
 	                          false);
-	if (rgot < 0) {
-		scan_failed(t, rgot);
+	/* Version 3: the stored tags too, checked against the strips' bytes
+	 * (rules_judge_strip: tags_bad), one read for the run. */
+	size_t T = (size_t)layout_tags_size(&c->lay), twant = (size_t)t->cnt * T;
+	uint8_t *tags = T ? g_malloc(twant) : NULL;
+	ssize_t tgot = rgot >= 0 && T ? read_chunk(t, tags, twant,
+	                                           (off_t)layout_tags_offset(&c->lay, t->s0), false)
+	               : 0;
+	if (rgot < 0 || tgot < 0) {
+		g_free(tags);
+		scan_failed(t, rgot < 0 ? rgot : tgot);
 		return;
 	}
 	/* Past the end of a chunk reads as zeros: a hole if the record agrees. */
 	memset(recs + rgot, 0, rwant - (size_t)rgot);
+	if (tags)
+		memset(tags + tgot, 0, twant - (size_t)tgot);
 	h.position = (uint32_t)t->pos;
 	for (int i0 = 0; i0 < t->cnt; i0 += per) {
 		int cnt = MIN(per, t->cnt - i0);
@@ -117,6 +127,7 @@ static void scan_strips(member_task *t, int fd)
 		                         true);
 		read_us += g_get_monotonic_time() - t0;
 		if (got < 0) {
+			g_free(tags);
 			scan_failed(t, got);
 			return;
 		}
@@ -125,8 +136,10 @@ static void scan_strips(member_task *t, int fd)
 		for (int i = i0; i < i0 + cnt; i++)
 			rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
 			                  recs + (size_t)i * CHUNK_RECORD_SIZE,
-			                  t->buf + (size_t)i * strip, fd, &t->st[i]);
+			                  t->buf + (size_t)i * strip, tags ? tags + (size_t)i * T : NULL,
+			                  fd, &t->st[i]);
 	}
+	g_free(tags);
 	/* the member's read cost (memberio_slow_of, run_sources): strips read whole */
 	if (total == (size_t)t->cnt * strip && !task_in_head(t))
 		memberio_note(volume_memberio(c->v), t->member, MIO_READ, total, read_us * 1000);
@@ -245,7 +258,11 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	}
 	flush_lost(fc);
 	bool hole = vote.outcome == STRIPE_CUT_SHORT;
-	uint64_t best = vote.best, badmask = vote.stale & ~unread;
+	uint64_t best = vote.best, badmask = vote.stale & ~unread, tagmask = 0;
+	/* Good strips whose stored tags are wrong: written again as they are. */
+	for (int j = 0; j < n; j++)
+		if (st[j].tags_bad && !(vote.stale >> j & 1))
+			tagmask |= 1ull << j;
 	/* Deep: every strip verified; does the parity still follow from the data? */
 	if (fc->f->o.deep && !badmask && best) {
 		const uint8_t *data[STRIPE_MAX_N];
@@ -263,7 +280,7 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 					fc->parity_last = s;
 				}
 	}
-	if (!badmask)
+	if (!badmask && !tagmask)
 		return;
 	uint8_t *blocks[STRIPE_MAX_N];
 	for (int j = 0; j < n; j++) {
@@ -273,12 +290,13 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 		 * there may still land in its strips: stuck_reads). */
 		bool no_repair = badmask >> j & 1 && fc->unwritable >> mb & 1;
 		blocks[j] = unread >> j & 1 || no_repair ? NULL : strip_buf(fc, rs, j, i);
-		if (!(badmask >> j & 1))
+		if (!((badmask | tagmask) >> j & 1))
 			continue;
 		if (!(fc->quiet >> mb & 1) && !(fc->chunk_bad >> mb & 1)) {
 			if (!fc->bad[mb]++) {
 				fc->first_bad[mb] = s;
-				fc->bad_why[mb] = st[j].v == STRIP_GOOD || st[j].v == STRIP_HOLE
+				fc->bad_why[mb] = tagmask >> j & 1 ? "tags do not match the strip"
+				                  : st[j].v == STRIP_GOOD || st[j].v == STRIP_HOLE
 				                  ? (best ? "strip of another generation (missed or torn write)"
 				                          : "stripe never written but strip present")
 				                  : st[j].v == STRIP_UNREAD ? "no strip" : st[j].why;
@@ -299,7 +317,7 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	}
 	for (int j = 0; j < n; j++) {
 		member_task *t = &rs->task[j];
-		if (!(erased >> j & 1) || !blocks[j] || fc->unwritable >> t->member & 1)
+		if (!((erased | tagmask) >> j & 1) || !blocks[j] || fc->unwritable >> t->member & 1)
 			continue;
 		t->wmask |= 1ull << i;
 		t->wgen[i] = best;

@@ -114,7 +114,7 @@ static void test_header_bad_fields(void **state)
 	const char *why;
 
 	(void)state;
-	assert_int_equal(byte_set_sealed(8, 3, 0, &why), -EPROTO); /* version */
+	assert_int_equal(byte_set_sealed(8, CHUNK_FORMAT_VERSION + 1, 0, &why), -EPROTO); /* version */
 	assert_non_null(strstr(why, "version"));
 	assert_int_equal(byte_set_sealed(48, 7, 0, &why), -ERANGE);  /* position >= k+m */
 	assert_int_equal(byte_set_sealed(66, 99, 0, &why), -ERANGE); /* checksum algorithm */
@@ -313,7 +313,7 @@ static void check_strip_detection(checksum_alg alg)
 	c = checksum_new(alg, key);
 	assert_non_null(c);
 	h.checksum = (uint16_t)alg;
-	assert_int_equal(chunk_strip_sum(c, &h, &r, data, sizeof(data)), 0);
+	assert_int_equal(chunk_strip_sum(c, &h, &r, data, sizeof(data), NULL), 0);
 	assert_true(chunk_strip_verify(c, &h, &r, 9, 2, data, sizeof(data)));
 
 	/* Every byte of the strip. */
@@ -361,6 +361,113 @@ static void test_strip_detection_every_algorithm(void **state)
 		check_strip_detection(alg);
 	}
 	assert_int_equal(checksum_alg_from_name("crc32"), 0);
+}
+
+/* Version 3, one algorithm: a strip of 4 blocks (the last short) gets a
+ * tag per block and a record sum over the tags; a byte flipped in a block
+ * is caught by that block's tag only, a tag flipped by the record sum. */
+static void check_tags(checksum_alg alg)
+{
+	enum { LEN = 3 * 4096 + 100, NB = 4 };
+	uint8_t key[CHECKSUM_KEY_SIZE], data[LEN], tags[NB * CHUNK_TAG_SIZE];
+	uint8_t mine[NB * CHUNK_TAG_SIZE];
+	chunk_header h = sample_header();
+	chunk_record r = { .stripe = 9, .generation = 42, .position = 2,
+	                   .flags = CHUNK_RECORD_WRITTEN, .size = 1000 };
+
+	fill_random(key, sizeof(key), 8);
+	fill_random(data, sizeof(data), alg + 10);
+	checksum *c = checksum_new(alg, key);
+	assert_non_null(c);
+	h.version = 3;
+	h.checksum = (uint16_t)alg;
+	assert_int_equal(chunk_strip_blocks(LEN), NB);
+	assert_int_equal(chunk_strip_sum(c, &h, &r, data, LEN, tags), 0);
+	assert_true(chunk_strip_verify(c, &h, &r, 9, 2, data, LEN));
+	assert_true(chunk_tags_verify(c, &h, &r, 9, 2, tags, LEN));
+	assert_false(chunk_tags_verify(c, &h, &r, 9, 3, tags, LEN));
+	/* each tag is checksum_compute of its input, cut (checksum_blocks
+	 * does the prefix once: the same bits) */
+	for (unsigned b = 0; b < NB; b++) {
+		uint8_t pre[64], rb[CHUNK_RECORD_SIZE], num[16] = { (uint8_t)b };
+		uint8_t full[CHECKSUM_MAX];
+		memcpy(pre, h.volume_uuid, 16);
+		memcpy(pre + 16, h.file_id, 16);
+		chunk_record_encode(&r, rb);
+		memcpy(pre + 32, rb, 32);
+		struct iovec iov[3] = { { pre, 64 }, { num, 16 },
+		                        { data + b * 4096, b == NB - 1 ? 100 : 4096 } };
+		assert_int_equal(checksum_compute(c, iov, 3, full), 0);
+		assert_memory_equal(tags + b * CHUNK_TAG_SIZE, full, CHUNK_TAG_SIZE);
+	}
+	/* the tags of a run of blocks are those of the whole strip */
+	assert_int_equal(chunk_strip_tags(c, &h, &r, data + 4096, LEN, 1, 3, mine), 0);
+	assert_memory_equal(mine, tags + CHUNK_TAG_SIZE, 3 * CHUNK_TAG_SIZE);
+	assert_true(chunk_blocks_verify(c, &h, &r, tags, LEN, 0, NB, data));
+	assert_false(chunk_blocks_verify(c, &h, &r, tags, LEN, 1, NB, data + 4096));
+	for (unsigned b = 0; b < NB; b++) {
+		size_t at = b * 4096 + (b == NB - 1 ? 99 : 1234);
+		data[at] ^= 0x10;
+		for (unsigned o = 0; o < NB; o++)
+			assert_true(chunk_blocks_verify(c, &h, &r, tags, LEN, o, 1,
+			                                data + o * 4096) == (o != b));
+		assert_false(chunk_strip_verify(c, &h, &r, 9, 2, data, LEN));
+		data[at] ^= 0x10;
+	}
+	for (unsigned i = 0; i < sizeof(tags); i++) {
+		tags[i] ^= 0x01;
+		assert_false(chunk_tags_verify(c, &h, &r, 9, 2, tags, LEN));
+		tags[i] ^= 0x01;
+	}
+	/* a tag binds the record: another generation's does not verify */
+	chunk_record other = r;
+	other.generation++;
+	assert_false(chunk_blocks_verify(c, &h, &other, tags, LEN, 0, 1, data));
+	/* before version 3 there are no tags: the record sums the data */
+	h.version = 2;
+	assert_false(chunk_tags_verify(c, &h, &r, 9, 2, tags, LEN));
+	assert_false(chunk_strip_verify(c, &h, &r, 9, 2, data, LEN));
+	checksum_free(c);
+}
+
+static void test_tags_every_algorithm(void **state)
+{
+	(void)state;
+	for (checksum_alg alg = CHECKSUM_SHA256; alg <= CHECKSUM_POLY1305; alg++)
+		check_tags(alg);
+}
+
+/* The tag and the record sum of version 3 as docs/FORMAT.md 4.2 spells
+ * them, with SHA-256. */
+static void test_tags_as_documented(void **state)
+{
+	uint8_t data[5000], tags[2 * CHUNK_TAG_SIZE], in[80 + 4096], sum[32];
+	chunk_header h = sample_header();
+	chunk_record r = { .stripe = 3, .generation = 8, .position = 5,
+	                   .flags = CHUNK_RECORD_WRITTEN, .size = 77 };
+	checksum *c = checksum_new(CHECKSUM_SHA256, NULL);
+
+	(void)state;
+	h.version = 3;
+	h.checksum = CHECKSUM_SHA256;
+	fill_random(data, sizeof(data), 3);
+	assert_int_equal(chunk_strip_sum(c, &h, &r, data, sizeof(data), tags), 0);
+	memcpy(in, h.volume_uuid, 16);
+	memcpy(in + 16, h.file_id, 16);
+	chunk_record_encode(&r, in + 32); /* its first 32 bytes count */
+	for (uint64_t b = 0; b < 2; b++) {
+		size_t n = b ? sizeof(data) - 4096 : 4096;
+		memset(in + 64, 0, 16); /* le64(b) and 8 zero bytes */
+		for (int i = 0; i < 8; i++)
+			in[64 + i] = (uint8_t)(b >> (8 * i));
+		memcpy(in + 80, data + b * 4096, n);
+		SHA256(in, 80 + n, sum);
+		assert_memory_equal(tags + b * CHUNK_TAG_SIZE, sum, CHUNK_TAG_SIZE);
+	}
+	memcpy(in + 64, tags, sizeof(tags));
+	SHA256(in, 64 + sizeof(tags), sum);
+	assert_memory_equal(r.sum, sum, 32);
+	checksum_free(c);
 }
 
 static void test_checksum_known_answer(void **state)
@@ -440,6 +547,8 @@ int main(void)
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_record_fields),
 		cmocka_unit_test(test_strip_detection_every_algorithm),
+		cmocka_unit_test(test_tags_every_algorithm),
+		cmocka_unit_test(test_tags_as_documented),
 		cmocka_unit_test(test_checksum_known_answer),
 		cmocka_unit_test(test_lost_page_needs_a_hole),
 	};

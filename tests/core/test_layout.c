@@ -37,18 +37,21 @@ static void test_stripe_math(void **state)
 static unsigned __int128 chunk_length_ref(const layout *l, uint64_t size)
 {
 	unsigned __int128 S = l->strip_size, sd = S * (unsigned)l->k;
-	unsigned __int128 count = (size + sd - 1) / sd, grp = 4096 + 64 * S;
+	/* version 3: 16 bytes of tags per 4 KiB of strip, a group's padded */
+	unsigned __int128 T = l->version >= 3 ? (S + 4095) / 4096 * 16 : 0;
+	unsigned __int128 TB = (64 * T + 4095) / 4096 * 4096;
+	unsigned __int128 count = (size + sd - 1) / sd, grp = 4096 + TB + 64 * S;
 
 	if (count == 0)
 		return l->version == 1 ? 4096 : 192;
 	unsigned __int128 s = count - 1, base = 4096;
 	if (l->version != 1) {
 		if (s == 0)
-			return 192 + 64 + S;
-		base = (192 + 64 + S + 4095) / 4096 * 4096;
+			return 192 + 64 + T + S;
+		base = (192 + 64 + T + S + 4095) / 4096 * 4096;
 		s--;
 	}
-	return base + s / 64 * grp + 4096 + (s % 64 + 1) * S;
+	return base + s / 64 * grp + 4096 + TB + (s % 64 + 1) * S;
 }
 
 static void test_stripe_count_huge(void **state)
@@ -74,7 +77,7 @@ static void test_size_fits(void **state)
 	};
 
 	(void)state;
-	for (unsigned v = 1; v <= 2; v++)
+	for (unsigned v = 1; v <= 3; v++)
 		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 			layout l;
 			layout_init(&l, shapes[i].k, 1, shapes[i].strip, 0);
@@ -204,6 +207,42 @@ static void test_chunk_offsets_v2(void **state)
 	}
 }
 
+/* Version 3: version 2 with each stripe's tags (16 bytes per 4 KiB of
+ * strip) after stripe 0's record and in a tag block after each record
+ * block, padded so the strips stay 4 KiB aligned. */
+static void test_chunk_offsets_v3(void **state)
+{
+	(void)state;
+	const uint64_t sizes[] = { 64, 4096, 65536, 4160, 1 << 20 };
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		layout l;
+		uint64_t S = sizes[si], T = (S + 4095) / 4096 * 16;
+		uint64_t TB = (64 * T + 4095) / 4096 * 4096;
+		layout_init(&l, 3, 2, S, 1);
+		layout_set_version(&l, 3, 1);
+		assert_int_equal(layout_tags_size(&l), T);
+		assert_int_equal(layout_header_size(&l), CHUNK_HEADER_SIZE_V2);
+		assert_int_equal(layout_record_offset(&l, 0), 192);
+		assert_int_equal(layout_tags_offset(&l, 0), 256);
+		assert_int_equal(layout_strip_offset(&l, 0), 256 + T);
+		uint64_t base = (256 + T + S + 4095) / 4096 * 4096;
+		for (uint64_t s = 1; s < 3 * CHUNK_GROUP_STRIPES + 5; s++) {
+			uint64_t g = (s - 1) / 64, i = (s - 1) % 64, grp = base + g * (4096 + TB + 64 * S);
+			assert_int_equal(layout_record_offset(&l, s), grp + i * 64);
+			assert_int_equal(layout_tags_offset(&l, s), grp + 4096 + i * T);
+			assert_int_equal(layout_strip_offset(&l, s), grp + 4096 + TB + i * S);
+			if (S % 4096 == 0)
+				assert_int_equal(layout_strip_offset(&l, s) % 4096, 0);
+			assert_int_equal(layout_chunk_length(&l, s + 1), layout_strip_offset(&l, s) + S);
+			assert_int_equal(layout_group_start(&l, s), 1 + g * 64);
+		}
+	}
+	layout l;
+	layout_init(&l, 3, 2, 65536, 1);
+	layout_set_version(&l, 2, 1);
+	assert_int_equal(layout_tags_size(&l), 0); /* none before version 3 */
+}
+
 /* The last stripe's strips shrink to what its bytes need. */
 static void test_strip_len(void **state)
 {
@@ -270,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_rotation_from_identity_spreads),
 		cmocka_unit_test(test_chunk_offsets_v1),
 		cmocka_unit_test(test_chunk_offsets_v2),
+		cmocka_unit_test(test_chunk_offsets_v3),
 		cmocka_unit_test(test_strip_len),
 		cmocka_unit_test(test_pack_round_trip),
 	};

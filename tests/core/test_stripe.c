@@ -374,15 +374,19 @@ static void test_headers_name_each_position(void **state)
 
 /* Strip j of stripe s holds data strip j or parity j-k, and its record
  * names s, the generation, j, the size, and the checksum of FORMAT.md 4.2:
- * SHA-256 of volume uuid, file id, record bytes 0..31 and the strip. */
+ * SHA-256 of volume uuid, file id, record bytes 0..31 and the strip; in
+ * version 3 of them and the strip's tag (one 4 KiB block), which is the
+ * first 16 bytes of SHA-256 of them, le64(0), 8 zero bytes and the strip. */
 static void check_stripe_on_members(fixture *fx, uint64_t s, const uint8_t *data, uint64_t gen,
                                     uint64_t size)
 {
 	uint8_t par[M][STRIP], *pp[M] = { par[0], par[1] }, sum[SHA256_DIGEST_LENGTH];
-	uint8_t in[64 + STRIP];
+	uint8_t in[80 + STRIP], tag[CHUNK_TAG_SIZE];
 	const uint8_t *dp[K];
 	strip_copy sc;
+	bool v3 = fx->c.lay.version >= 3;
 
+	_Static_assert(STRIP == CHUNK_BLOCK_SIZE, "one tag a strip");
 	for (int j = 0; j < K; j++)
 		dp[j] = data + (size_t)j * STRIP;
 	assert_int_equal(ec_encode(fx->c.code, dp, pp, STRIP), 0);
@@ -399,8 +403,19 @@ static void check_stripe_on_members(fixture *fx, uint64_t s, const uint8_t *data
 		memcpy(in, fx->c.hdr.volume_uuid, 16);
 		memcpy(in + 16, fx->c.hdr.file_id, 16);
 		memcpy(in + 32, sc.rec, 32);
-		memcpy(in + 64, sc.data, STRIP);
-		SHA256(in, sizeof(in), sum);
+		if (v3) {
+			assert_int_equal(layout_tags_size(&fx->c.lay), CHUNK_TAG_SIZE);
+			peek(fx, &fx->c, pos, layout_tags_offset(&fx->c.lay, s), tag, sizeof(tag));
+			memset(in + 64, 0, 16); /* le64(0) and 8 zero bytes */
+			memcpy(in + 80, sc.data, STRIP);
+			SHA256(in, sizeof(in), sum);
+			assert_memory_equal(tag, sum, CHUNK_TAG_SIZE);
+			memcpy(in + 64, tag, CHUNK_TAG_SIZE);
+			SHA256(in, 64 + CHUNK_TAG_SIZE, sum);
+		} else {
+			memcpy(in + 64, sc.data, STRIP);
+			SHA256(in, 64 + STRIP, sum);
+		}
 		assert_memory_equal(sc.rec + 32, sum, sizeof(sum));
 	}
 }

@@ -113,7 +113,7 @@ static void test_garbage_and_bad_values(void **state)
 		{ "uuid=", 5, "z", -EINVAL, "uuid" },
 		{ "checksum=blake2b", 9, "crc32xx", -EINVAL, "checksum" },
 		{ "code=", 5, "X", -EINVAL, "code" },
-		{ "format=2", 7, "3", -EPROTO, "version 3" },
+		{ "format=" G_STRINGIFY(SUPERBLOCK_VERSION), 7, "9", -EPROTO, "version 9" },
 	};
 	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
 		char *s = g_strdup(text);

@@ -27,6 +27,7 @@
 #include "core_test_util.h"
 #include "log.h"
 #include "memberops.h"
+#include "superblock.h"
 #include "volume.h"
 #include "volume_internal.h"
 
@@ -307,7 +308,7 @@ static void test_broken_superblocks(void **state)
 	size_t len;
 	char *good = g_strdup_printf("%s/.ecfs/superblock", mb->path[0]);
 	char *text = (char *)slurp(good, &len);
-	char *p = strstr(text, "format=2");
+	char *p = strstr(text, "format=" G_STRINGIFY(SUPERBLOCK_VERSION));
 	p[7] = '9';
 	g_file_set_contents(sb, text, (gssize)len, NULL);
 	expect_refused(mb->path, 6, 0, 0, -EPROTO, "version 9");

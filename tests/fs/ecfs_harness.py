@@ -59,31 +59,59 @@ import unittest
 SKIP = 77
 NOBODY = 65534
 # Size of the chunk header in a member's chunk file of a new volume
-# (docs/FORMAT.md 4.1: 192 bytes in version 2, 4096 in version 1);
+# (docs/FORMAT.md 4.1: 192 bytes in versions 2 and 3, 4096 in version 1);
 # corruption is injected past it so that it hits strip data or strip
 # records, which the daemon must detect by checksum.
 CHUNK_HEADER_SIZE = 192
 CHUNK_RECORD_SIZE = 64
 
 
-def chunk_offsets(path, stripe):
-    """(record offset, strip offset) of a stripe in the chunk file at path,
-    of either format version (docs/FORMAT.md section 4)."""
+def chunk_places(path, stripe):
+    """(record offset, tags offset, tags size, strip offset) of a stripe in
+    the chunk file at path, of any format version (docs/FORMAT.md section
+    4; tags only in version 3: 16 bytes per 4 KiB of strip, size 0 else)."""
     with open(path, "rb") as f:
         head = f.read(96)
     version = int.from_bytes(head[8:12], "little")
     strip = int.from_bytes(head[80:88], "little")
     groups = 64
-    group = groups * CHUNK_RECORD_SIZE + groups * strip
+    tags = -(-strip // 4096) * 16 if version >= 3 else 0
+    tag_block = -(-groups * tags // 4096) * 4096
+    group = groups * CHUNK_RECORD_SIZE + tag_block + groups * strip
     if version == 1:
         base, g, i = 4096, stripe // groups, stripe % groups
     elif stripe == 0:
-        return CHUNK_HEADER_SIZE, CHUNK_HEADER_SIZE + CHUNK_RECORD_SIZE
+        rec = CHUNK_HEADER_SIZE
+        return rec, rec + CHUNK_RECORD_SIZE, tags, rec + CHUNK_RECORD_SIZE + tags
     else:
-        base = -(-(CHUNK_HEADER_SIZE + CHUNK_RECORD_SIZE + strip) // 4096) * 4096
+        base = -(-(CHUNK_HEADER_SIZE + CHUNK_RECORD_SIZE + tags + strip) // 4096) * 4096
         g, i = (stripe - 1) // groups, (stripe - 1) % groups
     rec = base + g * group + i * CHUNK_RECORD_SIZE
-    return rec, base + g * group + groups * CHUNK_RECORD_SIZE + i * strip
+    blocks = base + g * group + groups * CHUNK_RECORD_SIZE
+    return rec, blocks + i * tags, tags, blocks + tag_block + i * strip
+
+
+def sha256_strip_sum(ident, rec, strip, version):
+    """(record sum, tags) of a strip on a volume with sha256 sums
+    (docs/FORMAT.md 4.2): ident the chunk header's bytes 16..47 (volume
+    UUID, file id), rec the record's first 32 bytes; in version 3 the
+    record sums the strip's tags, 16 bytes per 4 KiB block (each over
+    ident, rec, le64(block), 8 zero bytes and the block), else the
+    strip itself (tags b"")."""
+    if version < 3:
+        return hashlib.sha256(ident + rec + strip).digest(), b""
+    tags = b"".join(hashlib.sha256(ident + rec + b.to_bytes(16, "little") +
+                                   strip[b * 4096:(b + 1) * 4096]).digest()[:16]
+                    for b in range(-(-len(strip) // 4096)))
+    return hashlib.sha256(ident + rec + tags).digest(), tags
+
+
+def chunk_offsets(path, stripe):
+    """(record offset, strip offset) of a stripe in the chunk file at path
+    (chunk_places)."""
+    rec, _tags, _size, strip = chunk_places(path, stripe)
+    return rec, strip
+
 
 ECFS = None            # path of the ecfs binary, set by main()
 # Runs a program as root but without the capabilities that let root ignore

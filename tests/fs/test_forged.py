@@ -35,7 +35,7 @@ OPTS = f"k={K},m={M},code=rs-cauchy"
 FSCK = None
 DATA = {"a": H.pattern(300000, 1), "b": H.pattern(250000, 2), "c": H.pattern(70000, 3)}
 
-# The chunk header of format version 2 (docs/FORMAT.md section 4.1):
+# The chunk header of format versions 2 and 3 (docs/FORMAT.md section 4.1):
 # name, offset, struct format; little-endian; sealed by the SHA-256 of
 # the bytes before the last 32.
 HEADER_SIZE = 192
@@ -51,7 +51,7 @@ FIELDS = [
 
 
 def decode_header(b):
-    assert b[:8] == b"ECFSCHNK" and struct.unpack_from("<I", b, 8)[0] == 2, b[:16]
+    assert b[:8] == b"ECFSCHNK" and struct.unpack_from("<I", b, 8)[0] in (2, 3), b[:16]
     assert hashlib.sha256(b[:HEADER_SIZE - 32]).digest() == b[HEADER_SIZE - 32:HEADER_SIZE]
     return {name: struct.unpack_from("<" + fmt, b, off)[0] for name, off, fmt in FIELDS}
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The version-2 layout (docs/FORMAT.md section 4): a file's last stripe
-is stored short, as many bytes per strip as its bytes need rounded up to
-64, right after a 192-byte header and its record, so a small file takes
+"""The layout of versions 2 and 3 (docs/FORMAT.md section 4): a file's
+last stripe is stored short, as many bytes per strip as its bytes need
+rounded up to 64, right after a 192-byte header, its record and (version
+3) its tags, so a small file takes
 one block on each member.  Data must stay byte-exact for every size
 around the alignment, the strip and the stripe, for files that grow and
 shrink across them, with up to m members lost before, during and after.
@@ -22,7 +23,7 @@ K, M = 4, 2
 STRIP = 4096
 STRIPE = K * STRIP
 ALIGN = 64
-HEADER, RECORD = 192, 64
+HEADER = 192
 FSCK = None
 OPTS = f"k={K},m={M},strip={STRIP}"
 SIZES = sorted({0, 1, ALIGN - 1, ALIGN, ALIGN + 1, K * ALIGN - 1, K * ALIGN, K * ALIGN + 1,
@@ -61,9 +62,10 @@ class LayoutTest(H.MountedCase):
         for name, want in data.items():
             if len(want) > STRIPE:
                 continue
-            expect = HEADER if not want else HEADER + RECORD + short_len(len(want))
             for i in range(K + M):
-                got = os.path.getsize(self.v.chunk_path(i, name))
+                path = self.v.chunk_path(i, name)
+                expect = HEADER if not want else H.chunk_offsets(path, 0)[1] + short_len(len(want))
+                got = os.path.getsize(path)
                 self.assertEqual(got, expect, f"{name} on member {i}")
         for lost, i in enumerate((1, 4)):
             self.v.lose(i, "rmdir")
@@ -114,12 +116,12 @@ class LayoutTest(H.MountedCase):
         def refuse(i):
             with open(self.v.chunk_path(i, "u"), "r+b") as f:
                 f.seek(8)
-                f.write((3).to_bytes(4, "little"))
+                f.write((4).to_bytes(4, "little"))
         refuse(2)
         self.mnt = self.mount(self.v)
-        self.assert_exact(self.p("u"), want, "one chunk of version 3")
+        self.assert_exact(self.p("u"), want, "one chunk of version 4")
         self.assertIn(f"/u: the chunk on member 2 ({self.v.members[2]}) is refused: "
-                      "unsupported chunk format version 3", self.v.log())
+                      "unsupported chunk format version 4", self.v.log())
         self.assert_clean_unmount(self.v)
         for i in range(K + M):
             refuse(i)
@@ -137,7 +139,7 @@ class LayoutTest(H.MountedCase):
         self.assert_clean_unmount(self.v)
         for i in (1, 4):
             with open(self.v.chunk_path(i, "b"), "r+b") as f:
-                f.seek(HEADER + RECORD + 5)
+                f.seek(H.chunk_offsets(self.v.chunk_path(i, "b"), 0)[1] + 5)
                 b = f.read(1)
                 f.seek(-1, os.SEEK_CUR)
                 f.write(bytes([b[0] ^ 0x5A]))
@@ -164,7 +166,8 @@ class LayoutTest(H.MountedCase):
         for name, want in data.items():
             os.unlink(self.v.chunk_path(0, name))
             with open(self.v.chunk_path(3, name), "r+b") as f:
-                f.seek(HEADER + RECORD + short_len(len(want)) - 1)  # the strip's last byte
+                # the strip's last byte
+                f.seek(H.chunk_offsets(self.v.chunk_path(3, name), 0)[1] + short_len(len(want)) - 1)
                 b = f.read(1)
                 f.seek(-1, os.SEEK_CUR)
                 f.write(bytes([b[0] ^ 0xFF]))

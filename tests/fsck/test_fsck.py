@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -442,16 +443,20 @@ class DamageTest(FsckCase):
                 hdr = f.read(64)
             if int.from_bytes(hdr[48:52], "little") == K:
                 break
-        roff, soff = h.chunk_offsets(v.chunk_path(i, "dir/a"), 0)
+        roff, toff, _, soff = h.chunk_places(v.chunk_path(i, "dir/a"), 0)
         with open(v.chunk_path(i, "dir/a"), "r+b") as f:
             f.seek(roff)
             rec = bytearray(f.read(64))
             f.seek(soff)
             strip = bytearray(f.read(4096))  # dir/a fills its first stripe
             strip[10] ^= 0x55
-            rec[32:64] = hashlib.sha256(hdr[16:48] + rec[:32] + strip).digest()
+            version = int.from_bytes(hdr[8:12], "little")
+            rec[32:64], tags = h.sha256_strip_sum(hdr[16:48], bytes(rec[:32]), bytes(strip),
+                                                  version)
             f.seek(soff)
             f.write(strip)
+            f.seek(toff)
+            f.write(tags)
             f.seek(roff)
             f.write(rec)
         r = self.fsck(v, "-n")
@@ -612,7 +617,7 @@ class InputTest(FsckCase):
         self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
         self.assertIn("another volume", r.stderr)
         with open(self.superblock(v, 0), "wb") as f:
-            f.write(own.replace(b"format=2", b"format=99"))
+            f.write(re.sub(rb"format=\d+", b"format=99", own))
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 8, r.stdout + r.stderr)
         self.assertIn("99", r.stderr)

@@ -29,8 +29,11 @@ static void use_layout(const chunk_header *h, const layout *l)
 			continue;
 		uint64_t len = layout_strip_len(l, s, h->size);
 		assert(len <= l->strip_size);
-		(void)layout_record_offset(l, s);
-		(void)layout_strip_offset(l, s);
+		uint64_t rec = layout_record_offset(l, s), tags = layout_tags_offset(l, s);
+		uint64_t strip = layout_strip_offset(l, s);
+		/* record, tags and strip in that order, none overlapping */
+		assert(rec + CHUNK_RECORD_SIZE <= tags || rec >= tags + layout_tags_size(l));
+		assert(tags + layout_tags_size(l) <= strip);
 		(void)layout_group_start(l, s);
 		(void)layout_group_end(l, s);
 	}

@@ -2,7 +2,8 @@
 /*
  * Fuzzes the strip records of a chunk (src/core/format/chunk.c,
  * chunk_record_decode, and the reader's verdict on a strip that uses it,
- * rules_judge_strip in src/core/format/reader_rules.c).  The input is the
+ * rules_judge_strip in src/core/format/reader_rules.c, and in version 3
+ * the verdict on part of it, rules_judge_blocks).  The input is the
  * volume's checksum key (CHECKSUM_KEY_SIZE bytes, as the superblock keeps
  * it) and then a chunk file from its start: the header (its sum made
  * right), the record blocks and strips, read as zeros past the end as the
@@ -40,17 +41,28 @@ static void judge(const uint8_t *key, const uint8_t *chunk, size_t size)
 	layout l;
 	ec_code *code = fuzz_layout(&h, &l);
 	uint8_t rec[CHUNK_RECORD_SIZE];
-	uint8_t *data = malloc(h.strip_size);
-	if (!data)
+	uint8_t *data = malloc(h.strip_size), *tags = malloc(layout_tags_size(&l) + 1);
+	if (!data || !tags)
 		abort();
 	for (uint64_t s = 0; s < CHUNK_GROUP_STRIPES && layout_record_offset(&l, s) < size; s++) {
 		strip_judgment st;
 		read_at(chunk, size, layout_record_offset(&l, s), rec, sizeof rec);
 		read_at(chunk, size, layout_strip_offset(&l, s), data, h.strip_size);
-		rules_judge_strip(sum, &h, &l, s, rec, data, -1, &st);
+		if (l.version >= 3) {
+			/* a part: the first and the last block of the strip */
+			uint64_t last = (h.strip_size - 1) / CHUNK_BLOCK_SIZE;
+			read_at(chunk, size, layout_tags_offset(&l, s), tags, layout_tags_size(&l));
+			rules_judge_blocks(sum, &h, &l, s, rec, tags, data, 0, 1, &st);
+			assert(st.v == STRIP_GOOD || st.v == STRIP_BAD);
+			rules_judge_blocks(sum, &h, &l, s, rec, tags, data + last * CHUNK_BLOCK_SIZE,
+			                   last, 1, &st);
+			assert(st.v == STRIP_GOOD || st.v == STRIP_BAD);
+		}
+		rules_judge_strip(sum, &h, &l, s, rec, data, l.version >= 3 ? tags : NULL, -1, &st);
 		assert(st.len <= h.strip_size);
 		assert(st.v == STRIP_GOOD || st.v == STRIP_HOLE || st.v == STRIP_BAD);
 	}
+	free(tags);
 	free(data);
 	ec_destroy(code);
 	checksum_free(sum);

@@ -124,15 +124,17 @@ static void chunk_seeds(volume *v, uint8_t key[CHECKSUM_KEY_SIZE])
 		g_byte_array_append(b, c, (guint)len);
 		put("chunk_records", files[i].path + 1, b->data, b->len);
 		g_byte_array_free(b, TRUE);
-		/* The same header in the first format version. */
+		/* The same header in the older format versions (the volume's
+		 * is the newest). */
 		chunk_header h;
-		uint8_t v1[CHUNK_HEADER_MAX];
+		uint8_t old[CHUNK_HEADER_MAX];
 		if (chunk_header_decode(c, len, &h, NULL) < 0)
 			die("chunk header", EINVAL);
-		h.version = 1;
-		char *name = g_strconcat(files[i].path + 1, "-v1", NULL);
-		put("chunk_header", name, v1, chunk_header_encode(&h, v1));
-		g_free(name);
+		for (h.version = 1; h.version < CHUNK_FORMAT_VERSION; h.version++) {
+			char *name = g_strdup_printf("%s-v%u", files[i].path + 1, h.version);
+			put("chunk_header", name, old, chunk_header_encode(&h, old));
+			g_free(name);
+		}
 		g_free(c);
 	}
 }

@@ -542,7 +542,7 @@ static int read_part(ecfile *f, uint64_t s, uint64_t in, uint64_t len, uint8_t *
 	for (int j = 0; j < f->c.lay.k; j++)
 		if (!(want >> j & 1))
 			p[j] = NULL;
-	int rc = stripe_fetch(&f->c, s, want, p);
+	int rc = stripe_fetch_part(&f->c, s, want, p, in, len);
 	for (int j = j0; j <= j1 && rc == 0; j++) {
 		uint64_t a = (uint64_t)j * strip;
 		if (p[j] != f->partial + a)

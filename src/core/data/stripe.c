@@ -40,7 +40,10 @@ int stripe_ctx_buffers(stripe_ctx *c)
 	if (!c->parity &&
 	    posix_memalign((void **)&c->parity, 4096, strip * (size_t)c->lay.m * STRIPE_BATCH))
 		c->parity = NULL;
-	return c->scratch && c->parity ? 0 : -ENOMEM;
+	size_t tags = (size_t)layout_tags_size(&c->lay) * (size_t)c->lay.n * STRIPE_BATCH;
+	if (!c->tags && tags)
+		c->tags = malloc(tags);
+	return c->scratch && c->parity && (c->tags || !tags) ? 0 : -ENOMEM;
 }
 
 /* k strips to pack (commits) or unpack (fetches) short stripes through,
@@ -73,10 +76,11 @@ void stripe_ctx_free_buffers(stripe_ctx *c)
 	journal_close(c->v, &c->jf);
 	mio_free_or_keep(c->scratch, c->buffers_lent);
 	mio_free_or_keep(c->parity, c->buffers_lent);
+	mio_free_or_keep(c->tags, c->buffers_lent);
 	mio_free_or_keep(c->run_parity, c->buffers_lent);
 	mio_free_or_keep(c->pack_in, c->buffers_lent);
 	mio_free_or_keep(c->pack_out, c->buffers_lent);
-	c->scratch = c->parity = c->run_parity = c->pack_in = c->pack_out = NULL;
+	c->scratch = c->parity = c->tags = c->run_parity = c->pack_in = c->pack_out = NULL;
 }
 
 void stripe_remove_journals(stripe_ctx *c)

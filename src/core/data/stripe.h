@@ -49,6 +49,10 @@ typedef struct stripe_ctx {
 	enum chunk_state state[STRIPE_MAX_N];
 	uint8_t *scratch;   /* n strips, for fetches that must decode */
 	uint8_t *parity;    /* m * STRIPE_BATCH strips */
+	uint8_t *tags;      /* version 3: n * STRIPE_BATCH strips' tags (a commit's) */
+	/* Version 3: the part of a strip the fetch in progress asks for
+	 * (stripe_fetch_part), taken by its tasks; 0 length: whole strips. */
+	uint64_t part_off, part_len;
 	uint8_t *run_parity; /* m * STRIPE_FETCH_RUN strips, for degraded runs */
 	uint8_t *pack_in;   /* k strips: a short stripe fetched, unpacked (layout.h) */
 	uint8_t *pack_out;  /* k strips: a short stripe packed for a commit */
@@ -175,6 +179,13 @@ int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const u
  * a member in service is rewritten with its decoded content (self-healing
  * read; not on a read-only volume). */
 int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data);
+/* stripe_fetch for bytes [in, in + len) of the stripe only: in version 3,
+ * when they lie in one data strip (want has that strip alone), a healthy
+ * read takes that strip's record, its tags and the 4 KiB blocks of the
+ * range, which land at their places in data[j], and verifies those; the
+ * rest of data[j] is then undefined.  Anything else is stripe_fetch. */
+int stripe_fetch_part(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data,
+                      uint64_t in, uint64_t len);
 
 /* Fetches all data strips of stripes [s0, s0+cnt) (cnt <= STRIPE_FETCH_RUN,
  * all in one record group): data[i*k + j] receives strip j of stripe s0+i.

@@ -33,29 +33,85 @@ typedef struct commit_task {
 	uint64_t s0, gen, size;
 	const uint8_t *strips[STRIPE_BATCH];
 	uint8_t recs[STRIPE_BATCH * CHUNK_RECORD_SIZE];
+	uint8_t *tags;  /* version 3: the strips' tags, layout_tags_size each */
 	bool have_recs; /* recs computed (by the journal stage) */
 	int err;
 } commit_task;
+
+/* Record i of a run for strip `data` of len bytes, of generation gen,
+ * into recs, and in version 3 its tags into tags (a tag slot of
+ * layout_tags_size bytes, zeros past the strip's blocks). */
+static int make_record(stripe_ctx *c, uint32_t pos, uint64_t s, uint64_t gen, uint64_t size,
+                       const uint8_t *data, uint8_t *rec, uint8_t *tags)
+{
+	chunk_header h = c->hdr;
+	chunk_record r = { .stripe = s, .generation = gen, .position = pos,
+	                   .flags = CHUNK_RECORD_WRITTEN, .size = size };
+	uint64_t len = layout_strip_len(&c->lay, s, size), T = layout_tags_size(&c->lay);
+
+	h.position = pos;
+	if (chunk_strip_sum(c->sum, &h, &r, data, len, tags) < 0)
+		return -EIO;
+	if (tags) {
+		uint64_t used = chunk_strip_blocks(len) * CHUNK_TAG_SIZE;
+		memset(tags + used, 0, T - used);
+	}
+	chunk_record_encode(&r, rec);
+	return 0;
+}
 
 /* The records (with their checksums) of the task's strips: the same bytes
  * go to the journal and in place. */
 static int make_records(commit_task *t)
 {
 	stripe_ctx *c = t->c;
-	chunk_header h = c->hdr;
+	uint64_t T = layout_tags_size(&c->lay);
 
-	h.position = (uint32_t)t->pos;
-	for (int i = 0; i < t->cnt; i++) {
-		chunk_record rec = { .stripe = t->s0 + (uint64_t)i, .generation = t->gen,
-		                     .position = (uint32_t)t->pos, .flags = CHUNK_RECORD_WRITTEN,
-		                     .size = t->size };
-		uint64_t len = layout_strip_len(&c->lay, rec.stripe, t->size);
-		if (chunk_strip_sum(c->sum, &h, &rec, t->strips[i], len) < 0)
+	for (int i = 0; i < t->cnt; i++)
+		if (make_record(c, (uint32_t)t->pos, t->s0 + (uint64_t)i, t->gen, t->size,
+		                t->strips[i], t->recs + (size_t)i * CHUNK_RECORD_SIZE,
+		                T ? t->tags + (size_t)i * T : NULL) < 0)
 			return -EIO;
-		chunk_record_encode(&rec, t->recs + (size_t)i * CHUNK_RECORD_SIZE);
-	}
 	t->have_recs = true;
 	return 0;
+}
+
+/* Writes a run of stripes from s0 to member's chunk: the strips (iov,
+ * cnt of them), their tags (version 3, cnt tag slots) and their records,
+ * records last.  Until the records and strips are both down the pair does
+ * not verify, so a torn write reads as an erasure, never as data, in
+ * whichever order they land; tags left behind by a torn write only make
+ * a partial read fall back to the whole strip (chunk_tags_verify).  Where
+ * records, tags and strips lie in one run (stripe 0 of versions 2 and
+ * 3: every small file), one write. */
+static ssize_t write_run(stripe_ctx *c, int member, uint64_t s0, int cnt, struct iovec *iov,
+                         int niov, const uint8_t *recs, const uint8_t *tags)
+{
+	struct iovec all[2 + STRIPE_BATCH];
+	int fd = c->fd[member];
+	off_t at = (off_t)layout_strip_offset(&c->lay, s0),
+	      rat = (off_t)layout_record_offset(&c->lay, s0),
+	      tat = (off_t)layout_tags_offset(&c->lay, s0);
+	size_t rlen = (size_t)cnt * CHUNK_RECORD_SIZE,
+	       tlen = (size_t)cnt * (size_t)layout_tags_size(&c->lay);
+	ssize_t r;
+
+	all[0] = (struct iovec){ (void *)recs, rlen };
+	all[1] = (struct iovec){ (void *)tags, tlen };
+	if (rat + (off_t)rlen == tat && tat + (off_t)tlen == at && niov <= STRIPE_BATCH) {
+		memcpy(all + 2, iov, sizeof(*iov) * (size_t)niov);
+		if (!tlen) {
+			all[1] = all[0];
+			return mop_transfer(c->v, member, fd, all + 1, 1 + niov, rat, true);
+		}
+		return mop_transfer(c->v, member, fd, all, 2 + niov, rat, true);
+	}
+	r = mop_transfer(c->v, member, fd, iov, niov, at, true);
+	if (r >= 0 && tlen)
+		r = mop_transfer(c->v, member, fd, all + 1, 1, tat, true);
+	if (r >= 0)
+		r = mop_transfer(c->v, member, fd, all, 1, rat, true);
+	return r;
 }
 
 /* Stage one of a journaled commit on one member: its journal, synced. */
@@ -81,7 +137,7 @@ static void commit_member(void *arg)
 {
 	commit_task *t = arg;
 	stripe_ctx *c = t->c;
-	struct iovec iov[1 + STRIPE_BATCH], *strips = iov + 1;
+	struct iovec strips[STRIPE_BATCH];
 	ssize_t r;
 
 	t->err = t->have_recs ? 0 : make_records(t);
@@ -93,23 +149,8 @@ static void commit_member(void *arg)
 		                            layout_strip_len(&c->lay, t->s0 + (uint64_t)i, t->size) };
 		bytes += strips[i].iov_len;
 	}
-	/* The strips and their records: until both are down the pair does not
-	 * verify, so a torn commit reads as an erasure, never as data, in
-	 * whichever order they land.  Where the records lie just before the
-	 * strips (stripe 0 of a version-2 chunk: every small file), one write. */
-	int fd = c->fd[t->member];
-	off_t at = (off_t)layout_strip_offset(&c->lay, t->s0),
-	      rat = (off_t)layout_record_offset(&c->lay, t->s0);
-	size_t rlen = (size_t)t->cnt * CHUNK_RECORD_SIZE;
-	iov[0] = (struct iovec){ t->recs, rlen };
 	int64_t t0 = g_get_monotonic_time();
-	if (rat + (off_t)rlen == at) {
-		r = mop_transfer(c->v, t->member, fd, iov, 1 + t->cnt, rat, true);
-	} else {
-		r = mop_transfer(c->v, t->member, fd, strips, t->cnt, at, true);
-		if (r >= 0)
-			r = mop_transfer(c->v, t->member, fd, iov, 1, rat, true);
-	}
+	r = write_run(c, t->member, t->s0, t->cnt, strips, t->cnt, t->recs, t->tags);
 	/* the member's write cost (memberio_slow_of, stripe_leave_out_slow) */
 	if (r >= 0)
 		memberio_note(volume_memberio(c->v), t->member, MIO_WRITE, bytes,
@@ -120,39 +161,30 @@ static void commit_member(void *arg)
 int stripe_write_strips(stripe_ctx *c, int member, uint64_t s0, int cnt, const uint8_t *data,
                         const uint64_t *gen, const uint64_t *size)
 {
-	uint64_t strip = c->lay.strip_size;
+	uint64_t strip = c->lay.strip_size, T = layout_tags_size(&c->lay);
 	uint32_t pos = (uint32_t)layout_position_of(&c->lay, member);
 	uint8_t rec[CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE] = { 0 };
-	chunk_header h = c->hdr;
+	int rc = 0;
 
 	if (cnt < 1 || (uint64_t)cnt > layout_group_end(&c->lay, s0) - s0)
 		return -EINVAL;
+	uint8_t *tags = T ? g_malloc0((size_t)cnt * T) : NULL;
 	stripe_forget_heads(c);
-	h.position = pos;
 	uint64_t last_len = strip;
-	for (int i = 0; i < cnt; i++) {
+	for (int i = 0; i < cnt && rc == 0; i++) {
 		if (!gen[i])
 			continue;
-		chunk_record r = { .stripe = s0 + (uint64_t)i, .generation = gen[i],
-		                   .position = pos, .flags = CHUNK_RECORD_WRITTEN,
-		                   .size = size[i] };
-		last_len = layout_strip_len(&c->lay, r.stripe, size[i]);
-		if (chunk_strip_sum(c->sum, &h, &r, data + (size_t)i * strip, last_len) < 0)
-			return -EIO;
-		chunk_record_encode(&r, rec + (size_t)i * CHUNK_RECORD_SIZE);
+		last_len = layout_strip_len(&c->lay, s0 + (uint64_t)i, size[i]);
+		rc = make_record(c, pos, s0 + (uint64_t)i, gen[i], size[i], data + (size_t)i * strip,
+		                 rec + (size_t)i * CHUNK_RECORD_SIZE, T ? tags + (size_t)i * T : NULL);
 	}
 	if (!gen[cnt - 1])
 		last_len = strip;
-	/* Strips first, then their records, as a commit does.  One write for
-	 * the run: a short strip before the last goes down whole (zeros past
-	 * its length), the last only as long as it is. */
+	/* One write for the run's strips: a short strip before the last goes
+	 * down whole (zeros past its length), the last only as long as it is. */
 	struct iovec iov = { (void *)data, strip * (size_t)(cnt - 1) + last_len };
-	struct iovec riov = { rec, (size_t)cnt * CHUNK_RECORD_SIZE };
-	ssize_t w = mop_transfer(c->v, member, c->fd[member], &iov, 1,
-	                      (off_t)layout_strip_offset(&c->lay, s0), true);
-	if (w >= 0)
-		w = mop_transfer(c->v, member, c->fd[member], &riov, 1,
-		              (off_t)layout_record_offset(&c->lay, s0), true);
+	ssize_t w = rc == 0 ? write_run(c, member, s0, cnt, &iov, 1, rec, tags) : rc;
+	g_free(tags);
 	return w < 0 ? (int)w : 0;
 }
 
@@ -239,6 +271,9 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 		return -EINVAL;
 	if (stripe_usable_count(c) < k)
 		return -EIO;
+	uint64_t T = layout_tags_size(&c->lay);
+	if (T && !c->tags)
+		return -ENOMEM;
 	stripe_forget_heads(c);
 	for (int i = 0; i < cnt; i++) {
 		uint8_t *par[STRIPE_MAX_N];
@@ -265,7 +300,8 @@ static int commit(stripe_ctx *c, uint64_t s0, int cnt, const uint8_t *const *dat
 		int mb = layout_member_of(&c->lay, pos);
 		commit_task *t = &tasks[pos];
 		*t = (commit_task){ .c = c, .member = mb, .pos = pos, .cnt = cnt, .s0 = s0,
-		                    .gen = gen, .size = size, .err = 1 };
+		                    .gen = gen, .size = size, .err = 1,
+		                    .tags = T ? c->tags + (size_t)pos * STRIPE_BATCH * T : NULL };
 		if (!stripe_member_usable(c, mb))
 			continue;
 		t->err = 0;

@@ -37,11 +37,63 @@ void stripe_fetch_task_init(stripe_ctx *c, fetch_task *t, int pos, uint64_t s0, 
 	t->s0 = s0;
 	t->err = 0;
 	t->from_head = false;
+	t->part_off = cnt == 1 ? c->part_off : 0;
+	t->part_len = cnt == 1 ? c->part_len : 0;
 	t->fd = c->fd[t->member];
 	t->hdr = c->hdr;
 	t->done = false;
 	for (int i = 0; i < cnt; i++)
 		t->st[i] = (strip_judgment){ .v = STRIP_UNREAD };
+}
+
+/* The most tags a part is read with (strips up to 1 MiB); a strip with
+ * more is read whole. */
+#define PART_TAGS_MAX (256 * CHUNK_TAG_SIZE)
+
+/* A task's part of a strip (fetch_task.part_len), version 3: one read for
+ * its record, one for its tags (one for both at stripe 0, where they
+ * meet) and one for the 4 KiB blocks of the part, which land at their
+ * place in the strip, judged by rules_judge_blocks. */
+static void fetch_blocks(fetch_task *t)
+{
+	stripe_ctx *c = t->c;
+	uint64_t strip = c->lay.strip_size, T = layout_tags_size(&c->lay), s = t->s0;
+	uint64_t b0 = t->part_off / CHUNK_BLOCK_SIZE;
+	uint64_t b1 = (t->part_off + t->part_len - 1) / CHUNK_BLOCK_SIZE;
+	uint64_t from = b0 * CHUNK_BLOCK_SIZE, want = (b1 + 1) * CHUNK_BLOCK_SIZE - from;
+	uint8_t meta[CHUNK_RECORD_SIZE + PART_TAGS_MAX];
+	off_t rat = (off_t)layout_record_offset(&c->lay, s), tat = (off_t)layout_tags_offset(&c->lay, s);
+	struct iovec riov = { meta, CHUNK_RECORD_SIZE }, tiov = { meta + CHUNK_RECORD_SIZE, T };
+	chunk_header h = t->hdr;
+
+	if (want > strip - from)
+		want = strip - from;
+	memset(meta, 0, sizeof(meta)); /* past the end of the chunk: zeros */
+	if (rat + CHUNK_RECORD_SIZE == tat)
+		riov.iov_len += T;
+	ssize_t rgot = mop_transfer(c->v, t->member, t->fd, &riov, 1, rat, false);
+	if (rgot >= 0 && riov.iov_len == CHUNK_RECORD_SIZE) {
+		ssize_t tgot = mop_transfer(c->v, t->member, t->fd, &tiov, 1, tat, false);
+		rgot = tgot < 0 ? tgot : rgot;
+	}
+	uint8_t *own = mio_bounce(want), *at = own ? own : t->dest[0] + from;
+	struct iovec biov = { at, want };
+	ssize_t got = rgot < 0 ? rgot
+	              : mop_transfer(c->v, t->member, t->fd, &biov, 1,
+	                             (off_t)(layout_strip_offset(&c->lay, s) + from), false);
+	if (got < 0 || rgot < 0) {
+		t->st[0].v = STRIP_ERR;
+		t->err = (int)(got < 0 ? got : rgot);
+		return;
+	}
+	/* Short (past the end of the chunk): zeros, which do not verify
+	 * unless they are what the tags say. */
+	memset(at + got, 0, want - (size_t)got);
+	h.position = (uint32_t)t->pos;
+	rules_judge_blocks(c->sum, &h, &c->lay, s, meta, meta + CHUNK_RECORD_SIZE, at, b0,
+	                   b1 - b0 + 1, &t->st[0]);
+	if (own && mio_claim())
+		memcpy(t->dest[0] + from, at, want);
 }
 
 /* Reads and judges strips s0..s0+cnt-1 of one position: one pread for
@@ -62,6 +114,10 @@ void stripe_fetch_member(void *arg)
 	uint8_t *own = NULL, *at[STRIPE_FETCH_RUN];
 
 	ssize_t got, rgot;
+	if (t->part_len && !t->from_head) {
+		fetch_blocks(t);
+		return;
+	}
 	if (t->from_head) {
 		for (int i = 0; i < t->cnt; i++)
 			at[i] = t->dest[i];
@@ -107,7 +163,7 @@ void stripe_fetch_member(void *arg)
 	h.position = (uint32_t)t->pos;
 	for (int i = 0; i < t->cnt; i++)
 		rules_judge_strip(c->sum, &h, &c->lay, t->s0 + (uint64_t)i,
-		                  recs + (size_t)i * CHUNK_RECORD_SIZE, at[i], fd, &t->st[i]);
+		                  recs + (size_t)i * CHUNK_RECORD_SIZE, at[i], NULL, fd, &t->st[i]);
 	if (own && !mio_claim())
 		return; /* its caller read around it: t and c are the late read's */
 	for (int i = 0; own && i < t->cnt; i++)
@@ -463,6 +519,39 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 	return 0;
 }
 
+/* Version 3: data strip j, whose part did not verify by its stored tags
+ * (fetch_blocks) but which the careful read (tasks) found good whole, of
+ * the stripe's generation, has stale or damaged tags (a power cut that
+ * kept its record and strip pages but not its tag page): it is written
+ * again, tags computed afresh, so that small reads of it read little
+ * again.  Same bytes, same generation: a torn rewrite leaves it as it was. */
+static void rewrite_tags(stripe_ctx *c, uint64_t s, int j, const fetch_task *tasks,
+                         const uint8_t *data)
+{
+	strip_judgment st[STRIPE_MAX_N];
+	const strip_judgment *mine = &tasks[j].st[0];
+	int mb = tasks[j].member;
+	uint64_t best;
+
+	for (int i = 0; i < c->lay.n; i++)
+		st[i] = tasks[i].st[0];
+	if (mine->v != STRIP_GOOD || mine->len != c->lay.strip_size ||
+	    rules_vote(st, c->lay.n, c->lay.k, &best) < c->lay.k || mine->gen != best ||
+	    volume_settings(c->v)->read_only || !stripe_member_usable(c, mb))
+		return;
+	volume_strip_failure(c->v, mb, c->path, s, "tags do not match the strip");
+	int wrc = stripe_write_strip(c, mb, s, data, mine->gen, mine->size);
+	if (wrc < 0) {
+		if (volume_member_io_error(c->v, mb, -wrc, "rewriting a strip's tags",
+		                           VOLUME_IO_WRITE))
+			c->state[mb] = CHUNK_FAILED;
+		return;
+	}
+	volume_count_healed(c->v, 1);
+	ecfs_log(LOG_NOTICE, "%s: stripe %llu: rewrote the strip with bad tags on member %d (%s)",
+	         c->path, (unsigned long long)s, mb, volume_member_path(c->v, mb));
+}
+
 /* Fetches stripe s as stored: a short stripe's bytes in the first *len
  * bytes of its strips (layout_strip_len). */
 static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data,
@@ -480,8 +569,12 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	 * generation.  A hole is not trusted here (a chunk cut short also
 	 * reads as one), so it sends us to the slow path that asks everyone. */
 	uint64_t slow = slow_positions(c), all = (1ull << n) - 1, mask = all;
+	bool tags_bad = false;
 	if (!(want & slow)) {
 		slow |= stripe_fetch_positions(c, s, 1, want, dest, tasks, true);
+		/* a part is for this try only: the careful way reads whole */
+		tags_bad = c->part_len && tasks[__builtin_ctzll(want)].st[0].v == STRIP_BAD;
+		c->part_len = 0;
 		if (run_stripe_ok(tasks, k, want, 0)) {
 			*len = tasks[__builtin_ctzll(want)].st[0].len;
 			goto out;
@@ -490,6 +583,7 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	/* Slow path: every position (or, around a slow member, as many as
 	 * the vote needs, if it stands without the others), a vote on the
 	 * generation, decode. */
+	c->part_len = 0;
 	if (slow) {
 		mask = around_positions(c, want, slow, 0);
 		uint64_t spare = around_positions(c, want, slow, 1) & ~mask;
@@ -507,6 +601,8 @@ static int fetch_stored(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const
 	if (mask == all)
 		stripe_fetch_positions(c, s, 1, all, dest, tasks, false);
 	rc = stripe_vote_and_decode(c, s, want, tasks, dest, 0, len);
+	if (rc == 0 && tags_bad)
+		rewrite_tags(c, s, __builtin_ctzll(want), tasks, data[__builtin_ctzll(want)]);
 out:
 	g_free(tasks);
 	return rc < 0 ? rc : 0;
@@ -529,6 +625,25 @@ static int unpack_in_place(stripe_ctx *c, uint64_t len, uint8_t *const *data)
 	}
 	layout_unpack_short(&c->lay, len, in, (1ull << c->lay.k) - 1, data);
 	return 0;
+}
+
+int stripe_fetch_part(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data,
+                      uint64_t in, uint64_t len)
+{
+	uint64_t strip = c->lay.strip_size, j = in / strip;
+	int rc;
+
+	/* One data strip, read healthy (slow_positions: nothing to read
+	 * around), of tags a part can hold. */
+	if (c->lay.version < 3 || len == 0 || len >= strip || want != 1ull << j ||
+	    (in + len - 1) / strip != j ||
+	    layout_tags_size(&c->lay) > PART_TAGS_MAX || (slow_positions(c) & want))
+		return stripe_fetch(c, s, want, data);
+	c->part_off = in - j * strip;
+	c->part_len = len;
+	rc = stripe_fetch(c, s, want, data);
+	c->part_off = c->part_len = 0;
+	return rc;
 }
 
 int stripe_fetch(stripe_ctx *c, uint64_t s, uint64_t want, uint8_t *const *data)

@@ -23,6 +23,9 @@ typedef struct fetch_task {
 	uint8_t *dest[STRIPE_FETCH_RUN];
 	strip_judgment st[STRIPE_FETCH_RUN];
 	bool from_head; /* stripe 0 may come from stripe_ctx.head */
+	/* Version 3, one stripe: read and judge only bytes [part_off, part_off
+	 * + part_len) of the strip, by its tags (0: the whole strip). */
+	uint64_t part_off, part_len;
 	int err;
 	/* What the read needs of the context, taken when it is asked, so
 	 * that a hedged read's late task reads nothing the caller changes. */

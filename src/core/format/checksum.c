@@ -213,6 +213,90 @@ static void gmac(const checksum *c, const struct iovec *iov, int cnt, uint8_t *o
 		out[i] ^= c->ek0[i];
 }
 
+/* The 16 bytes that number block b (checksum_blocks). */
+static void block_number(uint64_t b, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(b >> (8 * i));
+}
+
+static void gmac_blocks(const checksum *c, const uint8_t *prefix, size_t plen, uint64_t first,
+                        const uint8_t *data, size_t len, size_t bs, size_t cut, uint8_t *out)
+{
+	ghash_state base, st;
+	uint8_t num[16], tag[16];
+
+	ghash_start(&base, c->gk);
+	ghash_update(&base, prefix, plen);
+	for (size_t at = 0, b = 0; at < len; at += bs, b++) {
+		st = base;
+		block_number(first + b, num);
+		ghash_update(&st, num, sizeof(num));
+		ghash_update(&st, data + at, len - at < bs ? len - at : bs);
+		ghash_final_aad(&st, tag);
+		for (int i = 0; i < 16; i++)
+			tag[i] ^= c->ek0[i];
+		memcpy(out + b * cut, tag, cut);
+	}
+}
+
+/* The digests and OpenSSL's MACs: a context past the prefix, copied for
+ * each block. */
+static int evp_blocks(const checksum *c, const uint8_t *prefix, size_t plen, uint64_t first,
+                      const uint8_t *data, size_t len, size_t bs, size_t cut, uint8_t *out)
+{
+	uint8_t num[16], full[EVP_MAX_MD_SIZE > 64 ? EVP_MAX_MD_SIZE : 64];
+	EVP_MD_CTX *mbase = NULL, *mctx = NULL;
+	EVP_MAC_CTX *kbase = NULL;
+	int ok;
+
+	if (c->md) {
+		mbase = EVP_MD_CTX_new();
+		mctx = EVP_MD_CTX_new();
+		ok = mbase && mctx && EVP_DigestInit_ex2(mbase, c->md, NULL) &&
+		     EVP_DigestUpdate(mbase, prefix, plen);
+	} else {
+		kbase = EVP_MAC_CTX_dup(c->tmpl);
+		ok = kbase && EVP_MAC_update(kbase, prefix, plen);
+	}
+	for (size_t at = 0, b = 0; ok && at < len; at += bs, b++) {
+		size_t n = len - at < bs ? len - at : bs, got = 0;
+		unsigned int mdlen = 0;
+		block_number(first + b, num);
+		if (c->md) {
+			ok = EVP_MD_CTX_copy_ex(mctx, mbase) && EVP_DigestUpdate(mctx, num, 16) &&
+			     EVP_DigestUpdate(mctx, data + at, n) &&
+			     EVP_DigestFinal_ex(mctx, full, &mdlen);
+			got = mdlen;
+		} else {
+			EVP_MAC_CTX *k = EVP_MAC_CTX_dup(kbase);
+			ok = k && EVP_MAC_update(k, num, 16) && EVP_MAC_update(k, data + at, n) &&
+			     EVP_MAC_final(k, full, &got, sizeof(full));
+			EVP_MAC_CTX_free(k);
+		}
+		ok = ok && got >= cut;
+		if (ok)
+			memcpy(out + b * cut, full, cut);
+	}
+	EVP_MD_CTX_free(mbase);
+	EVP_MD_CTX_free(mctx);
+	EVP_MAC_CTX_free(kbase);
+	return ok ? 0 : -EIO;
+}
+
+int checksum_blocks(const checksum *c, const uint8_t *prefix, size_t plen, uint64_t first,
+                    const uint8_t *data, size_t len, size_t bs, size_t cut, uint8_t *out)
+{
+	if (cut > CHECKSUM_MAX || bs == 0)
+		return -EIO;
+	if (c->gk) {
+		gmac_blocks(c, prefix, plen, first, data, len, bs, cut, out);
+		return 0;
+	}
+	return evp_blocks(c, prefix, plen, first, data, len, bs, cut, out);
+}
+
 int checksum_compute(const checksum *c, const struct iovec *iov, int cnt,
                      uint8_t out[CHECKSUM_MAX])
 {

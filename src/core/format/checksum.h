@@ -46,4 +46,15 @@ checksum_alg checksum_get_alg(const checksum *c);
 int checksum_compute(const checksum *c, const struct iovec *iov, int cnt,
                      uint8_t out[CHECKSUM_MAX]);
 
+/* For each block of data (len bytes in blocks of bs bytes, the last one
+ * short), numbered from first: the checksum of prefix (plen bytes) ||
+ * le64(number) || 8 zero bytes || the block, its first `cut` bytes (at
+ * most CHECKSUM_MAX) into out, block after block.  The same as
+ * checksum_compute of those bytes, with the prefix's work done once for
+ * all the blocks (with plen a multiple of 16, the blocks start on a
+ * 16-byte boundary of the input, as GHASH and Poly1305 work).  Returns 0
+ * or -EIO. */
+int checksum_blocks(const checksum *c, const uint8_t *prefix, size_t plen, uint64_t first,
+                    const uint8_t *data, size_t len, size_t bs, size_t cut, uint8_t *out);
+
 #endif

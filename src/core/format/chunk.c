@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -216,41 +217,155 @@ bool chunk_strip_has_lost_page(int fd, const uint8_t *data, uint64_t len, uint64
 	return false;
 }
 
-static int strip_sum(const checksum *c, const chunk_header *h, const chunk_record *r,
-                     const uint8_t *data, uint64_t len, uint8_t out[CHECKSUM_MAX])
+uint64_t chunk_strip_blocks(uint64_t len)
+{
+	return (len + CHUNK_BLOCK_SIZE - 1) / CHUNK_BLOCK_SIZE;
+}
+
+/* The identity every sum of a strip starts with: volume, file, and the
+ * record's first 32 bytes (stripe, generation, position, flags, size), so
+ * a strip or block copied to another file, stripe or position, or paired
+ * with another generation's record, no longer verifies. */
+static void strip_prefix(const chunk_header *h, const chunk_record *r, uint8_t out[64])
 {
 	uint8_t rec[CHUNK_RECORD_SIZE];
-	struct iovec iov[4];
 
-	/* The record's first 32 bytes (stripe, generation, position, flags,
-	 * size) go in with the volume and file identity, so a strip that is
-	 * copied to another file, stripe or position no longer verifies. */
 	chunk_record_encode(r, rec);
-	iov[0] = (struct iovec){ (void *)h->volume_uuid, 16 };
-	iov[1] = (struct iovec){ (void *)h->file_id, 16 };
-	iov[2] = (struct iovec){ rec, 32 };
-	iov[3] = (struct iovec){ (void *)data, len };
-	return checksum_compute(c, iov, 4, out);
+	memcpy(out, h->volume_uuid, 16);
+	memcpy(out + 16, h->file_id, 16);
+	memcpy(out + 32, rec, 32);
+}
+
+int chunk_strip_tags(const checksum *c, const chunk_header *h, const chunk_record *r,
+                     const uint8_t *data, uint64_t len, uint64_t first, uint64_t count,
+                     uint8_t *tags)
+{
+	uint8_t pre[64];
+
+	if (first > chunk_strip_blocks(len) || count > chunk_strip_blocks(len) - first)
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	uint64_t from = first * CHUNK_BLOCK_SIZE, end = (first + count) * CHUNK_BLOCK_SIZE;
+	if (end > len)
+		end = len;
+	strip_prefix(h, r, pre);
+	return checksum_blocks(c, pre, sizeof(pre), first, data, (size_t)(end - from),
+	                       CHUNK_BLOCK_SIZE, CHUNK_TAG_SIZE, tags);
+}
+
+/* The record's checksum over what it covers: the strip's data (versions 1
+ * and 2) or its tags (version 3), bytes of `len`. */
+static int record_sum(const checksum *c, const chunk_header *h, const chunk_record *r,
+                      const uint8_t *data, uint64_t len, uint8_t out[CHECKSUM_MAX])
+{
+	uint8_t pre[64];
+	struct iovec iov[2] = { { pre, sizeof(pre) }, { (void *)data, len } };
+
+	strip_prefix(h, r, pre);
+	return checksum_compute(c, iov, 2, out);
+}
+
+/* Version 3: a strip's tags, in tags (the caller's, of
+ * chunk_strip_blocks(len) tags) or in a buffer of the caller's to free. */
+static uint8_t *tags_buffer(uint64_t len, uint8_t *own, size_t own_size, uint8_t **freeme)
+{
+	size_t need = (size_t)chunk_strip_blocks(len) * CHUNK_TAG_SIZE;
+
+	*freeme = NULL;
+	if (need <= own_size)
+		return own;
+	return *freeme = malloc(need);
+}
+
+/* The strip's record sum (in out) and, in version 3, its tags (in tags
+ * if not NULL). */
+static int strip_sum(const checksum *c, const chunk_header *h, const chunk_record *r,
+                     const uint8_t *data, uint64_t len, uint8_t *tags, uint8_t out[CHECKSUM_MAX])
+{
+	uint8_t local[64 * CHUNK_TAG_SIZE], *freeme;
+
+	if (h->version < 3)
+		return record_sum(c, h, r, data, len, out);
+	uint8_t *t = tags ? tags : tags_buffer(len, local, sizeof(local), &freeme);
+	uint64_t nb = chunk_strip_blocks(len);
+	int rc = t ? chunk_strip_tags(c, h, r, data, len, 0, nb, t) : -ENOMEM;
+	if (rc == 0)
+		rc = record_sum(c, h, r, t, nb * CHUNK_TAG_SIZE, out);
+	if (!tags)
+		free(freeme);
+	return rc;
 }
 
 int chunk_strip_sum(const checksum *c, const chunk_header *h, chunk_record *r,
-                    const uint8_t *data, uint64_t len)
+                    const uint8_t *data, uint64_t len, uint8_t *tags)
 {
-	return strip_sum(c, h, r, data, len, r->sum);
+	return strip_sum(c, h, r, data, len, tags, r->sum);
+}
+
+/* The record is written and names (stripe, position). */
+static bool record_names(const chunk_record *r, uint64_t stripe, uint32_t position)
+{
+	return (r->flags & CHUNK_RECORD_WRITTEN) && r->stripe == stripe && r->position == position;
+}
+
+bool chunk_strip_verify_tags(const checksum *c, const chunk_header *h,
+                             const chunk_record *r, uint64_t stripe, uint32_t position,
+                             const uint8_t *data, uint64_t len, const uint8_t *stored,
+                             bool *stored_ok)
+{
+	uint8_t sum[CHECKSUM_MAX], local[64 * CHUNK_TAG_SIZE], *freeme = NULL, *tags = NULL;
+	size_t used = (size_t)chunk_strip_blocks(len) * CHUNK_TAG_SIZE;
+	bool ok = false;
+
+	if (stored_ok)
+		*stored_ok = true;
+	if (!record_names(r, stripe, position))
+		return false;
+	if (stored && h->version >= 3 && !(tags = tags_buffer(len, local, sizeof(local), &freeme)))
+		return false;
+	if (strip_sum(c, h, r, data, len, tags, sum) == 0)
+		ok = memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+	if (ok && tags && stored_ok)
+		*stored_ok = memcmp(tags, stored, used) == 0;
+	free(freeme);
+	return ok;
 }
 
 bool chunk_strip_verify(const checksum *c, const chunk_header *h,
                         const chunk_record *r, uint64_t stripe, uint32_t position,
                         const uint8_t *data, uint64_t len)
 {
+	return chunk_strip_verify_tags(c, h, r, stripe, position, data, len, NULL, NULL);
+}
+
+bool chunk_tags_verify(const checksum *c, const chunk_header *h, const chunk_record *r,
+                       uint64_t stripe, uint32_t position, const uint8_t *tags, uint64_t len)
+{
 	uint8_t sum[CHECKSUM_MAX];
 
-	if (!(r->flags & CHUNK_RECORD_WRITTEN) || r->stripe != stripe ||
-	    r->position != position)
+	if (h->version < 3 || !record_names(r, stripe, position))
 		return false;
-	if (strip_sum(c, h, r, data, len, sum) < 0)
+	if (record_sum(c, h, r, tags, chunk_strip_blocks(len) * CHUNK_TAG_SIZE, sum) < 0)
 		return false;
 	return memcmp(sum, r->sum, CHECKSUM_MAX) == 0;
+}
+
+bool chunk_blocks_verify(const checksum *c, const chunk_header *h, const chunk_record *r,
+                         const uint8_t *tags, uint64_t len, uint64_t first, uint64_t count,
+                         const uint8_t *data)
+{
+	uint8_t mine[CHUNK_TAG_SIZE];
+
+	if (first + count > chunk_strip_blocks(len))
+		return false;
+	for (uint64_t b = first; b < first + count; b++) {
+		const uint8_t *blk = data + (b - first) * CHUNK_BLOCK_SIZE;
+		if (chunk_strip_tags(c, h, r, blk, len, b, 1, mine) < 0 ||
+		    memcmp(mine, tags + b * CHUNK_TAG_SIZE, CHUNK_TAG_SIZE) != 0)
+			return false;
+	}
+	return true;
 }
 
 void chunk_layout(const chunk_header *h, uint64_t block_align, layout *l)

@@ -18,7 +18,7 @@
 
 #define CHUNK_MAGIC "ECFSCHNK"
 /* The newest chunk format this build reads and writes (layout.h). */
-#define CHUNK_FORMAT_VERSION 2u
+#define CHUNK_FORMAT_VERSION 3u
 #define CHUNK_RECORD_WRITTEN 1u /* record flag: the slot holds a strip */
 
 /* The format's limits (docs/FORMAT.md section 7): what no volume can
@@ -99,14 +99,45 @@ bool chunk_record_is_blank(const uint8_t in[CHUNK_RECORD_SIZE]);
  * elsewhere) is not such a loss. */
 bool chunk_strip_has_lost_page(int fd, const uint8_t *data, uint64_t len, uint64_t off);
 
+/* Version 3: the blocks of a strip of len bytes (CHUNK_BLOCK_SIZE each,
+ * the last one short), each with a tag of CHUNK_TAG_SIZE bytes. */
+uint64_t chunk_strip_blocks(uint64_t len);
+/* Version 3: the tags of blocks [first, first + count) of a strip of len
+ * bytes whose block `first` starts at data, into tags (count tags): the
+ * file's algorithm over volume uuid, file id, the record's first 32
+ * bytes, le64(block) and the block, cut to CHUNK_TAG_SIZE bytes.  -EINVAL
+ * for blocks past the strip, -EIO if the checksum failed. */
+int chunk_strip_tags(const checksum *c, const chunk_header *h, const chunk_record *r,
+                     const uint8_t *data, uint64_t len, uint64_t first, uint64_t count,
+                     uint8_t *tags);
+
 /* Fills r->sum for strip data (len bytes) of the file described by h
- * (volume uuid and file id bound in).  r's other fields must be set. */
+ * (volume uuid and file id bound in).  r's other fields must be set.
+ * Version 3: the sum covers the strip's tags, computed here, and put in
+ * tags (chunk_strip_blocks(len) tags) unless it is NULL. */
 int chunk_strip_sum(const checksum *c, const chunk_header *h, chunk_record *r,
-                    const uint8_t *data, uint64_t len);
+                    const uint8_t *data, uint64_t len, uint8_t *tags);
 /* True if the record is written, names (stripe, position) and its
- * checksum matches data. */
+ * checksum matches data (version 3: the tags computed from data, so the
+ * stored tags play no part in a whole strip's verdict). */
 bool chunk_strip_verify(const checksum *c, const chunk_header *h,
                         const chunk_record *r, uint64_t stripe, uint32_t position,
                         const uint8_t *data, uint64_t len);
+/* chunk_strip_verify, and in version 3 with the strip's stored tags
+ * (stored, not NULL) checked too: *stored_ok false if the strip verifies
+ * but its stored tags are not those of its bytes (true otherwise). */
+bool chunk_strip_verify_tags(const checksum *c, const chunk_header *h,
+                             const chunk_record *r, uint64_t stripe, uint32_t position,
+                             const uint8_t *data, uint64_t len, const uint8_t *stored,
+                             bool *stored_ok);
+/* Version 3, a read of part of a strip: true if the record is written,
+ * names (stripe, position) and its checksum matches the stored tags of
+ * a strip of len bytes (chunk_tags_verify), and if blocks [first, first +
+ * count), read into data, match their tags (chunk_blocks_verify). */
+bool chunk_tags_verify(const checksum *c, const chunk_header *h, const chunk_record *r,
+                       uint64_t stripe, uint32_t position, const uint8_t *tags, uint64_t len);
+bool chunk_blocks_verify(const checksum *c, const chunk_header *h, const chunk_record *r,
+                         const uint8_t *tags, uint64_t len, uint64_t first, uint64_t count,
+                         const uint8_t *data);
 
 #endif

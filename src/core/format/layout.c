@@ -6,6 +6,9 @@
  * 192-byte header, then stripe 0's record and strip, then the same groups
  * for stripes 1.. from the next 4 KiB boundary; so a file of one stripe is
  * one run of bytes, and its strips shrink to what its bytes need.
+ * Version 3: version 2 with a tag area per stripe (a tag per 4 KiB block
+ * of the strip): stripe 0's tags between its record and its strip, and in
+ * each group a tag block between the record block and the strips.
  * Positions map to members rotated by a per-file offset so parity of
  * different files lands on different members (RAID-5 style, per file).
  */
@@ -70,16 +73,31 @@ uint64_t layout_header_size(const layout *l)
 	return l->version == 1 ? CHUNK_HEADER_SIZE_V1 : CHUNK_HEADER_SIZE_V2;
 }
 
+uint64_t layout_tags_size(const layout *l)
+{
+	if (l->version < 3)
+		return 0;
+	return (l->strip_size + CHUNK_BLOCK_SIZE - 1) / CHUNK_BLOCK_SIZE * CHUNK_TAG_SIZE;
+}
+
+/* Version 3: the tag block of a group, the tags of its stripes in order,
+ * padded to keep the strips after it 4 KiB aligned. */
+static uint64_t tag_block(const layout *l)
+{
+	return (CHUNK_GROUP_STRIPES * layout_tags_size(l) + 4095) / 4096 * 4096;
+}
+
 static uint64_t group_size(const layout *l)
 {
-	return CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE +
+	return CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE + tag_block(l) +
 	       (uint64_t)CHUNK_GROUP_STRIPES * l->strip_size;
 }
 
-/* Version 2: where the groups of stripes 1.. begin. */
+/* Versions 2 and 3: where the groups of stripes 1.. begin. */
 static uint64_t v2_groups_base(const layout *l)
 {
-	uint64_t end = CHUNK_HEADER_SIZE_V2 + CHUNK_RECORD_SIZE + l->strip_size;
+	uint64_t end = CHUNK_HEADER_SIZE_V2 + CHUNK_RECORD_SIZE + layout_tags_size(l) +
+	               l->strip_size;
 	return (end + 4095) / 4096 * 4096;
 }
 
@@ -120,7 +138,7 @@ uint64_t layout_record_offset(const layout *l, uint64_t stripe)
 	return base + g * group_size(l) + i * CHUNK_RECORD_SIZE;
 }
 
-uint64_t layout_strip_offset(const layout *l, uint64_t stripe)
+uint64_t layout_tags_offset(const layout *l, uint64_t stripe)
 {
 	uint64_t g, i, base;
 
@@ -128,7 +146,18 @@ uint64_t layout_strip_offset(const layout *l, uint64_t stripe)
 		return CHUNK_HEADER_SIZE_V2 + CHUNK_RECORD_SIZE;
 	group_of(l, stripe, &g, &i, &base);
 	return base + g * group_size(l) + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE +
-	       i * l->strip_size;
+	       i * layout_tags_size(l);
+}
+
+uint64_t layout_strip_offset(const layout *l, uint64_t stripe)
+{
+	uint64_t g, i, base;
+
+	if (l->version != 1 && stripe == 0)
+		return CHUNK_HEADER_SIZE_V2 + CHUNK_RECORD_SIZE + layout_tags_size(l);
+	group_of(l, stripe, &g, &i, &base);
+	return base + g * group_size(l) + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE +
+	       tag_block(l) + i * l->strip_size;
 }
 
 uint64_t layout_chunk_length(const layout *l, uint64_t count)
@@ -151,7 +180,7 @@ bool layout_size_fits(const layout *l, uint64_t size)
 	 * (i + 1) * S, each product checked (group_of's terms). */
 	uint64_t g, i, base;
 	group_of(l, count - 1, &g, &i, &base);
-	rest = base + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE + (i + 1) * S;
+	rest = base + CHUNK_GROUP_STRIPES * CHUNK_RECORD_SIZE + tag_block(l) + (i + 1) * S;
 	return !__builtin_mul_overflow(g, group_size(l), &grp) &&
 	       !__builtin_add_overflow(grp, rest, &end) && end <= (uint64_t)INT64_MAX;
 }

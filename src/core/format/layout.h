@@ -24,18 +24,22 @@
 /* Version 2: the strips of a file's last stripe shrink to a multiple of
  * this (and of the code's block alignment). */
 #define CHUNK_TAIL_ALIGN 64u
+/* Version 3: a tag of CHUNK_TAG_SIZE bytes per CHUNK_BLOCK_SIZE bytes of
+ * each strip, so a read of part of a strip verifies only what it reads. */
+#define CHUNK_BLOCK_SIZE 4096u
+#define CHUNK_TAG_SIZE 16u
 
 typedef struct layout {
 	int k, m, n;
 	uint64_t strip_size; /* bytes per strip */
 	int rot;             /* member index of strip position 0 */
-	uint32_t version;    /* chunk format version, 1 or 2 */
-	uint64_t tail_align; /* version 2: granule of a last stripe's strips */
+	uint32_t version;    /* chunk format version, 1 to 3 */
+	uint64_t tail_align; /* versions 2 and 3: granule of a last stripe's strips */
 } layout;
 
 /* A version-1 layout; layout_set_version makes it another. */
 void layout_init(layout *l, int k, int m, uint64_t strip_size, int rot);
-/* Version 2 needs the code's block alignment (ec_block_align). */
+/* Versions 2 and 3 need the code's block alignment (ec_block_align). */
 void layout_set_version(layout *l, uint32_t version, uint64_t block_align);
 /* The rotation a file identity implies for n members. */
 int layout_rotation(const uint8_t id[16], int n);
@@ -70,6 +74,12 @@ uint64_t layout_group_end(const layout *l, uint64_t s);
 /* Offsets inside a chunk file. */
 uint64_t layout_record_offset(const layout *l, uint64_t stripe);
 uint64_t layout_strip_offset(const layout *l, uint64_t stripe);
+/* Version 3: bytes of a strip's tags (CHUNK_TAG_SIZE per CHUNK_BLOCK_SIZE
+ * block of a whole strip), and where they sit: right after stripe 0's
+ * record, and for the other stripes in their group's tag block, between
+ * its record block and its strips.  0 bytes in versions 1 and 2. */
+uint64_t layout_tags_size(const layout *l);
+uint64_t layout_tags_offset(const layout *l, uint64_t stripe);
 /* Chunk file length that holds stripes [0, count) with whole strips. */
 uint64_t layout_chunk_length(const layout *l, uint64_t count);
 

@@ -19,9 +19,11 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout *lay,
-                       uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
-                       strip_judgment *out)
+                       uint64_t s, const uint8_t *rec, uint8_t *data, const uint8_t *tags,
+                       int fd, strip_judgment *out)
 {
+	bool tags_ok;
+
 	uint64_t strip = lay->strip_size;
 	chunk_record r;
 
@@ -40,8 +42,10 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 		out->gen = r.generation;
 		out->len = layout_strip_len(lay, s, r.size);
 	}
-	if (names && chunk_strip_verify(sum, h, &r, s, h->position, data, out->len)) {
+	if (names && chunk_strip_verify_tags(sum, h, &r, s, h->position, data, out->len, tags,
+	                                     &tags_ok)) {
 		out->v = STRIP_GOOD;
+		out->tags_bad = !tags_ok;
 		out->size = r.size;
 		/* A short strip's bytes past its length are no part of it. */
 		memset(data + out->len, 0, strip - out->len);
@@ -51,6 +55,25 @@ void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout 
 	out->why = names ? "checksum mismatch"
 	           : sane ? "record names another stripe or position"
 	           : "strip record fields out of range";
+}
+
+void rules_judge_blocks(const checksum *sum, const chunk_header *h, const layout *lay,
+                        uint64_t s, const uint8_t *rec, const uint8_t *tags,
+                        const uint8_t *data, uint64_t first, uint64_t count,
+                        strip_judgment *out)
+{
+	uint64_t strip = lay->strip_size;
+	chunk_record r;
+
+	*out = (strip_judgment){ .v = STRIP_BAD, .len = strip, .why = "blocks do not verify" };
+	if (chunk_record_decode(rec, &r) != 0 || layout_strip_len(lay, s, r.size) != strip)
+		return;
+	if (chunk_tags_verify(sum, h, &r, s, h->position, tags, strip) &&
+	    chunk_blocks_verify(sum, h, &r, tags, strip, first, count, data)) {
+		out->v = STRIP_GOOD;
+		out->gen = r.generation;
+		out->size = r.size;
+	}
 }
 
 bool rules_strip_current(const strip_judgment *st, uint64_t best)

@@ -31,6 +31,8 @@ typedef struct strip_judgment {
 	enum strip_verdict v;
 	bool blank;      /* the record is all zeros */
 	bool zpage;      /* STRIP_BAD: the strip lost a page (chunk_strip_has_lost_page) */
+	bool tags_bad;   /* STRIP_GOOD, version 3, its stored tags read: they are not
+	                  * those of its bytes (a good strip; its tags need writing) */
 	uint64_t gen;    /* the record's generation if it names the strip, verified
 	                  * or not (so a good strip's generation), else 0 */
 	uint64_t size;   /* STRIP_GOOD: the file size the record carries */
@@ -50,10 +52,26 @@ static inline bool rules_strip_read(const strip_judgment *st)
  * (strip_size bytes), both read as zeros past the end of the chunk.  h is
  * the file's header with the strip's position; fd the chunk file, probed
  * for lost pages when the strip does not verify.  A good short strip
- * (version 2, the file's last stripe) has its bytes past len zeroed. */
+ * (versions 2 and 3, the file's last stripe) has its bytes past len
+ * zeroed.  Version 3: tags, if not NULL, are the strip's stored tags
+ * (layout_tags_size bytes), which a good strip's tags_bad says wrong;
+ * they never change the verdict. */
 void rules_judge_strip(const checksum *sum, const chunk_header *h, const layout *lay,
-                       uint64_t s, const uint8_t *rec, uint8_t *data, int fd,
-                       strip_judgment *out);
+                       uint64_t s, const uint8_t *rec, uint8_t *data, const uint8_t *tags,
+                       int fd, strip_judgment *out);
+
+/* Version 3, a read of part of strip s: judges blocks [first, first +
+ * count) of it, read into data (block `first` first), by its record (rec)
+ * and its tags (layout_tags_size bytes):
+ * good only if the record names the strip and covers the whole strip
+ * (not a short last stripe), its checksum matches the tags and each block
+ * its tag.  Anything else is STRIP_BAD, and the reader reads the whole
+ * stripe the careful way (which judges every strip by rules_judge_strip:
+ * the tags stored play no part there). */
+void rules_judge_blocks(const checksum *sum, const chunk_header *h, const layout *lay,
+                        uint64_t s, const uint8_t *rec, const uint8_t *tags,
+                        const uint8_t *data, uint64_t first, uint64_t count,
+                        strip_judgment *out);
 
 /* The generation vote over the n strips of one stripe (st, by position):
  * the highest generation held by at least k good strips, a hole counting

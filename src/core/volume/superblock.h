@@ -17,7 +17,7 @@ typedef struct volume volume;
 #define SUPERBLOCK_FILE "superblock"
 /* The format of new volumes; every version from 1 up to it is read, and
  * a volume's chunks are of its own version (docs/FORMAT.md). */
-#define SUPERBLOCK_VERSION 2
+#define SUPERBLOCK_VERSION 3
 #define SUPERBLOCK_GROUP "ecfs"
 
 typedef struct superblock {

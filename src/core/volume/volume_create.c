@@ -170,7 +170,7 @@ int vol_create(probe *pr, int n, const volume_options *opts, superblock *sb,
 	if (crc < 0)
 		return crc;
 	memset(sb, 0, sizeof(*sb));
-	sb->version = SUPERBLOCK_VERSION;
+	sb->version = g->format ? g->format : SUPERBLOCK_VERSION;
 	sb->n = n;
 	sb->k = g->k;
 	sb->m = g->m;

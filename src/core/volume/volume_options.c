@@ -11,6 +11,7 @@
 #include <glib.h>
 
 #include "checksum.h"
+#include "superblock.h"
 #include "volume_options.h"
 
 #define STR G_STRINGIFY
@@ -20,6 +21,10 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		.help = "data members (needed to create a volume)" },
 	[VOPT_M] = { "m", "M", VOPT_TYPE_NUMBER, .lo = 1, .hi = 255, .superblock = true,
 		.help = "parity members; k+m = number of members" },
+	[VOPT_FORMAT] = { "format", "N", VOPT_TYPE_NUMBER, STR(SUPERBLOCK_VERSION), 2,
+		SUPERBLOCK_VERSION, .superblock = true, .help = "on-member format of a new "
+		"volume (docs/FORMAT.md): 3 keeps a checksum per 4 KiB of each strip, so "
+		"small reads read and verify only what they need; 2 is read by older builds" },
 	[VOPT_CODE] = { "code", "NAME", VOPT_TYPE_CODE, .superblock = true,
 		.help = "code for new files (default: the volume's; a new volume takes "
 		"raid6-pq for m=2 on a CPU without GFNI, else rs-cauchy)" },

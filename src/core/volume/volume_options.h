@@ -44,6 +44,7 @@
 /* The volume's shape; 0 = the superblock's (a new volume needs both). */
 typedef struct volume_geometry {
 	int k, m;
+	int format;  /* docs/FORMAT.md's version for a new volume; 0 = the newest */
 } volume_geometry;
 
 /* Defaults for files created from now on; 0 (NULL) = the superblock's. */
@@ -93,7 +94,7 @@ bool volume_parse_timeout(const char *s, unsigned *ms);
 /* ---- the -o options of the daemon ---- */
 
 enum volume_option_id {
-	VOPT_K, VOPT_M, VOPT_CODE, VOPT_W, VOPT_STRIP, VOPT_PACKET, VOPT_CHECKSUM,
+	VOPT_K, VOPT_M, VOPT_FORMAT, VOPT_CODE, VOPT_W, VOPT_STRIP, VOPT_PACKET, VOPT_CHECKSUM,
 	VOPT_RO, VOPT_HEAL_RATE, VOPT_SCRUB_RATE, VOPT_NOHEAL, VOPT_TIMEOUT, VOPT_WRITE_QUORUM,
 	VOPT_EVENTS, VOPT_METRICS,
 	VOPT_ENTRY_TIMEOUT, VOPT_ATTR_TIMEOUT, VOPT_NEGATIVE_TIMEOUT,

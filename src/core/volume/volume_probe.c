@@ -253,6 +253,11 @@ static int check_superblocks(probe *pr, int n, const volume_options *o, int *ref
 		                           "(given k=%d m=%d)", r.k, r.m, g->k, g->m);
 		return -EINVAL;
 	}
+	if (g->format && g->format != r.version) {
+		*message = g_strdup_printf("the volume is of format %d, which cannot change "
+		                           "(given format=%d)", r.version, g->format);
+		return -EINVAL;
+	}
 	*ref = best;
 	return 0;
 }
