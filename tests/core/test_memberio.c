@@ -377,8 +377,12 @@ static void relay_stalled_sends_others_to_their_workers(void **state)
 	mio_batch_bound(&hung);
 	memberio_submit(mio, 1, &hung, hung_call, &pipefd[0]);
 	assert_true(memberio_relays(mio, 0));
-	/* the bound cuts the hung member; the relay is still in its call */
+	/* the bound cuts the hung member; the relay is still in its call,
+	 * stalled once the call is as old as the bound (it began a little
+	 * after the wait did) */
 	assert_int_equal(mio_batch_wait_bounded(mio, &hung), 1u << 1);
+	for (int i = 0; i < 100 && !memberio_relay_stalled(mio); i++)
+		usleep(10000);
 	assert_true(memberio_relay_stalled(mio));
 	assert_false(memberio_relays(mio, 0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
