@@ -192,12 +192,13 @@ static void test_dot_every_shape(void **state)
 	}
 }
 
-/* Regions long enough for the GFNI kernel's non-temporal stores: outputs
- * 64-byte aligned (the streamed path, every group size class and a
- * second group), and not (the cached path), each with a tail. */
+/* Regions long enough for the GFNI kernel's non-temporal stores and the
+ * AVX2 kernel's prefetches: outputs 64-byte aligned (the streamed path,
+ * every group size class of both, and a second group), and not (the
+ * cached path), each with a tail. */
 static void test_dot_streaming(void **state)
 {
-	static const int nouts[] = { 1, 2, 9 };
+	static const int nouts[] = { 1, 2, 4, 9 };
 
 	(void)state;
 	collect_kernels();
