@@ -65,12 +65,18 @@
 #define GFNI_GROUP 8
 #define GFNI_WIDE 4 /* vectors per step for one or two outputs */
 /* The inputs and outputs the unrolled walk (see fixed) is instantiated
- * for at most: every shape of the benchmark grid.  The tests' emulated
- * copy, which takes far longer to compile, holds the smallest shapes. */
-#ifndef EC_SIMD_EMULATE
-#define FIXED_IN 16
-#else
+ * for at most: every shape of the benchmark grid.  The tests' emulated copy
+ * and sanitized builds, which take minutes to compile all of them, hold
+ * the smallest shapes (the same code with other constants). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GFNI_SANITIZED
+#endif
+#endif
+#if defined(EC_SIMD_EMULATE) || defined(__SANITIZE_ADDRESS__) || defined(GFNI_SANITIZED)
 #define FIXED_IN 3
+#else
+#define FIXED_IN 16
 #endif
 #define FIXED_OUT 6
 #define WIDTH(n) ((n) <= 2 ? GFNI_WIDE : 2) /* vectors per step, n outputs */
@@ -276,7 +282,7 @@ typedef size_t fixed_fn(size_t pos, size_t end, const gf8_row *rows,
 	{                                                                      \
 		return fixed(pos, end, K, N, rows, in, out, accumulate, nt);   \
 	}
-#ifndef EC_SIMD_EMULATE
+#if FIXED_IN == 16
 #define FIXED_ROW(N)                                                           \
 	FIXED_FN(1, N) FIXED_FN(2, N) FIXED_FN(3, N) FIXED_FN(4, N)            \
 	FIXED_FN(5, N) FIXED_FN(6, N) FIXED_FN(7, N) FIXED_FN(8, N)            \
