@@ -126,16 +126,14 @@ void gf8_pq_scalar(size_t off, size_t len, int k, const uint8_t *const *d,
 
 /* The split of gf8_dot, measured with the blocks placed as ecfs places
  * them: GFNI, halves of up to 7 inputs for one or two outputs below 1 MiB
- * (where it streams instead), [14,2] 4K 55 -> 79 GB/s; for three to six
- * outputs, parts of up to 5 inputs when the inputs also alias at 64 KiB
- * (see aliased): [10,4] 64K 48 -> 77-82, [10,6] 35 -> 52, [12,4] 47 -> 66,
- * where without that aliasing the parts' reloads cost what they save.
- * AVX2, parts of up to 5 inputs for up to 6 outputs at every length:
- * [14,2] 27 -> 33 GB/s, [10,4] and [12,4] 11 -> 14 at 4K and 64K, [10,4]
- * 1M 11 -> 12, [10,6] 9-10 -> 11 at 4K and 64K (no change at 1M). */
-#define GFNI_SPLIT 2, 7, GF8_SPLIT_OUT, 5, GF8_STREAM_MIN
-#define AVX2_SPLIT GF8_SPLIT_OUT, 5, 0, 0, SIZE_MAX
-#define NO_SPLIT 0, 0, 0, 0, 0
+ * (where it streams instead), [14,2] 4K 55 -> 79 GB/s; for more outputs
+ * its unrolled walks (gf8_gfni.c's fixed) ran faster in one pass.  AVX2,
+ * parts of up to 5 inputs for up to 6 outputs at every length: [14,2]
+ * 27 -> 33 GB/s, [10,4] and [12,4] 11 -> 14 at 4K and 64K, [10,4] 1M
+ * 11 -> 12, [10,6] 9-10 -> 11 at 4K and 64K (no change at 1M). */
+#define GFNI_SPLIT 2, 7, GF8_STREAM_MIN
+#define AVX2_SPLIT GF8_SPLIT_OUT, 5, SIZE_MAX
+#define NO_SPLIT 0, 0, 0
 
 static const gf8_kernel kernels[EC_SIMD_COUNT] = {
 	[EC_SIMD_SCALAR] = { "scalar", gf8_dot_scalar, gf8_pq_scalar, 4, NO_SPLIT },
@@ -187,20 +185,6 @@ static int crowded(int period_bits, int k, int nout, const uint8_t *const *in,
 }
 
 /*
- * Whether more than 8 of the inputs also fall within 1 KiB of each other
- * modulo 64 KiB: the data blocks of an ecfs stripe of 64 KiB or 1 MiB
- * strips, one allocation a strip apart, do.  On the Zen 5 measured (GFNI)
- * a walk of such inputs ran at half the speed of one over the same number
- * of inputs from two allocations ([10,4] 64K: 48 against 88-101 GB/s),
- * although both crowd the same L1 sets; the decode of data blocks, whose
- * inputs come from the data and the parity, is not slowed.
- */
-static int aliased(int k, const uint8_t *const *in)
-{
-	return crowded(16, k, 0, in, NULL);
-}
-
-/*
  * Many inputs and few outputs, in parts: over each slice of
  * GF8_SPLIT_SLICE bytes, the first part of the inputs into the outputs,
  * then each further part added to them while they are still in L1.  When
@@ -244,8 +228,6 @@ void gf8_dot(size_t len, int k, int nout, const gf8_row *rows,
 
 		if (nout <= kern->split_out && crowded(12, k, nout, in, out))
 			per = kern->split_per;
-		else if (nout <= kern->alias_out && aliased(k, in))
-			per = kern->alias_per;
 		if (per) {
 			dot_split(kern, per, len, k, nout, rows, in, out, accumulate);
 			return;

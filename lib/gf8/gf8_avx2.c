@@ -73,6 +73,13 @@
  * 4 KiB a little worse.  Past the end of an input it touches whatever
  * follows, which costs nothing measurable on 4 KiB strips. */
 #define PREFETCH_AHEAD 2048
+/* ... but only where the region reaches past this point (gf8_dot runs a
+ * long region in slices, so a slice's end is all the kernel knows of it):
+ * over shorter regions, which stay in L2, they cost 2-4% ([14,2] 64K
+ * 39.5 -> 41 GB/s without them).  For two and four outputs (the grid's
+ * m = 2 and the m = 4 pass) the kernel is instantiated with and without
+ * them: a test of the flag in the loop cost as much at [6,2] 64K. */
+#define PREFETCH_PAST ((size_t)128 << 10)
 #define PREFETCH(p) _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0)
 
 /* Inputs one kernel call walks at most: the group kernels are
@@ -88,7 +95,7 @@
  */
 INLINE_AVX2 void dot_group(size_t pos, size_t end, const int k, const int n,
                            const gf8_row *rows, const uint8_t *const *in,
-                           uint8_t *const *out, int accumulate)
+                           uint8_t *const *out, int accumulate, const int pf)
 {
 	const __m256i mask = _mm256_set1_epi8(0x0f);
 	const uint8_t *src[FIXED_IN], *tab[3];
@@ -108,7 +115,8 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, const int k, const int n,
 		{
 			/* The first input sets the accumulators. */
 			SPLIT64(src[0] + pos);
-			PREFETCH(src[0] + pos);
+			if (pf)
+				PREFETCH(src[0] + pos);
 			_Pragma("GCC unroll 3")
 			for (int r = 0; r < n; r++)
 				MUL64(tab[r], a0[r], a1[r]);
@@ -116,7 +124,8 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, const int k, const int n,
 		_Pragma("GCC unroll 16")
 		for (int i = 1; i < k; i++) {
 			SPLIT64(src[i] + pos);
-			PREFETCH(src[i] + pos);
+			if (pf)
+				PREFETCH(src[i] + pos);
 			_Pragma("GCC unroll 3")
 			for (int r = 0; r < n; r++) {
 				__m256i p0, p1;
@@ -150,7 +159,7 @@ INLINE_AVX2 void dot_group(size_t pos, size_t end, const int k, const int n,
  * round trip then limits the whole loop.  Pointers as in dot_group. */
 INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, const int k,
                                const gf8_row *rows, const uint8_t *const *in,
-                               uint8_t *const *out, int accumulate)
+                               uint8_t *const *out, int accumulate, const int pf)
 {
 	const __m256i mask = _mm256_set1_epi8(0x0f);
 	const uint8_t *t0 = rows[0].nib, *t1 = rows[1].nib;
@@ -170,7 +179,7 @@ INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, const int k,
 			__m256i l = _mm256_and_si256(d, mask);
 			__m256i h = _mm256_and_si256(_mm256_srli_epi16(d, 4), mask);
 			size_t o = (size_t)i * GF8_NIB_BYTES;
-			if (pos & 32)
+			if (pf && (pos & 32))
 				PREFETCH(src[i] + pos);
 
 #define ACC32(a, t)                                                             \
@@ -206,19 +215,23 @@ INLINE_AVX2 void dot_group4x32(size_t pos, size_t end, const int k,
  * instantiated for that count. */
 #define ONE_K(K)                                                                \
 	case K:                                                                \
-		if (n == 4)                                                    \
-			dot_group4x32(off, end, K, rows, in, out, accumulate); \
+		if (n == 4 && pf)                                              \
+			dot_group4x32(off, end, K, rows, in, out, accumulate, 1); \
+		else if (n == 4)                                               \
+			dot_group4x32(off, end, K, rows, in, out, accumulate, 0); \
 		else if (n == 3)                                               \
-			dot_group(off, end, K, 3, rows, in, out, accumulate);  \
+			dot_group(off, end, K, 3, rows, in, out, accumulate, pf); \
+		else if (n == 2 && pf)                                         \
+			dot_group(off, end, K, 2, rows, in, out, accumulate, 1); \
 		else if (n == 2)                                               \
-			dot_group(off, end, K, 2, rows, in, out, accumulate);  \
+			dot_group(off, end, K, 2, rows, in, out, accumulate, 0); \
 		else                                                           \
-			dot_group(off, end, K, 1, rows, in, out, accumulate);  \
+			dot_group(off, end, K, 1, rows, in, out, accumulate, pf); \
 		break
 
 AVX2 static void dot_inputs(size_t off, size_t end, int k, int n,
                             const gf8_row *rows, const uint8_t *const *in,
-                            uint8_t *const *out, int accumulate)
+                            uint8_t *const *out, int accumulate, int pf)
 {
 	switch (k) {
 	ONE_K(1); ONE_K(2); ONE_K(3); ONE_K(4);
@@ -239,10 +252,10 @@ AVX2 static void dot_inputs(size_t off, size_t end, int k, int n,
  * first added to the outputs. */
 AVX2 static void dot_any(size_t off, size_t end, int k, int n,
                          const gf8_row *rows, const uint8_t *const *in,
-                         uint8_t *const *out, int accumulate)
+                         uint8_t *const *out, int accumulate, int pf)
 {
 	if (k <= FIXED_IN) {
-		dot_inputs(off, end, k, n, rows, in, out, accumulate);
+		dot_inputs(off, end, k, n, rows, in, out, accumulate, pf);
 		return;
 	}
 	for (size_t s = off; s < end; s += WIDE_SLICE) {
@@ -256,7 +269,7 @@ AVX2 static void dot_any(size_t off, size_t end, int k, int n,
 				sub[r].nib = rows[r].nib + (size_t)i * GF8_NIB_BYTES;
 				sub[r].aff = rows[r].aff ? rows[r].aff + i : NULL;
 			}
-			dot_inputs(s, e, cnt, n, sub, in + i, out, accumulate || i > 0);
+			dot_inputs(s, e, cnt, n, sub, in + i, out, accumulate || i > 0, pf);
 		}
 	}
 }
@@ -266,13 +279,14 @@ AVX2 void gf8_dot_avx2(size_t off, size_t len, int k, int nout,
                        uint8_t *const *out, int accumulate)
 {
 	size_t end = off + len;
+	int pf = end > PREFETCH_PAST;
 
 	/* Groups of 3, the last of 1 to 4 (m = 4 in one pass, m = 5 as 3 + 2,
 	 * m = 6 as 3 + 3). */
 	for (int g = 0; g < nout;) {
 		int n = nout - g == 4 ? 4 : nout - g < 3 ? nout - g : 3;
 
-		dot_any(off, end, k, n, rows + g, in, out + g, accumulate);
+		dot_any(off, end, k, n, rows + g, in, out + g, accumulate, pf);
 		g += n;
 	}
 	_mm256_zeroupper();

@@ -58,11 +58,8 @@ typedef struct gf8_kernel {
 	 * over regions shorter than split_below, when the streams crowd the
 	 * same cache sets, gf8_dot runs the inputs in parts of at most
 	 * split_per over L1-sized slices, each part after the first added to
-	 * the outputs (gf8.c's dot_split).  With at most alias_out outputs,
-	 * the same in parts of at most alias_per when the inputs alias at
-	 * 64 KiB (gf8.c's aliased) and the rule above does not apply. */
+	 * the outputs (gf8.c's dot_split). */
 	int split_out, split_per;
-	int alias_out, alias_per;
 	size_t split_below;
 } gf8_kernel;
 

@@ -171,17 +171,19 @@ static void test_dot_kernels(void **state)
 }
 
 /* Every number of inputs from 1 to past twice the most a kernel walks at
- * once (the AVX2 kernels are instantiated per count up to 16 and take more
- * in parts), with every group shape of up to 7 outputs, on a length with a
- * tail; then more inputs than that over several of the parts' slices. */
+ * once (the AVX2 and GFNI kernels are instantiated per count up to 16 and
+ * take more in parts or in a loop), with every group shape of up to 9
+ * outputs (a second GFNI group), on a length of two of the widest GFNI
+ * steps (4 x 64 bytes), a 64-byte step and a tail; then more inputs than
+ * that over several of the parts' slices. */
 static void test_dot_every_shape(void **state)
 {
 	(void)state;
 	collect_kernels();
 	for (int c = 0; c < n_cases; c++) {
 		for (int k = 1; k <= MAXK; k++)
-			for (int nout = 1; nout <= 7; nout++)
-				run_dot_case(&cases[c], 3 * 64 + 37, k, nout, (k + nout) & 1,
+			for (int nout = 1; nout <= 9; nout++)
+				run_dot_case(&cases[c], 2 * 256 + 64 + 37, k, nout, (k + nout) & 1,
 				             (size_t)(k % 3) * 32);
 		for (int nout = 1; nout <= 4; nout++) {
 			run_dot_case(&cases[c], 3 * 2048 + 100, 17, nout, 0, 0);
@@ -190,12 +192,13 @@ static void test_dot_every_shape(void **state)
 	}
 }
 
-/* Regions long enough for the GFNI kernel's non-temporal stores: outputs
- * 64-byte aligned (the streamed path, every group size class and a
- * second group), and not (the cached path), each with a tail. */
+/* Regions long enough for the GFNI kernel's non-temporal stores and the
+ * AVX2 kernel's prefetches: outputs 64-byte aligned (the streamed path,
+ * every group size class of both, and a second group), and not (the
+ * cached path), each with a tail. */
 static void test_dot_streaming(void **state)
 {
-	static const int nouts[] = { 1, 2, 9 };
+	static const int nouts[] = { 1, 2, 4, 9 };
 
 	(void)state;
 	collect_kernels();
@@ -217,7 +220,7 @@ static void test_dot_streaming(void **state)
  * in parts (gf8.c's dot_split), against the scalar kernel: under every
  * kernel this CPU has, 10 and 14 inputs (two and three parts), 1 to 6
  * outputs, both modes, at lengths that end inside a slice; the last length
- * puts the blocks 64 KiB apart, where the inputs alias (gf8.c's aliased). */
+ * puts the blocks 64 KiB apart. */
 static void crowded_case(int k, int nout, size_t len, const gf8_row *rows)
 {
 	size_t stride = (len + 4095) & ~(size_t)4095;
