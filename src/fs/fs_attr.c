@@ -64,9 +64,16 @@ int fs_stat(const char *path, struct stat *st)
 	return rc;
 }
 
-void fs_refresh_dir(const char *dir)
+void fs_refresh_dir(const char *dir, const int *fds, uint64_t held)
 {
 	struct stat st;
+	/* By the descriptors the chain holds, an fstat a member, rather than
+	 * a walk of the path on each; the stamp read before, as fs_stat. */
+	attr_stamp stamp = fs_stamp();
+	if (fds && objects_dir_stat_at(fs_volume(), dir, fds, held, &st) == 0) {
+		attr_cache_put(fs_attrs(), dir, &stamp, &st);
+		return;
+	}
 	fs_stat(dir, &st);
 }
 

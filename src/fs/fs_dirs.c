@@ -395,35 +395,66 @@ static int make_listing(struct dir_handle *h, fuse_ino_t ino, const char *path, 
 /* What a readdirplus reply gives with its names: what a lookup of each
  * would answer, taken from one member for the names of one reply. */
 struct reply_attrs {
-	const struct listing_entry *entries; /* the reply's names */
-	guint count;
+	guint count;       /* the reply's names */
 	struct stat *st;   /* count of them */
 	uint64_t *ident;   /* their identities (objects_stat_ident) */
 	bool *have;        /* st and ident hold */
 };
 
-/* The attributes of entries [first, first + count) of the window, and
- * each for attr_cache.h's next getattr of its path (ls -l). */
-static void take_attrs(struct dir_handle *h, const char *path, guint first,
-                       struct reply_attrs *ra)
+/* True if the kernel was given the name with its attributes (given_us,
+ * fs_nodes_lookup_names) so lately that it still holds both: the first
+ * half of the shorter of the two timeouts.  A reply need not give them
+ * again: `rm -r` reads each directory twice before it removes the
+ * names, and `find` or `du` right after `ls -l` read it again. */
+static bool kernel_holds(int64_t given_us, int64_t now_us)
 {
-	ra->entries = listing_batch_at(h->batch, first);
+	const struct fs_timeouts *t = fs_timeouts();
+	double held = t->entry < t->attr ? t->entry : t->attr;
+	return given_us > 0 && now_us - given_us < held * 5e5;
+}
+
+/* The attributes of the entries [first, first + count) of the window the
+ * kernel does not hold (kernel_holds, by given_us), and each for
+ * attr_cache.h's next getattr of its path (ls -l). */
+static void take_attrs(struct dir_handle *h, const char *path, guint first,
+                       const int64_t *given_us, struct reply_attrs *ra)
+{
 	ra->st = g_new(struct stat, ra->count);
 	ra->ident = g_new(uint64_t, ra->count);
 	ra->have = g_new0(bool, ra->count);
-	attr_stamp asked = fs_stamp();
-	if (ra->count == 0 ||
-	    nsops_stat_names(fs_volume(), path, ra->entries, ra->count, ra->st, ra->ident,
-	                     ra->have) < 0)
-		return;
+	struct listing_entry *asked_for = g_new(struct listing_entry, ra->count);
+	guint *at = g_new(guint, ra->count), ask = 0;
+	int64_t now = g_get_monotonic_time();
 	for (guint i = 0; i < ra->count; i++) {
-		if (!ra->have[i])
+		const struct listing_entry *e = listing_batch_at(h->batch, first + i);
+		/* . and .. never come with attributes (nsops_stat_names) */
+		if (kernel_holds(given_us[i], now) || !strcmp(e->name, ".") || !strcmp(e->name, ".."))
 			continue;
-		char *child = g_strconcat(strcmp(path, "/") ? path : "", "/", ra->entries[i].name,
+		at[ask] = i;
+		asked_for[ask++] = *e;
+	}
+	struct stat *st = g_new(struct stat, ask);
+	uint64_t *ident = g_new(uint64_t, ask);
+	bool *have = g_new0(bool, ask);
+	attr_stamp asked = fs_stamp();
+	if (ask && nsops_stat_names(fs_volume(), path, asked_for, ask, st, ident, have) < 0)
+		memset(have, 0, ask * sizeof(*have));
+	for (guint j = 0; j < ask; j++) {
+		if (!have[j])
+			continue;
+		ra->st[at[j]] = st[j];
+		ra->ident[at[j]] = ident[j];
+		ra->have[at[j]] = true;
+		char *child = g_strconcat(strcmp(path, "/") ? path : "", "/", asked_for[j].name,
 		                          NULL);
-		attr_cache_put(fs_attrs(), child, &asked, &ra->st[i]);
+		attr_cache_put(fs_attrs(), child, &asked, &st[j]);
 		g_free(child);
 	}
+	g_free(asked_for);
+	g_free(at);
+	g_free(st);
+	g_free(ident);
+	g_free(have);
 }
 
 static void free_attrs(struct reply_attrs *ra)
@@ -455,15 +486,16 @@ static guint reply_fit(fuse_req_t req, const struct dir_handle *h, guint first, 
 }
 
 /* The node ids of entries [first, first + count) that the kernel knows,
- * 0 for the others, all asked at once (fs_nodes_lookup_names). */
+ * 0 for the others, and when it was last given each with attributes
+ * (given_us), all asked at once (fs_nodes_lookup_names). */
 static fuse_ino_t *known_inos(fuse_ino_t ino, const struct dir_handle *h, guint first,
-                              guint count)
+                              guint count, int64_t *given_us)
 {
 	const char **names = g_new(const char *, count);
 	fuse_ino_t *inos = g_new(fuse_ino_t, count);
 	for (guint i = 0; i < count; i++)
 		names[i] = listing_batch_at(h->batch, first + i)->name;
-	fs_nodes_lookup_names(ino, names, count, inos);
+	fs_nodes_lookup_names(ino, names, count, inos, given_us);
 	g_free(names);
 	return inos;
 }
@@ -542,14 +574,17 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * later ones only when names are being looked up: a first reply that
 	 * holds less than half of the listing gives names only, since the
 	 * lookups it would spare are few of those a tool that stats every
-	 * name makes, and a tool that only lists pays for it. */
+	 * name makes, and a tool that only lists pays for it.  Names the
+	 * kernel holds with their attributes go without (kernel_holds). */
 	guint fit = reply_fit(req, h, first, size, plus);
 	bool with_attrs = plus && (off > 0 || 2 * (size_t)fit >= h->total);
+	int64_t *given_us = g_new(int64_t, fit);
+	fuse_ino_t *known = known_inos(ino, h, first, fit, given_us);
 	struct reply_attrs ra = { .count = with_attrs ? fit : 0 };
 	if (with_attrs)
-		take_attrs(h, where, first, &ra);
+		take_attrs(h, where, first, given_us, &ra);
+	g_free(given_us);
 	g_free(path);
-	fuse_ino_t *known = known_inos(ino, h, first, fit);
 	char *buf = g_malloc(size);
 	size_t used = 0;
 	for (guint r = 0; r < fit; r++) {

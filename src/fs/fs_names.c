@@ -29,6 +29,7 @@ name_key *name_key_new(uint64_t parent, const char *name, struct node *n, uint64
 	k->ino = ino;
 	k->hash = name_hash(parent, name);
 	k->node = n;
+	k->given_us = 0;
 	memcpy(k->name, name, len + 1);
 	return k;
 }

@@ -24,6 +24,8 @@ typedef struct name_key {
 	uint64_t ino; /* its node's id, which never changes */
 	uint64_t hash;
 	struct node *node;
+	int64_t given_us; /* when the kernel was last given it with attributes
+	                   * (g_get_monotonic_time), 0: never */
 	char name[];    /* in the same allocation */
 } name_key;
 

@@ -114,17 +114,18 @@ static void name_drop(name_key *k)
 	names_remove(&table.names, k);
 }
 
-static void name_bind(fuse_ino_t parent, const char *name, node *n)
+static name_key *name_bind(fuse_ino_t parent, const char *name, node *n)
 {
 	assert(TABLE_HELD());
 	name_key *k = name_get(parent, name);
 	if (k && k->node == n)
-		return;
+		return k;
 	if (k)
 		name_drop(k);
 	k = name_key_new(parent, name, n, n->ino);
 	names_add(&table.names, k);
 	g_ptr_array_add(n->names, k);
+	return k;
 }
 
 /* Frees a node the kernel no longer holds and nobody has open. */
@@ -269,7 +270,7 @@ void fs_nodes_add(fuse_ino_t parent, const char *name, fuse_ino_t ino, const str
 	n->seen_ino = st->st_ino;
 	n->nlookup++;
 	if (node_get(parent))
-		name_bind(parent, name, n);
+		name_bind(parent, name, n)->given_us = g_get_monotonic_time();
 	g_mutex_unlock(&table.lock);
 }
 
@@ -420,13 +421,15 @@ fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name)
 }
 
 void fs_nodes_lookup_names(fuse_ino_t parent, const char *const *names, size_t count,
-                           fuse_ino_t *inos)
+                           fuse_ino_t *inos, int64_t *given_us)
 {
 	name_key **keys = g_new(name_key *, count);
 	g_mutex_lock(&table.lock);
 	names_find_many(&table.names, parent, names, count, keys);
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < count; i++) {
 		inos[i] = keys[i] ? keys[i]->ino : 0;
+		given_us[i] = keys[i] ? keys[i]->given_us : 0;
+	}
 	g_mutex_unlock(&table.lock);
 	g_free(keys);
 }

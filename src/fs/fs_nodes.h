@@ -112,9 +112,11 @@ bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st);
 /* The node (parent, name) is known as, or 0. */
 fuse_ino_t fs_nodes_lookup_name(fuse_ino_t parent, const char *name);
 /* inos[i] = fs_nodes_lookup_name(parent, names[i]) for i < count, under
- * one lock and with the index's misses overlapped (a listing's reply). */
+ * one lock and with the index's misses overlapped (a listing's reply);
+ * given_us[i]: when the kernel was last given that name with attributes
+ * (fs_nodes_add, g_get_monotonic_time), 0 if never or not known. */
 void fs_nodes_lookup_names(fuse_ino_t parent, const char *const *names, size_t count,
-                           fuse_ino_t *inos);
+                           fuse_ino_t *inos, int64_t *given_us);
 
 /* ---- what the kernel keeps, when the daemon changes it ----
  * The kernel keeps names and attributes for the timeouts the daemon

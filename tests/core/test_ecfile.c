@@ -791,8 +791,10 @@ static fixture *refresh_fx;
 static int refreshes;
 static bool refreshed_whole;
 
-static void note_refresh(const char *dir)
+static void note_refresh(const char *dir, const int *fds, uint64_t held)
 {
+	(void)fds;
+	(void)held;
 	chunk_header h;
 	refreshes++;
 	refreshed_whole = strcmp(dir, "/") == 0;

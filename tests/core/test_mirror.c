@@ -828,22 +828,34 @@ static void test_chained_steps_in_order(void **state)
 }
 
 /* What the volume's refresh (volume_set_refresh) saw: the directories, in
- * order, and whether the operation had already run on every member. */
+ * order, whether the operation had already run on every member, and the
+ * members whose descriptor of the directory it was given (held: each a
+ * directory open, of the inode the member's path names). */
 static struct {
 	fixture *fx;
 	const char *gone, *made; /* absent, present on every member by then */
 	int count;
 	char dirs[4][16];
 	bool done[4];
+	uint64_t held[4];
 } seen;
 
-static void note_refresh(const char *dir)
+static void note_refresh(const char *dir, const int *fds, uint64_t held)
 {
 	if (seen.count >= 4)
 		return;
 	snprintf(seen.dirs[seen.count], sizeof(seen.dirs[0]), "%s", dir);
-	seen.done[seen.count++] = (!seen.gone || present(seen.fx, seen.gone) == 0) &&
-	                          present(seen.fx, seen.made) == ALL;
+	seen.done[seen.count] = (!seen.gone || present(seen.fx, seen.gone) == 0) &&
+	                        present(seen.fx, seen.made) == ALL;
+	for (int mb = 0; fds && mb < N; mb++) {
+		struct stat by_fd, by_path;
+		char *path = g_strconcat(seen.fx->mb.path[mb], dir, NULL);
+		if ((held >> mb & 1) && fstat(fds[mb], &by_fd) == 0 && S_ISDIR(by_fd.st_mode) &&
+		    stat(path, &by_path) == 0 && by_fd.st_ino == by_path.st_ino)
+			seen.held[seen.count] |= 1ull << mb;
+		g_free(path);
+	}
+	seen.count++;
 }
 
 /* A chained operation's last task refreshes the directories it changed,
@@ -863,6 +875,7 @@ static void test_chain_refreshes_parents(void **state)
 	assert_int_equal(seen.count, 1);
 	assert_string_equal(seen.dirs[0], "/");
 	assert_true(seen.done[0]);
+	assert_int_equal(seen.held[0], ALL); /* one parent: by the chain's descriptors */
 
 	for (int mb = 0; mb < N; mb++)
 		put_member_file(&fx->mb, mb, "/a/x", "X");
@@ -873,6 +886,7 @@ static void test_chain_refreshes_parents(void **state)
 	assert_string_equal(seen.dirs[0], "/a");
 	assert_string_equal(seen.dirs[1], "/");
 	assert_true(seen.done[0] && seen.done[1]);
+	assert_int_equal(seen.held[0] | seen.held[1], 0); /* two: by their paths */
 
 	seen = (__typeof__(seen)){ .fx = fx, .gone = "/y", .made = "/z" };
 	intent_args mv2 = { INTENT_RENAME, .from = "/y", .to = "/z" };

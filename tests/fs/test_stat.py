@@ -582,6 +582,58 @@ class LinksAndBlocksTest(H.MountedCase):
         self.assert_seeks("s", "mounted without member 0")
         self.assert_clean_unmount(self.v)
 
+    # ---- listings that give attributes (readdirplus, fs_dirs.c) ----
+
+    def listed_stat(self, d, name):
+        """stat of d/name right after a listing of d, which gives it."""
+        self.assertIn(name, os.listdir(d))
+        return os.lstat(os.path.join(d, name))
+
+    def test_listing_size_from_one_of_two_members(self):
+        """A listing gives a file's attributes where its first two members
+        agree on the mode and owner, the size from the one of them that
+        remembers it (nsops_stat_names): after a chmod, which carries the
+        remembered size across on one member only, and once a member's
+        copy disagrees behind the daemon's back."""
+        d = self.p("d")
+        os.mkdir(d)
+        H.write_file(os.path.join(d, "f"), b"f" * 5000)
+        os.chmod(os.path.join(d, "f"), 0o640)
+        for what in ("after a chmod", "again"):
+            H.drop_caches()
+            st = self.listed_stat(d, "f")
+            self.assertEqual((st.st_size, st.st_mode & 0o7777), (5000, 0o640), what)
+        for member in (0, 1):
+            chunk = os.path.join(self.v.members[member], "d", "f")
+            os.chmod(chunk, 0o666)
+            H.drop_caches()
+            st = self.listed_stat(d, "f")
+            self.assertEqual((st.st_size, st.st_mode & 0o7777), (5000, 0o640),
+                             f"member {member}'s chunk made 0666 behind the daemon's back")
+            os.chmod(chunk, 0o640)
+        self.assert_clean_unmount(self.v)
+
+    def test_listing_leaves_attributes_the_kernel_holds(self):
+        """A listing does not give again the attributes the kernel was
+        given with a name lately (kernel_holds, fs_dirs.c): `rm -r` lists
+        every directory twice before it removes the names.  Seen through a
+        change behind the daemon's back, which the kernel's copy hides for
+        its timeout; a name the kernel forgot is given afresh."""
+        self.assert_clean_unmount(self.v)
+        self.mnt = self.mount(self.v, "attr_timeout=60,entry_timeout=60")
+        d = self.p("d")
+        os.mkdir(d)
+        H.write_file(os.path.join(d, "f"), b"f" * 300)
+        H.drop_caches()
+        self.assertEqual(self.listed_stat(d, "f").st_mode & 0o7777, 0o644)
+        for member in self.v.members:
+            os.chmod(os.path.join(member, "d", "f"), 0o600)
+        os.mkdir(self.p("elsewhere"))  # so the kernel keeps no copy of d's listing
+        self.assertEqual(self.listed_stat(d, "f").st_mode & 0o7777, 0o644, "held")
+        H.drop_caches()
+        self.assertEqual(self.listed_stat(d, "f").st_mode & 0o7777, 0o600, "forgotten")
+        self.assert_clean_unmount(self.v)
+
 
 if __name__ == "__main__":
     sys.exit(H.main())

@@ -369,7 +369,9 @@ struct chain {
 	uint64_t ended;       /* members whose part of the intent ended with the operation */
 	bool decided;
 	int answer;
-	intent_fds fds[64];   /* each member's, opened by its first task, closed by its last */
+	intent_fds fds[64];   /* each member's, opened by its first task, closed by its last
+	                       * (or, with keep_fds, by chain_refresh or the caller) */
+	bool keep_fds;        /* the parents stay open for chain_refresh */
 };
 
 struct chain_job {
@@ -476,24 +478,46 @@ static void chain_task(void *p)
 			intent_end_member_at(v, c->it, j->idx, answer, f);
 		}
 	}
-	if (j->stage == CH_END)
+	if (j->stage == CH_END && !c->keep_fds)
 		intent_close_member(f);
 	pthread_mutex_lock(&c->lock);
 	c->done[j->stage] |= 1ull << j->idx;
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Closes the parents the chain's first tasks opened on the members of
+ * mask, where still open. */
+static void chain_close_fds(struct chain *c, uint64_t mask)
+{
+	for (int idx = 0; idx < volume_n(c->r.v); idx++)
+		if (mask >> idx & 1)
+			intent_close_member(&c->fds[idx]);
+}
+
 /* The chain's last task: once the operation has ended on every member,
  * the directories it changed are stat'ed for the kernel's next getattr
- * (volume_set_refresh). */
+ * (volume_set_refresh), a single parent by the descriptors the chain
+ * holds of it.  Then it closes those of the members whose last task has
+ * run (no task of theirs uses them any more); the caller closes the
+ * others after its wait. */
 static void chain_refresh(void *p)
 {
 	struct chain *c = p;
 	pthread_mutex_lock(&c->lock);
 	bool ended = !chain_left(c, CH_END) && c->decided && c->answer >= 0;
+	uint64_t finished = c->done[CH_END];
 	pthread_mutex_unlock(&c->lock);
-	if (ended)
+	int fds[64];
+	uint64_t held = 0;
+	for (int idx = 0; idx < volume_n(c->r.v); idx++) {
+		fds[idx] = c->fds[idx].d1;
+		held |= (uint64_t)(fds[idx] >= 0) << idx;
+	}
+	if (ended && !c->r.to)
+		volume_refresh_parent_at(c->r.v, c->r.path, fds, held);
+	else if (ended)
 		volume_refresh_parents(c->r.v, c->r.path, c->r.to);
+	chain_close_fds(c, finished);
 }
 
 /* The tasks of stage on the members in mask, as one small batch. */
@@ -555,13 +579,17 @@ static int apply_logged_chained(struct member_run *r, const intent_args *a, cons
 		c.fds[idx] = (intent_fds){ .d1 = -EBADF, .d2 = -EBADF };
 	}
 	mio_batch_init_small(volume_memberio(v), &b);
+	int last = volume_refresh_member(v, c.in);
+	c.keep_fds = last >= 0;
 	for (int stage = 0; stage < CH_STAGES; stage++)
 		chain_submit(&c, jobs, stage, c.in, &b);
-	int last = volume_refresh_member(v, c.in);
 	if (last >= 0)
 		memberio_submit(volume_memberio(v), last, &b, chain_refresh, &c);
 	mio_batch_wait(&b);
 	chain_catch_up(&c, jobs);
+	/* Every task has run or was given up inside a call, where it stays:
+	 * the descriptors chain_refresh left are no task's now. */
+	chain_close_fds(&c, c.in);
 	pthread_mutex_destroy(&c.lock);
 	for (int stage = 0; stage < CH_STAGES; stage++)
 		assert(!(c.done[stage] & ~c.in)); /* tasks ran only where asked */

@@ -478,14 +478,17 @@ uint64_t nsops_touch_dir(volume *v, const char *path, nsops_dir_look *looks, int
 	return mirror_gather(v, path, touch_member, args, most, err, "readdir");
 }
 
-/* The names whose attributes a listing's reply gives (nsops_stat_names). */
+/* The names whose attributes a listing's reply gives (nsops_stat_names):
+ * have[i] once the member's lstat of name i is in st[i], whole[i] once
+ * st[i] and ident[i] are all a lookup would answer (objects_stat_from:
+ * not a regular file, or its size known). */
 struct names_attrs {
 	volume *v;
 	const struct listing_entry *entries;
 	guint count;
 	struct stat *st;
 	uint64_t *ident;
-	bool *have;
+	bool *have, *whole;
 };
 
 static int stat_member(int member, int dirfd, const char *leaf, void *arg)
@@ -495,19 +498,22 @@ static int stat_member(int member, int dirfd, const char *leaf, void *arg)
 	if (fd < 0)
 		return fd;
 	memset(ra->have, 0, ra->count * sizeof(*ra->have));
+	memset(ra->whole, 0, ra->count * sizeof(*ra->whole));
 	for (guint i = 0; i < ra->count; i++) {
 		const char *name = ra->entries[i].name;
-		struct stat st;
-		uint64_t ident;
+		struct stat st, sized;
+		uint64_t ident = 0;
 		if (!strcmp(name, ".") || !strcmp(name, "..") ||
-		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0 ||
-		    !objects_stat_from(ra->v, member, &st, &ident))
+		    MIO_CALL(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) < 0)
 			continue;
-		if (S_ISDIR(st.st_mode))
+		sized = st;
+		bool whole = objects_stat_from(ra->v, member, &sized, &ident);
+		if (whole && S_ISDIR(st.st_mode))
 			ident = objects_dir_ident(fd, name, st.st_mode);
-		ra->st[i] = st;
+		ra->st[i] = whole ? sized : st;
 		ra->ident[i] = ident;
 		ra->have[i] = true;
+		ra->whole[i] = whole;
 	}
 	MIO_CALL(close(fd));
 	return 0;
@@ -565,17 +571,20 @@ int nsops_stat_names(volume *v, const char *path, const struct listing_entry *en
 	void *args[64];
 	struct stat *sts = g_new(struct stat, (size_t)n * count);
 	uint64_t *idents = g_new(uint64_t, (size_t)n * count);
-	bool *haves = g_new0(bool, (size_t)n * count);
+	bool *haves = g_new0(bool, (size_t)n * count), *wholes = g_new0(bool, (size_t)n * count);
 
 	/* Two members, at once: a name's attributes are given only where
 	 * both agree on them.  So one member alone cannot make a name look
 	 * open to users its owner did not open it to; a name they disagree
 	 * on goes out without attributes, and the kernel's lookup of it then
 	 * settles them by majority (objects_stat_ident).  With one member
-	 * answering, its word is all there is. */
+	 * answering, its word is all there is.  A regular file's size needs
+	 * one of the two to know it (its size remembered for its chunk): as
+	 * in a lookup, the other's lstat is for the mode and owner only. */
 	for (int i = 0; i < n; i++) {
 		size_t at = (size_t)i * count;
-		ra[i] = (struct names_attrs){ v, entries, count, sts + at, idents + at, haves + at };
+		ra[i] = (struct names_attrs){ v, entries, count, sts + at, idents + at, haves + at,
+		                              wholes + at };
 		args[i] = &ra[i];
 	}
 	uint64_t answered = mirror_gather(v, path, stat_member, args, 2, &err, "readdir");
@@ -585,17 +594,21 @@ int nsops_stat_names(volume *v, const char *path, const struct listing_entry *en
 		uint64_t rest = answered & (answered - 1);
 		const struct names_attrs *other = rest ? &ra[__builtin_ctzll(rest)] : NULL;
 		for (guint i = 0; i < count; i++) {
-			if (!ra[a].have[i] ||
-			    (other && !(other->have[i] && same_access(&ra[a].st[i], &other->st[i]))))
+			const struct names_attrs *from = ra[a].whole[i] ? &ra[a]
+			                                 : other && other->whole[i] ? other : NULL;
+			const struct names_attrs *second = from == other ? &ra[a] : other;
+			if (!from || (second && !(second->have[i] &&
+			                          same_access(&from->st[i], &second->st[i]))))
 				continue;
-			st[i] = ra[a].st[i];
-			ident[i] = ra[a].ident[i];
+			st[i] = from->st[i];
+			ident[i] = from->ident[i];
 			have[i] = true;
 		}
 	}
 	g_free(sts);
 	g_free(idents);
 	g_free(haves);
+	g_free(wholes);
 	if (answered)
 		stat_rest(v, path, entries, count, st, ident, have);
 	return answered ? 0 : err;

@@ -136,8 +136,9 @@ uint64_t nsops_touch_dir(volume *v, const char *path, nsops_dir_look *looks, int
                          int *err);
 /* The attributes of the names entries[0 .. count) of the directory at
  * path as objects_stat answers them: from the first two members that
- * answer namespace queries for those that take no other member call and
- * on whose mode and owner the two agree, else as a lookup settles them,
+ * answer namespace queries for those one of them answers whole with no
+ * other member call (a regular file: its size remembered) and on whose
+ * mode and owner the two agree, else as a lookup settles them,
  * all names at once (objects_stat_many): have[i] is true, with st[i] and
  * ident[i] (objects_stat_ident), for every name still there.  Not for .
  * and ..: the member root's .. lies outside the volume. */

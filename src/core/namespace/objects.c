@@ -385,6 +385,32 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 	return conclude(v, path, p, rcs, first, rest, epoch, st, ident ? ident : &unasked);
 }
 
+int objects_dir_stat_at(volume *v, const char *path, const int *fds, uint64_t held,
+                        struct stat *st)
+{
+	uint64_t rest, unasked, epoch = size_cache_epoch(volume_sizes(v));
+	struct stat_probe p[STRIPE_MAX_N];
+	int rcs[STRIPE_MAX_N], first;
+
+	if (!volume_usable(v) || volume_attrs_path(v, path) != path)
+		return -EAGAIN;
+	probes_prepare(v, path, false, p, &first, &rest);
+	uint64_t asked = first >= 0 ? rest | 1ull << first : 0;
+	if (!asked || (asked & ~held))
+		return -EAGAIN;
+	for (int mb = 0; mb < volume_n(v); mb++) {
+		if (!(asked >> mb & 1))
+			continue;
+		int r = MIO_CALL(fstat(fds[mb], &p[mb].s)) < 0 ? -errno : 0;
+		if (r == 0 && !S_ISDIR(p[mb].s.st_mode))
+			return -EAGAIN;
+		p[mb].rc = rcs[mb] = r;
+		p[mb].votes = r == 0;
+		p[mb].ctime = p[mb].s.st_ctim;
+	}
+	return conclude(v, path, p, rcs, first, rest, epoch, st, &unasked);
+}
+
 /* One member's probes of many paths, on its worker (objects_stat_many). */
 struct many_probes {
 	struct stat_probe *p; /* count rows of volume_n probes */

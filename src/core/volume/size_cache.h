@@ -29,7 +29,7 @@
 typedef struct size_cache size_cache;
 
 /* Entries kept at most; past it the cache starts again empty. */
-#define SIZE_CACHE_MAX 65536
+#define SIZE_CACHE_MAX 262144
 
 size_cache *size_cache_new(void);
 void size_cache_free(size_cache *sc);

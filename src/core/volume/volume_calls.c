@@ -42,16 +42,18 @@ bool volume_all_relayed(const volume *v)
 	return true;
 }
 
-void volume_set_refresh(volume *v, void (*refresh)(const char *dir))
+void volume_set_refresh(volume *v,
+                        void (*refresh)(const char *dir, const int *fds, uint64_t held))
 {
 	v->refresh = refresh;
 }
 
-/* refresh for the directory holding path. */
-static void refresh_parent(volume *v, const char *path, size_t dirlen)
+/* refresh for the directory holding path (by fds, unless NULL). */
+static void refresh_parent(volume *v, const char *path, size_t dirlen, const int *fds,
+                           uint64_t held)
 {
 	char *dir = dirlen ? g_strndup(path, dirlen) : g_strdup("/");
-	v->refresh(dir);
+	v->refresh(dir, fds, held);
 	g_free(dir);
 }
 
@@ -67,12 +69,18 @@ void volume_refresh_parents(volume *v, const char *path, const char *path2)
 	if (!v->refresh || !volume_usable(v))
 		return;
 	size_t len = dir_len(path);
-	refresh_parent(v, path, len);
+	refresh_parent(v, path, len, NULL, 0);
 	if (path2) {
 		size_t len2 = dir_len(path2);
 		if (len2 != len || strncmp(path, path2, len) != 0)
-			refresh_parent(v, path2, len2);
+			refresh_parent(v, path2, len2, NULL, 0);
 	}
+}
+
+void volume_refresh_parent_at(volume *v, const char *path, const int *fds, uint64_t held)
+{
+	if (v->refresh && volume_usable(v))
+		refresh_parent(v, path, dir_len(path), fds, held);
 }
 
 int volume_refresh_member(volume *v, uint64_t mask)
