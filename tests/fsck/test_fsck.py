@@ -842,10 +842,10 @@ class SlowMemberTest(FsckCase):
         # each slot), then per file an lstat, the chunk's open and header
         log = os.path.join(v.members[slow], ".ecfs", "intent", "log")
         other = 1 + os.path.getsize(log) // 16384 + 1 + 3 * len(data)
-        # each run it is read in costs two reads (strips, records); the
-        # files hold 48 runs: read around after a few runs, it stays far
-        # below that
-        after = other + 2 * 12
+        # each run it is read in costs three reads (strips, records, and
+        # in format 3 the tags); the files hold 48 runs: read around after
+        # a few runs, it stays far below that
+        after = other + 3 * 12
         env = dict(os.environ, ECFS_FAULT=f"member={slow},op=read,delay=20;"
                                           f"member={slow},op=read,after={after},hang")
         cmd = [FSCK, "--no-progress", "--timeout=2", "--json", "--rebuild", ":".join(v.members)]
