@@ -427,6 +427,26 @@ again:
 	return rc;
 }
 
+/* Writes strip data of stripe s at generation gen again on member mb (a
+ * self-healing read), counted as healed and logged; a member that fails
+ * the write is failed as any write error fails it.  doing and what name
+ * the strip in the error and in the log line. */
+static void rewrite_strip(stripe_ctx *c, int mb, uint64_t s, const uint8_t *data, uint64_t gen,
+                          uint64_t size, const char *doing, const char *what)
+{
+	char why[64];
+	int wrc = stripe_write_strip(c, mb, s, data, gen, size);
+	if (wrc < 0) {
+		snprintf(why, sizeof(why), "rewriting %s", doing);
+		if (volume_member_io_error(c->v, mb, -wrc, why, VOLUME_IO_WRITE))
+			c->state[mb] = CHUNK_FAILED;
+		return;
+	}
+	volume_count_healed(c->v, 1);
+	ecfs_log(LOG_NOTICE, "%s: stripe %llu: rewrote %s on member %d (%s)", c->path,
+	         (unsigned long long)s, what, mb, volume_member_path(c->v, mb));
+}
+
 /* After every position of stripe s was fetched (stripe i of the fetch in
  * tasks, position j's strip in dest[j][i]): votes its generation
  * (stripe_vote_take), treats every strip not of the winner as an erasure,
@@ -504,17 +524,8 @@ int stripe_vote_and_decode(stripe_ctx *c, uint64_t s, uint64_t want, const fetch
 	for (int j = 0; j < n; j++) {
 		if (!(heal >> j & 1))
 			continue;
-		int mb = tasks[j].member;
-		int wrc = stripe_write_strip(c, mb, s, blocks[j], best, vote.size);
-		if (wrc < 0) {
-			if (volume_member_io_error(c->v, mb, -wrc, "rewriting a bad strip",
-			                           VOLUME_IO_WRITE))
-				c->state[mb] = CHUNK_FAILED;
-			continue;
-		}
-		volume_count_healed(c->v, 1);
-		ecfs_log(LOG_NOTICE, "%s: stripe %llu: rewrote the bad strip on member %d (%s)",
-		         c->path, (unsigned long long)s, mb, volume_member_path(c->v, mb));
+		rewrite_strip(c, tasks[j].member, s, blocks[j], best, vote.size, "a bad strip",
+		              "the bad strip");
 	}
 	return 0;
 }
@@ -540,16 +551,8 @@ static void rewrite_tags(stripe_ctx *c, uint64_t s, int j, const fetch_task *tas
 	    volume_settings(c->v)->read_only || !stripe_member_usable(c, mb))
 		return;
 	volume_strip_failure(c->v, mb, c->path, s, "tags do not match the strip");
-	int wrc = stripe_write_strip(c, mb, s, data, mine->gen, mine->size);
-	if (wrc < 0) {
-		if (volume_member_io_error(c->v, mb, -wrc, "rewriting a strip's tags",
-		                           VOLUME_IO_WRITE))
-			c->state[mb] = CHUNK_FAILED;
-		return;
-	}
-	volume_count_healed(c->v, 1);
-	ecfs_log(LOG_NOTICE, "%s: stripe %llu: rewrote the strip with bad tags on member %d (%s)",
-	         c->path, (unsigned long long)s, mb, volume_member_path(c->v, mb));
+	rewrite_strip(c, mb, s, data, mine->gen, mine->size, "a strip's tags",
+	              "the strip with bad tags");
 }
 
 /* Fetches stripe s as stored: a short stripe's bytes in the first *len
