@@ -307,6 +307,14 @@ bool mop_reads_here(volume *v, int idx)
 	       !FAULT_MAY_BLOCK(FAULT_READ | FAULT_DATA);
 }
 
+bool mop_writes_here(volume *v, int idx)
+{
+	const mop_state *s = (const mop_state *)(const void *)v;
+	assert(idx >= 0 && idx < 64); /* a bit of memory_only */
+	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
+	       !FAULT_MAY_BLOCK(FAULT_WRITE | FAULT_SYNC);
+}
+
 int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,
               struct statx *stx)
 {

@@ -39,7 +39,7 @@ typedef struct mop_state {
 	uint64_t made;              /* changes that succeeded (atomic): what a member
 	                             * failed meanwhile missed (volume_missed.c) */
 	uint64_t memory_only;       /* members on tmpfs or ramfs (atomic): mop_fsync,
-	                             * mop_reads_here */
+	                             * mop_reads_here, mop_writes_here */
 	struct dirstamps *dirstamps; /* the daemon's, else NULL (dirstamps.h) */
 } mop_state;
 
@@ -71,6 +71,10 @@ ssize_t mop_pread_lent(volume *v, int idx, int fd, void *buf, size_t len, off_t 
  * link, so no bound is needed to keep a read from hanging on it.  In
  * test builds, not while a fault rule delays or hangs its reads. */
 bool mop_reads_here(volume *v, int idx);
+/* The same for small writes and syncs (the small-write log's appends):
+ * on tmpfs or ramfs a write is a copy into memory; in test builds, not
+ * while a fault rule delays or hangs its writes or syncs. */
+bool mop_writes_here(volume *v, int idx);
 /* statx beneath dirfd, the result in *stx (the caller's own: on a worker
  * the call may be given up, memberio.h); a read for the faults, not
  * counted in mop_reads (it moves no atime). */
