@@ -107,8 +107,9 @@ bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len);
 /* Logs the write (answered once every copy holds it); -EAGAIN if the log
  * cannot take it (too few members): the caller writes it as before. */
 int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len);
-/* Lays the logged bytes of [off, off+len) over dst. */
-void ecfile_log_overlay(ecfile *f, uint8_t *dst, uint64_t off, uint64_t len);
+/* Lays the logged bytes of [off, off+len) over dst, reading their
+ * records back from the copies: 0, or -EIO if no copy holds one. */
+int ecfile_log_overlay(ecfile *f, uint8_t *dst, uint64_t off, uint64_t len);
 /* True if the log holds bytes of [from, to). */
 bool ecfile_log_touches(ecfile *f, uint64_t from, uint64_t to);
 /* Commits what the log holds to the stripes, syncs them, then empties

@@ -619,7 +619,7 @@ ssize_t ecfile_read(ecfile *f, void *buf, size_t size, off_t off)
 		pos += len;
 	}
 	if (rc == 0)
-		ecfile_log_overlay(f, dst, (uint64_t)off, pos - (uint64_t)off);
+		rc = ecfile_log_overlay(f, dst, (uint64_t)off, pos - (uint64_t)off);
 out:
 	ecfile_unlock(f);
 	/* An error anywhere fails the request: through FUSE a short read

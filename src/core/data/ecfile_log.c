@@ -8,11 +8,12 @@
  * `.ecfs/log/<file id hex>`, on m+1 members in parallel (each copy
  * complete, so the log survives m lost members as a stripe does; the
  * last write is held until the next does not continue it).  The bytes
- * stay in memory in an
- * extent map (the overlay), which every read lays over what the stripes
- * hold.  An fsync with only the log changed is one fdatasync of the log
- * copies.  The log is applied to the stripes, through the ordinary
- * (journaled) commit path, when the overlay passes its bound, at the last
+ * stay in the copies: memory holds an extent map (the overlay) of where
+ * each logged byte is in them, which every read lays over what the
+ * stripes hold, reading each record it needs back from a copy and
+ * checking it.  An fsync with only the log changed is one fdatasync of
+ * the log copies.  The log is applied to the stripes, through the
+ * ordinary (journaled) commit path, when the copies pass their bound, at the last
  * close or a parking, and before anything else touches a stripe it covers
  * (a write that is not logged, a truncate, the heal): the stripes are
  * committed and synced, and only then the log copies emptied and synced,
@@ -39,15 +40,33 @@
 #include "volume_internal.h"
 #include "volume_paths.h"
 
-/* The overlay's bound is -o tune.small_log_mib; the copies' twice that
- * (writes to the same bytes again grow the copies, not the overlay): past
- * either the log is applied. */
+/* The copies' bound is -o tune.small_log_mib, and the records' count
+ * that over 2 KiB (the overlay's memory: an extent per record at most,
+ * about a hundred bytes with its node): past either the log is applied.
+ * Each application reads and rewrites every stripe the log covers, so
+ * the larger the log the fewer times a random write's stripe is
+ * rewritten; the logged bytes are in the copies, not in memory. */
+#define RECORDS_PER_MIB 512
 
+/* Where logged bytes are: a piece of a record in the copies, or (a
+ * replay's records, the write held while the log is applied) memory. */
 typedef struct log_extent {
-	uint64_t off;
+	uint64_t off;       /* in the file */
+	uint64_t rec;       /* where its record starts in the copies */
+	const uint8_t *mem; /* or its bytes in memory; NULL */
+	struct log_extent *next_free;
 	uint32_t len;
-	uint8_t data[];
+	uint32_t skip;      /* bytes of its record's data before it */
+	uint32_t rec_len;   /* its record's data bytes */
 } log_extent;
+
+/* Extents come from slabs, kept until the log is freed: no allocation
+ * per write once the first slabs are there. */
+#define SLAB_EXTENTS 1024
+typedef struct ext_slab {
+	struct ext_slab *next;
+	log_extent e[SLAB_EXTENTS];
+} ext_slab;
 
 struct ecfile_log {
 	uint64_t members;     /* where the copies of this epoch are; 0: no epoch yet */
@@ -60,12 +79,22 @@ struct ecfile_log {
 	 * (it ends a request at the first page it does not fill) continues
 	 * it, and goes in the same record, so that a replay never applies
 	 * part of one write to a stripe.  Appended at the next write that
-	 * does not continue it, and at fsync; in the overlay meanwhile. */
+	 * does not continue it, and at fsync; reads lay it over the map. */
 	uint8_t *pend;
 	uint64_t pend_off, pend_size;
 	uint32_t pend_len;
 	GTree *map;           /* offset -> log_extent, disjoint */
 	uint64_t bytes;       /* in the map */
+	ext_slab *slabs;      /* the first has slab_used taken */
+	int slab_used;
+	log_extent *free;     /* extents given back */
+	/* The append's buffer, and the last record read back (at rec_at,
+	 * checked; UINT64_MAX: none). */
+	uint8_t *abuf, *rbuf;
+	size_t acap, rcap;
+	uint64_t rec_at;
+	smalllog_found *replayed; /* a replay's records, until applied */
+	GSList *held;         /* held writes' bytes, until applied */
 	/* The file's generation and header generation at its last full
 	 * fsync: unchanged, the chunks hold nothing unsynced. */
 	uint64_t synced_gen, synced_hdr_gen;
@@ -83,7 +112,8 @@ static ecfile_log *log_get(ecfile *f)
 {
 	if (!f->log) {
 		f->log = g_new0(ecfile_log, 1);
-		f->log->map = g_tree_new_full(cmp_off, NULL, NULL, g_free);
+		f->log->map = g_tree_new_full(cmp_off, NULL, NULL, NULL);
+		f->log->rec_at = UINT64_MAX;
 	}
 	return f->log;
 }
@@ -105,14 +135,44 @@ static GTreeNode *first_from(GTree *map, uint64_t off)
 	return n;
 }
 
-static log_extent *extent_new(uint64_t off, const uint8_t *data, uint64_t len)
+static log_extent *extent_new(ecfile_log *l, const log_extent *from)
 {
-	log_extent *e = g_malloc(sizeof(*e) + len);
+	log_extent *e = l->free;
 
-	e->off = off;
-	e->len = (uint32_t)len;
-	memcpy(e->data, data, len);
+	if (e) {
+		l->free = e->next_free;
+	} else {
+		if (!l->slabs || l->slab_used == SLAB_EXTENTS) {
+			ext_slab *sl = g_new(ext_slab, 1);
+			sl->next = l->slabs;
+			l->slabs = sl;
+			l->slab_used = 0;
+		}
+		e = &l->slabs->e[l->slab_used++];
+	}
+	*e = *from;
 	return e;
+}
+
+static void extent_free(ecfile_log *l, log_extent *e)
+{
+	e->next_free = l->free;
+	l->free = e;
+}
+
+/* [a, b) of extent e (within it) as an extent of its own. */
+static log_extent piece(const log_extent *e, uint64_t a, uint64_t b)
+{
+	log_extent p = *e;
+	uint32_t d = (uint32_t)(a - e->off);
+
+	p.off = a;
+	p.len = (uint32_t)(b - a);
+	if (p.mem)
+		p.mem += d;
+	else
+		p.skip += d;
+	return p;
 }
 
 static void map_put(ecfile_log *l, log_extent *e)
@@ -121,67 +181,113 @@ static void map_put(ecfile_log *l, log_extent *e)
 	l->bytes += e->len;
 }
 
-/* Puts [off, off+len) in the overlay over what it held there. */
-static void overlay_insert(ecfile_log *l, uint64_t off, const uint8_t *data, uint64_t len)
+/* Puts x's bytes in the overlay over what it held there. */
+static void overlay_insert(ecfile_log *l, const log_extent *x)
 {
-	uint64_t end = off + len;
-	GPtrArray *hit = g_ptr_array_new();
+	uint64_t off = x->off, end = x->off + x->len;
+	GTreeNode *n;
 
-	for (GTreeNode *n = first_from(l->map, off); n; n = g_tree_node_next(n)) {
+	while ((n = first_from(l->map, off))) {
 		log_extent *e = g_tree_node_value(n);
+		uint64_t e_end = e->off + e->len;
 		if (e->off >= end)
 			break;
-		g_ptr_array_add(hit, e);
-	}
-	for (guint i = 0; i < hit->len; i++) {
-		log_extent *e = hit->pdata[i];
-		uint64_t e_end = e->off + e->len;
 		g_tree_steal(l->map, &e->off);
 		l->bytes -= e->len;
-		if (e->off < off)
-			map_put(l, extent_new(e->off, e->data, off - e->off));
-		if (e_end > end)
-			map_put(l, extent_new(end, e->data + (end - e->off), e_end - end));
-		g_free(e);
+		if (e->off < off) {
+			log_extent p = piece(e, e->off, off);
+			map_put(l, extent_new(l, &p));
+		}
+		if (e_end > end) {
+			log_extent p = piece(e, end, e_end);
+			map_put(l, extent_new(l, &p));
+		}
+		extent_free(l, e);
 	}
-	g_ptr_array_free(hit, TRUE);
-	map_put(l, extent_new(off, data, len));
+	map_put(l, extent_new(l, x));
 }
 
-void ecfile_log_overlay(ecfile *f, uint8_t *dst, uint64_t off, uint64_t len)
+static void overlay_clear(ecfile_log *l)
 {
+	g_tree_remove_all(l->map);
+	l->bytes = 0;
+	l->free = NULL;
+	l->slab_used = 0;
+	while (l->slabs && l->slabs->next) {
+		ext_slab *sl = l->slabs;
+		l->slabs = sl->next;
+		g_free(sl);
+	}
+	l->rec_at = UINT64_MAX;
+	g_slist_free_full(l->held, g_free);
+	l->held = NULL;
+	if (l->replayed) {
+		smalllog_found_free(l->replayed);
+		g_free(l->replayed);
+		l->replayed = NULL;
+	}
+}
+
+static int record_load(ecfile *f, const log_extent *e);
+
+int ecfile_log_overlay(ecfile *f, uint8_t *dst, uint64_t off, uint64_t len)
+{
+	ecfile_log *l = f->log;
 	uint64_t end = off + len;
 
-	if (!f->log || !f->log->bytes || !len)
-		return;
-	for (GTreeNode *n = first_from(f->log->map, off); n; n = g_tree_node_next(n)) {
+	if (!l || !len)
+		return 0;
+	for (GTreeNode *n = l->bytes ? first_from(l->map, off) : NULL; n;
+	     n = g_tree_node_next(n)) {
 		const log_extent *e = g_tree_node_value(n);
 		if (e->off >= end)
 			break;
 		uint64_t a = e->off > off ? e->off : off;
 		uint64_t b = e->off + e->len < end ? e->off + e->len : end;
-		if (a < b)
-			memcpy(dst + (a - off), e->data + (a - e->off), b - a);
+		if (a >= b)
+			continue;
+		const uint8_t *src = e->mem;
+		if (!src) {
+			int rc = record_load(f, e);
+			if (rc < 0)
+				return rc;
+			src = l->rbuf + SMALLLOG_RECORD_SIZE + e->skip;
+		}
+		memcpy(dst + (a - off), src + (a - e->off), b - a);
 	}
+	/* The held write is the newest. */
+	uint64_t a = l->pend_off > off ? l->pend_off : off;
+	uint64_t b = l->pend_off + l->pend_len < end ? l->pend_off + l->pend_len : end;
+	if (l->pend_len && a < b)
+		memcpy(dst + (a - off), l->pend + (a - l->pend_off), b - a);
+	return 0;
 }
 
 bool ecfile_log_touches(ecfile *f, uint64_t from, uint64_t to)
 {
-	if (!f->log || !f->log->bytes || from >= to)
+	ecfile_log *l = f->log;
+
+	if (!l || from >= to)
 		return false;
-	GTreeNode *n = first_from(f->log->map, from);
+	if (l->pend_len && l->pend_off < to && l->pend_off + l->pend_len > from)
+		return true;
+	if (!l->bytes)
+		return false;
+	GTreeNode *n = first_from(l->map, from);
 	return n && ((const log_extent *)g_tree_node_value(n))->off < to;
 }
 
 /* ---- the copies on the members ---- */
 
-enum copy_op { COPY_OPEN, COPY_APPEND, COPY_SYNC, COPY_EMPTY };
+enum copy_op { COPY_OPEN, COPY_APPEND, COPY_SYNC, COPY_EMPTY, COPY_READ };
 
 typedef struct copy_task {
 	ecfile *f;
 	int member;
 	enum copy_op op;
 	const uint8_t *buf;
+	uint8_t *out;  /* COPY_READ: len bytes from at */
+	uint64_t at;
 	size_t len;
 	int err;
 } copy_task;
@@ -210,6 +316,11 @@ static void copy_run(void *arg)
 	case COPY_SYNC:
 		r = mop_fsync(v, mb, l->fd[mb], true);
 		break;
+	case COPY_READ:
+		r = mop_pread_lent(v, mb, l->fd[mb], t->out, t->len, (off_t)t->at);
+		if (r >= 0 && (size_t)r != t->len)
+			r = -EIO;
+		break;
 	default: /* the header stays: its epoch outranks older copies' */
 		r = mop_ftruncate(v, mb, l->fd[mb], SMALLLOG_HEADER_SIZE);
 		if (r == 0)
@@ -220,12 +331,13 @@ static void copy_run(void *arg)
 }
 
 /* Runs op on every member of mask in parallel.  A member that fails is
- * out of this file's writes (as in a commit) and its bit is returned.
- * Appends and syncs of members whose writes cannot wait (tmpfs, ramfs)
- * run on the calling thread, while the workers take the others: for a
- * 4 KiB record the hand-off would cost more than the copy. */
+ * out of this file's writes (as in a commit; not for a read) and its bit
+ * is returned.  Appends, syncs and reads of members whose calls cannot
+ * wait (tmpfs, ramfs) run on the calling thread, while the workers take
+ * the others: for a 4 KiB record the hand-off would cost more than the
+ * copy. */
 static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint8_t *buf,
-                           size_t len, bool *stuck)
+                           size_t len, uint64_t at, bool *stuck)
 {
 	copy_task tasks[STRIPE_MAX_N];
 	mio_batch batch;
@@ -237,7 +349,12 @@ static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint
 		if (!(mask >> mb & 1))
 			continue;
 		tasks[mb] = (copy_task){ .f = f, .member = mb, .op = op, .buf = buf, .len = len };
-		if (op != COPY_OPEN && mop_writes_here(f->v, mb))
+		if (op == COPY_READ) {
+			tasks[mb].out = (uint8_t *)buf; /* the caller's own, lent */
+			tasks[mb].at = at;
+		}
+		if (op == COPY_READ ? mop_reads_here(f->v, mb) :
+		                      op != COPY_OPEN && mop_writes_here(f->v, mb))
 			here |= 1ull << mb;
 		else
 			memberio_submit(volume_memberio(f->v), mb, &batch, copy_run, &tasks[mb]);
@@ -255,6 +372,8 @@ static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint
 		if (err == 0)
 			continue;
 		failed |= 1ull << mb;
+		if (op == COPY_READ)
+			continue;
 		volume_member_io_error(f->v, mb, -err, "small-write log", VOLUME_IO_WRITE);
 		f->c.state[mb] = CHUNK_FAILED;
 	}
@@ -313,7 +432,7 @@ static int epoch_start(ecfile *f)
 		l->fd[mb] = -1;
 	l->members = mask;
 	volume_set_journals_none(f->v, false); /* before a copy can hold a record */
-	uint64_t failed = copies_run(f, mask, COPY_OPEN, NULL, 0, NULL);
+	uint64_t failed = copies_run(f, mask, COPY_OPEN, NULL, 0, 0, NULL);
 	if (failed) {
 		copies_close(f);
 		return -EAGAIN;
@@ -322,6 +441,69 @@ static int epoch_start(ecfile *f)
 	l->seq = 0;
 	l->end = 0;
 	return 0;
+}
+
+/* The log header of this epoch, as the records' sums bind it. */
+static void header_of(ecfile *f, smalllog_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->epoch = f->log->epoch;
+	h->checksum = (uint16_t)f->c.hdr.checksum;
+	memcpy(h->volume_uuid, f->c.hdr.volume_uuid, 16);
+	memcpy(h->file_id, f->c.hdr.file_id, 16);
+}
+
+/* Grows *buf (capacity *cap) to len bytes, its contents dropped. */
+static uint8_t *scratch(uint8_t **buf, size_t *cap, size_t len)
+{
+	if (*cap < len) {
+		free(*buf);
+		*buf = g_malloc(len);
+		*cap = len;
+	}
+	return *buf;
+}
+
+/* Reads the record of extent e back from a copy of the epoch into
+ * l->rbuf and checks it (its header, place and sum), as a replay would:
+ * a copy that cannot be read or does not verify is passed over for the
+ * next.  -EIO if no copy holds it. */
+static int record_load(ecfile *f, const log_extent *e)
+{
+	ecfile_log *l = f->log;
+	size_t len = SMALLLOG_RECORD_SIZE + e->rec_len;
+	smalllog_header h;
+
+	if (l->rec_at == e->rec)
+		return 0;
+	l->rec_at = UINT64_MAX;
+	header_of(f, &h);
+	for (int mb = 0; mb < f->c.lay.n; mb++) {
+		smalllog_record r;
+		bool stuck = false;
+		if (!(l->members >> mb & 1) || !stripe_member_usable(&f->c, mb))
+			continue;
+		uint8_t *buf = scratch(&l->rbuf, &l->rcap, len);
+		uint64_t failed = copies_run(f, 1ull << mb, COPY_READ, buf, len, e->rec, &stuck);
+		if (stuck) { /* the worker may still write it */
+			mio_free_or_keep(buf, true);
+			l->rbuf = NULL;
+			l->rcap = 0;
+		}
+		if (failed)
+			continue;
+		if (smalllog_record_decode(buf, &r, NULL) == 0 && r.length == e->rec_len &&
+		    r.offset + e->skip == e->off &&
+		    smalllog_record_verify(f->c.sum, &h, &r, buf + SMALLLOG_RECORD_SIZE)) {
+			l->rec_at = e->rec;
+			return 0;
+		}
+		ecfs_log(LOG_WARNING, "%s: member %d's small-write log does not verify at %llu",
+		         f->path, mb, (unsigned long long)e->rec);
+	}
+	ecfs_log(LOG_ERR, "%s: no copy of its small-write log holds the record at %llu", f->path,
+	         (unsigned long long)e->rec);
+	return -EIO;
 }
 
 /* ---- apply and retire ---- */
@@ -338,7 +520,9 @@ static int apply_run(ecfile *f, uint64_t s0, int cnt, uint8_t *buf)
 		if (rc < 0)
 			return rc;
 	}
-	ecfile_log_overlay(f, buf, s0 * sd, (uint64_t)cnt * sd);
+	int rc = ecfile_log_overlay(f, buf, s0 * sd, (uint64_t)cnt * sd);
+	if (rc < 0)
+		return rc;
 	for (int i = 0; i < cnt * f->c.lay.k; i++)
 		p[i] = buf + (size_t)i * f->c.lay.strip_size;
 	return ecfile_commit_stripes(f, s0, cnt, p);
@@ -380,8 +564,17 @@ int ecfile_log_apply(ecfile *f)
 	uint64_t s = 0;
 	int cnt, rc = 0;
 
-	if (!l || (!l->bytes && !l->members))
+	if (!l || (!l->bytes && !l->members && !l->pend_len))
 		return 0;
+	if (l->pend_len) {
+		/* The held write joins the map, in memory of its own until the
+		 * map is cleared (the apply may fail and be tried again). */
+		uint8_t *copy = g_memdup2(l->pend, l->pend_len);
+		log_extent x = { .off = l->pend_off, .mem = copy, .len = l->pend_len };
+		l->held = g_slist_prepend(l->held, copy);
+		overlay_insert(l, &x);
+		l->pend_len = 0;
+	}
 	if (l->bytes) {
 		if (posix_memalign((void **)&buf, 4096, stripe_data(f) * STRIPE_BATCH))
 			return -ENOMEM;
@@ -406,12 +599,10 @@ int ecfile_log_apply(ecfile *f)
 		/* Emptied and synced on every copy before anything else may
 		 * write where the log did; a copy that fails is out of the
 		 * file's writes, so its member is stale and its copy ignored. */
-		copies_run(f, l->members, COPY_EMPTY, NULL, 0, NULL);
+		copies_run(f, l->members, COPY_EMPTY, NULL, 0, 0, NULL);
 	}
 	copies_close(f);
-	g_tree_remove_all(l->map);
-	l->bytes = 0;
-	l->pend_len = 0; /* in the stripes now */
+	overlay_clear(l);
 	l->unsynced = false;
 	return 0;
 }
@@ -429,8 +620,11 @@ int ecfile_log_replay(ecfile *f, bool write, uint64_t *records)
 		return rc;
 	}
 	ecfile_log *l = log_get(f);
-	for (int i = 0; i < found.count; i++)
-		overlay_insert(l, found.recs[i].offset, found.data[i], found.recs[i].length);
+	for (int i = 0; i < found.count; i++) {
+		log_extent x = { .off = found.recs[i].offset, .mem = found.data[i],
+			         .len = found.recs[i].length };
+		overlay_insert(l, &x);
+	}
 	uint64_t size = found.recs[found.count - 1].size;
 	if (size > f->size) {
 		f->size = size;
@@ -441,9 +635,10 @@ int ecfile_log_replay(ecfile *f, bool write, uint64_t *records)
 	for (int mb = 0; mb < f->c.lay.n; mb++)
 		l->fd[mb] = -1;
 	l->members = found.holders;
-	l->members &= ~copies_run(f, found.holders, COPY_OPEN, NULL, 0, NULL);
+	l->members &= ~copies_run(f, found.holders, COPY_OPEN, NULL, 0, 0, NULL);
 	l->end = SMALLLOG_HEADER_SIZE;
-	smalllog_found_free(&found);
+	/* The map points into the records read: kept until applied. */
+	l->replayed = g_memdup2(&found, sizeof(found));
 	return ecfile_log_apply(f);
 }
 
@@ -484,26 +679,32 @@ bool ecfile_log_takes(ecfile *f, uint64_t s, uint64_t pos, uint64_t len)
 static int append(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len, uint64_t size)
 {
 	ecfile_log *l = f->log;
-	smalllog_header h = { .epoch = l->epoch, .checksum = (uint16_t)f->c.hdr.checksum };
+	smalllog_header h;
 	smalllog_record r = { .length = (uint32_t)len, .epoch = l->epoch, .seq = l->seq + 1,
 	                      .offset = pos, .size = size };
 	size_t head = l->end ? 0 : SMALLLOG_HEADER_SIZE;
 	size_t total = head + SMALLLOG_RECORD_SIZE + len;
-	uint8_t *buf = g_malloc(total);
+	uint8_t *buf = scratch(&l->abuf, &l->acap, total);
 	bool stuck = false;
 
-	memcpy(h.volume_uuid, f->c.hdr.volume_uuid, 16);
-	memcpy(h.file_id, f->c.hdr.file_id, 16);
+	header_of(f, &h);
 	if (head)
 		smalllog_header_encode(&h, buf);
 	memcpy(buf + head + SMALLLOG_RECORD_SIZE, src, len);
 	int rc = smalllog_record_encode(f->c.sum, &h, &r, buf + head + SMALLLOG_RECORD_SIZE,
 	                                buf + head);
-	if (rc == 0 && copies_run(f, l->members, COPY_APPEND, buf, total, &stuck))
+	if (rc == 0 && copies_run(f, l->members, COPY_APPEND, buf, total, 0, &stuck))
 		rc = -EIO;
-	mio_free_or_keep(buf, stuck);
+	if (stuck) { /* a worker may still read it */
+		mio_free_or_keep(buf, true);
+		l->abuf = NULL;
+		l->acap = 0;
+	}
 	if (rc < 0)
 		return rc;
+	log_extent x = { .off = pos, .rec = l->end + head, .len = (uint32_t)len,
+		         .rec_len = (uint32_t)len };
+	overlay_insert(l, &x);
 	l->seq++;
 	l->end += total;
 	l->unsynced = true;
@@ -519,11 +720,11 @@ static int pending_flush(ecfile *f)
 	if (!l->pend_len)
 		return 0;
 	int rc = append(f, l->pend_off, l->pend, l->pend_len, l->pend_size);
-	l->pend_len = 0;
-	if (rc < 0) {
+	if (rc < 0) { /* the apply takes the held write too */
 		ecfs_log(LOG_INFO, "%s: a small-write log copy failed; applying the log", f->path);
 		return ecfile_log_apply(f);
 	}
+	l->pend_len = 0; /* in the map now */
 	return 0;
 }
 
@@ -538,8 +739,6 @@ int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 		if (rc < 0)
 			return rc;
 	}
-	if (!l->members && epoch_start(f) < 0)
-		return -EAGAIN;
 	uint64_t sd = stripe_data(f);
 	bool more = l->pend_len && pos == l->pend_off + l->pend_len &&
 	            pos / sd == l->pend_off / sd && l->pend_len + len <= SMALLLOG_DATA_MAX;
@@ -547,15 +746,17 @@ int ecfile_log_write(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len)
 		rc = pending_flush(f);
 		if (rc < 0)
 			return rc;
+		/* (none yet, or the flush applied the log) */
+		if (!l->members && epoch_start(f) < 0)
+			return -EAGAIN;
 		l->pend_off = pos;
 		l->pend_size = f->size;
 	}
 	l->pend = g_realloc(l->pend, l->pend_len + len);
 	memcpy(l->pend + l->pend_len, src, len);
 	l->pend_len += (uint32_t)len;
-	overlay_insert(l, pos, src, len);
-	uint64_t bound = (uint64_t)volume_settings(f->v)->small_log_mib << 20;
-	if (l->bytes > bound || l->end > 2 * bound)
+	uint64_t mib = volume_settings(f->v)->small_log_mib;
+	if (l->end + l->pend_len > mib << 20 || l->seq >= mib * RECORDS_PER_MIB)
 		return ecfile_log_apply(f);
 	return 0;
 }
@@ -570,7 +771,7 @@ int ecfile_log_sync(ecfile *f, bool *chunks_clean)
 		return 0;
 	rc = pending_flush(f);
 	if (rc == 0 && l->unsynced && l->members) {
-		if (copies_run(f, l->members, COPY_SYNC, NULL, 0, NULL))
+		if (copies_run(f, l->members, COPY_SYNC, NULL, 0, 0, NULL))
 			rc = ecfile_log_apply(f); /* a copy may be lost: the stripes take it */
 		else
 			l->unsynced = false;
@@ -602,9 +803,14 @@ void ecfile_log_free(ecfile *f)
 {
 	if (!f->log)
 		return;
+	ecfile_log *l = f->log;
 	copies_close(f);
-	g_tree_destroy(f->log->map);
-	g_free(f->log->pend);
-	g_free(f->log);
+	overlay_clear(l);
+	g_tree_destroy(l->map);
+	g_free(l->slabs);
+	g_free(l->pend);
+	free(l->abuf);
+	free(l->rbuf);
+	g_free(l);
 	f->log = NULL;
 }
