@@ -6,8 +6,11 @@ Started by meson as `python3 test_smalllog.py ECFS [unittest args]`.
 - Random small overwrites (4 KiB and odd sizes) of a file laid out first
   go to the log: its copies appear on m+1 members while the file is open,
   and reads see the logged bytes, through the page cache and around it,
-  before and after an fsync; past its bound the log is applied while the
-  file stays open.  After the last close the log is applied:
+  before and after an fsync; past its bound (its copies' bytes, or its
+  records' count) the log is applied while the file stays open.
+- The logged bytes are read back from a copy and checked: a copy whose
+  record does not verify is passed over, and with none left the read
+  fails with EIO.  After the last close the log is applied:
   the file reads back exact after a remount, and again with two members
   emptied (the stripes hold the writes, not only the log).
 - A write that is not logged (whole stripes, a truncate) over logged
@@ -22,6 +25,7 @@ Started by meson as `python3 test_smalllog.py ECFS [unittest args]`.
   bytes.
 """
 
+import errno
 import json
 import os
 import random
@@ -146,8 +150,8 @@ class SmallLogTest(H.MountedCase):
         self.assert_clean_unmount(v)
 
     def test_bound(self):
-        """Past tune.small_log_mib (its copies past twice that) the log is
-        applied while the file stays open, and logging goes on after."""
+        """Past tune.small_log_mib in its copies the log is applied while
+        the file stays open, and logging goes on after."""
         v = self.volume(6)
         mnt = self.mount(v, OPTS + ",tune.small_log_mib=1,direct_io")
         path = os.path.join(mnt, "f")
@@ -160,10 +164,60 @@ class SmallLogTest(H.MountedCase):
             overwrite(fd, want, rng, 50)
             logs = [os.path.getsize(log_file(v, i)) for i in log_copies(v)]
             sizes.append(max(logs) if logs else 0)
-        self.assertTrue(all(s <= 2 * 1024 * 1024 + 8192 for s in sizes), sizes)
+        self.assertTrue(all(s <= 1024 * 1024 + 8192 for s in sizes), sizes)
         self.assertTrue(any(b < a for a, b in zip(sizes, sizes[1:])),
                         f"the log was never applied while open: {sizes}")
         self.close_and_remount(v, fd, path, want)
+
+    def test_bound_records(self):
+        """Past 512 records per MiB of tune.small_log_mib (the memory of the
+        map of where each logged byte is) the log is applied, however few
+        bytes they hold."""
+        v = self.volume(6)
+        mnt = self.mount(v, OPTS + ",tune.small_log_mib=1,direct_io")
+        path = os.path.join(mnt, "f")
+        want = bytearray(H.pattern(SIZE, 8))
+        H.write_file(path, bytes(want))
+        fd = self.open_rw(path)
+        sizes = []
+        for i in range(600):
+            off = (i * 7919) % (SIZE // 2) * 2
+            os.pwrite(fd, b"%c" % (i % 256), off)
+            want[off] = i % 256
+            if i % 50 == 49:
+                logs = [os.path.getsize(log_file(v, j)) for j in log_copies(v)]
+                sizes.append(max(logs) if logs else 0)
+        self.assertTrue(any(b < a for a, b in zip(sizes, sizes[1:])),
+                        f"the log was never applied while open: {sizes}")
+        self.close_and_remount(v, fd, path, want)
+
+    def test_copy_checked(self):
+        """Reads take logged bytes from a copy whose record verifies: one
+        that does not is passed over, and with none left the read fails."""
+        v = self.volume(6)
+        mnt = self.mount(v, OPTS + ",direct_io")
+        path = os.path.join(mnt, "f")
+        H.write_file(path, bytes(H.pattern(SIZE, 9)))
+        fd = self.open_rw(path)
+        a, b = os.urandom(4096), os.urandom(4096)
+        os.pwrite(fd, a, 5 * 4096)
+        os.pwrite(fd, b, 40 * 4096)
+        os.pwrite(fd, b"c" * 4096, 80 * 4096)  # appends b's record
+        copies = log_copies(v)
+        self.assertEqual(len(copies), 3, copies)
+        rec_a = 96 + 80          # a's data in every copy
+        rec_b = rec_a + 4096 + 80
+        for i in copies:
+            with open(log_file(v, i), "r+b") as f:
+                for at in ([rec_a] if i != copies[-1] else []) + [rec_b]:
+                    f.seek(at + 100)
+                    x = f.read(1)
+                    f.seek(at + 100)
+                    f.write(bytes([x[0] ^ 0xFF]))
+        self.assertEqual(os.pread(fd, 4096, 5 * 4096), a)
+        with self.assertRaises(OSError) as cm:
+            os.pread(fd, 4096, 40 * 4096)
+        self.assertEqual(cm.exception.errno, errno.EIO)
 
     def test_unlogged_writes_land_after(self):
         v = self.volume(6)

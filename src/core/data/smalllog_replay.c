@@ -34,11 +34,13 @@ typedef struct copy_read {
 	stripe_ctx *c;
 	int mb;
 	const char *name;
+	size_t max;   /* bytes to read at most */
 	uint8_t *buf;
 	size_t len;
 } copy_read;
 
-/* Member mb's copy, read whole on its worker: 1 if there is one. */
+/* Member mb's copy, read on its worker (its first r->max bytes): 1 if
+ * there is one. */
 static int read_copy(void *arg)
 {
 	copy_read *r = arg;
@@ -57,7 +59,7 @@ static int read_copy(void *arg)
 		volume_member_close(v, r->mb, fd);
 		return 0;
 	}
-	size_t len = (uint64_t)st.st_size > COPY_READ_MAX ? COPY_READ_MAX : (size_t)st.st_size;
+	size_t len = (uint64_t)st.st_size > r->max ? r->max : (size_t)st.st_size;
 	uint8_t *buf = g_try_malloc(len);
 	struct iovec iov = { buf, len };
 	ssize_t got = buf ? mop_transfer(v, r->mb, fd, &iov, 1, 0, false) : -ENOMEM;
@@ -88,8 +90,11 @@ static void visit(void *ctx, const smalllog_record *r, const uint8_t *data)
 	                    GUINT_TO_POINTER(m->recs->len));
 }
 
-/* The records of the copies of epoch found->epoch, 1..count in order. */
-static void merge_copies(stripe_ctx *c, smalllog_found *found, const size_t *len)
+/* The records of the copies of epoch found->epoch, 1..count in order.
+ * The copies are read whole one at a time, and one that adds no record
+ * to those before it is let go: a replay holds the copies it takes
+ * records from (one, unless appends were torn), not all m+1. */
+static void merge_copies(stripe_ctx *c, smalllog_found *found, copy_read *r)
 {
 	smalllog_header want = { 0 };
 	merge m = { g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL),
@@ -98,9 +103,25 @@ static void merge_copies(stripe_ctx *c, smalllog_found *found, const size_t *len
 
 	memcpy(want.volume_uuid, c->hdr.volume_uuid, 16);
 	memcpy(want.file_id, c->hdr.file_id, 16);
-	for (int mb = 0; mb < c->lay.n; mb++)
-		if (found->holders >> mb & 1)
-			smalllog_scan(c->sum, &want, found->copy[mb], len[mb], visit, &m, NULL, NULL);
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		void *args[STRIPE_MAX_N];
+		int rcs[STRIPE_MAX_N] = { 0 };
+		if (!(found->holders >> mb & 1))
+			continue;
+		r[mb].max = COPY_READ_MAX;
+		args[mb] = &r[mb];
+		volume_on_members(c->v, 1ull << mb, read_copy, args, rcs);
+		if (rcs[mb] == -ETIMEDOUT)
+			found->lost |= 1ull << mb;
+		if (rcs[mb] != 1)
+			continue;
+		guint before = m.recs->len;
+		smalllog_scan(c->sum, &want, r[mb].buf, r[mb].len, visit, &m, NULL, NULL);
+		if (m.recs->len > before)
+			found->copy[mb] = r[mb].buf;
+		else
+			g_free(r[mb].buf);
+	}
 	found->recs = g_new(smalllog_record, m.recs->len + 1);
 	found->data = g_new(const uint8_t *, m.recs->len + 1);
 	for (uint64_t seq = 1;; seq++) {
@@ -121,7 +142,6 @@ int smalllog_collect(stripe_ctx *c, smalllog_found *found)
 	copy_read r[STRIPE_MAX_N];
 	void *args[STRIPE_MAX_N];
 	int rcs[STRIPE_MAX_N] = { 0 };
-	size_t len[STRIPE_MAX_N] = { 0 };
 	uint64_t mask = 0;
 	int n = c->lay.n;
 
@@ -130,14 +150,15 @@ int smalllog_collect(stripe_ctx *c, smalllog_found *found)
 		return 0;
 	smalllog_path(c->hdr.file_id, name);
 	for (int mb = 0; mb < n; mb++) {
-		r[mb] = (copy_read){ .c = c, .mb = mb, .name = name };
+		r[mb] = (copy_read){ .c = c, .mb = mb, .name = name, .max = SMALLLOG_HEADER_SIZE };
 		args[mb] = &r[mb];
 		if (stripe_member_usable(c, mb))
 			mask |= 1ull << mb;
 	}
 	volume_on_members(c->v, mask, read_copy, args, rcs);
-	/* The newest epoch among the copies whose header counts: a copy of
-	 * an older one was retired (its records applied) or is stale. */
+	/* The newest epoch among the copies whose header counts (their
+	 * headers read first): a copy of an older one was retired (its
+	 * records applied) or is stale. */
 	for (int mb = 0; mb < n; mb++) {
 		smalllog_header h;
 		if (rcs[mb] == -ETIMEDOUT) {
@@ -146,11 +167,11 @@ int smalllog_collect(stripe_ctx *c, smalllog_found *found)
 		}
 		if (rcs[mb] != 1)
 			continue;
-		found->copy[mb] = r[mb].buf;
-		len[mb] = r[mb].len;
-		if (smalllog_header_decode(r[mb].buf, &h, NULL) < 0 ||
-		    memcmp(h.volume_uuid, c->hdr.volume_uuid, 16) != 0 ||
-		    memcmp(h.file_id, c->hdr.file_id, 16) != 0)
+		bool ours = smalllog_header_decode(r[mb].buf, &h, NULL) == 0 &&
+		            memcmp(h.volume_uuid, c->hdr.volume_uuid, 16) == 0 &&
+		            memcmp(h.file_id, c->hdr.file_id, 16) == 0;
+		g_free(r[mb].buf);
+		if (!ours)
 			continue;
 		if (h.epoch > found->epoch) {
 			found->epoch = h.epoch;
@@ -160,7 +181,7 @@ int smalllog_collect(stripe_ctx *c, smalllog_found *found)
 			found->holders |= 1ull << mb;
 	}
 	if (found->holders)
-		merge_copies(c, found, len);
+		merge_copies(c, found, r);
 	return 0;
 }
 

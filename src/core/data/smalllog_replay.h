@@ -29,7 +29,7 @@ typedef struct smalllog_found {
 	int count;
 	smalllog_record *recs; /* count, in sequence order */
 	const uint8_t **data;  /* each record's bytes, in the copies below */
-	uint8_t *copy[STRIPE_MAX_N];
+	uint8_t *copy[STRIPE_MAX_N]; /* the copies records were taken from */
 	uint64_t lost;     /* copies given up in their member call: kept, not freed */
 } smalllog_found;
 

@@ -100,8 +100,8 @@ const volume_option volume_option_table[VOPT_COUNT] = {
 		"read-modify-write of its stripe" },
 	[VOPT_TUNE_SMALL_LOG_MIB] = { "tune.small_log_mib", "MIB", VOPT_TYPE_NUMBER,
 		STR(VOLUME_DEFAULT_SMALL_LOG_MIB), 1, 65536, .tuning = true,
-		.help = "an open file's small-write log is applied to its stripes once it "
-		"holds this many MiB of logged bytes in memory (or its copies twice that)" },
+		.help = "an open file's small-write log is applied to its stripes once its "
+		"copies hold this many MiB (or 512 records per MiB)" },
 };
 
 volume_runtime volume_runtime_defaults(void)

@@ -36,7 +36,7 @@
 /* Names an open directory holds at most: docs/TUNING.md. */
 #define VOLUME_DEFAULT_LISTING_BATCH 8192
 /* Logged bytes an open file holds before its log is applied. */
-#define VOLUME_DEFAULT_SMALL_LOG_MIB 32
+#define VOLUME_DEFAULT_SMALL_LOG_MIB 256
 #define VOLUME_DEFAULT_STRIP_SIZE ((size_t)VOLUME_DEFAULT_STRIP_KIB * 1024)
 #define VOLUME_DEFAULT_PACKET_SIZE ((size_t)VOLUME_DEFAULT_PACKET_KIB * 1024)
 #define VOLUME_DEFAULT_TIMEOUT_MS (VOLUME_DEFAULT_TIMEOUT_S * 1000)
@@ -69,7 +69,7 @@ typedef struct volume_runtime {
 	bool no_hedge;         /* reads around it never ask a spare member (stripe_hedge.c) */
 	unsigned listing_batch; /* names an open directory holds (listing_batch.h) */
 	bool small_log;        /* small overwrites go to the mirrored log (ecfile_log.c) */
-	unsigned small_log_mib; /* its bound in memory per open file */
+	unsigned small_log_mib; /* its copies' bound per open file */
 } volume_runtime;
 
 typedef struct volume_options {
