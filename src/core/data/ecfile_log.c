@@ -41,8 +41,9 @@
 #include "volume_paths.h"
 
 /* The copies' bound is -o tune.small_log_mib, and the records' count
- * that over 2 KiB (the overlay's memory: an extent per record at most,
- * about a hundred bytes with its node): past either the log is applied.
+ * that over 2 KiB (the overlay's memory: a record adds at most two
+ * extents, about a hundred bytes each with its node): past either the
+ * log is applied.
  * Each application reads and rewrites every stripe the log covers, so
  * the larger the log the fewer times a random write's stripe is
  * rewritten; the logged bytes are in the copies, not in memory. */
