@@ -349,10 +349,13 @@ static void owner_init(owner *o, char name)
 	assert_non_null(o->q);
 }
 
+/* Queues `batches` batches, each as soon as a slot is free, as a writer
+ * does. */
 static void owner_submit(owner *o, int batches)
 {
 	pthread_mutex_lock(&o->lock);
 	for (int i = 0; i < batches; i++) {
+		cm_wait_slots(o->q, 1);
 		cm_batch *b = cm_reserve(o->q);
 		assert_non_null(b);
 		b->s0 = (uint64_t)i;
@@ -373,8 +376,8 @@ static void owner_drain(owner *o)
 	pthread_mutex_destroy(&o->lock);
 }
 
-/* Keeps o's queue full with `batches` batches in all, queuing each as
- * soon as a slot is free, as a writer does. */
+/* Keeps o's queue full with `batches` batches in all, on a thread of
+ * its own. */
 typedef struct feeder {
 	owner *o;
 	int batches;
@@ -384,18 +387,8 @@ typedef struct feeder {
 static void *feed(void *arg)
 {
 	feeder *fd = arg;
-	owner *o = fd->o;
 
-	pthread_mutex_lock(&o->lock);
-	for (int i = 0; i < fd->batches; i++) {
-		cm_wait_slots(o->q, 1);
-		cm_batch *b = cm_reserve(o->q);
-		assert_non_null(b);
-		b->s0 = (uint64_t)i;
-		b->cnt = 1;
-		cm_submit(o->q, b);
-	}
-	pthread_mutex_unlock(&o->lock);
+	owner_submit(fd->o, fd->batches);
 	return NULL;
 }
 
