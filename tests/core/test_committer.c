@@ -7,8 +7,8 @@
  * reopen, in order; a commit that fails behind its answer must fail a
  * later write, flush or release, never vanish; a file read with two
  * data members known failed is decoded from one read of the run; and the
- * committer pool takes turns between files that keep their queues full,
- * and frees every batch a run takes at once.
+ * committer pool takes turns of CM_TURN runs between files that keep
+ * their queues full, and frees every batch a run takes at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -316,7 +316,7 @@ typedef struct owner {
 
 static struct {
 	pthread_mutex_t lock;
-	char order[32]; /* the owners' names, one per run started */
+	char order[64]; /* the owners' names, one per run started */
 	int len;
 } runs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -349,10 +349,13 @@ static void owner_init(owner *o, char name)
 	assert_non_null(o->q);
 }
 
+/* Queues `batches` batches, each as soon as a slot is free, as a writer
+ * does. */
 static void owner_submit(owner *o, int batches)
 {
 	pthread_mutex_lock(&o->lock);
 	for (int i = 0; i < batches; i++) {
+		cm_wait_slots(o->q, 1);
 		cm_batch *b = cm_reserve(o->q);
 		assert_non_null(b);
 		b->s0 = (uint64_t)i;
@@ -373,36 +376,76 @@ static void owner_drain(owner *o)
 	pthread_mutex_destroy(&o->lock);
 }
 
-/* Two files keep their queues full and a third queues one batch: it does
- * not wait until one of the others has drained (a thread takes turns
- * between the files that wait, one run each). */
+/* Keeps o's queue full with `batches` batches in all, on a thread of
+ * its own. */
+typedef struct feeder {
+	owner *o;
+	int batches;
+	pthread_t t;
+} feeder;
+
+static void *feed(void *arg)
+{
+	feeder *fd = arg;
+
+	owner_submit(fd->o, fd->batches);
+	return NULL;
+}
+
+static void feeder_start(feeder *fd, owner *o, int batches)
+{
+	fd->o = o;
+	fd->batches = batches;
+	assert_int_equal(pthread_create(&fd->t, NULL, feed, fd), 0);
+}
+
+/* Two files keep their queues full and a third queues one batch: it
+ * waits for one turn of CM_TURN runs of one of the others, not until a
+ * queue has drained, nor only for one run (which would send the threads
+ * round every file between runs, each batch's bytes long out of the
+ * cache). */
 static void test_pool_takes_turns(void **state)
 {
 	(void)state;
 	owner a, b, c;
+	feeder fa, fb;
 
 	owner_init(&a, 'a');
 	owner_init(&b, 'b');
 	owner_init(&c, 'c');
 	runs.len = 0;
-	owner_submit(&a, CM_DEPTH);
-	owner_submit(&b, CM_DEPTH);
+	feeder_start(&fa, &a, 3 * CM_TURN);
+	feeder_start(&fb, &b, 3 * CM_TURN);
 	usleep(5000); /* both running their first batch */
+	pthread_mutex_lock(&runs.lock);
+	runs.order[runs.len++] = '|'; /* c queued here */
+	pthread_mutex_unlock(&runs.lock);
 	owner_submit(&c, 1);
+	pthread_join(fa.t, NULL);
+	pthread_join(fb.t, NULL);
 	owner_drain(&a);
 	owner_drain(&b);
 	owner_drain(&c);
 	runs.order[runs.len] = 0;
 	char *first_c = strchr(runs.order, 'c');
 	assert_non_null(first_c);
-	/* c ran before the third batch of either a or b started. */
-	int as = 0, bs = 0;
+	/* Runs before c, and those of them started after c was queued: a
+	 * thread hands its file back at the first end of a run once the turn
+	 * is full, so at most CM_TURN - 1 more start meanwhile. */
+	int as = 0, bs = 0, as_after = 0, bs_after = 0;
+	bool queued = false;
 	for (const char *p = runs.order; p < first_c; p++) {
+		queued |= *p == '|';
 		as += *p == 'a';
 		bs += *p == 'b';
+		as_after += queued && *p == 'a';
+		bs_after += queued && *p == 'b';
 	}
-	if (as >= CM_DEPTH || bs >= CM_DEPTH)
-		fail_msg("runs in order %s: c waited for a queue to drain", runs.order);
+	if (as_after > CM_TURN - 1 || bs_after > CM_TURN - 1)
+		fail_msg("runs in order %s: c waited more than a turn", runs.order);
+	if (as < CM_TURN && bs < CM_TURN)
+		fail_msg("runs in order %s: a thread left its file before its turn ended",
+		         runs.order);
 }
 
 /* A run that takes the batch behind its own too frees both. */

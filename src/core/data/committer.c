@@ -7,7 +7,7 @@
  * thread that takes it runs its batches until the queue is empty, so a
  * file's batches never run on two threads at once; but while another
  * queue waits on the list, the thread hands the queue back to the end of
- * the list after each run, so files that keep their queues full take
+ * the list after CM_TURN runs, so files that keep their queues full take
  * turns instead of keeping the others waiting until they drain.  Two
  * threads let two files commit at the same time; more would only compete
  * for the member workers (memberio.c), which do the I/O.  The pool is
@@ -65,11 +65,13 @@ static void pool_append(cm_queue *q)
 }
 
 /* Runs the batches of q in order until it is idle, then marks it so; or,
- * while other files wait for a thread, one turn and q goes back to the
- * end of the pool's list: a writer that keeps its queue full does not
- * keep a thread from the others. */
+ * while other files wait for a thread, one turn (CM_TURN runs) and q goes
+ * back to the end of the pool's list: a writer that keeps its queue full
+ * does not keep a thread from the others. */
 static void run_queue(cm_queue *q)
 {
+	int turn = 0;
+
 	pthread_mutex_lock(q->lock);
 	assert(q->scheduled);
 	while (q->head) {
@@ -91,7 +93,7 @@ static void run_queue(cm_queue *q)
 		pthread_cond_broadcast(&q->changed);
 		if (q->head) {
 			pthread_mutex_lock(&pool.lock);
-			bool others = pool.head != NULL;
+			bool others = ++turn >= CM_TURN && pool.head != NULL;
 			if (others)
 				pool_append(q);
 			pthread_mutex_unlock(&pool.lock);

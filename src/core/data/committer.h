@@ -11,9 +11,10 @@
  * its slow part, as long as it re-takes it before returning).  Batches of
  * one queue run one at a time, in submission order, so the generations
  * they are given stay ordered.  At most CM_DEPTH batches are queued per
- * file; a writer that finds them all taken waits.  The first error of a
- * run is latched until the owner takes it (as the kernel keeps writeback
- * errors for the next fsync or close).
+ * file; a writer that finds them all taken waits.  Files whose queues
+ * stay full take turns of CM_TURN runs on the pool's threads.  The first
+ * error of a run is latched until the owner takes it (as the kernel keeps
+ * writeback errors for the next fsync or close).
  */
 #ifndef ECFS_COMMITTER_H
 #define ECFS_COMMITTER_H
@@ -25,6 +26,16 @@
 
 /* Batches in flight per file (queued or being committed). */
 #define CM_DEPTH 3
+
+/* Runs a committer thread gives one file in a row before it hands the
+ * file back to the pool for another that waits.  More than one: the
+ * batches a writer queues while its file's runs go on are committed while
+ * their bytes are still in the cache.  With one run a turn the threads go
+ * round every writer's file between runs, and each batch is encoded,
+ * checksummed and written out long after its copy.  A file that waits
+ * waits for at most CM_TURN runs (of up to STRIPE_BATCH stripes) of
+ * another. */
+#define CM_TURN 4
 
 typedef struct cm_batch {
 	uint64_t s0;           /* first stripe */
