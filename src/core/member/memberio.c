@@ -129,20 +129,22 @@ static worker *worker_start(memberio *mio, int idx)
 /* Member idx is lost: its worker's queue is given up with cur, the task
  * whose call hung (on that worker or on the relay); a task its worker is
  * running still finishes there. */
-static void lose_member(memberio *mio, int idx, mio_task *cur)
+static void lose_member(memberio *mio, int idx, mio_task *cur, unsigned waited_ms)
 {
 	worker *w = mio->w[idx];
 
 	pthread_mutex_lock(&w->lock);
 	bool was = w->lost;
 	w->lost = true;
+	if (!was)
+		w->lost_ms = waited_ms;
 	mio_task *t = w->head;
 	w->head = w->tail = NULL;
 	pthread_mutex_unlock(&w->lock);
 	/* first the verdict, so that the waiters woken next find the member
 	 * failed, and failed for this reason */
 	if (!was && mio->on_lost)
-		mio->on_lost(mio->ctx, idx, mio->timeout_ms);
+		mio->on_lost(mio->ctx, idx, waited_ms);
 	if (cur) {
 		__atomic_fetch_or(&cur->batch->stuck, 1ull << idx, __ATOMIC_RELEASE);
 		task_done(cur, idx);
@@ -249,8 +251,9 @@ static void relay_stop(memberio *mio)
 	}
 }
 
-/* The watchdog's verdict on w: gives up its current task and its queue. */
-static void give_up(memberio *mio, worker *w)
+/* The watchdog's verdict on w, after a call of waited_ms: gives up its
+ * current task and its queue. */
+static void give_up(memberio *mio, worker *w, unsigned waited_ms)
 {
 	pthread_mutex_lock(&w->lock);
 	mio_task *cur = w->current;
@@ -258,14 +261,14 @@ static void give_up(memberio *mio, worker *w)
 	w->stuck = true;
 	pthread_mutex_unlock(&w->lock);
 	pthread_detach(w->thread);
-	lose_member(mio, w->idx, cur);
+	lose_member(mio, w->idx, cur, waited_ms);
 }
 
 /* The watchdog's verdict on the relay r, stuck in a call for member
  * run_idx: that member is lost, and a new relay takes the queue (or, if
  * none can be started, the members' workers do, in order, before any
  * later submission). */
-static void give_up_relay(memberio *mio, worker *r)
+static void give_up_relay(memberio *mio, worker *r, unsigned waited_ms)
 {
 	pthread_mutex_lock(&mio->rlock);
 	mio_task *cur = r->current;
@@ -274,7 +277,7 @@ static void give_up_relay(memberio *mio, worker *r)
 	pthread_mutex_unlock(&mio->rlock);
 	/* lost before a new relay runs: it must not make the member's next
 	 * queued call, which would hang as well */
-	lose_member(mio, r->run_idx, cur);
+	lose_member(mio, r->run_idx, cur, waited_ms);
 	pthread_mutex_lock(&mio->rlock);
 	mio->relay = relay_start(mio);
 	if (!mio->relay) {
@@ -301,20 +304,22 @@ static void watch_relay(memberio *mio, int64_t now)
 	if (!r)
 		return;
 	int64_t since = __atomic_load_n(&r->io_since, __ATOMIC_ACQUIRE);
-	if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+	unsigned limit = since > 0 ? mio_give_up_ms(mio, r, r->run_idx) : 0;
+	if (since > 0 && now - since >= (int64_t)limit &&
 	    __atomic_compare_exchange_n(&r->io_since, &since, IO_LOST, false, __ATOMIC_ACQ_REL,
 	                                __ATOMIC_ACQUIRE))
-		give_up_relay(mio, r);
+		give_up_relay(mio, r, limit);
 }
 
 static void *watchdog_main(void *arg)
 {
 	memberio *mio = arg;
-	/* a tenth of the timeout, so a hang is seen within 110% of it */
-	int64_t period = mio->timeout_ms / 10 < 20 ? 20 : mio->timeout_ms / 10;
-
 	pthread_mutex_lock(&mio->lock);
 	while (!mio->stop) {
+		/* a tenth of the soonest give-up, so a hang is seen within 110% of it */
+		unsigned soonest = memberio_first_wait_ms(
+			mio->timeout_ms, __atomic_load_n(&mio->at_bound, __ATOMIC_RELAXED));
+		int64_t period = soonest / 10 < 20 ? 20 : soonest / 10;
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += (period % 1000) * 1000000;
@@ -328,10 +333,11 @@ static void *watchdog_main(void *arg)
 		for (int i = 0; i < mio->n; i++) {
 			worker *w = mio->w[i];
 			int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
-			if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+			unsigned limit = since > 0 ? mio_give_up_ms(mio, w, i) : 0;
+			if (since > 0 && now - since >= (int64_t)limit &&
 			    __atomic_compare_exchange_n(&w->io_since, &since, IO_LOST, false,
 			                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				give_up(mio, w);
+				give_up(mio, w, limit);
 		}
 		watch_relay(mio, now);
 		pthread_mutex_lock(&mio->lock);
@@ -423,6 +429,16 @@ void memberio_free(memberio *mio)
 		}
 	free(mio->w);
 	free(mio);
+}
+
+unsigned memberio_lost_ms(memberio *mio, int idx)
+{
+	worker *w = mio->w[idx];
+
+	pthread_mutex_lock(&w->lock);
+	unsigned ms = w->lost ? w->lost_ms : 0;
+	pthread_mutex_unlock(&w->lock);
+	return ms;
 }
 
 bool memberio_lost(memberio *mio, int idx)
@@ -715,8 +731,17 @@ void mio_io_end(void)
 		for (;;)
 			pause();
 	}
+	__atomic_store_n(&w->changes, false, __ATOMIC_RELAXED);
 	/* the relay's calls are its member's */
 	note_latency(w->relay ? w->mio->w[w->run_idx] : w, w->call_ns);
+}
+
+void mio_io_changes(void)
+{
+	worker *w = self;
+
+	if (w)
+		__atomic_store_n(&w->changes, true, __ATOMIC_RELAXED);
 }
 
 uint8_t *mio_bounce(size_t len)

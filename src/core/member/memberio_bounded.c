@@ -144,6 +144,28 @@ unsigned memberio_bound_ms(memberio *mio, int idx)
 	return ms > MEMBERIO_BOUND_MIN_MS ? (unsigned)ms : MEMBERIO_BOUND_MIN_MS;
 }
 
+void memberio_give_up_at_bound(memberio *mio)
+{
+	__atomic_store_n(&mio->at_bound, true, __ATOMIC_RELAXED);
+}
+
+unsigned mio_give_up_ms(memberio *mio, worker *w, int idx)
+{
+	unsigned ms = mio->timeout_ms;
+
+	if (__atomic_load_n(&mio->at_bound, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&w->changes, __ATOMIC_RELAXED)) {
+		unsigned bound = memberio_bound_ms(mio, idx);
+		ms = bound < ms ? bound : ms;
+	}
+	return ms;
+}
+
+unsigned memberio_first_wait_ms(unsigned timeout_ms, bool at_bound)
+{
+	return at_bound && timeout_ms > MEMBERIO_BOUND_MIN_MS ? MEMBERIO_BOUND_MIN_MS : timeout_ms;
+}
+
 /* True if w is in a call that began over bound_ms ago. */
 static bool call_older(worker *w, int64_t now_ms, unsigned bound_ms)
 {
