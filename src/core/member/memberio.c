@@ -100,7 +100,8 @@ static void *worker_main(void *arg)
 		w->current = t;
 		pthread_mutex_unlock(&w->lock);
 
-		t->fn(t->arg); /* never returns if given up */
+		if (mio_task_starts(t))
+			t->fn(t->arg); /* never returns if given up, or cut in a call */
 		pthread_mutex_lock(&w->lock);
 		w->current = NULL;
 		pthread_mutex_unlock(&w->lock);
@@ -157,6 +158,8 @@ static void lose_member(memberio *mio, int idx, mio_task *cur, unsigned waited_m
 }
 
 static void enqueue(memberio *mio, mio_task *t, bool run_idle);
+static void relay_replace(memberio *mio);
+static void worker_leave(worker *w);
 
 /* The relay: runs the tasks of its queue one after the other, each with
  * the member it is for in run_idx, so that its calls are timed and
@@ -194,8 +197,8 @@ static void *relay_main(void *arg)
 		r->run_idx = t->idx;
 		pthread_mutex_unlock(&mio->rlock);
 		bool lost = memberio_lost(mio, t->idx);
-		if (!lost)
-			t->fn(t->arg); /* never returns if given up */
+		if (!lost && mio_task_starts(t))
+			t->fn(t->arg); /* never returns if given up, or cut in a call */
 		/* current stays set: the watchdog reads it only of a relay in
 		 * a call, which this one is not until the next task */
 		task_done(t, lost ? t->idx : -1);
@@ -264,6 +267,25 @@ static void give_up(memberio *mio, worker *w, unsigned waited_ms)
 	lose_member(mio, w->idx, cur, waited_ms);
 }
 
+/* Under rlock: a new relay takes the queue of one that stays in its call
+ * (or, if none can be started, the members' workers do, in order, before
+ * any later submission). */
+static void relay_replace(memberio *mio)
+{
+	mio->relay = relay_start(mio);
+	if (!mio->relay) {
+		mio_task *t = mio->rhead;
+		mio->rhead = mio->rtail = NULL;
+		while (t) {
+			mio_task *next = t->next;
+			t->next = NULL;
+			enqueue(mio, t, false);
+			t = next;
+		}
+	}
+	pthread_cond_broadcast(&mio->rdone); /* memberio_free waits for the relay */
+}
+
 /* The watchdog's verdict on the relay r, stuck in a call for member
  * run_idx: that member is lost, and a new relay takes the queue (or, if
  * none can be started, the members' workers do, in order, before any
@@ -279,18 +301,7 @@ static void give_up_relay(memberio *mio, worker *r, unsigned waited_ms)
 	 * queued call, which would hang as well */
 	lose_member(mio, r->run_idx, cur, waited_ms);
 	pthread_mutex_lock(&mio->rlock);
-	mio->relay = relay_start(mio);
-	if (!mio->relay) {
-		mio_task *t = mio->rhead;
-		mio->rhead = mio->rtail = NULL;
-		while (t) {
-			mio_task *next = t->next;
-			t->next = NULL;
-			enqueue(mio, t, false);
-			t = next;
-		}
-	}
-	pthread_cond_broadcast(&mio->rdone); /* memberio_free waits for the relay */
+	relay_replace(mio);
 	pthread_mutex_unlock(&mio->rlock);
 }
 
@@ -403,7 +414,10 @@ void memberio_free(memberio *mio)
 	for (int i = 0; i < mio->n; i++) {
 		worker *w = mio->w[i];
 		for (;;) {
-			if (pthread_tryjoin_np(w->thread, NULL) == 0) {
+			pthread_mutex_lock(&w->lock);
+			pthread_t thread = w->thread; /* worker_leave may replace it */
+			pthread_mutex_unlock(&w->lock);
+			if (pthread_tryjoin_np(thread, NULL) == 0) {
 				w->joined = true;
 				break;
 			}
@@ -461,7 +475,7 @@ void mio_batch_init(mio_batch *b)
 	b->wake_each = false;
 	b->relayed = b->apart = 0;
 	b->spin_ns = 0;
-	b->bounded = b->by_release = false;
+	b->bounded = b->by_release = b->calls = false;
 	b->refs = 0;
 }
 
@@ -697,6 +711,7 @@ void mio_io_begin(void)
 	if (!w)
 		return;
 	w->call_ns = memberio_now_ns();
+	mio_call_opens(w->current);
 	if (w->timeout_ms)
 		__atomic_store_n(&w->io_since, w->call_ns / 1000000, __ATOMIC_RELEASE);
 }
@@ -734,6 +749,50 @@ void mio_io_end(void)
 	__atomic_store_n(&w->changes, false, __ATOMIC_RELAXED);
 	/* the relay's calls are its member's */
 	note_latency(w->relay ? w->mio->w[w->run_idx] : w, w->call_ns);
+	if (!mio_call_closes(w->current))
+		worker_leave(w);
+}
+
+/* w's task was cut in the call that just returned (mio_call_closes): its
+ * caller went on, and the task's memory may be anyone's now.  Another
+ * thread takes w's place (the relay's, for the relay), the task ends,
+ * and this thread does nothing more, as one given up. */
+static void worker_leave(worker *w)
+{
+	memberio *mio = w->mio;
+	mio_task *t;
+	bool taken;
+
+	if (w->relay) {
+		pthread_mutex_lock(&mio->rlock);
+		t = w->current;
+		w->current = NULL;
+		w->stuck = true;
+		if (mio->relay == w)
+			relay_replace(mio);
+		taken = true;
+		pthread_mutex_unlock(&mio->rlock);
+	} else {
+		pthread_t next;
+		pthread_mutex_lock(&w->lock);
+		t = w->current;
+		w->current = NULL;
+		/* the old thread stays joinable and is never joined */
+		taken = pthread_create(&next, NULL, worker_main, w) == 0;
+		if (taken)
+			w->thread = next;
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (!taken) {
+		/* no thread to take its place: the member's later tasks would
+		 * wait for ever; it is given up as after the timeout */
+		lose_member(mio, w->idx, t, memberio_bound_ms(mio, w->idx));
+		t = NULL;
+	}
+	if (t)
+		task_done(t, -1);
+	for (;;)
+		pause();
 }
 
 void mio_io_changes(void)

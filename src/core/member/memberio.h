@@ -57,6 +57,7 @@ typedef struct mio_batch {
 	int64_t spin_ns;  /* mio_batch_init_small: how long its caller stays awake for it */
 	/* mio_batch_bound: */
 	bool bounded;
+	bool calls;       /* mio_batch_bound_calls: cut in a member call, not only before */
 	bool by_release;  /* ended by mio_batch_release, never by its caller */
 	int refs;         /* by_release: its caller's and its tasks' (atomic) */
 	void (*on_idle)(void *);
@@ -196,6 +197,20 @@ bool mio_claim(void);
  * whatever their tasks may still touch until the batch is idle
  * (mio_batch_idle), and never waits for it with mio_batch_wait_left. */
 uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b);
+/* A bounded batch for tasks that know nothing of claims (volume_ask_members):
+ * each is cut only while it waits for a member, in a member call or
+ * queued, and only once that member (or the relay it waits on) is stalled
+ * (memberio_stalled, memberio_relay_stalled), so a long task on a member
+ * that answers is never cut.  A task cut before it starts never runs; one
+ * cut in a call stops when the call returns (mio_io_end never returns to
+ * it), another thread taking its worker's place: a task writes its
+ * caller's memory only between member calls, as for the timeout.  At most
+ * one task per member; waited for with mio_batch_wait_calls. */
+void mio_batch_bound_calls(mio_batch *b);
+/* Waits for such a batch until every task not cut is done; returns the
+ * members cut (their tasks said nothing; the caller keeps the batch until
+ * it is idle, mio_batch_by_release). */
+uint64_t mio_batch_wait_calls(memberio *mio, mio_batch *b);
 /* For a bounded batch in memory of its own (heap): from now on the batch
  * belongs to its tasks; on_idle(arg) runs once every task is done (at
  * once, if they are), on the thread of the last. */

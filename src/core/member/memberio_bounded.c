@@ -243,3 +243,78 @@ uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b)
 		sched_yield();
 	return cut;
 }
+
+/* Batches of calls (mio_batch_bound_calls): a task is CLAIMED while it
+ * runs its own code, which may write its caller's memory, and OPEN while
+ * it waits for a member: queued, or in a member call.  Only an open one
+ * is cut. */
+void mio_batch_bound_calls(mio_batch *b)
+{
+	mio_batch_bound(b);
+	b->calls = true;
+}
+
+bool mio_task_starts(mio_task *t)
+{
+	uint8_t open = MIO_OPEN;
+
+	return !t || !t->batch->calls ||
+	       __atomic_compare_exchange_n(&t->batch->settle[t->idx], &open, MIO_CLAIMED, false,
+	                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+void mio_call_opens(mio_task *t)
+{
+	uint8_t claimed = MIO_CLAIMED;
+
+	/* a CAS, not a store: a call inside a call must not undo a cut */
+	if (t && t->batch->calls)
+		__atomic_compare_exchange_n(&t->batch->settle[t->idx], &claimed, MIO_OPEN, false,
+		                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+bool mio_call_closes(mio_task *t)
+{
+	uint8_t open = MIO_OPEN;
+
+	/* (claimed already: the end of a call inside a call) */
+	return !t || !t->batch->calls ||
+	       __atomic_compare_exchange_n(&t->batch->settle[t->idx], &open, MIO_CLAIMED, false,
+	                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ||
+	       open == MIO_CLAIMED;
+}
+
+/* The members of `left` whose tasks in b wait on a stalled member or
+ * relay, cut now (those whose cut wins over their claim). */
+static uint64_t cut_stalled(memberio *mio, mio_batch *b, uint64_t left)
+{
+	bool relay = memberio_relay_stalled(mio);
+	uint64_t cut = 0;
+
+	for (int i = 0; i < mio->n; i++) {
+		uint8_t open = MIO_OPEN;
+		if ((left >> i & 1) && ((relay && (b->relayed >> i & 1)) || memberio_stalled(mio, i)) &&
+		    __atomic_compare_exchange_n(&b->settle[i], &open, MIO_CUT, false,
+		                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			cut |= 1ull << i;
+	}
+	return cut;
+}
+
+uint64_t mio_batch_wait_calls(memberio *mio, mio_batch *b)
+{
+	/* how often a wait looks for a stalled member: a small share of the
+	 * least bound */
+	const int64_t look_ns = MEMBERIO_BOUND_MIN_MS / 20 * 1000000ll;
+	uint64_t cut = 0;
+
+	for (;;) {
+		uint64_t left = b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST);
+		if (left)
+			cut |= cut_stalled(mio, b, left);
+		if (!(b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST)))
+			return cut;
+		mio_batch_wait_left_until(b, __builtin_popcountll(cut),
+		                          memberio_now_ns() + look_ns);
+	}
+}

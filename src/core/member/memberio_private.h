@@ -86,6 +86,14 @@ worker *memberio_self(void);
  * timeout, or the member's bound if sooner under memberio_give_up_at_bound
  * (memberio_bounded.c). */
 unsigned mio_give_up_ms(memberio *mio, worker *w, int idx);
+/* Tasks of a batch of mio_batch_bound_calls (memberio_bounded.c):
+ * mio_task_starts, before t runs: false if it was cut already (it is
+ * not run); mio_call_opens, at each member call's start, and
+ * mio_call_closes, at its end: false if it was cut meanwhile.  True for
+ * (or no-ops on) any other task, and t NULL. */
+bool mio_task_starts(mio_task *t);
+void mio_call_opens(mio_task *t);
+bool mio_call_closes(mio_task *t);
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t memberio_now_ns(void);
 
