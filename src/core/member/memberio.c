@@ -653,9 +653,7 @@ uint64_t mio_batch_wait_left(mio_batch *b, int left)
 	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
-/* Stays awake up to the spin time for a batch that went wholly to the
- * relay to fall to left tasks; true if it did. */
-static bool spin_for_relay(mio_batch *b, int left)
+bool mio_spin_for_relay(mio_batch *b, int left)
 {
 	if (!b->relayed || b->apart || !b->spin_ns)
 		return false;
@@ -670,7 +668,7 @@ static bool spin_for_relay(mio_batch *b, int left)
 
 bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
 {
-	if (!deadline_ns && spin_for_relay(b, left))
+	if (!deadline_ns && mio_spin_for_relay(b, left))
 		return true;
 	/* A count that has only fallen since it was read is slept through:
 	 * the wake-up comes when it reaches 0, or at every task with

@@ -308,13 +308,19 @@ uint64_t mio_batch_wait_calls(memberio *mio, mio_batch *b)
 	const int64_t look_ns = MEMBERIO_BOUND_MIN_MS / 20 * 1000000ll;
 	uint64_t cut = 0;
 
+	/* as any small batch's caller: awake a while for the relay */
+	if (mio_spin_for_relay(b, 0))
+		return 0;
 	for (;;) {
-		uint64_t left = b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST);
-		if (left)
-			cut |= cut_stalled(mio, b, left);
-		if (!(b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST)))
+		uint64_t finished = __atomic_load_n(&b->finished, __ATOMIC_SEQ_CST);
+		uint64_t left = b->asked & ~cut & ~finished;
+		if (!left)
 			return cut;
-		mio_batch_wait_left_until(b, __builtin_popcountll(cut),
-		                          memberio_now_ns() + look_ns);
+		/* until only the cut ones may be pending; looked at after a
+		 * wait, so a query that ends at once takes no lock of the relay */
+		if (mio_batch_wait_left_until(b, __builtin_popcountll(cut & ~finished),
+		                              memberio_now_ns() + look_ns))
+			continue;
+		cut |= cut_stalled(mio, b, left);
 	}
 }

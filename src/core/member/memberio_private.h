@@ -94,6 +94,9 @@ unsigned mio_give_up_ms(memberio *mio, worker *w, int idx);
 bool mio_task_starts(mio_task *t);
 void mio_call_opens(mio_task *t);
 bool mio_call_closes(mio_task *t);
+/* Stays awake up to the spin time (memberio_set_spin) for a batch that
+ * went wholly to the relay to fall to left tasks; true if it did. */
+bool mio_spin_for_relay(mio_batch *b, int left);
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t memberio_now_ns(void);
 
