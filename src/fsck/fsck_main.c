@@ -320,8 +320,9 @@ static int chunks_index(fsck *f, int mb, int rootfd)
 }
 
 /* A look at a member path before the volume is open (no member workers
- * yet): on a thread of its own, bounded by --timeout (mio_bounded), so a
- * member that hangs does not hold the run.  Freed by look_late if late. */
+ * yet): on a thread of its own, bounded by --timeout or the least bound
+ * (memberio_first_wait_ms, mio_bounded), so a member that hangs does not
+ * hold the run.  Freed by look_late if late. */
 typedef struct path_look {
 	char *path;
 	int rc, sb_rc; /* 0 or -errno: stat of the path, of its superblock */
@@ -346,7 +347,7 @@ static void look_late(void *arg)
 }
 
 /* look_run on the paths at once, into l[] (-ETIMEDOUT for a path that
- * did not answer within the timeout). */
+ * did not answer in time). */
 static void look_paths(fsck *f, char **paths, int n, path_look *l)
 {
 	mio_bounded *b[STRIPE_MAX_N];
@@ -357,7 +358,7 @@ static void look_paths(fsck *f, char **paths, int n, path_look *l)
 		p[i]->path = g_strdup(paths[i]);
 		b[i] = mio_bounded_start(look_run, look_late, p[i]);
 	}
-	int64_t deadline = mio_deadline_ms(f->o.timeout_ms);
+	int64_t deadline = mio_deadline_ms(memberio_first_wait_ms(f->o.timeout_ms, true));
 	for (int i = 0; i < n; i++) {
 		l[i] = (path_look){ NULL, -ETIMEDOUT, -ETIMEDOUT };
 		if (!mio_bounded_wait(b[i], deadline))
@@ -790,6 +791,9 @@ static int open_members(fsck *f, char **paths, bool *mounted)
 	volume_options vo = { .run = f->o.tune };
 	vo.run.read_only = !f->o.repair;
 	vo.run.timeout_ms = f->o.timeout_ms;
+	/* a run goes on without a member rather than ask it again: one that
+	 * stops answering a read is given up after its bound */
+	vo.run.give_up_at_bound = true;
 	if (!check_member_paths(f, paths, n))
 		return finish(f, FSCK_EXIT_OPERATIONAL, "no given member holds an ecfs volume "
 		              "(" ECFS_META_DIR "/superblock): nothing to check");

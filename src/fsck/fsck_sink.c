@@ -81,7 +81,10 @@ void fsck_member_lost(fsck *f, int mb)
 	if (__atomic_fetch_or(&f->lost, bit, __ATOMIC_RELAXED) & bit)
 		return;
 	__atomic_fetch_and(&f->walk_mask, ~bit, __ATOMIC_RELAXED);
-	unsigned ms = memberio_timeout(volume_memberio(f->v));
+	/* the timeout, or the member's bound if it came first */
+	unsigned ms = memberio_lost_ms(volume_memberio(f->v), mb);
+	if (!ms)
+		ms = memberio_timeout(volume_memberio(f->v));
 	fsck_problem(f, "member", NULL, mb, 0, 0, FSCK_UNREPAIRABLE,
 	             "no answer within %g s, treated as failed: its strips count as "
 	             "erasures, and nothing more is checked or written on it", ms / 1000.0);

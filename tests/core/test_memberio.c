@@ -15,7 +15,9 @@
  * thread when its members are fast, on the workers of those that are not;
  * a call that hangs on the relay gives up its member only, and a new relay
  * runs the rest of the batch and the batches after it, also when the
- * relay stays awake between batches.
+ * relay stays awake between batches.  A batch of calls
+ * (mio_batch_bound_calls) cuts a task stalled in a member call at its
+ * bound, and the task writes nothing after; its worker goes on.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -402,6 +405,82 @@ static void relay_stalled_sends_others_to_their_workers(void **state)
 	close(pipefd[0]);
 }
 
+/* A task of a batch of calls (mio_batch_bound_calls): a call of its,
+ * then a write of its caller's memory. */
+typedef struct call_then_write {
+	int fd;
+	int wrote; /* atomic */
+} call_then_write;
+
+static void call_then_write_run(void *arg)
+{
+	call_then_write *c = arg;
+	char ch;
+
+	(void)!MIO_CALL(read(c->fd, &ch, 1));
+	__atomic_store_n(&c->wrote, 1, __ATOMIC_RELEASE);
+}
+
+static void batch_free(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* A batch of calls whose member 1 hangs in its first call, long before
+ * the member timeout: the wait cuts it at its bound and returns with
+ * member 0's answer; when the call returns, the task writes nothing more,
+ * and another thread takes member 1's worker: its next task runs.  Nobody
+ * is failed for it. */
+static void calls_batch_cuts_a_stalled_call(void **state)
+{
+	memberio *mio = memberio_new(N, 60000, note_lost, NULL);
+	mio_batch *b = malloc(sizeof(*b));
+	call_then_write c[2] = { { -1, 0 }, { -1, 0 } };
+	int pipefd[2], done[2];
+	bool idle = false;
+	mio_batch after;
+	jobs js;
+	struct timespec t0;
+
+	(void)state;
+	lost_calls = 0;
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(done, O_CLOEXEC), 0);
+	assert_int_equal(write(done[1], "x", 1), 1);
+	c[0].fd = done[0];
+	c[1].fd = pipefd[0];
+	jobs_init(&js);
+	mio_batch_init(b);
+	mio_batch_bound_calls(b);
+	mio_batch_by_release(b);
+	memberio_submit(mio, 0, b, call_then_write_run, &c[0]);
+	memberio_submit(mio, 1, b, call_then_write_run, &c[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(mio_batch_wait_calls(mio, b), 1u << 1);
+	double took = seconds_since(&t0);
+	assert_true(took >= MEMBERIO_BOUND_MIN_MS / 1000.0 - 0.1 && took < 30.0);
+	assert_int_equal(__atomic_load_n(&c[0].wrote, __ATOMIC_ACQUIRE), 1);
+	assert_true(memberio_stalled(mio, 1));
+	mio_batch_release(b, batch_free, &idle);
+	assert_false(__atomic_load_n(&idle, __ATOMIC_ACQUIRE));
+	close(pipefd[1]); /* the hung call returns */
+	for (int i = 0; i < 500 && !__atomic_load_n(&idle, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	assert_true(__atomic_load_n(&idle, __ATOMIC_ACQUIRE));
+	free(b);
+	assert_int_equal(__atomic_load_n(&c[1].wrote, __ATOMIC_ACQUIRE), 0);
+	mio_batch_init(&after);
+	memberio_submit(mio, 1, &after, run_job, &js.j[1]);
+	assert_int_equal(mio_batch_wait(&after), 0);
+	assert_true(js.j[1].order > 0);
+	assert_false(memberio_stalled(mio, 1));
+	assert_int_equal(lost_calls, 0);
+	memberio_free(mio);
+	close(pipefd[0]);
+	close(done[0]);
+	close(done[1]);
+}
+
 /* A batch made with mio_batch_init_each (hedged reads): its caller goes
  * on as soon as all but one task are done, while the last still blocks
  * (a read of a pipe until a byte comes), and a wait for all of them
@@ -639,6 +718,7 @@ int main(void)
 		cmocka_unit_test(hang_on_a_spinning_relay),
 		cmocka_unit_test(relay_stalled_sends_others_to_their_workers),
 		cmocka_unit_test(wait_for_all_but_one),
+		cmocka_unit_test(calls_batch_cuts_a_stalled_call),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,5 +87,62 @@ class BoundedReadTest(F.FaultCase):
                 self.hang_after_open(pos)
 
 
+class BoundedQueryTest(F.FaultCase):
+    """A namespace query (a lookup, a stat, a listing) that meets a
+    member's first hang: the member is not known as stalled yet when the
+    query asks it, and the query still waits for it no longer than its
+    bound, then answers from the others; the member stays in service."""
+
+    QUERY_TIMEOUT = 30.0  # the member timeout, far above the bound
+    ANSWERED = 8.0        # one bound (2 s), with wide room for a loaded machine
+
+    def hung_query(self, j, query, extra="", before=None):
+        v, path, data = self.stored_file(60 + j)
+        mnt = self.mount(v, f"k={F.K},m={F.M}")
+        os.mkdir(os.path.join(mnt, "d"))
+        for name in ("x", "y", "z"):
+            H.write_file(os.path.join(mnt, "d", name), name.encode() * 100)
+        self.assert_clean_unmount(v)
+        arm = os.path.join(os.path.dirname(v.members[0]), f"armed{j}")
+        mnt = self.mount_faulty(v, f"member={j},op=read,armed={arm},hang{extra}",
+                                f"timeout={self.QUERY_TIMEOUT:g}")
+        if before:
+            before(mnt)
+        open(arm, "w").close()
+        start = time.monotonic()
+        query(mnt, data)
+        took = time.monotonic() - start
+        self.assertLess(took, self.ANSWERED,
+                        f"the query took {took:.1f} s on member {j}'s first hang "
+                        f"(member timeout {self.QUERY_TIMEOUT:g} s)")
+        h = H.health(mnt)
+        self.assertTrue(h[f"member.{j}"].startswith("up"), f"member {j} failed: {h}")
+        self.assert_clean_unmount(v)
+
+    def test_lookup_meets_the_first_hang(self):
+        """Member 0 (the one a lookup asks first) hangs on the relay: a
+        lookup of a name no member holds answers ENOENT, then a stat of
+        the file answers its size."""
+        def query(mnt, data):
+            with self.assertRaises(FileNotFoundError):
+                os.stat(os.path.join(mnt, "absent"))
+            self.assertEqual(os.stat(os.path.join(mnt, "f")).st_size, len(data))
+        self.hung_query(0, query)
+
+    def test_stat_meets_the_first_hang_on_a_worker(self):
+        """Member 2's calls take a millisecond (so they go to its own
+        worker, not the relay) and hang: a stat of the file answers."""
+        def query(mnt, data):
+            self.assertEqual(os.stat(os.path.join(mnt, "f")).st_size, len(data))
+        self.hung_query(2, query, f";member=2,op=any,delay=1")
+
+    def test_listing_meets_the_first_hang(self):
+        """The directory looked up before the hang: its listing meets
+        member 1's hang first, and lists every name."""
+        def query(mnt, data):
+            self.assertEqual(sorted(os.listdir(os.path.join(mnt, "d"))), ["x", "y", "z"])
+        self.hung_query(1, query, before=lambda mnt: os.stat(os.path.join(mnt, "d")))
+
+
 if __name__ == "__main__":
     sys.exit(H.main())

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -710,9 +711,9 @@ class TimeoutTest(FsckCase):
     # the rest of the run: well above both, far below "forever"
     BOUND = 90
 
-    def fsck_faulty(self, v, rules, *args):
+    def fsck_faulty(self, v, rules, *args, timeout="1"):
         env = dict(os.environ, ECFS_FAULT=rules)
-        cmd = [FSCK, "--no-progress", "--timeout=1", *args, ":".join(v.members)]
+        cmd = [FSCK, "--no-progress", f"--timeout={timeout}", *args, ":".join(v.members)]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                timeout=self.BOUND)
@@ -801,6 +802,58 @@ class TimeoutTest(FsckCase):
         r = self.fsck(v, "-y")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("strip: /dir/sub/b: member 2", r.stdout)
+        r = self.fsck(v, "-n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.read_back(v, data, subsets=2)
+
+    # the member timeout far above the bound (2 s): a run that waited for
+    # it would take over a minute; one that gives the member up at its
+    # bound, a few seconds and the run (generous: the machine is loaded)
+    LONG = 60
+    FEW_BOUNDS = 25
+
+    def fsck_hung(self, v, rules, *args):
+        start = time.monotonic()
+        r = self.fsck_faulty(v, rules, *args, timeout=str(self.LONG))
+        took = time.monotonic() - start
+        self.assertLess(took, self.FEW_BOUNDS,
+                        f"ecfs-fsck {' '.join(args)} took {took:.1f} s with a hung member "
+                        f"(--timeout={self.LONG}): " + r.stdout + r.stderr)
+        return r
+
+    def test_check_gives_up_at_the_bound(self):
+        """-n with --timeout far above the bound: member 2's reads hang
+        from the start; it is given up after its bound, named once, and
+        the run ends in a few seconds (exit 4)."""
+        v, _ = self.build()
+        r = self.fsck_hung(v, "member=2,op=read,hang", "--json", "-n")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        rep = json.loads(r.stdout)
+        self.assertEqual(rep["members"][2]["state"], "failed")
+        given_up = [p for p in rep["problems"] if p["member"] == 2]
+        self.assertEqual(len(given_up), 1, rep["problems"])
+        self.assertEqual(given_up[0]["kind"], "member")
+        self.assertEqual(given_up[0]["status"], "unrepairable")
+        self.assertIn("no answer within 2 s, treated as failed", given_up[0]["detail"])
+
+    def test_repair_gives_up_at_the_bound(self):
+        """-y with --timeout far above the bound: member 3's reads hang
+        once the walk begins; it is given up after its bound, member 1 is
+        repaired all the same, and the run ends in a few seconds (exit 5)."""
+        v, data = self.build()
+        v.lose(1, "chunkdel", files=["mid"])
+        before = member_hashes(v, [3])
+        log = os.path.join(v.members[3], ".ecfs", "intent", "log")
+        after = 1 + os.path.getsize(log) // 16384
+        r = self.fsck_hung(v, f"member=3,op=read,after={after},hang", "-y")
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.count(f"member 3 ({v.members[3]}) failed: no answer"), 1,
+                         r.stdout + r.stderr)
+        self.assertIn(f"member: volume: member 3 ({v.members[3]}): no answer within 2 s, "
+                      "treated as failed", r.stdout)
+        self.assertIn("chunk-missing: /mid: member 1", r.stdout)
+        self.assertTrue(os.path.exists(v.chunk_path(1, "mid")))
+        self.assertEqual(member_hashes(v, [3]), before)
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.read_back(v, data, subsets=2)

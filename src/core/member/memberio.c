@@ -100,7 +100,8 @@ static void *worker_main(void *arg)
 		w->current = t;
 		pthread_mutex_unlock(&w->lock);
 
-		t->fn(t->arg); /* never returns if given up */
+		if (mio_task_starts(t))
+			t->fn(t->arg); /* never returns if given up, or cut in a call */
 		pthread_mutex_lock(&w->lock);
 		w->current = NULL;
 		pthread_mutex_unlock(&w->lock);
@@ -129,20 +130,22 @@ static worker *worker_start(memberio *mio, int idx)
 /* Member idx is lost: its worker's queue is given up with cur, the task
  * whose call hung (on that worker or on the relay); a task its worker is
  * running still finishes there. */
-static void lose_member(memberio *mio, int idx, mio_task *cur)
+static void lose_member(memberio *mio, int idx, mio_task *cur, unsigned waited_ms)
 {
 	worker *w = mio->w[idx];
 
 	pthread_mutex_lock(&w->lock);
 	bool was = w->lost;
 	w->lost = true;
+	if (!was)
+		w->lost_ms = waited_ms;
 	mio_task *t = w->head;
 	w->head = w->tail = NULL;
 	pthread_mutex_unlock(&w->lock);
 	/* first the verdict, so that the waiters woken next find the member
 	 * failed, and failed for this reason */
 	if (!was && mio->on_lost)
-		mio->on_lost(mio->ctx, idx, mio->timeout_ms);
+		mio->on_lost(mio->ctx, idx, waited_ms);
 	if (cur) {
 		__atomic_fetch_or(&cur->batch->stuck, 1ull << idx, __ATOMIC_RELEASE);
 		task_done(cur, idx);
@@ -155,6 +158,8 @@ static void lose_member(memberio *mio, int idx, mio_task *cur)
 }
 
 static void enqueue(memberio *mio, mio_task *t, bool run_idle);
+static void relay_replace(memberio *mio);
+static void worker_leave(worker *w);
 
 /* The relay: runs the tasks of its queue one after the other, each with
  * the member it is for in run_idx, so that its calls are timed and
@@ -192,8 +197,8 @@ static void *relay_main(void *arg)
 		r->run_idx = t->idx;
 		pthread_mutex_unlock(&mio->rlock);
 		bool lost = memberio_lost(mio, t->idx);
-		if (!lost)
-			t->fn(t->arg); /* never returns if given up */
+		if (!lost && mio_task_starts(t))
+			t->fn(t->arg); /* never returns if given up, or cut in a call */
 		/* current stays set: the watchdog reads it only of a relay in
 		 * a call, which this one is not until the next task */
 		task_done(t, lost ? t->idx : -1);
@@ -249,8 +254,9 @@ static void relay_stop(memberio *mio)
 	}
 }
 
-/* The watchdog's verdict on w: gives up its current task and its queue. */
-static void give_up(memberio *mio, worker *w)
+/* The watchdog's verdict on w, after a call of waited_ms: gives up its
+ * current task and its queue. */
+static void give_up(memberio *mio, worker *w, unsigned waited_ms)
 {
 	pthread_mutex_lock(&w->lock);
 	mio_task *cur = w->current;
@@ -258,24 +264,14 @@ static void give_up(memberio *mio, worker *w)
 	w->stuck = true;
 	pthread_mutex_unlock(&w->lock);
 	pthread_detach(w->thread);
-	lose_member(mio, w->idx, cur);
+	lose_member(mio, w->idx, cur, waited_ms);
 }
 
-/* The watchdog's verdict on the relay r, stuck in a call for member
- * run_idx: that member is lost, and a new relay takes the queue (or, if
- * none can be started, the members' workers do, in order, before any
- * later submission). */
-static void give_up_relay(memberio *mio, worker *r)
+/* Under rlock: a new relay takes the queue of one that stays in its call
+ * (or, if none can be started, the members' workers do, in order, before
+ * any later submission). */
+static void relay_replace(memberio *mio)
 {
-	pthread_mutex_lock(&mio->rlock);
-	mio_task *cur = r->current;
-	r->current = NULL;
-	r->stuck = true;
-	pthread_mutex_unlock(&mio->rlock);
-	/* lost before a new relay runs: it must not make the member's next
-	 * queued call, which would hang as well */
-	lose_member(mio, r->run_idx, cur);
-	pthread_mutex_lock(&mio->rlock);
 	mio->relay = relay_start(mio);
 	if (!mio->relay) {
 		mio_task *t = mio->rhead;
@@ -288,6 +284,24 @@ static void give_up_relay(memberio *mio, worker *r)
 		}
 	}
 	pthread_cond_broadcast(&mio->rdone); /* memberio_free waits for the relay */
+}
+
+/* The watchdog's verdict on the relay r, stuck in a call for member
+ * run_idx: that member is lost, and a new relay takes the queue (or, if
+ * none can be started, the members' workers do, in order, before any
+ * later submission). */
+static void give_up_relay(memberio *mio, worker *r, unsigned waited_ms)
+{
+	pthread_mutex_lock(&mio->rlock);
+	mio_task *cur = r->current;
+	r->current = NULL;
+	r->stuck = true;
+	pthread_mutex_unlock(&mio->rlock);
+	/* lost before a new relay runs: it must not make the member's next
+	 * queued call, which would hang as well */
+	lose_member(mio, r->run_idx, cur, waited_ms);
+	pthread_mutex_lock(&mio->rlock);
+	relay_replace(mio);
 	pthread_mutex_unlock(&mio->rlock);
 }
 
@@ -301,20 +315,22 @@ static void watch_relay(memberio *mio, int64_t now)
 	if (!r)
 		return;
 	int64_t since = __atomic_load_n(&r->io_since, __ATOMIC_ACQUIRE);
-	if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+	unsigned limit = since > 0 ? mio_give_up_ms(mio, r, r->run_idx) : 0;
+	if (since > 0 && now - since >= (int64_t)limit &&
 	    __atomic_compare_exchange_n(&r->io_since, &since, IO_LOST, false, __ATOMIC_ACQ_REL,
 	                                __ATOMIC_ACQUIRE))
-		give_up_relay(mio, r);
+		give_up_relay(mio, r, limit);
 }
 
 static void *watchdog_main(void *arg)
 {
 	memberio *mio = arg;
-	/* a tenth of the timeout, so a hang is seen within 110% of it */
-	int64_t period = mio->timeout_ms / 10 < 20 ? 20 : mio->timeout_ms / 10;
-
 	pthread_mutex_lock(&mio->lock);
 	while (!mio->stop) {
+		/* a tenth of the soonest give-up, so a hang is seen within 110% of it */
+		unsigned soonest = memberio_first_wait_ms(
+			mio->timeout_ms, __atomic_load_n(&mio->at_bound, __ATOMIC_RELAXED));
+		int64_t period = soonest / 10 < 20 ? 20 : soonest / 10;
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += (period % 1000) * 1000000;
@@ -328,10 +344,11 @@ static void *watchdog_main(void *arg)
 		for (int i = 0; i < mio->n; i++) {
 			worker *w = mio->w[i];
 			int64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
-			if (since > 0 && now - since >= (int64_t)mio->timeout_ms &&
+			unsigned limit = since > 0 ? mio_give_up_ms(mio, w, i) : 0;
+			if (since > 0 && now - since >= (int64_t)limit &&
 			    __atomic_compare_exchange_n(&w->io_since, &since, IO_LOST, false,
 			                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				give_up(mio, w);
+				give_up(mio, w, limit);
 		}
 		watch_relay(mio, now);
 		pthread_mutex_lock(&mio->lock);
@@ -397,7 +414,10 @@ void memberio_free(memberio *mio)
 	for (int i = 0; i < mio->n; i++) {
 		worker *w = mio->w[i];
 		for (;;) {
-			if (pthread_tryjoin_np(w->thread, NULL) == 0) {
+			pthread_mutex_lock(&w->lock);
+			pthread_t thread = w->thread; /* worker_leave may replace it */
+			pthread_mutex_unlock(&w->lock);
+			if (pthread_tryjoin_np(thread, NULL) == 0) {
 				w->joined = true;
 				break;
 			}
@@ -425,6 +445,16 @@ void memberio_free(memberio *mio)
 	free(mio);
 }
 
+unsigned memberio_lost_ms(memberio *mio, int idx)
+{
+	worker *w = mio->w[idx];
+
+	pthread_mutex_lock(&w->lock);
+	unsigned ms = w->lost ? w->lost_ms : 0;
+	pthread_mutex_unlock(&w->lock);
+	return ms;
+}
+
 bool memberio_lost(memberio *mio, int idx)
 {
 	worker *w = mio->w[idx];
@@ -445,7 +475,7 @@ void mio_batch_init(mio_batch *b)
 	b->wake_each = false;
 	b->relayed = b->apart = 0;
 	b->spin_ns = 0;
-	b->bounded = b->by_release = false;
+	b->bounded = b->by_release = b->calls = false;
 	b->refs = 0;
 }
 
@@ -623,9 +653,7 @@ uint64_t mio_batch_wait_left(mio_batch *b, int left)
 	return __atomic_load_n(&b->lost, __ATOMIC_ACQUIRE);
 }
 
-/* Stays awake up to the spin time for a batch that went wholly to the
- * relay to fall to left tasks; true if it did. */
-static bool spin_for_relay(mio_batch *b, int left)
+bool mio_spin_for_relay(mio_batch *b, int left)
 {
 	if (!b->relayed || b->apart || !b->spin_ns)
 		return false;
@@ -640,7 +668,7 @@ static bool spin_for_relay(mio_batch *b, int left)
 
 bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
 {
-	if (!deadline_ns && spin_for_relay(b, left))
+	if (!deadline_ns && mio_spin_for_relay(b, left))
 		return true;
 	/* A count that has only fallen since it was read is slept through:
 	 * the wake-up comes when it reaches 0, or at every task with
@@ -681,6 +709,7 @@ void mio_io_begin(void)
 	if (!w)
 		return;
 	w->call_ns = memberio_now_ns();
+	mio_call_opens(w->current);
 	if (w->timeout_ms)
 		__atomic_store_n(&w->io_since, w->call_ns / 1000000, __ATOMIC_RELEASE);
 }
@@ -715,8 +744,61 @@ void mio_io_end(void)
 		for (;;)
 			pause();
 	}
+	__atomic_store_n(&w->changes, false, __ATOMIC_RELAXED);
 	/* the relay's calls are its member's */
 	note_latency(w->relay ? w->mio->w[w->run_idx] : w, w->call_ns);
+	if (!mio_call_closes(w->current))
+		worker_leave(w);
+}
+
+/* w's task was cut in the call that just returned (mio_call_closes): its
+ * caller went on, and the task's memory may be anyone's now.  Another
+ * thread takes w's place (the relay's, for the relay), the task ends,
+ * and this thread does nothing more, as one given up. */
+static void worker_leave(worker *w)
+{
+	memberio *mio = w->mio;
+	mio_task *t;
+	bool taken;
+
+	if (w->relay) {
+		pthread_mutex_lock(&mio->rlock);
+		t = w->current;
+		w->current = NULL;
+		w->stuck = true;
+		if (mio->relay == w)
+			relay_replace(mio);
+		taken = true;
+		pthread_mutex_unlock(&mio->rlock);
+	} else {
+		pthread_t next;
+		pthread_mutex_lock(&w->lock);
+		t = w->current;
+		w->current = NULL;
+		/* the old thread stays joinable and is never joined */
+		taken = pthread_create(&next, NULL, worker_main, w) == 0;
+		if (taken)
+			w->thread = next;
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (!taken) {
+		/* no thread to take its place: the member's later tasks would
+		 * wait for ever; it is given up as after the timeout */
+		lose_member(mio, w->idx, t, memberio_bound_ms(mio, w->idx));
+		t = NULL;
+	}
+	if (t)
+		task_done(t, -1);
+	for (;;)
+		pause();
+}
+
+void mio_io_changes(void)
+{
+	worker *w = self;
+
+	if (w)
+		__atomic_store_n(&w->changes, true, __ATOMIC_RELAXED);
 }
 
 uint8_t *mio_bounce(size_t len)

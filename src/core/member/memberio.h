@@ -57,6 +57,7 @@ typedef struct mio_batch {
 	int64_t spin_ns;  /* mio_batch_init_small: how long its caller stays awake for it */
 	/* mio_batch_bound: */
 	bool bounded;
+	bool calls;       /* mio_batch_bound_calls: cut in a member call, not only before */
 	bool by_release;  /* ended by mio_batch_release, never by its caller */
 	int refs;         /* by_release: its caller's and its tasks' (atomic) */
 	void (*on_idle)(void *);
@@ -66,7 +67,9 @@ typedef struct mio_batch {
 	uint8_t settle[64]; /* per member: MIO_OPEN, MIO_CLAIMED or MIO_CUT (atomic) */
 } mio_batch;
 
-/* Called from the watchdog thread once per member given up. */
+/* Called from the watchdog thread once per member given up, with the
+ * time its call had run (the timeout, or memberio_give_up_at_bound's
+ * bound). */
 typedef void (*mio_lost_fn)(void *ctx, int idx, unsigned timeout_ms);
 
 /* timeout_ms 0: no timeout (no watchdog, no bounce buffers). */
@@ -158,6 +161,21 @@ bool mio_batch_idle(const mio_batch *b);
 #define MEMBERIO_BOUND_MIN_MS 2000
 #define MEMBERIO_BOUND_FACTOR 4
 unsigned memberio_bound_ms(memberio *mio, int idx);
+/* For a run that goes on without a member rather than ask it again
+ * (ecfs-fsck): from now on the watchdog gives up a member whose call has
+ * run past its bound, when that is sooner than the timeout, as it would
+ * at the timeout (the member is lost, on_lost is told the time waited).
+ * Not a call that changes the member (mio_io_changes: a write, a sync, a
+ * namespace change may take long on a busy disk): those keep the
+ * timeout. */
+void memberio_give_up_at_bound(memberio *mio);
+/* The longest wait for a member's first answer, before it has a latency
+ * (a look at it while a volume opens): the timeout, or with at_bound
+ * (as above) the least bound if sooner. */
+unsigned memberio_first_wait_ms(unsigned timeout_ms, bool at_bound);
+/* Lost (memberio_lost): how long the call it was given up in had run,
+ * in ms (the timeout, or its bound); 0 if not lost. */
+unsigned memberio_lost_ms(memberio *mio, int idx);
 /* True while member idx's worker (or the relay, for it) is in one member
  * call for longer than its bound: reads go around it without asking. */
 bool memberio_stalled(memberio *mio, int idx);
@@ -179,6 +197,20 @@ bool mio_claim(void);
  * whatever their tasks may still touch until the batch is idle
  * (mio_batch_idle), and never waits for it with mio_batch_wait_left. */
 uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b);
+/* A bounded batch for tasks that know nothing of claims (volume_ask_members):
+ * each is cut only while it waits for a member, in a member call or
+ * queued, and only once that member (or the relay it waits on) is stalled
+ * (memberio_stalled, memberio_relay_stalled), so a long task on a member
+ * that answers is never cut.  A task cut before it starts never runs; one
+ * cut in a call stops when the call returns (mio_io_end never returns to
+ * it), another thread taking its worker's place: a task writes its
+ * caller's memory only between member calls, as for the timeout.  At most
+ * one task per member; waited for with mio_batch_wait_calls. */
+void mio_batch_bound_calls(mio_batch *b);
+/* Waits for such a batch until every task not cut is done; returns the
+ * members cut (their tasks said nothing; the caller keeps the batch until
+ * it is idle, mio_batch_by_release). */
+uint64_t mio_batch_wait_calls(memberio *mio, mio_batch *b);
 /* For a bounded batch in memory of its own (heap): from now on the batch
  * belongs to its tasks; on_idle(arg) runs once every task is done (at
  * once, if they are), on the thread of the last. */
@@ -244,6 +276,9 @@ void memberio_force_slow(memberio *mio, enum mio_cost kind, uint64_t members);
  * watchdog see it; mio_io_end never returns if the call was given up. */
 void mio_io_begin(void);
 void mio_io_end(void);
+/* In a member call (after mio_io_begin): this call changes the member
+ * (memberio_give_up_at_bound leaves it to the timeout). */
+void mio_io_changes(void);
 /* A raw system call on a member as one timed member call (its result
  * must go to the caller's own stack, never to memory of the task's
  * caller: reads use mop_pread, which bounces). */

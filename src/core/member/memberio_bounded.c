@@ -144,6 +144,28 @@ unsigned memberio_bound_ms(memberio *mio, int idx)
 	return ms > MEMBERIO_BOUND_MIN_MS ? (unsigned)ms : MEMBERIO_BOUND_MIN_MS;
 }
 
+void memberio_give_up_at_bound(memberio *mio)
+{
+	__atomic_store_n(&mio->at_bound, true, __ATOMIC_RELAXED);
+}
+
+unsigned mio_give_up_ms(memberio *mio, worker *w, int idx)
+{
+	unsigned ms = mio->timeout_ms;
+
+	if (__atomic_load_n(&mio->at_bound, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&w->changes, __ATOMIC_RELAXED)) {
+		unsigned bound = memberio_bound_ms(mio, idx);
+		ms = bound < ms ? bound : ms;
+	}
+	return ms;
+}
+
+unsigned memberio_first_wait_ms(unsigned timeout_ms, bool at_bound)
+{
+	return at_bound && timeout_ms > MEMBERIO_BOUND_MIN_MS ? MEMBERIO_BOUND_MIN_MS : timeout_ms;
+}
+
 /* True if w is in a call that began over bound_ms ago. */
 static bool call_older(worker *w, int64_t now_ms, unsigned bound_ms)
 {
@@ -220,4 +242,85 @@ uint64_t mio_batch_wait_bounded(memberio *mio, mio_batch *b)
 	while (b->asked & ~cut & ~__atomic_load_n(&b->finished, __ATOMIC_SEQ_CST))
 		sched_yield();
 	return cut;
+}
+
+/* Batches of calls (mio_batch_bound_calls): a task is CLAIMED while it
+ * runs its own code, which may write its caller's memory, and OPEN while
+ * it waits for a member: queued, or in a member call.  Only an open one
+ * is cut. */
+void mio_batch_bound_calls(mio_batch *b)
+{
+	mio_batch_bound(b);
+	b->calls = true;
+}
+
+bool mio_task_starts(mio_task *t)
+{
+	uint8_t open = MIO_OPEN;
+
+	return !t || !t->batch->calls ||
+	       __atomic_compare_exchange_n(&t->batch->settle[t->idx], &open, MIO_CLAIMED, false,
+	                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+void mio_call_opens(mio_task *t)
+{
+	uint8_t claimed = MIO_CLAIMED;
+
+	/* a CAS, not a store: a call inside a call must not undo a cut */
+	if (t && t->batch->calls)
+		__atomic_compare_exchange_n(&t->batch->settle[t->idx], &claimed, MIO_OPEN, false,
+		                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+bool mio_call_closes(mio_task *t)
+{
+	uint8_t open = MIO_OPEN;
+
+	/* (claimed already: the end of a call inside a call) */
+	return !t || !t->batch->calls ||
+	       __atomic_compare_exchange_n(&t->batch->settle[t->idx], &open, MIO_CLAIMED, false,
+	                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ||
+	       open == MIO_CLAIMED;
+}
+
+/* The members of `left` whose tasks in b wait on a stalled member or
+ * relay, cut now (those whose cut wins over their claim). */
+static uint64_t cut_stalled(memberio *mio, mio_batch *b, uint64_t left)
+{
+	bool relay = memberio_relay_stalled(mio);
+	uint64_t cut = 0;
+
+	for (int i = 0; i < mio->n; i++) {
+		uint8_t open = MIO_OPEN;
+		if ((left >> i & 1) && ((relay && (b->relayed >> i & 1)) || memberio_stalled(mio, i)) &&
+		    __atomic_compare_exchange_n(&b->settle[i], &open, MIO_CUT, false,
+		                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			cut |= 1ull << i;
+	}
+	return cut;
+}
+
+uint64_t mio_batch_wait_calls(memberio *mio, mio_batch *b)
+{
+	/* how often a wait looks for a stalled member: a small share of the
+	 * least bound */
+	const int64_t look_ns = MEMBERIO_BOUND_MIN_MS / 20 * 1000000ll;
+	uint64_t cut = 0;
+
+	/* as any small batch's caller: awake a while for the relay */
+	if (mio_spin_for_relay(b, 0))
+		return 0;
+	for (;;) {
+		uint64_t finished = __atomic_load_n(&b->finished, __ATOMIC_SEQ_CST);
+		uint64_t left = b->asked & ~cut & ~finished;
+		if (!left)
+			return cut;
+		/* until only the cut ones may be pending; looked at after a
+		 * wait, so a query that ends at once takes no lock of the relay */
+		if (mio_batch_wait_left_until(b, __builtin_popcountll(cut & ~finished),
+		                              memberio_now_ns() + look_ns))
+			continue;
+		cut |= cut_stalled(mio, b, left);
+	}
 }

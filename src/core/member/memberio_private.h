@@ -41,6 +41,8 @@ typedef struct worker {
 	} cost[MIO_COSTS];    /* reads, writes */
 	uint64_t forced_slow;  /* bit kind: judged slow for that kind (fault tests) */
 	bool stop, lost;
+	unsigned lost_ms;  /* lost: how long its call had waited (the verdict's) */
+	bool changes;      /* the call under way changes the member (atomic) */
 	bool stuck;        /* given up in its own member call */
 	bool joined;       /* memberio_free: its thread ended, to be freed */
 	bool relay, done;  /* the relay; done: it has stopped (under rlock) */
@@ -73,11 +75,28 @@ struct memberio {
 	worker *relay; /* the thread running it now; NULL: none, use the workers */
 	bool rstop;
 	bool relay_all; /* memberio_force_relay (tests) */
+	bool at_bound;  /* memberio_give_up_at_bound (atomic) */
 	unsigned spin_us; /* memberio_set_spin (atomic) */
 };
 
 /* The worker (or relay) this thread is, or NULL. */
 worker *memberio_self(void);
+/* How long the watchdog lets a call of member idx run on w (a worker,
+ * or the relay in a call of idx) before it gives the member up: the
+ * timeout, or the member's bound if sooner under memberio_give_up_at_bound
+ * (memberio_bounded.c). */
+unsigned mio_give_up_ms(memberio *mio, worker *w, int idx);
+/* Tasks of a batch of mio_batch_bound_calls (memberio_bounded.c):
+ * mio_task_starts, before t runs: false if it was cut already (it is
+ * not run); mio_call_opens, at each member call's start, and
+ * mio_call_closes, at its end: false if it was cut meanwhile.  True for
+ * (or no-ops on) any other task, and t NULL. */
+bool mio_task_starts(mio_task *t);
+void mio_call_opens(mio_task *t);
+bool mio_call_closes(mio_task *t);
+/* Stays awake up to the spin time (memberio_set_spin) for a batch that
+ * went wholly to the relay to fall to left tasks; true if it did. */
+bool mio_spin_for_relay(mio_batch *b, int left);
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t memberio_now_ns(void);
 

@@ -91,13 +91,21 @@ uint64_t mop_reads(volume *v)
 }
 
 /* In every mutating wrapper, after IO_SCOPE: the change count goes up at
- * return, once the call is over whatever it did. */
+ * return, once the call is over whatever it did; the call is one that
+ * changes the member for the watchdog (mio_io_changes). */
 static void change_scope_end(volume **v)
 {
 	if (*v)
 		__atomic_add_fetch(&((mop_state *)(void *)*v)->changes, 1, __ATOMIC_ACQ_REL);
 }
-#define CHANGE_SCOPE() volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) = v
+static volume *change_scope_begin(volume *v)
+{
+	mio_io_changes();
+	return v;
+}
+#define CHANGE_SCOPE()                                                              \
+	volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) = \
+		change_scope_begin(v)
 
 /* The stamp of the directory a change is made in (dirstamps.h), taken
  * before the change where the volume keeps stamps of the member; at the
@@ -345,7 +353,8 @@ static int open_recorded(volume *v, int idx, int dirfd, const char *name, int fl
 
 	/* creating or truncating changes the member; other opens read it */
 	IO_SCOPE();
-	volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) = changes ? v : NULL;
+	volume *change_scope_ __attribute__((cleanup(change_scope_end), unused)) =
+		changes ? change_scope_begin(v) : NULL;
 	char parent[PATH_MAX];
 	const char *in = beneath ? created_in(name, flags, parent) : NULL;
 	DIR_WATCH(dir, (flags & O_CREAT) && (!beneath || in) ? dirfd : AT_FDCWD, in, NULL);

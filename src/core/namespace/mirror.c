@@ -642,18 +642,31 @@ uint64_t mirror_gather(volume *v, const char *path, mirror_fn fn, void *const *a
 {
 	struct member_run runs[64];
 	int rcs[64];
-	uint64_t ask = 0, whole = 0;
+	uint64_t ask = 0, whole = 0, asked = 0;
+	void *run_args[64];
 
 	*err = -ENOENT;
 	for (int idx = 0; idx < volume_n(v); idx++) {
-		runs[idx] = (struct member_run){ .v = v, .path = path, .fn = fn, .arg = args[idx] };
-		if (most > 0 && volume_member_answers(v, idx)) {
-			ask |= 1ull << idx;
-			most--;
-		}
+		runs[idx] = (struct member_run){ .v = v, .idx = idx, .path = path, .fn = fn,
+		                                 .arg = args[idx] };
+		run_args[idx] = &runs[idx];
 	}
-	if (volume_usable(v))
-		run_members(v, ask, runs, rcs, true); /* listings: each on its worker */
+	/* listings, each on its worker; a member cut past its bound gives its
+	 * place to one not asked yet, while there is one */
+	while (most > 0 && volume_usable(v)) {
+		uint64_t pick = 0, now = volume_query_members(v);
+		for (int idx = 0; idx < volume_n(v) && most > 0; idx++)
+			if ((now >> idx & 1) && !(asked >> idx & 1)) {
+				pick |= 1ull << idx;
+				most--;
+			}
+		if (!pick)
+			break;
+		asked |= pick;
+		uint64_t cut = volume_ask_members(v, pick, member_run, run_args, rcs, false);
+		ask |= pick & ~cut;
+		most += __builtin_popcountll(cut);
+	}
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
 		if (!(ask >> idx & 1) || member_broke(v, idx, rcs[idx], what))
 			continue;
@@ -678,9 +691,10 @@ int mirror_query(volume *v, const char *path, mirror_fn fn, void *arg, const cha
 	for (int idx = 0; idx < volume_n(v) && volume_usable(v); idx++) {
 		if (!(ask >> idx & 1))
 			continue;
-		struct member_run r = { .v = v, .path = path, .fn = fn, .arg = arg };
-		int rc = run_member(&r, idx);
-		if (member_broke(v, idx, rc, what))
+		struct member_run r = { .v = v, .idx = idx, .path = path, .fn = fn, .arg = arg };
+		bool cut; /* stalled past its bound: the next member answers */
+		int rc = volume_ask_member(v, idx, member_run, &r, &cut);
+		if (cut || member_broke(v, idx, rc, what))
 			continue;
 		answer = rc;
 		if (rc != -ENOENT) /* as in apply_all: ENOENT may be this member's loss */

@@ -179,14 +179,28 @@ int objects_stat(volume *v, const char *path, struct stat *st)
 	return objects_stat_ident(v, path, st, NULL);
 }
 
-/* The probes of the members in mask (volume_on_members): with a member
- * timeout at once, without one inline. */
-static void stat_probes_run(volume *v, uint64_t mask, struct stat_probe *p, int *rcs)
+/* Members cut past their bound (volume_ask_members) say nothing: the
+ * others answer, the lowest of them in the first's place if it was cut
+ * (whose probes were whole, since the first's never ended). */
+static void first_of_the_rest(uint64_t cut, int *first, uint64_t *rest)
+{
+	*rest &= ~cut;
+	if (*first >= 0 && (cut >> *first & 1)) {
+		*first = *rest ? __builtin_ctzll(*rest) : -1;
+		if (*first >= 0)
+			*rest &= ~(1ull << *first);
+	}
+}
+
+/* The probes of the members in mask (volume_ask_members): with a member
+ * timeout at once, without one inline.  Returns the members cut past
+ * their bound. */
+static uint64_t stat_probes_run(volume *v, uint64_t mask, struct stat_probe *p, int *rcs)
 {
 	void *args[STRIPE_MAX_N];
 	for (int mb = 0; mb < volume_n(v); mb++)
 		args[mb] = &p[mb];
-	volume_on_members(v, mask, stat_probe_run, args, rcs);
+	return volume_ask_members(v, mask, stat_probe_run, args, rcs, true);
 }
 
 /* What objects_stat_ident gathers from the members' probes, in member order. */
@@ -376,12 +390,17 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 		if (rest >> mb & 1)
 			p[mb].lead = &p[first];
 	bool together = first >= 0 && rest && volume_all_relayed(v);
-	if (together)
-		stat_probes_run(v, rest | 1ull << first, p, rcs);
-	else if (first >= 0)
-		rcs[first] = volume_on_member(v, first, stat_probe_run, &p[first]);
+	uint64_t cut = 0;
+	if (together) {
+		cut = stat_probes_run(v, rest | 1ull << first, p, rcs);
+	} else if (first >= 0) {
+		bool gone;
+		rcs[first] = volume_ask_member(v, first, stat_probe_run, &p[first], &gone);
+		cut = gone ? 1ull << first : 0;
+	}
 	if (rest && !together)
-		stat_probes_run(v, rest, p, rcs);
+		cut |= stat_probes_run(v, rest, p, rcs);
+	first_of_the_rest(cut, &first, &rest);
 	return conclude(v, path, p, rcs, first, rest, epoch, st, ident ? ident : &unasked);
 }
 
@@ -457,9 +476,15 @@ void objects_stat_many(volume *v, const char *const *paths, size_t count, struct
 	 * each member's one after the other on its own worker: two hand-offs
 	 * for all the names, not one each. */
 	if (count && asked && volume_usable(v)) {
-		volume_on_members_apart(v, 1ull << first, many_probes_run, args, mrcs);
+		uint64_t cut = volume_ask_members(v, 1ull << first, many_probes_run, args, mrcs,
+		                                  false);
+		/* the first cut past its bound: the others answer in full */
+		for (size_t i = 0; i < count * (size_t)n && cut; i++)
+			p[i].lead = NULL;
 		if (rest)
-			volume_on_members_apart(v, rest, many_probes_run, args, mrcs);
+			cut |= volume_ask_members(v, rest, many_probes_run, args, mrcs, false);
+		first_of_the_rest(cut, &first, &rest);
+		asked = first >= 0 ? rest | 1ull << first : 0;
 	}
 	for (size_t i = 0; i < count && asked && volume_usable(v); i++) {
 		size_t at = i * (size_t)n;

@@ -137,6 +137,22 @@ void volume_on_members(volume *v, uint64_t mask, int (*fn)(void *), void *const 
 void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
                              void *const *args, int *rcs);
 
+/* A query (a lookup, a getattr, a listing, the votes on an attribute):
+ * volume_on_members (small: on the relay where it may, else each on its
+ * own worker), but with a member timeout it waits for a member no longer
+ * than the member's bound (memberio_bound_ms): a call that waits on a
+ * member stalled past it, or on the relay stalled behind one, is cut
+ * (mio_batch_bound_calls), and the members cut only because the relay
+ * was are asked again on their own workers.  Returns the members cut:
+ * no answer from them (rcs -EAGAIN), and no verdict on them either (the
+ * member timeout still judges them); the caller answers from the others
+ * if they are enough for its rule.  fn writes to its argument only
+ * between member calls, as volume_on_member says. */
+uint64_t volume_ask_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                            int *rcs, bool small);
+/* The same on one member: its result, and *cut. */
+int volume_ask_member(volume *v, int idx, int (*fn)(void *), void *arg, bool *cut);
+
 int volume_k(const volume *v);
 /* The chunk format version of the volume's files (its superblock's). */
 uint32_t volume_chunk_version(const volume *v);

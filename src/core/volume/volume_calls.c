@@ -2,8 +2,9 @@
 /*
  * Calls on the members: a small call on one member or on several at once
  * (on the relay or the members' I/O workers, memberio.h), large ones each
- * on its own worker, the members where a path answers yes, and the
- * refresh of the directories a chain changed, as its last task.
+ * on its own worker, queries that go on without a member past its bound,
+ * the members where a path answers yes, and the refresh of the
+ * directories a chain changed, as its last task.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -159,4 +160,73 @@ void volume_on_members_apart(volume *v, uint64_t mask, int (*fn)(void *),
                              void *const *args, int *rcs)
 {
 	on_members(v, mask, fn, args, rcs, false);
+}
+
+/* The calls of one query round, in memory of their own: a call cut by
+ * the bound ends after its caller has gone on. */
+struct ask_round {
+	mio_batch batch;
+	struct member_call calls[64];
+};
+
+static void ask_round_free(void *arg)
+{
+	g_free(arg);
+}
+
+/* One round of volume_ask_members: returns the members cut. */
+static uint64_t ask_round(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                          int *rcs, bool small)
+{
+	struct ask_round *r = g_new(struct ask_round, 1);
+
+	if (small)
+		mio_batch_init_small(v->mio, &r->batch);
+	else
+		mio_batch_init(&r->batch);
+	mio_batch_bound_calls(&r->batch);
+	mio_batch_by_release(&r->batch);
+	for (int idx = 0; idx < v->n; idx++) {
+		if (!(mask >> idx & 1))
+			continue;
+		r->calls[idx] = (struct member_call){ fn, args[idx], -EIO };
+		memberio_submit(v->mio, idx, &r->batch, member_call_run, &r->calls[idx]);
+	}
+	uint64_t cut = mio_batch_wait_calls(v->mio, &r->batch);
+	uint64_t lost = __atomic_load_n(&r->batch.lost, __ATOMIC_ACQUIRE);
+	for (int idx = 0; idx < v->n; idx++)
+		if (mask >> idx & 1)
+			rcs[idx] = cut >> idx & 1    ? -EAGAIN
+			           : lost >> idx & 1 ? -ETIMEDOUT
+			                             : r->calls[idx].rc;
+	mio_batch_release(&r->batch, ask_round_free, r);
+	return cut;
+}
+
+uint64_t volume_ask_members(volume *v, uint64_t mask, int (*fn)(void *), void *const *args,
+                            int *rcs, bool small)
+{
+	if (!volume_hands_off(v)) {
+		on_members(v, mask, fn, args, rcs, small);
+		return 0;
+	}
+	uint64_t cut = ask_round(v, mask, fn, args, rcs, small), again = 0;
+	/* behind a member stalled on the relay: the others again, each on its
+	 * own worker (their calls never ran) */
+	for (int idx = 0; idx < v->n; idx++)
+		if ((cut >> idx & 1) && !memberio_stalled(v->mio, idx))
+			again |= 1ull << idx;
+	if (again)
+		cut = (cut & ~again) | ask_round(v, again, fn, args, rcs, false);
+	return cut;
+}
+
+int volume_ask_member(volume *v, int idx, int (*fn)(void *), void *arg, bool *cut)
+{
+	void *args[64];
+	int rcs[64];
+
+	args[idx] = arg;
+	*cut = volume_ask_members(v, 1ull << idx, fn, args, rcs, true) != 0;
+	return rcs[idx];
 }

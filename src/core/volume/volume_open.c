@@ -201,6 +201,8 @@ static int start_members(volume *v, struct fault_rules **faults, const volume_op
 	if (v->mio) {
 		memberio_force_slow(v->mio, MIO_WRITE, fault_slow(v->mops.faults, FAULT_WRITE));
 		memberio_set_spin(v->mio, opts->run.spin_us);
+		if (opts->run.give_up_at_bound)
+			memberio_give_up_at_bound(v->mio);
 	}
 	v->room = space_new(v->n);
 	v->sizes = size_cache_new();

@@ -61,6 +61,9 @@ typedef struct volume_file_defaults {
 typedef struct volume_runtime {
 	bool read_only;        /* do not take the write lock or create anything */
 	unsigned timeout_ms;   /* member I/O timeout (memberio.h); 0 = none */
+	bool give_up_at_bound; /* ecfs-fsck: a member whose read call runs past its
+	                        * bound is given up then (memberio_give_up_at_bound),
+	                        * and so is one whose first look does (probe) */
 	unsigned spin_us;      /* the relay stays awake this long (memberio_set_spin);
 	                        * 0 = never */
 	int write_quorum;      /* writes may leave slow members out down to this many

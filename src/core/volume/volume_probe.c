@@ -396,7 +396,8 @@ int vol_probe_members(probe *pr, const char *const *paths, int n, const volume_o
 	int ref, rc, empty = 0;
 	superblock sb;
 
-	probe_all(pr, paths, n, o->run.timeout_ms);
+	probe_all(pr, paths, n,
+	          memberio_first_wait_ms(o->run.timeout_ms, o->run.give_up_at_bound));
 	judge_mounts(pr, n);
 	for (int i = 0; i < n; i++)
 		empty += pr[i].state == P_EMPTY;
