@@ -45,17 +45,22 @@ static void set_handle(struct fuse_file_info *fi, ecfile *f)
  * write-through here anyway, so its pages would only cost the writer an
  * allocation and a copy per page.  Such an fd can neither read nor mmap;
  * the kernel drops cached pages of the range from other opens on each
- * direct write, so they stay coherent.  (A write request carries its
- * open's flags, so write_only() also tells which writes came direct.) */
+ * direct write, so they stay coherent. */
 static bool write_only(const struct fuse_file_info *fi)
 {
 	return (fi->flags & O_ACCMODE) == O_WRONLY;
 }
 
-/* Direct I/O for a write-only open, and for every open under -o direct_io. */
+/* Direct I/O for a write-only open, and for every open under -o direct_io
+ * (an open's, or a write request's: it carries its open's flags). */
+static bool direct(const struct fuse_file_info *fi)
+{
+	return write_only(fi) || fs_state()->direct_io;
+}
+
 static void direct_mode(struct fuse_file_info *fi)
 {
-	if (write_only(fi) || fs_state()->direct_io)
+	if (direct(fi))
 		fi->direct_io = 1;
 }
 
@@ -219,7 +224,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
               struct fuse_file_info *fi)
 {
-	int rc = fs_killpriv_write(req, ino, write_only(fi));
+	int rc = fs_killpriv_write(req, ino, direct(fi));
 	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 	ssize_t n = rc < 0 ? rc : ecfile_write(fs_file_of(fi), buf, size, off);
 	if (n < 0)

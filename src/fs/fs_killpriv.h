@@ -19,9 +19,9 @@ bool fs_killpriv_attach(struct fuse_session *se);
 /* Whether the kernel took FUSE_HANDLE_KILLPRIV_V2. */
 bool fs_killpriv_on(void);
 
-/* A write to node ino by the caller of req (direct: through a write-only,
- * direct I/O open): clears the bits if the writer may not keep them, and
- * drops the file's capability. */
+/* A write to node ino by the caller of req (direct: through a direct I/O
+ * open, which the kernel's own clearing skips): clears the bits if the
+ * writer may not keep them, and drops the file's capability. */
 int fs_killpriv_write(fuse_req_t req, fuse_ino_t ino, bool direct);
 /* An open of node ino with O_TRUNC by the caller of req, once truncated. */
 int fs_killpriv_open_trunc(fuse_req_t req, fuse_ino_t ino);
