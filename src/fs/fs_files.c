@@ -180,7 +180,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	ecfile *f = NULL;
 	int rc = fs_open_node(ino, fi->flags, &f);
-	if (rc == 0 && (fi->flags & O_TRUNC) && (rc = fs_killpriv_open_trunc(req, ino)) < 0)
+	if (rc == 0 && (fi->flags & O_TRUNC) && (rc = fs_killpriv_open_trunc(req, ino, f)) < 0)
 		ecfile_release(f);
 	if (rc < 0) {
 		fs_reply_err(req, rc);
@@ -224,7 +224,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
               struct fuse_file_info *fi)
 {
-	int rc = fs_killpriv_write(req, ino, direct(fi));
+	int rc = fs_killpriv_write(req, ino, fs_file_of(fi), direct(fi));
 	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 	ssize_t n = rc < 0 ? rc : ecfile_write(fs_file_of(fi), buf, size, off);
 	if (n < 0)

@@ -44,6 +44,7 @@
 
 #include <glib.h>
 
+#include "ecfile.h"
 #include "fs_ops.h"
 #include "log.h"
 #include "xattrs.h"
@@ -62,14 +63,20 @@ struct request_note {
 };
 static __thread struct request_note note;
 
+/* The 32-bit field at offset off of a request's argument of len bytes;
+ * 0 if the argument is shorter. */
+static uint32_t field32(const char *arg, size_t len, size_t off)
+{
+	uint32_t v = 0;
+	if (len >= off + sizeof(v))
+		memcpy(&v, arg + off, sizeof(v));
+	return v;
+}
+
 static void note_init(uint64_t unique, const char *arg, size_t len)
 {
-	struct fuse_init_in in;
-	if (len < offsetof(struct fuse_init_in, flags) + sizeof(in.flags))
-		return;
-	memcpy(&in, arg, offsetof(struct fuse_init_in, flags) + sizeof(in.flags));
-	__atomic_store_n(&init_offered, (in.flags & FUSE_HANDLE_KILLPRIV_V2) != 0,
-	                 __ATOMIC_RELAXED);
+	uint32_t flags = field32(arg, len, offsetof(struct fuse_init_in, flags));
+	__atomic_store_n(&init_offered, (flags & FUSE_HANDLE_KILLPRIV_V2) != 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&init_unique, unique, __ATOMIC_RELEASE);
 }
 
@@ -77,27 +84,14 @@ static void note_init(uint64_t unique, const char *arg, size_t len)
 static bool kill_flag(uint32_t opcode, const char *arg, size_t len)
 {
 	switch (opcode) {
-	case FUSE_WRITE: {
-		struct fuse_write_in in;
-		if (len < sizeof(in))
-			return false;
-		memcpy(&in, arg, sizeof(in));
-		return in.write_flags & FUSE_WRITE_KILL_SUIDGID;
-	}
-	case FUSE_OPEN: {
-		struct fuse_open_in in;
-		if (len < sizeof(in))
-			return false;
-		memcpy(&in, arg, sizeof(in));
-		return in.open_flags & FUSE_OPEN_KILL_SUIDGID;
-	}
-	case FUSE_SETATTR: {
-		struct fuse_setattr_in in;
-		if (len < sizeof(in))
-			return false;
-		memcpy(&in, arg, sizeof(in));
-		return in.valid & FATTR_KILL_SUIDGID;
-	}
+	case FUSE_WRITE:
+		return field32(arg, len, offsetof(struct fuse_write_in, write_flags)) &
+		       FUSE_WRITE_KILL_SUIDGID;
+	case FUSE_OPEN:
+		return field32(arg, len, offsetof(struct fuse_open_in, open_flags)) &
+		       FUSE_OPEN_KILL_SUIDGID;
+	case FUSE_SETATTR:
+		return field32(arg, len, offsetof(struct fuse_setattr_in, valid)) & FATTR_KILL_SUIDGID;
 	default:
 		return false;
 	}
@@ -182,24 +176,27 @@ static bool asked(fuse_req_t req, uint32_t opcode, fuse_ino_t ino)
 	return not_root(req);
 }
 
-/* Clears what the change of the object at path by the caller of req
+/* The bits a change by the caller of req of an object with attributes st
  * clears, as the kernel does for a local file (setattr_should_drop_suidgid,
  * chown_common): setuid; setgid if the file is group-executable or, but
  * at chown, if the caller is not in its group.  Only a regular file's, at
- * chown any but a directory's.  1 if the mode changed. */
-static int clear_bits(fuse_req_t req, const char *path, bool chown)
+ * chown any but a directory's. */
+static mode_t bits_to_clear(fuse_req_t req, const struct stat *st, bool chown)
 {
-	struct stat st;
-	int rc = fs_member_lstat(path, &st);
-	if (rc < 0)
-		return rc;
-	mode_t kill = st.st_mode & S_ISUID;
-	if ((st.st_mode & S_ISGID) &&
-	    ((st.st_mode & S_IXGRP) || (!chown && !fs_caller_in_group(req, st.st_gid))))
+	mode_t kill = st->st_mode & S_ISUID;
+	if ((st->st_mode & S_ISGID) &&
+	    ((st->st_mode & S_IXGRP) || (!chown && !fs_caller_in_group(req, st->st_gid))))
 		kill |= S_ISGID;
-	if (!kill || (chown ? S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+	return (chown ? S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) ? 0 : kill;
+}
+
+/* Clears the bits kill of the object at path, whose mode was mode: 1 if
+ * any, else 0 or a negative errno. */
+static int clear_bits(const char *path, mode_t mode, mode_t kill)
+{
+	if (!kill)
 		return 0;
-	rc = fs_chmod_path(path, st.st_mode & 07777 & ~kill);
+	int rc = fs_chmod_path(path, mode & 07777 & ~kill);
 	return rc < 0 ? rc : 1;
 }
 
@@ -215,39 +212,45 @@ static int drop_capability(const char *path)
 	return rc == -ENODATA ? 0 : rc;
 }
 
-/* clear_bits if kill, and drop_capability, for node ino whose path the
- * caller holds; the kernel is told of a new mode. */
-static int clear_node(fuse_req_t req, fuse_ino_t ino, bool kill)
+/* What a write to or an open with O_TRUNC of node ino (open as f) by the
+ * caller of req clears (kill: the kernel asks for setuid/setgid): by the
+ * open file's attributes first, a path only if there is something to
+ * clear.  The kernel is told of a new mode. */
+static int clear_open(fuse_req_t req, fuse_ino_t ino, ecfile *f, bool kill, bool hold)
 {
+	struct stat st = { 0 };
+	int rc = kill ? ecfile_fstat(f, &st) : 0;
+	mode_t bits = rc == 0 && kill ? bits_to_clear(req, &st, false) : 0;
+	if (rc < 0 || (!bits && !volume_attr_marked(fs_volume(), VOLUME_ATTR_CAPS)))
+		return rc;
 	char *path = NULL;
-	int rc = fs_nodes_path(ino, &path);
-	if (rc == 0 && kill)
-		rc = clear_bits(req, path, false);
+	if (hold)
+		fs_nodes_hold(); /* a write holds no path: this does */
+	rc = fs_nodes_path(ino, &path);
+	if (rc == 0)
+		rc = clear_bits(path, st.st_mode, bits);
 	if (rc > 0)
 		fs_nodes_inval(ino); /* the kernel holds the mode with the bits */
 	if (rc >= 0)
 		rc = drop_capability(path);
+	if (hold)
+		fs_nodes_unhold();
 	g_free(path);
 	return rc;
 }
 
-int fs_killpriv_write(fuse_req_t req, fuse_ino_t ino, bool direct)
+int fs_killpriv_write(fuse_req_t req, fuse_ino_t ino, ecfile *f, bool direct)
 {
 	bool on = fs_killpriv_on();
 	if (!on && !direct)
 		return 0; /* the kernel's, before it sent the write */
-	bool kill = on ? asked(req, FUSE_WRITE, ino) : not_root(req);
-	if (!kill && !volume_attr_marked(fs_volume(), VOLUME_ATTR_CAPS))
-		return 0;
-	fs_nodes_hold(); /* a write holds no path: this does */
-	int rc = clear_node(req, ino, kill);
-	fs_nodes_unhold();
-	return rc;
+	return clear_open(req, ino, f, on ? asked(req, FUSE_WRITE, ino) : not_root(req), true);
 }
 
-int fs_killpriv_open_trunc(fuse_req_t req, fuse_ino_t ino)
+int fs_killpriv_open_trunc(fuse_req_t req, fuse_ino_t ino, ecfile *f)
 {
-	return clear_node(req, ino, fs_killpriv_on() ? asked(req, FUSE_OPEN, ino) : not_root(req));
+	bool kill = fs_killpriv_on() ? asked(req, FUSE_OPEN, ino) : not_root(req);
+	return clear_open(req, ino, f, kill, false); /* an open holds its path */
 }
 
 int fs_killpriv_setattr(fuse_req_t req, fuse_ino_t ino, const char *path, int to_set)
@@ -262,8 +265,11 @@ int fs_killpriv_setattr(fuse_req_t req, fuse_ino_t ino, const char *path, int to
 		kill = not_root(req); /* the kernel's file_remove_privs */
 	else
 		return 0;
-	int rc = kill ? clear_bits(req, path, chown) : 0;
-	if (rc >= 0 && (to_set & FUSE_SET_ATTR_SIZE || chown)) {
+	struct stat st;
+	int rc = kill ? fs_member_lstat(path, &st) : 0;
+	if (rc == 0 && kill)
+		rc = clear_bits(path, st.st_mode, bits_to_clear(req, &st, chown));
+	if (rc >= 0 && ((to_set & FUSE_SET_ATTR_SIZE) || chown)) {
 		int rc2 = drop_capability(path);
 		rc = rc2 < 0 ? rc2 : rc;
 	}
