@@ -38,6 +38,7 @@
 #include "ecfile.h"
 #include "fdlimit.h"
 #include "fs_dirsaved.h"
+#include "fs_killpriv.h"
 #include "log.h"
 #include "events.h"
 #include "heal.h"
@@ -547,6 +548,9 @@ static bool mount_volume(struct daemon_state *d)
 	if (fuse_session_mount(d->se, d->opts.mountpoint) != 0)
 		return false; /* libfuse said why */
 	d->mounted = true;
+	if (!fs_killpriv_attach(d->se))
+		ecfs_log(LOG_WARNING, "without the request hooks (fs_killpriv.c) the kernel clears "
+		         "setuid itself and asks for security.capability before each write");
 	if (fuse_set_signal_handlers(d->se) != 0)
 		return fail("cannot set signal handlers");
 	fs_nodes_notify_start(d->se, fs_members_answering, d->state.vol);

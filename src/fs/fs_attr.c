@@ -22,6 +22,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "fs_killpriv.h"
 #include "nsops.h"
 
 /* The root's last known attributes: when more than m members have failed
@@ -261,6 +262,11 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	int rc = fs_nodes_path(ino, &path);
 	if (rc == 0)
 		rc = set_attrs(path, attr, to_set, fi, &out);
+	int cleared = rc == 0 ? fs_killpriv_setattr(req, ino, path, to_set) : 0;
+	if (cleared != 0) {
+		rc = cleared < 0 ? cleared : 0;
+		out.have = false; /* the mode changed since */
+	}
 	g_free(path);
 	/* The attributes after the change, as the change itself saw them, or
 	 * asked for as getattr asks. */

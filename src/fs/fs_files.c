@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "ecfile.h"
+#include "fs_killpriv.h"
 #include "log.h"
 #include "xattrs.h"
 
@@ -44,17 +45,22 @@ static void set_handle(struct fuse_file_info *fi, ecfile *f)
  * write-through here anyway, so its pages would only cost the writer an
  * allocation and a copy per page.  Such an fd can neither read nor mmap;
  * the kernel drops cached pages of the range from other opens on each
- * direct write, so they stay coherent.  (A write request carries its
- * open's flags, so write_only() also tells which writes came direct.) */
+ * direct write, so they stay coherent. */
 static bool write_only(const struct fuse_file_info *fi)
 {
 	return (fi->flags & O_ACCMODE) == O_WRONLY;
 }
 
-/* Direct I/O for a write-only open, and for every open under -o direct_io. */
+/* Direct I/O for a write-only open, and for every open under -o direct_io
+ * (an open's, or a write request's: it carries its open's flags). */
+static bool direct(const struct fuse_file_info *fi)
+{
+	return write_only(fi) || fs_state()->direct_io;
+}
+
 static void direct_mode(struct fuse_file_info *fi)
 {
-	if (write_only(fi) || fs_state()->direct_io)
+	if (direct(fi))
 		fi->direct_io = 1;
 }
 
@@ -70,37 +76,6 @@ bool fs_caller_in_group(fuse_req_t req, gid_t gid)
 		if (groups[i] == gid)
 			return true;
 	return false;
-}
-
-/* A write by a user without CAP_FSETID clears the file's setuid bit, and
- * its setgid bit if the file is group-executable or the writer is not in
- * its group (the kernel's should_remove_suid and setattr_should_drop_sgid).
- * The kernel does that before a write through the page cache, but a direct
- * write reaches us with the bits set, so the daemon does it.  The request
- * tells the writer's ids, not its capabilities: anyone but root clears. */
-static int remove_privs(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_info *fi)
-{
-	struct stat st;
-
-	if (!write_only(fi) || fuse_req_ctx(req)->uid == 0)
-		return 0;
-	int rc = ecfile_fstat(fs_file_of(fi), &st);
-	if (rc < 0)
-		return rc;
-	mode_t kill = st.st_mode & S_ISUID;
-	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !fs_caller_in_group(req, st.st_gid)))
-		kill |= S_ISGID;
-	if (!S_ISREG(st.st_mode) || !kill)
-		return 0;
-	char *path = NULL;
-	fs_nodes_hold(); /* a write holds no path: this chmod does */
-	rc = fs_nodes_path(ino, &path);
-	if (rc == 0)
-		rc = fs_chmod_path(path, st.st_mode & 07777 & ~kill);
-	fs_nodes_unhold();
-	g_free(path);
-	fs_nodes_inval(ino); /* the kernel holds the mode with the bits */
-	return rc;
 }
 
 /* How an open uses the page cache: write-only opens and -o direct_io
@@ -205,6 +180,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	ecfile *f = NULL;
 	int rc = fs_open_node(ino, fi->flags, &f);
+	if (rc == 0 && (fi->flags & O_TRUNC) && (rc = fs_killpriv_open_trunc(req, ino, f)) < 0)
+		ecfile_release(f);
 	if (rc < 0) {
 		fs_reply_err(req, rc);
 		return;
@@ -247,7 +224,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
               struct fuse_file_info *fi)
 {
-	int rc = remove_privs(req, ino, fi);
+	int rc = fs_killpriv_write(req, ino, fs_file_of(fi), direct(fi));
 	__atomic_store_n(&handle_of(fi)->wrote, true, __ATOMIC_RELAXED);
 	ssize_t n = rc < 0 ? rc : ecfile_write(fs_file_of(fi), buf, size, off);
 	if (n < 0)

@@ -197,10 +197,11 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	(void)userdata;
 	conn->max_write = ECFS_MAX_REQUEST;
 	conn->max_readahead = ECFS_MAX_REQUEST;
-	/* The kernel clears setuid/setgid on write and chown (the daemon
-	 * writes as root, which would not), and caches writes through: every
-	 * write reaches an ecfile at once, so reads through the page cache
-	 * stay coherent. */
+	/* Not the first FUSE_HANDLE_KILLPRIV (the daemon writes as root, which
+	 * keeps setuid): its second version, which asks the kernel to say who
+	 * may keep it, is fs_killpriv.c's to offer.  The kernel caches writes
+	 * through: every write reaches an ecfile at once, so reads through the
+	 * page cache stay coherent. */
 	conn->want &= ~(unsigned)(FUSE_CAP_DONT_MASK | FUSE_CAP_HANDLE_KILLPRIV |
 	                          FUSE_CAP_WRITEBACK_CACHE);
 	/* POSIX ACLs, enforced by the kernel, when every member keeps them

@@ -60,13 +60,14 @@ int volume_mark(volume *v, const char *name, bool make, const char *what)
 
 /* ---- the marks of attributes ----
  *
- * The kernel asks for security.capability before every write (to remove
- * it), and with ACLs on for an object's access ACL at most permission
- * checks: a member read there doubles the cost of a 4 KiB write or a
- * stat.  Most volumes hold neither.  So the first capability (or ACL) set
- * on a volume leaves an empty file in .ecfs on every member, synced
- * before the attribute is set; while no member holds it, the answer is
- * "none" without a member read.  A mount that finds a mark puts it back
+ * Every write looks for security.capability (to remove it: the daemon,
+ * or the kernel before it sends the write), and with ACLs on the kernel
+ * asks for an object's access ACL at most permission checks: a member
+ * read there doubles the cost of a 4 KiB write or a stat.  Most volumes
+ * hold neither.  So the first capability (or ACL) set on a volume leaves
+ * an empty file in .ecfs on every member, synced before the attribute is
+ * set; while no member holds it, the answer is "none" without a member
+ * read.  A mount that finds a mark puts it back
  * on members that lack it (replaced and rebuilt since). */
 
 enum { ATTR_UNKNOWN, ATTR_NONE, ATTR_SET };
