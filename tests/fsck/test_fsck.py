@@ -840,7 +840,7 @@ class TimeoutTest(FsckCase):
         """-y with --timeout far above the bound: member 3's reads hang
         once the walk begins; it is given up after its bound, member 1 is
         repaired all the same, and the run ends in a few seconds (exit 5)."""
-        v, data = self.build()
+        v, _ = self.build()
         v.lose(1, "chunkdel", files=["mid"])
         before = member_hashes(v, [3])
         log = os.path.join(v.members[3], ".ecfs", "intent", "log")
@@ -854,9 +854,9 @@ class TimeoutTest(FsckCase):
         self.assertIn("chunk-missing: /mid: member 1", r.stdout)
         self.assertTrue(os.path.exists(v.chunk_path(1, "mid")))
         self.assertEqual(member_hashes(v, [3]), before)
+        # (what it repaired reads back: test_member_hangs_in_the_walk)
         r = self.fsck(v, "-n")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.read_back(v, data, subsets=2)
 
     def test_timeout_usage(self):
         v, _ = self.build()
