@@ -465,6 +465,18 @@ static uint8_t *scratch(uint8_t **buf, size_t *cap, size_t len)
 	return *buf;
 }
 
+/* A scratch buffer lent to a member call that was given up (stuck): the
+ * call may still use it, so it is kept for good and a new one made at the
+ * next use. */
+static void scratch_lost(uint8_t **buf, size_t *cap, bool stuck)
+{
+	if (!stuck)
+		return;
+	mio_free_or_keep(*buf, true);
+	*buf = NULL;
+	*cap = 0;
+}
+
 /* Reads the record of extent e back from a copy of the epoch into
  * l->rbuf and checks it (its header, place and sum), as a replay would:
  * a copy that cannot be read or does not verify is passed over for the
@@ -486,11 +498,7 @@ static int record_load(ecfile *f, const log_extent *e)
 			continue;
 		uint8_t *buf = scratch(&l->rbuf, &l->rcap, len);
 		uint64_t failed = copies_run(f, 1ull << mb, COPY_READ, buf, len, e->rec, &stuck);
-		if (stuck) { /* the worker may still write it */
-			mio_free_or_keep(buf, true);
-			l->rbuf = NULL;
-			l->rcap = 0;
-		}
+		scratch_lost(&l->rbuf, &l->rcap, stuck); /* the worker may still write it */
 		if (failed)
 			continue;
 		if (smalllog_record_decode(buf, &r, NULL) == 0 && r.length == e->rec_len &&
@@ -696,11 +704,7 @@ static int append(ecfile *f, uint64_t pos, const uint8_t *src, uint64_t len, uin
 	                                buf + head);
 	if (rc == 0 && copies_run(f, l->members, COPY_APPEND, buf, total, 0, &stuck))
 		rc = -EIO;
-	if (stuck) { /* a worker may still read it */
-		mio_free_or_keep(buf, true);
-		l->abuf = NULL;
-		l->acap = 0;
-	}
+	scratch_lost(&l->abuf, &l->acap, stuck); /* a worker may still read it */
 	if (rc < 0)
 		return rc;
 	log_extent x = { .off = pos, .rec = l->end + head, .len = (uint32_t)len,
