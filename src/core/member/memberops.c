@@ -307,20 +307,25 @@ ssize_t mop_preadv(volume *v, int idx, int fd, const struct iovec *iov, int cnt,
 	return read_iov(v, idx, fd, iov, cnt, off, false);
 }
 
-bool mop_reads_here(volume *v, int idx)
+/* Member idx's calls of kinds cannot wait: its filesystem is in memory
+ * and no fault rule delays or hangs them (mop_reads_here, mop_writes_here). */
+static bool calls_here(volume *v, int idx, int kinds)
 {
 	const mop_state *s = (const mop_state *)(const void *)v;
 	assert(idx >= 0 && idx < 64); /* a bit of memory_only */
+	(void)kinds; /* without fault injection */
 	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
-	       !FAULT_MAY_BLOCK(FAULT_READ | FAULT_DATA);
+	       !FAULT_MAY_BLOCK(kinds);
+}
+
+bool mop_reads_here(volume *v, int idx)
+{
+	return calls_here(v, idx, FAULT_READ | FAULT_DATA);
 }
 
 bool mop_writes_here(volume *v, int idx)
 {
-	const mop_state *s = (const mop_state *)(const void *)v;
-	assert(idx >= 0 && idx < 64); /* a bit of memory_only */
-	return v && (__atomic_load_n(&s->memory_only, __ATOMIC_RELAXED) >> idx & 1) &&
-	       !FAULT_MAY_BLOCK(FAULT_WRITE | FAULT_SYNC);
+	return calls_here(v, idx, FAULT_WRITE | FAULT_SYNC);
 }
 
 int mop_statx(volume *v, int idx, int dirfd, const char *name, int flags, unsigned mask,
