@@ -40,6 +40,7 @@ K, M = 2, 2
 N = K + M
 ERRNOS = ["EIO", "EROFS"]          # errors that fail a member
 SIZE = 3 * 1024 * 1024 + 4321     # several stripes and a partial tail
+PATCH = 4096                      # a small overwrite
 
 
 def try_write(path, data):
@@ -174,10 +175,16 @@ class InjectedTest(FaultCase):
 def overwrite(path, data):
     """Writes data over the start of an existing file (no truncation)
     and fsyncs it; returns 0 or the errno."""
+    return overwrite_at(path, data, 0)
+
+
+def overwrite_at(path, data, at):
+    """Writes data at offset at of an existing file and fsyncs it;
+    returns 0 or the errno."""
     try:
         fd = os.open(path, os.O_WRONLY)
         try:
-            os.pwrite(fd, data, 0)
+            os.pwrite(fd, data, at)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -219,11 +226,12 @@ class InjectedFullTest(FaultCase):
 
     STRIPE = K * 64 * 1024
 
-    def full_during(self, err, bad, overwrite_old):
+    def full_during(self, err, bad, overwrite_old, patch_at=None):
         """Members `bad` fail every write with err while file f is written
-        (new, or overwriting an old one): the writer gets err, no member
-        fails, each stripe is old or new, also after a remount, and once
-        the members have room the same write goes through."""
+        (new, or overwriting an old one, or only PATCH bytes of it at
+        patch_at, which the small-write log takes): the writer gets err,
+        no member fails, each stripe is old or new, also after a remount,
+        and once the members have room the same write goes through."""
         v, path, old = self.stored_file(31 + bad[0])
         if not overwrite_old:
             path, old = path + "2", b""
@@ -231,6 +239,11 @@ class InjectedFullTest(FaultCase):
         mnt = self.mount_faulty(v, rules)
         new = H.pattern(SIZE, 32 + len(bad))
         write = overwrite if overwrite_old else try_write
+        if patch_at is not None:
+            new = old[:patch_at] + new[:PATCH] + old[patch_at + PATCH:]
+
+            def write(path, data):
+                return overwrite_at(path, data[patch_at:patch_at + PATCH], patch_at)
         got = write(path, new)
         self.assertEqual(got, getattr(errno, err),
                          f"a write with {err} on members {bad} gave "
@@ -259,6 +272,16 @@ class InjectedFullTest(FaultCase):
         for bad in ([2], [1, 3]):
             with self.subTest(members=bad):
                 self.full_during("ENOSPC", bad, overwrite_old=True)
+
+    def test_small_overwrite(self):
+        """A small overwrite goes to the small-write log: its copy on the
+        full member fails, the log is applied and the journal stage meets
+        the full member too: the writer gets ENOSPC, not a write that
+        leaves the full member out as if it had failed."""
+        for bad in ([2], [1, 3]):
+            with self.subTest(members=bad):
+                self.full_during("ENOSPC", bad, overwrite_old=True,
+                                 patch_at=self.STRIPE + 8192)
 
     def test_cut_short(self):
         """The member fills up part way through a file, at several points:

@@ -332,8 +332,8 @@ static void copy_run(void *arg)
 }
 
 /* Runs op on every member of mask in parallel.  A member that fails is
- * out of this file's writes (as in a commit; not for a read) and its bit
- * is returned.  Appends, syncs and reads of members whose calls cannot
+ * out of this file's writes (as in a commit; not for a read, nor when it
+ * is only full) and its bit is returned.  Appends, syncs and reads of members whose calls cannot
  * wait (tmpfs, ramfs) run on the calling thread, while the workers take
  * the others: for a 4 KiB record the hand-off would cost more than the
  * copy. */
@@ -376,7 +376,8 @@ static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint
 		if (op == COPY_READ)
 			continue;
 		volume_member_io_error(f->v, mb, -err, "small-write log", VOLUME_IO_WRITE);
-		f->c.state[mb] = CHUNK_FAILED;
+		if (!space_error(err)) /* a full member stays in (space.h) */
+			f->c.state[mb] = CHUNK_FAILED;
 	}
 	return failed;
 }
