@@ -846,88 +846,6 @@ static void list_members(fsck *f, const char *path, const int *dfd, GHashTable *
 	}
 }
 
-/* ---- the views of a directory's entries, a block at a time ----
- *
- * ecfs-fsck reads the views of up to VIEW_BLOCK entries of a directory in
- * one call per member (view_block_run), on the members' workers in
- * parallel, not one round trip to every member per entry.  Nothing the check of an entry repairs changes the
- * view of another, but for hard links (one inode under several names):
- * those are read again where they are checked.  Not in the daemon's heal,
- * where the volume changes meanwhile. */
-#define VIEW_BLOCK 64
-
-typedef struct view_block {
-	fsck *f;
-	const int *dfd;
-	const char *names[VIEW_BLOCK];
-	int count;
-	view *w;     /* count * f->n: w[i * n + mb], entry i on member mb */
-	int rcs[STRIPE_MAX_N];
-} view_block;
-
-struct view_block_call {
-	view_block *b;
-	int mb;
-};
-
-static int view_block_run(void *arg)
-{
-	const struct view_block_call *c = arg;
-	view_block *b = c->b;
-
-	for (int i = 0; i < b->count; i++)
-		fsck_read_view(b->f->v, c->mb, b->dfd[c->mb], b->names[i],
-		               &b->w[i * b->f->n + c->mb]);
-	return 0;
-}
-
-/* Reads the views of the entries from l on (up to VIEW_BLOCK) on every
- * member of dfd at once. */
-static void read_view_block(view_block *b, GList *l)
-{
-	fsck *f = b->f;
-	struct view_block_call c[STRIPE_MAX_N];
-	void *args[STRIPE_MAX_N];
-	uint64_t mask = 0;
-
-	for (b->count = 0; l && b->count < VIEW_BLOCK; l = l->next)
-		b->names[b->count++] = l->data;
-	b->w = g_new0(view, (size_t)b->count * (size_t)f->n);
-	for (int mb = 0; mb < f->n; mb++) {
-		c[mb] = (struct view_block_call){ b, mb };
-		args[mb] = &c[mb];
-		if (b->dfd[mb] >= 0)
-			mask |= 1ull << mb;
-	}
-	fsck_on_members_apart(f, mask, view_block_run, args, b->rcs);
-	for (int mb = 0; mb < f->n; mb++)
-		for (int i = 0; i < b->count && mask >> mb & 1 && b->rcs[mb] < 0; i++)
-			fsck_view_clear(&b->w[i * f->n + mb]); /* a member given up */
-}
-
-/* Hands entry i's views to e, unless they are a hard link's (read again
- * in check_entry). */
-static void take_views(view_block *b, int i, entry_ctx *e)
-{
-	view *w = &b->w[i * b->f->n];
-
-	for (int mb = 0; mb < b->f->n; mb++)
-		if (w[mb].present && !S_ISDIR(w[mb].st.st_mode) && w[mb].st.st_nlink > 1)
-			return;
-	memcpy(e->w, w, sizeof(view) * (size_t)b->f->n);
-	memset(w, 0, sizeof(view) * (size_t)b->f->n);
-	e->read_rcs = b->rcs;
-}
-
-static void free_view_block(view_block *b)
-{
-	for (int i = 0; i < b->count * b->f->n; i++)
-		fsck_view_clear(&b->w[i]);
-	g_free(b->w);
-	b->w = NULL;
-	b->count = 0;
-}
-
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 {
 	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -944,12 +862,12 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		entry_ctx *e = new_entry(f, g_strdup_printf("%s/%s", path, (const char *)l->data),
 		                         l->data, dfd, quiet, f->file_pool ? &jobs : NULL);
 		if (!f->hooks && at == b.count) {
-			free_view_block(&b);
-			read_view_block(&b, l);
+			fsck_free_view_block(&b);
+			fsck_read_view_block(&b, l);
 			at = 0;
 		}
 		if (!f->hooks)
-			take_views(&b, at, e);
+			e->read_rcs = fsck_take_views(&b, at, e->w);
 		rc = check_entry(e, false);
 		if (rc == HANDED_OFF)
 			rc = 0;
@@ -961,7 +879,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 	int jrc = wait_jobs(&jobs, 1);
 	rc = rc < 0 ? rc : jrc;
 	if (b.w)
-		free_view_block(&b);
+		fsck_free_view_block(&b);
 	g_mutex_clear(&jobs.lock);
 	g_cond_clear(&jobs.done);
 	g_list_free(names);
