@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -56,11 +57,44 @@ static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *na
 	return b;
 }
 
+/* listxattrat(2), Linux 6.13, where the C library does not name it yet:
+ * one number on the architectures that share the generic table. */
+#if !defined(SYS_listxattrat) && (defined(__aarch64__) || (defined(__x86_64__) && !defined(__ILP32__)))
+#define SYS_listxattrat 465
+#endif
+
+/* False if (dfd, name) surely holds no xattr: asked with listxattrat, in
+ * one call and no descriptor opened (most entries hold none).  True if
+ * it does, or the call failed or is not there (the full read says). */
+static bool may_have_xattrs(int dfd, const char *name)
+{
+#ifdef SYS_listxattrat
+	static int absent; /* the kernel has no listxattrat */
+
+	if (__atomic_load_n(&absent, __ATOMIC_RELAXED))
+		return true;
+	long r = MIO_CALL(syscall(SYS_listxattrat, dfd, name, AT_SYMLINK_NOFOLLOW, NULL, 0));
+	if (r < 0 && errno == ENOSYS)
+		__atomic_store_n(&absent, 1, __ATOMIC_RELAXED);
+	return r != 0;
+#else
+	(void)dfd;
+	(void)name;
+	return true;
+#endif
+}
+
 /* The xattrs of (dfd, name), as the daemon reaches them (xattrs.h), so
  * nothing is resolved through a symlink. */
 static void read_xattrs(int dfd, const char *name, view *w)
 {
-	xattrs_member_read(dfd, name, &w->xs);
+	if (may_have_xattrs(dfd, name)) {
+		xattrs_member_read(dfd, name, &w->xs);
+	} else {
+		w->xs.names = g_ptr_array_new_with_free_func(g_free);
+		w->xs.values = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+		w->xs.complete = true;
+	}
 	w->xblob = xattr_blob(&w->xs, fsck_not_acl);
 	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
 }
