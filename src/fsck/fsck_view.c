@@ -69,12 +69,12 @@ static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *na
 static bool may_have_xattrs(int dfd, const char *name)
 {
 #ifdef SYS_listxattrat
-	static int absent; /* the kernel has no listxattrat */
+	static int absent; /* no listxattrat: an older kernel, or a seccomp filter's EPERM */
 
 	if (__atomic_load_n(&absent, __ATOMIC_RELAXED))
 		return true;
 	long r = MIO_CALL(syscall(SYS_listxattrat, dfd, name, AT_SYMLINK_NOFOLLOW, NULL, 0));
-	if (r < 0 && errno == ENOSYS)
+	if (r < 0 && (errno == ENOSYS || errno == EPERM))
 		__atomic_store_n(&absent, 1, __ATOMIC_RELAXED);
 	return r != 0;
 #else
