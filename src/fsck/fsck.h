@@ -92,6 +92,10 @@ typedef struct fsck {
 	int k, m, n;
 	uint64_t walk_mask; /* members whose namespace is read (healthy; atomic) */
 	uint64_t lost;      /* members given up after the I/O timeout in this run (atomic) */
+	/* members walked whose small-write log folder was empty or missing
+	 * when the walk began, while no log was replayed since (atomic):
+	 * they hold no file's log copy to remove */
+	uint64_t no_logs;
 	/* problems by outcome */
 	uint64_t repaired, repairable, unrepairable, failed;
 	/* what was looked at */

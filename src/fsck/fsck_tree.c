@@ -167,6 +167,8 @@ struct entry_ctx {
 	const int *read_rcs; /* w read already (walk_dir's view blocks): each member's result */
 	uint64_t present, fresh;
 	uint64_t typed, unreadable; /* a regular file handed to a file thread */
+	uint64_t settled; /* fresh copies made like the winners already (settle_fresh) */
+	const struct winners *wins; /* for settle_fresh_run */
 };
 
 static int on_member(entry_ctx *e, int mb, int win, entry_fn fn)
@@ -289,7 +291,7 @@ static void settle(entry_ctx *e, int win, same_fn same, const char *what,
 	fsck *f = e->f;
 
 	for (int mb = 0; mb < f->n; mb++) {
-		if (!(e->present >> mb & 1) || same(&e->w[mb], &e->w[win]))
+		if (!(e->present >> mb & 1) || e->settled >> mb & 1 || same(&e->w[mb], &e->w[win]))
 			continue;
 		bool fresh = e->fresh >> mb & 1;
 		int rc = f->o.repair ? on_member(e, mb, win, fix) : 0;
@@ -375,10 +377,31 @@ static void guard_roots(entry_ctx *e)
 	}
 }
 
+/* The member whose value wins each attribute among the voters (the
+ * members that held the entry before this run). */
+typedef struct winners {
+	int type, owner, perm, acl, xattrs;
+} winners;
+
+static uint64_t voters_of(const entry_ctx *e)
+{
+	return e->present & ~e->fresh & ~e->f->heal_mask;
+}
+
+static void vote_winners(const entry_ctx *e, winners *w)
+{
+	uint64_t voters = voters_of(e);
+	int n = e->f->n;
+
+	*w = (winners){ vote(e->w, n, voters, same_type), vote(e->w, n, voters, same_owner),
+	                vote(e->w, n, voters, same_perm), vote(e->w, n, voters, same_acl),
+	                vote(e->w, n, voters, same_xattrs) };
+}
+
 static void settle_metadata(entry_ctx *e)
 {
 	fsck *f = e->f;
-	uint64_t voters = e->present & ~e->fresh & ~f->heal_mask;
+	uint64_t voters = voters_of(e);
 	if (!voters)
 		return;
 	int win = vote(e->w, f->n, voters, same_type);
@@ -394,22 +417,79 @@ static void settle_metadata(entry_ctx *e)
 	if (type == S_IFCHR || type == S_IFBLK)
 		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
 		       fix_recreate);
+	winners w;
+	vote_winners(e, &w);
 	/* the member roots' own mode and owner are ecfs's, the volume root's
 	 * are its stand-in's */
 	if (e->kind == ENTRY_MEMBER_ROOT)
 		guard_roots(e);
 	else
-		settle(e, vote(e->w, f->n, voters, same_owner), same_owner, "owner", fix_owner);
+		settle(e, w.owner, same_owner, "owner", fix_owner);
 	if (type != S_IFLNK && e->kind != ENTRY_MEMBER_ROOT)
-		settle(e, vote(e->w, f->n, voters, same_perm), same_perm, "mode", fix_perm);
+		settle(e, w.perm, same_perm, "mode", fix_perm);
 	if (type != S_IFLNK) {
-		settle(e, vote(e->w, f->n, voters, same_acl), same_acl, "ACL", fix_acl);
-		settle(e, vote(e->w, f->n, voters, same_xattrs), same_xattrs, "xattrs", fix_xattrs);
+		settle(e, w.acl, same_acl, "ACL", fix_acl);
+		settle(e, w.xattrs, same_xattrs, "xattrs", fix_xattrs);
 	}
 	/* New copies take the times of the newest existing one. */
-	if (f->o.repair && e->fresh) {
-		int src = vote(e->w, f->n, voters, same_type), rcs[STRIPE_MAX_N];
-		on_members(e, e->fresh, src, fix_times, rcs);
+	if (f->o.repair && e->fresh & ~e->settled) {
+		int rcs[STRIPE_MAX_N];
+		on_members(e, e->fresh & ~e->settled, w.type, fix_times, rcs);
+	}
+}
+
+/* On a fresh copy's member (settle_fresh): its view read, then made like
+ * the winners' in settle_metadata's order (owner before mode: chown
+ * clears set-id bits; the ACL after the mode), times last.  A fresh
+ * copy's repairs are not reported, as in settle(). */
+static int settle_fresh_run(entry_ctx *e, int mb, int unused)
+{
+	const winners *w = e->wins;
+	view *mine = &e->w[mb];
+
+	(void)unused;
+	fsck_view_clear(mine);
+	view_run(e, mb, 0);
+	if (!mine->present)
+		return mine->err ? -mine->err : -ENOENT;
+	if (!same_owner(mine, &e->w[w->owner]))
+		fix_owner(e, mb, w->owner);
+	if (!same_perm(mine, &e->w[w->perm]))
+		fix_perm(e, mb, w->perm);
+	if (!same_acl(mine, &e->w[w->acl]))
+		fix_acl(e, mb, w->acl);
+	if (!same_xattrs(mine, &e->w[w->xattrs]))
+		fix_xattrs(e, mb, w->xattrs);
+	return fix_times(e, mb, w->type);
+}
+
+/* A regular file's fresh copies (its chunks just created), each settled
+ * in one call on its member rather than one call per attribute: a
+ * rebuilt member takes every file so.  The others go through
+ * settle_metadata. */
+static void settle_fresh(entry_ctx *e)
+{
+	int rcs[STRIPE_MAX_N];
+	winners w;
+
+	if (!e->f->o.repair || !e->fresh || e->kind != ENTRY_NAME || !voters_of(e))
+		return;
+	vote_winners(e, &w);
+	if (!S_ISREG(e->w[w.type].st.st_mode))
+		return;
+	e->wins = &w;
+	on_members(e, e->fresh, 0, settle_fresh_run, rcs);
+	e->wins = NULL;
+	for (int mb = 0; mb < e->f->n; mb++) {
+		if (!(e->fresh >> mb & 1))
+			continue;
+		if (rcs[mb] < 0 && e->w[mb].present) {
+			fsck_view_clear(&e->w[mb]); /* a member given up: nothing it said counts */
+			e->w[mb].err = ETIMEDOUT;
+		}
+		if (e->w[mb].present)
+			e->present |= 1ull << mb;
+		e->settled |= 1ull << mb;
 	}
 }
 
@@ -420,8 +500,9 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet);
 static void settle_entry(entry_ctx *e)
 {
 	e->present = e->typed;
+	settle_fresh(e);
 	for (int mb = 0; mb < e->f->n; mb++)
-		if (e->fresh >> mb & 1) {
+		if (e->fresh >> mb & 1 && !(e->settled >> mb & 1)) {
 			read_view(e, mb);
 			if (e->w[mb].present)
 				e->present |= 1ull << mb;
@@ -765,88 +846,6 @@ static void list_members(fsck *f, const char *path, const int *dfd, GHashTable *
 	}
 }
 
-/* ---- the views of a directory's entries, a block at a time ----
- *
- * ecfs-fsck reads the views of up to VIEW_BLOCK entries of a directory in
- * one call per member (view_block_run), on the members' workers in
- * parallel, not one round trip to every member per entry.  Nothing the check of an entry repairs changes the
- * view of another, but for hard links (one inode under several names):
- * those are read again where they are checked.  Not in the daemon's heal,
- * where the volume changes meanwhile. */
-#define VIEW_BLOCK 64
-
-typedef struct view_block {
-	fsck *f;
-	const int *dfd;
-	const char *names[VIEW_BLOCK];
-	int count;
-	view *w;     /* count * f->n: w[i * n + mb], entry i on member mb */
-	int rcs[STRIPE_MAX_N];
-} view_block;
-
-struct view_block_call {
-	view_block *b;
-	int mb;
-};
-
-static int view_block_run(void *arg)
-{
-	const struct view_block_call *c = arg;
-	view_block *b = c->b;
-
-	for (int i = 0; i < b->count; i++)
-		fsck_read_view(b->f->v, c->mb, b->dfd[c->mb], b->names[i],
-		               &b->w[i * b->f->n + c->mb]);
-	return 0;
-}
-
-/* Reads the views of the entries from l on (up to VIEW_BLOCK) on every
- * member of dfd at once. */
-static void read_view_block(view_block *b, GList *l)
-{
-	fsck *f = b->f;
-	struct view_block_call c[STRIPE_MAX_N];
-	void *args[STRIPE_MAX_N];
-	uint64_t mask = 0;
-
-	for (b->count = 0; l && b->count < VIEW_BLOCK; l = l->next)
-		b->names[b->count++] = l->data;
-	b->w = g_new0(view, (size_t)b->count * (size_t)f->n);
-	for (int mb = 0; mb < f->n; mb++) {
-		c[mb] = (struct view_block_call){ b, mb };
-		args[mb] = &c[mb];
-		if (b->dfd[mb] >= 0)
-			mask |= 1ull << mb;
-	}
-	fsck_on_members_apart(f, mask, view_block_run, args, b->rcs);
-	for (int mb = 0; mb < f->n; mb++)
-		for (int i = 0; i < b->count && mask >> mb & 1 && b->rcs[mb] < 0; i++)
-			fsck_view_clear(&b->w[i * f->n + mb]); /* a member given up */
-}
-
-/* Hands entry i's views to e, unless they are a hard link's (read again
- * in check_entry). */
-static void take_views(view_block *b, int i, entry_ctx *e)
-{
-	view *w = &b->w[i * b->f->n];
-
-	for (int mb = 0; mb < b->f->n; mb++)
-		if (w[mb].present && !S_ISDIR(w[mb].st.st_mode) && w[mb].st.st_nlink > 1)
-			return;
-	memcpy(e->w, w, sizeof(view) * (size_t)b->f->n);
-	memset(w, 0, sizeof(view) * (size_t)b->f->n);
-	e->read_rcs = b->rcs;
-}
-
-static void free_view_block(view_block *b)
-{
-	for (int i = 0; i < b->count * b->f->n; i++)
-		fsck_view_clear(&b->w[i]);
-	g_free(b->w);
-	b->w = NULL;
-	b->count = 0;
-}
-
 static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 {
 	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -863,12 +862,12 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		entry_ctx *e = new_entry(f, g_strdup_printf("%s/%s", path, (const char *)l->data),
 		                         l->data, dfd, quiet, f->file_pool ? &jobs : NULL);
 		if (!f->hooks && at == b.count) {
-			free_view_block(&b);
-			read_view_block(&b, l);
+			fsck_free_view_block(&b);
+			fsck_read_view_block(&b, l);
 			at = 0;
 		}
 		if (!f->hooks)
-			take_views(&b, at, e);
+			e->read_rcs = fsck_take_views(&b, at, e->w);
 		rc = check_entry(e, false);
 		if (rc == HANDED_OFF)
 			rc = 0;
@@ -880,7 +879,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 	int jrc = wait_jobs(&jobs, 1);
 	rc = rc < 0 ? rc : jrc;
 	if (b.w)
-		free_view_block(&b);
+		fsck_free_view_block(&b);
 	g_mutex_clear(&jobs.lock);
 	g_cond_clear(&jobs.done);
 	g_list_free(names);
@@ -922,23 +921,33 @@ static int check_standin(fsck *f)
 	return rc;
 }
 
+/* 1 if the member holds neither a journal nor a log with records, 2 if
+ * it holds no log copy at all (an empty or missing log folder) either. */
 static int no_journal_run(void *arg)
 {
 	const struct meta_open *o = arg;
-	return journal_member_none(o->f->v, o->mb) && smalllog_member_none(o->f->v, o->mb);
+	if (!journal_member_none(o->f->v, o->mb) || !smalllog_member_none(o->f->v, o->mb))
+		return 0;
+	return volume_meta_dir_none(o->f->v, o->mb, SMALLLOG_DIR, -1) ? 2 : 1;
 }
 
 /* As the daemon at mount (journal_census), on the members' workers: with
  * no journal on any member walked, no file's check looks for one.  The
- * repairs write no journal. */
+ * repairs write no journal.  The members with no log copy at all go to
+ * f->no_logs (repair.c: forget_stale_logs). */
 static void journal_census_walked(fsck *f)
 {
+	bool none = true;
+
 	for (int mb = 0; mb < f->n; mb++) {
 		struct meta_open o = { f, mb };
-		if (f->walk_mask >> mb & 1 && fsck_on_member(f, mb, no_journal_run, &o) != 1)
-			return;
+		int rc = f->walk_mask >> mb & 1 ? fsck_on_member(f, mb, no_journal_run, &o) : 1;
+		none &= rc >= 1;
+		if (rc == 2)
+			f->no_logs |= 1ull << mb;
 	}
-	volume_set_journals_none(f->v, true);
+	if (none)
+		volume_set_journals_none(f->v, true);
 }
 
 int fsck_tree(fsck *f)

@@ -2,7 +2,8 @@
 /*
  * A member's view of one namespace entry and a member's directory
  * listing (fsck_view.h), read with *at() calls only and no symlink
- * followed, as the member workers run them.
+ * followed, as the member workers run them; the views of a directory's
+ * entries, a block at a time.
  */
 #include "fsck_view.h"
 
@@ -12,9 +13,11 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fsck.h"
 #include "memberio.h"
 #include "memberops.h"
 
@@ -54,11 +57,44 @@ static GString *xattr_blob(const xattrs_stored *xs, bool (*which)(const char *na
 	return b;
 }
 
+/* listxattrat(2), Linux 6.13, where the C library does not name it yet:
+ * one number on the architectures that share the generic table. */
+#if !defined(SYS_listxattrat) && (defined(__aarch64__) || (defined(__x86_64__) && !defined(__ILP32__)))
+#define SYS_listxattrat 465
+#endif
+
+/* False if (dfd, name) surely holds no xattr: asked with listxattrat, in
+ * one call and no descriptor opened (most entries hold none).  True if
+ * it does, or the call failed or is not there (the full read says). */
+static bool may_have_xattrs(int dfd, const char *name)
+{
+#ifdef SYS_listxattrat
+	static int absent; /* no listxattrat: an older kernel, or a seccomp filter's EPERM */
+
+	if (__atomic_load_n(&absent, __ATOMIC_RELAXED))
+		return true;
+	long r = MIO_CALL(syscall(SYS_listxattrat, dfd, name, AT_SYMLINK_NOFOLLOW, NULL, 0));
+	if (r < 0 && (errno == ENOSYS || errno == EPERM))
+		__atomic_store_n(&absent, 1, __ATOMIC_RELAXED);
+	return r != 0;
+#else
+	(void)dfd;
+	(void)name;
+	return true;
+#endif
+}
+
 /* The xattrs of (dfd, name), as the daemon reaches them (xattrs.h), so
  * nothing is resolved through a symlink. */
 static void read_xattrs(int dfd, const char *name, view *w)
 {
-	xattrs_member_read(dfd, name, &w->xs);
+	if (may_have_xattrs(dfd, name)) {
+		xattrs_member_read(dfd, name, &w->xs);
+	} else {
+		w->xs.names = g_ptr_array_new_with_free_func(g_free);
+		w->xs.values = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+		w->xs.complete = true;
+	}
 	w->xblob = xattr_blob(&w->xs, fsck_not_acl);
 	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
 }
@@ -136,3 +172,64 @@ int fsck_list_run(void *arg)
 	return 0;
 }
 
+
+/* ---- the views of a directory's entries, a block at a time ---- */
+
+struct view_block_call {
+	view_block *b;
+	int mb;
+};
+
+static int view_block_run(void *arg)
+{
+	const struct view_block_call *c = arg;
+	view_block *b = c->b;
+
+	for (int i = 0; i < b->count; i++)
+		fsck_read_view(b->f->v, c->mb, b->dfd[c->mb], b->names[i],
+		               &b->w[i * b->f->n + c->mb]);
+	return 0;
+}
+
+void fsck_read_view_block(view_block *b, GList *l)
+{
+	fsck *f = b->f;
+	struct view_block_call c[STRIPE_MAX_N];
+	void *args[STRIPE_MAX_N];
+	uint64_t mask = 0;
+
+	for (b->count = 0; l && b->count < VIEW_BLOCK; l = l->next)
+		b->names[b->count++] = l->data;
+	b->w = g_new0(view, (size_t)b->count * (size_t)f->n);
+	for (int mb = 0; mb < f->n; mb++) {
+		c[mb] = (struct view_block_call){ b, mb };
+		args[mb] = &c[mb];
+		if (b->dfd[mb] >= 0)
+			mask |= 1ull << mb;
+	}
+	fsck_on_members_apart(f, mask, view_block_run, args, b->rcs);
+	for (int mb = 0; mb < f->n; mb++)
+		for (int i = 0; i < b->count && mask >> mb & 1 && b->rcs[mb] < 0; i++)
+			fsck_view_clear(&b->w[i * f->n + mb]); /* a member given up */
+}
+
+const int *fsck_take_views(view_block *b, int i, view *dst)
+{
+	view *w = &b->w[i * b->f->n];
+
+	for (int mb = 0; mb < b->f->n; mb++)
+		if (w[mb].present && !S_ISDIR(w[mb].st.st_mode) && w[mb].st.st_nlink > 1)
+			return NULL;
+	memcpy(dst, w, sizeof(view) * (size_t)b->f->n);
+	memset(w, 0, sizeof(view) * (size_t)b->f->n);
+	return b->rcs;
+}
+
+void fsck_free_view_block(view_block *b)
+{
+	for (int i = 0; i < b->count * b->f->n; i++)
+		fsck_view_clear(&b->w[i]);
+	g_free(b->w);
+	b->w = NULL;
+	b->count = 0;
+}

@@ -614,7 +614,8 @@ static void count_log(file_check *fc)
  * replays the log, as the online heal removes it (ecfile_heal_end). */
 static void forget_stale_logs(file_check *fc)
 {
-	uint64_t stale = (fc->chunk_bad | fc->found_missed) & ~fc->unwritable;
+	uint64_t no_logs = __atomic_load_n(&fc->f->no_logs, __ATOMIC_ACQUIRE);
+	uint64_t stale = (fc->chunk_bad | fc->found_missed) & ~fc->unwritable & ~no_logs;
 
 	if (!fc->f->o.repair || fc->f->hooks || fc->hopeless || !stale)
 		return;
@@ -630,6 +631,8 @@ static void forget_stale_logs(file_check *fc)
 
 static void log_replay(file_check *fc)
 {
+	/* the replay may write log copies: no member is known free of them */
+	__atomic_store_n(&fc->f->no_logs, 0, __ATOMIC_RELEASE);
 	int rc = ecfile_replay_log(fc->f->v, fc->path);
 
 	fsck_problem(fc->f, "log", fc->path, -1, 0, 0, rc == 0 ? FSCK_REPAIRED : FSCK_FAILED,

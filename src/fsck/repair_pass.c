@@ -307,14 +307,19 @@ static void judge_stripe(file_check *fc, run_slot *rs, int i)
 	if (!fc->f->o.repair)
 		return;
 	uint64_t erased = unread | badmask;
-	/* A cut-short first write becomes a clean hole: zeros, blank records. */
-	for (int j = 0; j < n && hole; j++)
-		if ((erased >> j & 1) && blocks[j])
-			memset(blocks[j], 0, strip);
-	if (!hole && stripe_decode_erased(fc->c.code, blocks, n, erased, strip) < 0) {
+	/* Decoded as long as the stripe's strips are (the last stripe of a
+	 * small file: a few KiB of a 64 KiB strip); a cut-short first write
+	 * becomes a clean hole: zeros, blank records. */
+	uint64_t len = hole ? 0 : layout_strip_len(&fc->c.lay, s, vote.size);
+	if (!hole && stripe_decode_erased(fc->c.code, blocks, n, erased, len) < 0) {
 		ecfs_log(LOG_ERR, "%s: stripe %llu: decoding failed", fc->path, (unsigned long long)s);
 		return;
 	}
+	/* Past that, zeros, as in every good strip: a short strip followed by
+	 * another in the run goes down whole (stripe_write_strips). */
+	for (int j = 0; j < n && len < strip; j++)
+		if ((erased >> j & 1) && blocks[j])
+			memset(blocks[j] + len, 0, strip - len);
 	for (int j = 0; j < n; j++) {
 		member_task *t = &rs->task[j];
 		if (!((erased | tagmask) >> j & 1) || !blocks[j] || fc->unwritable >> t->member & 1)
