@@ -1095,11 +1095,13 @@ static int setup_memory(void **state)
 
 /* Members on tmpfs: a first write, a journaled overwrite and the sync of
  * its chunks all complete while every member's worker is busy with
- * something else (so none of them went to a worker), and land. */
+ * something else (so none of them went to a worker), and land.  Five
+ * stripes: more than a stage of small calls moves (those go to the
+ * relay). */
 static void test_memory_members_commit_here(void **state)
 {
 	fixture *fx = *state;
-	uint8_t *a = random_stripes(2, 21), *b = random_stripes(2, 22);
+	uint8_t *a = random_stripes(5, 21), *b = random_stripes(5, 22);
 	memberio *mio = volume_memberio(fx->v);
 	gate g = { .open = false };
 	mio_batch held;
@@ -1109,8 +1111,8 @@ static void test_memory_members_commit_here(void **state)
 	mio_batch_init(&held);
 	for (int mb = 0; mb < N; mb++)
 		memberio_submit(mio, mb, &held, gate_task, &g);
-	assert_int_equal(commit(fx, 1, 2, a, 2), 0);
-	assert_int_equal(commit(fx, 1, 2, b, 3), 0);
+	assert_int_equal(commit(fx, 1, 5, a, 2), 0);
+	assert_int_equal(commit(fx, 1, 5, b, 3), 0);
 	assert_true(fx->c.inplace_unsynced);
 	assert_int_equal(stripe_sync(&fx->c, true), 0);
 	g_mutex_lock(&g.lock);
@@ -1120,9 +1122,9 @@ static void test_memory_members_commit_here(void **state)
 	g_mutex_unlock(&g.lock);
 	assert_int_equal(mio_batch_wait(&held), 0);
 	assert_int_equal(waited, 0);
-	check_stripe_on_members(fx, 1, b, 3, 3 * STRIPE);
-	check_stripe_on_members(fx, 2, b + STRIPE, 3, 3 * STRIPE);
-	assert_run(fx, 1, 2, b);
+	for (uint64_t s = 1; s <= 5; s++)
+		check_stripe_on_members(fx, s, b + (s - 1) * STRIPE, 3, 6 * STRIPE);
+	assert_run(fx, 1, 5, b);
 	g_mutex_clear(&g.lock);
 	g_cond_clear(&g.cond);
 	g_free(a);

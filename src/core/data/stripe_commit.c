@@ -236,7 +236,8 @@ static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *
 	for (int pos = 0; pos < c->lay.n; pos++)
 		if (tasks[pos].err == 0)
 			args[tasks[pos].member] = &tasks[pos];
-	uint64_t lost = stripe_run_stage(c, commit_stage_small(c, tasks, fn), fn, args, &stuck);
+	bool small = commit_stage_small(c, tasks, fn);
+	uint64_t lost = stripe_run_stage(c, small, !small, fn, args, &stuck);
 	if (stuck && !c->buffers_lent) {
 		c->buffers_lent = true;
 		ecfs_log(LOG_INFO, "%s: a write given up on a member may still read this file's "
