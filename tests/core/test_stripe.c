@@ -10,6 +10,8 @@
  * volume or generation are never taken for the stripe's; the single
  * strip writer, probe, end scan and truncate do what stripe.h promises; and
  * the vote and decode of one stripe do what stripe_decode.h promises.
+ * On members in memory, a commit's stages and syncs run on the calling
+ * thread, never waiting for a member's worker.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 #include "core_test_util.h"
 #include "journal.h"
 #include "log.h"
+#include "memberio.h"
 #include "stripe.h"
 #include "stripe_decode.h"
 #include "volume_internal.h"
@@ -1047,6 +1050,87 @@ static void test_read_only_never_writes(void **state)
 	g_free(data);
 }
 
+/* ---- members in memory ---- */
+
+/* A member's worker held busy until the test opens the gate (or, should
+ * a commit wait for the worker, until a bound that only a failure
+ * reaches). */
+typedef struct gate {
+	GMutex lock;
+	GCond cond;
+	bool open;
+	int timed_out;
+} gate;
+
+static void gate_task(void *arg)
+{
+	gate *g = arg;
+	gint64 until = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+
+	g_mutex_lock(&g->lock);
+	while (!g->open)
+		if (!g_cond_wait_until(&g->cond, &g->lock, until)) {
+			g->timed_out++;
+			break;
+		}
+	g_mutex_unlock(&g->lock);
+}
+
+static int setup_memory(void **state)
+{
+	fixture *fx = g_new0(fixture, 1);
+	char *root = g_strdup("/dev/shm/ecfs-stripe-XXXXXX");
+
+	assert_non_null(g_mkdtemp(root));
+	fx->mb = (members){ .root = root, .n = N };
+	for (int i = 0; i < N; i++) {
+		fx->mb.path[i] = g_strdup_printf("%s/m%d", root, i);
+		assert_int_equal(mkdir(fx->mb.path[i], 0755), 0);
+	}
+	fx->v = open_volume(&fx->mb, false);
+	ctx_open(&fx->c, fx->v, &fx->mb, "f", FILE_SEED);
+	*state = fx;
+	return 0;
+}
+
+/* Members on tmpfs: a first write, a journaled overwrite and the sync of
+ * its chunks all complete while every member's worker is busy with
+ * something else (so none of them went to a worker), and land.  Five
+ * stripes: more than a stage of small calls moves (those go to the
+ * relay). */
+static void test_memory_members_commit_here(void **state)
+{
+	fixture *fx = *state;
+	uint8_t *a = random_stripes(5, 21), *b = random_stripes(5, 22);
+	memberio *mio = volume_memberio(fx->v);
+	gate g = { .open = false };
+	mio_batch held;
+
+	g_mutex_init(&g.lock);
+	g_cond_init(&g.cond);
+	mio_batch_init(&held);
+	for (int mb = 0; mb < N; mb++)
+		memberio_submit(mio, mb, &held, gate_task, &g);
+	assert_int_equal(commit(fx, 1, 5, a, 2), 0);
+	assert_int_equal(commit(fx, 1, 5, b, 3), 0);
+	assert_true(fx->c.inplace_unsynced);
+	assert_int_equal(stripe_sync(&fx->c, true), 0);
+	g_mutex_lock(&g.lock);
+	int waited = g.timed_out;
+	g.open = true;
+	g_cond_broadcast(&g.cond);
+	g_mutex_unlock(&g.lock);
+	assert_int_equal(mio_batch_wait(&held), 0);
+	assert_int_equal(waited, 0);
+	for (uint64_t s = 1; s <= 5; s++)
+		check_stripe_on_members(fx, s, b + (s - 1) * STRIPE, 3, 6 * STRIPE);
+	assert_run(fx, 1, 5, b);
+	g_mutex_clear(&g.lock);
+	g_cond_clear(&g.cond);
+	g_free(a);
+	g_free(b);
+}
+
 /* The vote and the decode of one stripe (stripe_decode.h), on judged
  * strips made up here: the winner and its erasures, a stripe lost or cut
  * short, and the erasure mask handed to the decoder, NULL blocks left
@@ -1126,6 +1210,8 @@ int main(void)
 		T(test_scan_end_and_truncate),
 		T(test_first_write_cut_short),
 		T(test_read_only_never_writes),
+		cmocka_unit_test_setup_teardown(test_memory_members_commit_here, setup_memory,
+		                                teardown),
 		cmocka_unit_test(test_vote_and_decode_erasures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,13 +138,40 @@ uint64_t stripe_leave_out_slow(stripe_ctx *c)
 
 /* Per member, a stage that moves little and waits on no disk is a batch
  * of small calls: on the relay when the members are fast, one wake-up for
- * all instead of one each. */
-void stripe_batch_init(stripe_ctx *c, mio_batch *b, bool small)
+ * all instead of one each.  With `here`, a member whose calls cannot wait
+ * (tmpfs: mop_writes_here) needs no hand-off at all: its call runs on the
+ * calling thread, after the others are handed out.  For a stage that
+ * moves strips the work is the copy, the same on any thread, and a
+ * hand-off per member only adds two context switches and a wait (on two
+ * cores the writers and the committers keep both busy without the
+ * workers); a sync there does nothing (mop_fsync), and one round to the
+ * relay and back costs more. */
+uint64_t stripe_run_stage(stripe_ctx *c, bool small, bool here, void (*fn)(void *),
+                          void *const args[STRIPE_MAX_N], uint64_t *stuck)
 {
+	memberio *mio = volume_memberio(c->v);
+	uint64_t mine = 0;
+	mio_batch b;
+
 	if (small)
-		mio_batch_init_small(volume_memberio(c->v), b);
+		mio_batch_init_small(mio, &b);
 	else
-		mio_batch_init_caller(volume_memberio(c->v), b);
+		mio_batch_init_caller(mio, &b);
+	for (int mb = 0; mb < c->lay.n; mb++) {
+		if (!args[mb])
+			continue;
+		if (here && mop_writes_here(c->v, mb))
+			mine |= 1ull << mb;
+		else
+			memberio_submit(mio, mb, &b, fn, args[mb]);
+	}
+	for (int mb = 0; mb < c->lay.n; mb++)
+		if (mine >> mb & 1)
+			fn(args[mb]);
+	uint64_t lost = mio_batch_wait(&b);
+	if (stuck)
+		*stuck = mio_batch_stuck(&b);
+	return lost;
 }
 
 /* A pread of member mb's chunk from what open read of it (all of it). */
@@ -403,29 +430,30 @@ static bool job_syncs(stripe_ctx *c, void (*fn)(void *), const member_job *how)
 }
 
 /* Runs fn on every usable member's worker, in parallel (or on the relay
- * when the job makes no sync that waits on a disk); a member given up
- * (memberio.h) gets -ETIMEDOUT.  A member that fails is out of this file
- * (and of the volume if the error says the member is broken), and fewer
- * than k that succeed fail the step with EIO.  A full member stays in
+ * when the job makes no sync that waits on a disk; a sync of a member
+ * whose calls cannot wait on the calling thread: stripe_run_stage); a
+ * member given up (memberio.h) gets -ETIMEDOUT.  A member that fails is
+ * out of this file (and of the volume if the error says the member is
+ * broken), and fewer than k that succeed fail the step with EIO.  A full member stays in
  * (space.h) and fails the step with its ENOSPC or EDQUOT: what it holds
  * is what a crash before the step would have left. */
 static int on_usable_members(stripe_ctx *c, void (*fn)(void *), member_job how,
                              const char *what)
 {
 	member_job jobs[STRIPE_MAX_N];
-	mio_batch batch;
+	void *args[STRIPE_MAX_N] = { 0 };
 	int ok = 0, full = 0;
 
-	stripe_batch_init(c, &batch, !job_syncs(c, fn, &how));
 	for (int mb = 0; mb < c->lay.n; mb++) {
 		jobs[mb] = how;
 		jobs[mb].c = c;
 		jobs[mb].member = mb;
 		jobs[mb].err = 1;
 		if (stripe_member_usable(c, mb))
-			memberio_submit(volume_memberio(c->v), mb, &batch, fn, &jobs[mb]);
+			args[mb] = &jobs[mb];
 	}
-	uint64_t lost = mio_batch_wait(&batch);
+	uint64_t lost = stripe_run_stage(c, !job_syncs(c, fn, &how), fn == sync_member, fn, args,
+	                                 NULL);
 	for (int mb = 0; mb < c->lay.n; mb++) {
 		if (lost >> mb & 1)
 			jobs[mb].err = -ETIMEDOUT;

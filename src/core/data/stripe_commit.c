@@ -229,16 +229,16 @@ static bool commit_stage_small(const stripe_ctx *c, const commit_task *tasks,
 static int run_commit_stage(stripe_ctx *c, commit_task *tasks, void (*fn)(void *),
                             const char *what, int *full)
 {
-	mio_batch batch;
+	void *args[STRIPE_MAX_N] = { 0 };
+	uint64_t stuck;
 	int ok = 0;
 
-	stripe_batch_init(c, &batch, commit_stage_small(c, tasks, fn));
 	for (int pos = 0; pos < c->lay.n; pos++)
 		if (tasks[pos].err == 0)
-			memberio_submit(volume_memberio(c->v), tasks[pos].member, &batch, fn,
-			                &tasks[pos]);
-	uint64_t lost = mio_batch_wait(&batch);
-	if (mio_batch_stuck(&batch) && !c->buffers_lent) {
+			args[tasks[pos].member] = &tasks[pos];
+	bool small = commit_stage_small(c, tasks, fn);
+	uint64_t lost = stripe_run_stage(c, small, !small, fn, args, &stuck);
+	if (stuck && !c->buffers_lent) {
 		c->buffers_lent = true;
 		ecfs_log(LOG_INFO, "%s: a write given up on a member may still read this file's "
 		         "buffers; they are kept until the daemon exits", c->path);

@@ -43,9 +43,14 @@ uint8_t *stripe_pack_buffer(stripe_ctx *c, uint8_t **buf);
 void stripe_forget_heads(stripe_ctx *c);
 /* The usable members (bit i: member i). */
 uint64_t stripe_usable_members(stripe_ctx *c);
-/* A batch for one stage of per-member calls: on the relay when small
- * (mio_batch_init_small), else on the members' workers. */
-void stripe_batch_init(stripe_ctx *c, mio_batch *b, bool small);
+/* One stage of per-member calls, fn(args[mb]) for every member mb whose
+ * args[mb] is set, in parallel: on the relay when small
+ * (mio_batch_init_small), else on the members' workers, but with here
+ * the calls of members that cannot wait (mop_writes_here) on the calling
+ * thread.  Returns the lost mask (mio_batch_wait); *stuck, unless NULL,
+ * takes mio_batch_stuck. */
+uint64_t stripe_run_stage(stripe_ctx *c, bool small, bool here, void (*fn)(void *),
+                          void *const args[STRIPE_MAX_N], uint64_t *stuck);
 /* A pread of member mb's chunk from what open read of it (all of it). */
 ssize_t stripe_head_pread(const stripe_ctx *c, int mb, void *buf, size_t len, uint64_t off);
 
