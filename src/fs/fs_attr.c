@@ -65,13 +65,14 @@ int fs_stat(const char *path, struct stat *st)
 	return rc;
 }
 
-void fs_refresh_dir(const char *dir, const int *fds, uint64_t held)
+void fs_refresh_dir(const char *dir, const volume_dir_at *at)
 {
 	struct stat st;
-	/* By the descriptors the chain holds, an fstat a member, rather than
-	 * a walk of the path on each; the stamp read before, as fs_stat. */
+	/* By what the chain holds, the fstat taken after its change or an
+	 * fstat a member, rather than a walk of the path on each; the stamp
+	 * read before, as fs_stat. */
 	attr_stamp stamp = fs_stamp();
-	if (fds && objects_dir_stat_at(fs_volume(), dir, fds, held, &st) == 0) {
+	if (at && objects_dir_stat_at(fs_volume(), dir, at, &st) == 0) {
 		attr_cache_put(fs_attrs(), dir, &stamp, &st);
 		return;
 	}

@@ -160,8 +160,8 @@ bool fs_kept_open(const nsops_kept *k, fuse_ino_t ino, struct stat *st);
 int fs_stat(const char *path, struct stat *st);
 /* fs_stat of a directory a namespace operation changed, for the cache
  * alone: the volume's refresh (volume_set_refresh), run on the relay; by
- * the descriptors fds[mb] of it on the members of held, unless NULL. */
-void fs_refresh_dir(const char *dir, const int *fds, uint64_t held);
+ * what the chain holds of it (objects_dir_stat_at), unless NULL. */
+void fs_refresh_dir(const char *dir, const volume_dir_at *at);
 /* chmod of path on every member. */
 int fs_chmod_path(const char *path, mode_t mode);
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -217,6 +217,32 @@ static void test_failed_member_forgotten(void **state)
 }
 
 /* Each test on a directory of its own. */
+/* A namespace change of a known directory hands on the fstat it took of
+ * the directory after the change (mop_dir_after), on its thread only for
+ * that descriptor; a change of an unknown directory, a failed one and a
+ * change of an object at a path beneath the descriptor hand on none. */
+static void test_stat_after_a_change(void **state)
+{
+	struct fixture *f = *state;
+	volume *v = vol(f);
+	struct stat st, want;
+	assert_int_equal(mop_mkdirat(v, 0, f->dirfd, "sub", 0700), 0);
+	assert_false(mop_dir_after(f->dirfd, &st)); /* not known: no stat taken */
+	start(f);
+	assert_int_equal(mop_unlinkat(v, 0, f->dirfd, "sub", AT_REMOVEDIR), 0);
+	assert_true(mop_dir_after(f->dirfd, &st));
+	assert_int_equal(fstat(f->dirfd, &want), 0);
+	dirstamp a, b;
+	dirstamp_of(&st, &a);
+	dirstamp_of(&want, &b);
+	assert_true(dirstamp_same(&a, &b));
+	assert_false(mop_dir_after(f->rootfd, &st)); /* another descriptor */
+	assert_int_equal(mop_unlinkat(v, 0, f->dirfd, "sub", AT_REMOVEDIR), -ENOENT);
+	assert_false(mop_dir_after(f->dirfd, &st)); /* failed */
+	assert_int_equal(mop_fchmodat(v, 0, f->rootfd, "d", 0750, AT_SYMLINK_NOFOLLOW), 0);
+	assert_false(mop_dir_after(f->rootfd, &st)); /* d at a path beneath it */
+}
+
 #define ON_A_DIRECTORY(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -229,6 +255,7 @@ int main(void)
 		ON_A_DIRECTORY(test_older_stamp_never_replaces_a_newer),
 		ON_A_DIRECTORY(test_stamp_in_whole_seconds_never_known),
 		ON_A_DIRECTORY(test_failed_member_forgotten),
+		ON_A_DIRECTORY(test_stat_after_a_change),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

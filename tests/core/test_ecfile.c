@@ -791,10 +791,9 @@ static fixture *refresh_fx;
 static int refreshes;
 static bool refreshed_whole;
 
-static void note_refresh(const char *dir, const int *fds, uint64_t held)
+static void note_refresh(const char *dir, const volume_dir_at *at)
 {
-	(void)fds;
-	(void)held;
+	(void)at;
 	chunk_header h;
 	refreshes++;
 	refreshed_whole = strcmp(dir, "/") == 0;

@@ -40,7 +40,9 @@
 #include "log.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "dirstamps.h"
 #include "mirror.h"
+#include "objects.h"
 #include "volume_internal.h"
 
 #define K 4
@@ -840,8 +842,10 @@ static struct {
 	uint64_t held[4];
 } seen;
 
-static void note_refresh(const char *dir, const int *fds, uint64_t held)
+static void note_refresh(const char *dir, const volume_dir_at *at)
 {
+	const int *fds = at ? at->fds : NULL;
+	uint64_t held = at ? at->held : 0;
 	if (seen.count >= 4)
 		return;
 	snprintf(seen.dirs[seen.count], sizeof(seen.dirs[0]), "%s", dir);
@@ -901,6 +905,104 @@ static void test_chain_refreshes_parents(void **state)
 	                 -EEXIST);
 	assert_int_equal(seen.count, 0);
 	volume_set_refresh(fx->v, NULL);
+}
+
+/* The member's stamp of its directory at path now. */
+static dirstamp stamp_at(fixture *fx, int mb, const char *rel)
+{
+	struct stat st;
+	char *p = member_path(&fx->mb, mb, rel);
+	assert_int_equal(stat(p, &st), 0);
+	g_free(p);
+	dirstamp s;
+	dirstamp_of(&st, &s);
+	return s;
+}
+
+static int mop_unlink_fn(int member, int dirfd, const char *leaf, void *arg)
+{
+	int rc = mop_unlinkat(((calls *)arg)->v, member, dirfd, leaf, 0);
+	note(arg, member);
+	return rc;
+}
+
+/* What the refresh was given of the fstats taken after the change: the
+ * members whose stat it got, those of them the same as the directory's
+ * stamp at the refresh, and what objects_dir_stat_at answers from it. */
+static struct {
+	fixture *fx;
+	uint64_t seen, current;
+	int rc;
+	struct stat st;
+} after;
+
+static void note_after(const char *dir, const volume_dir_at *at)
+{
+	if (!at)
+		return;
+	after.seen = at->seen_mask;
+	for (int mb = 0; mb < N; mb++) {
+		dirstamp s, now = stamp_at(after.fx, mb, "/a");
+		dirstamp_of(&at->seen[mb], &s);
+		if ((at->seen_mask >> mb & 1) && dirstamp_same(&s, &now))
+			after.current |= 1ull << mb;
+	}
+	after.rc = objects_dir_stat_at(after.fx->v, dir, at, &after.st);
+}
+
+/* A chained unlink in a directory the daemon knows on every member hands
+ * the refresh each member's fstat of it taken right after the unlink
+ * (mop_dir_after), and objects_dir_stat_at answers from those while the
+ * daemon still knows the directory at their stamps, and by fstat once a
+ * change of it moved them. */
+static void test_chain_refresh_takes_the_stats_after(void **state)
+{
+	fixture *fx = *state;
+	calls c = { .v = fx->v };
+	memberio_force_relay(volume_memberio(fx->v), true);
+	mop_keep_dirstamps(fx->v);
+	dirstamps *ds = mop_dirstamps(fx->v);
+	for (int mb = 0; mb < N; mb++) {
+		char *p = member_path(&fx->mb, mb, "/a");
+		assert_int_equal(mkdir(p, 0755), 0);
+		g_free(p);
+		put_member_file(&fx->mb, mb, "/a/x", "X");
+		put_member_file(&fx->mb, mb, "/a/y", "Y");
+		dirstamp s = stamp_at(fx, mb, "/a");
+		dirstamps_known(ds, mb, &s);
+	}
+	after = (__typeof__(after)){ .fx = fx, .rc = 1 };
+	volume_set_refresh(fx->v, note_after);
+	intent_args rm = { INTENT_UNLINK, .from = "/a/x" };
+	assert_int_equal(mirror_apply_logged(fx->v, &rm, mop_unlink_fn, NULL, &c, "unlink"), 0);
+	volume_set_refresh(fx->v, NULL);
+	assert_present(fx, "/a/x", 0);
+	assert_int_equal(after.seen, ALL);
+	assert_int_equal(after.current, ALL);
+	assert_int_equal(after.rc, 0);
+	assert_true(S_ISDIR(after.st.st_mode));
+
+	/* Taken from the stats given: a field fstat would answer otherwise. */
+	int fds[N];
+	struct stat given[N];
+	for (int mb = 0; mb < N; mb++) {
+		char *p = member_path(&fx->mb, mb, "/a");
+		fds[mb] = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(fds[mb] >= 0);
+		assert_int_equal(fstat(fds[mb], &given[mb]), 0);
+		given[mb].st_blksize = 12345;
+		g_free(p);
+	}
+	volume_dir_at at = { fds, ALL, given, ALL };
+	struct stat st;
+	assert_int_equal(objects_dir_stat_at(fx->v, "/a", &at, &st), 0);
+	assert_int_equal(st.st_blksize, 12345);
+	/* a change the daemon made since: its stamps moved, fstat answers */
+	assert_int_equal(mop_unlinkat(fx->v, 0, fds[0], "y", 0), 0);
+	assert_int_equal(objects_dir_stat_at(fx->v, "/a", &at, &st), 0);
+	assert_int_not_equal(st.st_blksize, 12345);
+	for (int mb = 0; mb < N; mb++)
+		close(fds[mb]);
 }
 
 /* A member slower than the relay's threshold (1 ms per call): the steps go
@@ -1108,6 +1210,7 @@ int main(void)
 		TT(test_parallel_rename_with_a_hung_member),
 		TT(test_chained_steps_in_order),
 		TT(test_chain_refreshes_parents),
+		TT(test_chain_refresh_takes_the_stats_after),
 		TT(test_rounds_with_a_slow_member),
 		TT(test_rounds_rules),
 		TT(test_chain_out_of_order),

@@ -124,14 +124,20 @@ struct dir_watch {
 	dirstamp before;
 };
 
-static bool stat_dir(const struct dir_watch *w, dirstamp *out)
-{
+/* The fstat of its directory the last change on this thread took after
+ * it (mop_dir_after), fd = -1: none. */
+static __thread struct {
+	int fd;
 	struct stat st;
+} dir_after = { .fd = -1 };
+
+static bool stat_dir(const struct dir_watch *w, dirstamp *out, struct stat *st)
+{
 	int at_flags = AT_SYMLINK_NOFOLLOW | (w->at && !*w->at ? AT_EMPTY_PATH : 0);
-	if ((w->at ? fstatat(w->fd, w->at, &st, at_flags) : fstat(w->fd, &st)) < 0 ||
-	    !S_ISDIR(st.st_mode))
+	if ((w->at ? fstatat(w->fd, w->at, st, at_flags) : fstat(w->fd, st)) < 0 ||
+	    !S_ISDIR(st->st_mode))
 		return false;
-	dirstamp_of(&st, out);
+	dirstamp_of(st, out);
 	return true;
 }
 
@@ -140,9 +146,11 @@ static struct dir_watch watch_begin(volume *v, int idx, int fd, const char *at,
 {
 	struct dir_watch w = { v, idx, fd, at, false, false, { 0 } };
 	dirstamps *known = mop_dirstamps(v);
+	struct stat st;
+	dir_after.fd = -1;
 	/* a directory not known (a new one, whose owner and identity are
 	 * being set) needs no stat after */
-	if (fd == AT_FDCWD || !dirstamps_watching(known, idx) || !stat_dir(&w, &w.before) ||
+	if (fd == AT_FDCWD || !dirstamps_watching(known, idx) || !stat_dir(&w, &w.before, &st) ||
 	    !dirstamps_knows(known, idx, w.before.ino))
 		return w;
 	/* a rename or link within one directory changes it once */
@@ -155,8 +163,21 @@ static void watch_end(struct dir_watch *w)
 	if (!w->on)
 		return;
 	dirstamp after = w->before;
-	bool seen = stat_dir(w, &after);
+	struct stat st;
+	bool seen = stat_dir(w, &after, &st);
 	dirstamps_changed(mop_dirstamps(w->v), w->idx, &w->before, &after, w->made && seen);
+	if (seen && w->made && !w->at) {
+		dir_after.fd = w->fd;
+		dir_after.st = st;
+	}
+}
+
+bool mop_dir_after(int fd, struct stat *st)
+{
+	if (fd < 0 || dir_after.fd != fd)
+		return false;
+	*st = dir_after.st;
+	return true;
 }
 #define DIR_WATCH(name, fd, at, other) \
 	struct dir_watch name __attribute__((cleanup(watch_end))) = watch_begin(v, idx, fd, at, other)

@@ -123,6 +123,12 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags);
 int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                   const char *newname, unsigned flags);
+/* The fstat the last of the changes above made on this thread took of
+ * its directory fd (not one at a path beneath it) right after making it,
+ * for its stamp (made only where the volume keeps the directory's): true
+ * with *st, false if that change took none.  So a caller that wants the
+ * directory's attributes after its change need not stat it again. */
+bool mop_dir_after(int fd, struct stat *st);
 
 /* Metadata changes.  Of a directory, each but mop_fchown (which is for
  * chunk files) also takes its stamps before and after (dirstamps.h): its

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "memberio.h"
+#include "memberops.h"
 #include "volume_internal.h"
 
 /* True if rc (a result from member idx) means the member is now failed and
@@ -372,6 +373,8 @@ struct chain {
 	intent_fds fds[64];   /* each member's, opened by its first task, closed by its last
 	                       * (or, with keep_fds, by chain_refresh or the caller) */
 	bool keep_fds;        /* the parents stay open for chain_refresh */
+	uint64_t seen;        /* members whose parent's fstat after the operation is in */
+	struct stat after[64]; /* after[idx] (mop_dir_after), for chain_refresh */
 };
 
 struct chain_job {
@@ -431,6 +434,11 @@ static void chain_op(struct chain *c, int idx)
 	int rc = chain_call(c, idx);
 	if (member_broke(v, idx, rc, c->what))
 		return;
+	if (!c->r.to && mop_dir_after(c->fds[idx].d1, &c->after[idx])) {
+		pthread_mutex_lock(&c->lock);
+		c->seen |= 1ull << idx;
+		pthread_mutex_unlock(&c->lock);
+	}
 	if (decided) {
 		take_answer(&c->r, idx, rc, &decided, &answer, c->what); /* logs a divergence */
 	} else {
@@ -497,15 +505,16 @@ static void chain_close_fds(struct chain *c, uint64_t mask)
 /* The chain's last task: once the operation has ended on every member,
  * the directories it changed are stat'ed for the kernel's next getattr
  * (volume_set_refresh), a single parent by the descriptors the chain
- * holds of it.  Then it closes those of the members whose last task has
- * run (no task of theirs uses them any more); the caller closes the
- * others after its wait. */
+ * holds of it, or by the fstat the operation's wrapper took of it right
+ * after the change (mop_dir_after) where that still stands.  Then it
+ * closes those of the members whose last task has run (no task of theirs
+ * uses them any more); the caller closes the others after its wait. */
 static void chain_refresh(void *p)
 {
 	struct chain *c = p;
 	pthread_mutex_lock(&c->lock);
 	bool ended = !chain_left(c, CH_END) && c->decided && c->answer >= 0;
-	uint64_t finished = c->done[CH_END];
+	uint64_t finished = c->done[CH_END], seen = c->seen;
 	pthread_mutex_unlock(&c->lock);
 	int fds[64];
 	uint64_t held = 0;
@@ -513,8 +522,9 @@ static void chain_refresh(void *p)
 		fds[idx] = c->fds[idx].d1;
 		held |= (uint64_t)(fds[idx] >= 0) << idx;
 	}
+	volume_dir_at at = { fds, held, c->after, seen };
 	if (ended && !c->r.to)
-		volume_refresh_parent_at(c->r.v, c->r.path, fds, held);
+		volume_refresh_parent_at(c->r.v, c->r.path, &at);
 	else if (ended)
 		volume_refresh_parents(c->r.v, c->r.path, c->r.to);
 	chain_close_fds(c, finished);

@@ -21,6 +21,7 @@
 #include <openssl/rand.h>
 
 #include "chunk.h"
+#include "dirstamps.h"
 #include "ecfile.h"
 #include "memberio.h"
 #include "memberops.h"
@@ -404,8 +405,22 @@ int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *i
 	return conclude(v, path, p, rcs, first, rest, epoch, st, ident ? ident : &unasked);
 }
 
-int objects_dir_stat_at(volume *v, const char *path, const int *fds, uint64_t held,
-                        struct stat *st)
+/* True with *st if member mb's fstat taken after the change (at) is still
+ * the directory's stamp the daemon knows there. */
+static bool seen_stands(volume *v, int mb, const volume_dir_at *at, struct stat *st)
+{
+	dirstamp seen, known;
+	if (!(at->seen_mask >> mb & 1))
+		return false;
+	dirstamp_of(&at->seen[mb], &seen);
+	if (!dirstamps_last(mop_dirstamps(v), mb, seen.ino, &known) ||
+	    !dirstamp_same(&known, &seen))
+		return false;
+	*st = at->seen[mb];
+	return true;
+}
+
+int objects_dir_stat_at(volume *v, const char *path, const volume_dir_at *at, struct stat *st)
 {
 	uint64_t rest, unasked, epoch = size_cache_epoch(volume_sizes(v));
 	struct stat_probe p[STRIPE_MAX_N];
@@ -415,12 +430,14 @@ int objects_dir_stat_at(volume *v, const char *path, const int *fds, uint64_t he
 		return -EAGAIN;
 	probes_prepare(v, path, false, p, &first, &rest);
 	uint64_t asked = first >= 0 ? rest | 1ull << first : 0;
-	if (!asked || (asked & ~held))
+	if (!asked || (asked & ~at->held))
 		return -EAGAIN;
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		if (!(asked >> mb & 1))
 			continue;
-		int r = MIO_CALL(fstat(fds[mb], &p[mb].s)) < 0 ? -errno : 0;
+		int r = seen_stands(v, mb, at, &p[mb].s)                ? 0
+		        : MIO_CALL(fstat(at->fds[mb], &p[mb].s)) < 0 ? -errno
+		                                                       : 0;
 		if (r == 0 && !S_ISDIR(p[mb].s.st_mode))
 			return -EAGAIN;
 		p[mb].rc = rcs[mb] = r;

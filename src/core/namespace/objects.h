@@ -28,13 +28,16 @@ int objects_stat(volume *v, const char *path, struct stat *st);
  * none could be read. */
 int objects_stat_ident(volume *v, const char *path, struct stat *st, uint64_t *ident);
 /* objects_stat of the directory at path from a descriptor of it on each
- * member that answers (fds[mb], mb a bit of held): an fstat each, on the
- * calling thread (a member worker, as objects_dir_ident), no path walked;
- * the same majority.  -EAGAIN where that does not answer it: a member
- * that answers has no descriptor there, one is not a directory, or path
- * is the volume root (whose mode and owner its stand-in holds). */
-int objects_dir_stat_at(volume *v, const char *path, const int *fds, uint64_t held,
-                        struct stat *st);
+ * member that answers (at->fds[mb], mb a bit of at->held): an fstat each,
+ * on the calling thread (a member worker, as objects_dir_ident), no path
+ * walked; the same majority.  A member's fstat taken right after the
+ * change (at->seen[mb], mb a bit of at->seen_mask) stands in for its
+ * fstat while the daemon still knows the directory there at that stamp
+ * (dirstamps.h: no change of it since, of ours or one seen behind our
+ * back).  -EAGAIN where that does not answer it: a member that answers
+ * has no descriptor there, one is not a directory, or path is the volume
+ * root (whose mode and owner its stand-in holds). */
+int objects_dir_stat_at(volume *v, const char *path, const volume_dir_at *at, struct stat *st);
 /* objects_stat_ident of count paths at once (rc[i]: 0 or a negative
  * errno for paths[i]), every member asked for all of them in one task on
  * its worker: the same answers, the same majority, fewer hand-offs. */

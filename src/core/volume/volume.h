@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
@@ -111,17 +112,20 @@ bool volume_all_relayed(const volume *v);
  * changed, so that the one the kernel asks next (every path walk asks
  * for a changed directory's attributes again) finds them kept
  * (attr_cache.h) instead of costing a hand-off.  refresh runs on the
- * relay, where member calls are made inline; NULL: nothing.  fds, unless
- * NULL: a descriptor of dir on each member of held, which the chain still
- * holds (objects_dir_stat_at). */
-void volume_set_refresh(volume *v,
-                        void (*refresh)(const char *dir, const int *fds, uint64_t held));
+ * relay, where member calls are made inline; NULL: nothing.  at, unless
+ * NULL: what the chain holds of dir (objects_dir_stat_at). */
+typedef struct volume_dir_at {
+	const int *fds;          /* a descriptor of dir on each member of held */
+	uint64_t held;
+	const struct stat *seen; /* on each member of seen_mask, its fstat right */
+	uint64_t seen_mask;      /* after the change (mop_dir_after) */
+} volume_dir_at;
+void volume_set_refresh(volume *v, void (*refresh)(const char *dir, const volume_dir_at *at));
 /* refresh (above) for the directories holding path and, unless NULL or the
  * same, path2; called by the chains' last task. */
 void volume_refresh_parents(volume *v, const char *path, const char *path2);
-/* refresh for the directory holding path, by its descriptors fds[mb] on
- * the members of held. */
-void volume_refresh_parent_at(volume *v, const char *path, const int *fds, uint64_t held);
+/* refresh for the directory holding path, by what the chain holds of it. */
+void volume_refresh_parent_at(volume *v, const char *path, const volume_dir_at *at);
 /* The member whose worker runs that last task: the first that answers
  * queries (the one a getattr asks) among those in mask; -1 if none. */
 int volume_refresh_member(volume *v, uint64_t mask);

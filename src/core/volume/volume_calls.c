@@ -43,18 +43,16 @@ bool volume_all_relayed(const volume *v)
 	return true;
 }
 
-void volume_set_refresh(volume *v,
-                        void (*refresh)(const char *dir, const int *fds, uint64_t held))
+void volume_set_refresh(volume *v, void (*refresh)(const char *dir, const volume_dir_at *at))
 {
 	v->refresh = refresh;
 }
 
-/* refresh for the directory holding path (by fds, unless NULL). */
-static void refresh_parent(volume *v, const char *path, size_t dirlen, const int *fds,
-                           uint64_t held)
+/* refresh for the directory holding path (by at, unless NULL). */
+static void refresh_parent(volume *v, const char *path, size_t dirlen, const volume_dir_at *at)
 {
 	char *dir = dirlen ? g_strndup(path, dirlen) : g_strdup("/");
-	v->refresh(dir, fds, held);
+	v->refresh(dir, at);
 	g_free(dir);
 }
 
@@ -70,18 +68,18 @@ void volume_refresh_parents(volume *v, const char *path, const char *path2)
 	if (!v->refresh || !volume_usable(v))
 		return;
 	size_t len = dir_len(path);
-	refresh_parent(v, path, len, NULL, 0);
+	refresh_parent(v, path, len, NULL);
 	if (path2) {
 		size_t len2 = dir_len(path2);
 		if (len2 != len || strncmp(path, path2, len) != 0)
-			refresh_parent(v, path2, len2, NULL, 0);
+			refresh_parent(v, path2, len2, NULL);
 	}
 }
 
-void volume_refresh_parent_at(volume *v, const char *path, const int *fds, uint64_t held)
+void volume_refresh_parent_at(volume *v, const char *path, const volume_dir_at *at)
 {
 	if (v->refresh && volume_usable(v))
-		refresh_parent(v, path, dir_len(path), fds, held);
+		refresh_parent(v, path, dir_len(path), at);
 }
 
 int volume_refresh_member(volume *v, uint64_t mask)

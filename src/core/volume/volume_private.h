@@ -52,7 +52,7 @@ typedef struct member {
 
 struct volume {
 	mop_state mops;        /* first: what the member operations see of us */
-	void (*refresh)(const char *dir, const int *fds, uint64_t held); /* volume_set_refresh */
+	void (*refresh)(const char *dir, const volume_dir_at *at); /* volume_set_refresh */
 	int n, k, m;
 	int format;            /* the superblock's: the version of the chunks */
 	uint64_t strip_max;    /* the largest strip of a file (rules_volume_strip_max) */
