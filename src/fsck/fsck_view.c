@@ -88,13 +88,10 @@ static bool may_have_xattrs(int dfd, const char *name)
  * nothing is resolved through a symlink. */
 static void read_xattrs(int dfd, const char *name, view *w)
 {
-	if (may_have_xattrs(dfd, name)) {
+	if (may_have_xattrs(dfd, name))
 		xattrs_member_read(dfd, name, &w->xs);
-	} else {
-		w->xs.names = g_ptr_array_new_with_free_func(g_free);
-		w->xs.values = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-		w->xs.complete = true;
-	}
+	else
+		xattrs_stored_empty(&w->xs);
 	w->xblob = xattr_blob(&w->xs, fsck_not_acl);
 	w->ablob = xattr_blob(&w->xs, xattrs_is_acl);
 }

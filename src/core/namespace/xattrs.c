@@ -442,11 +442,16 @@ static int cmp_names(gconstpointer a, gconstpointer b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out)
+void xattrs_stored_empty(xattrs_stored *out)
 {
 	out->names = g_ptr_array_new_with_free_func(g_free);
 	out->values = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
 	out->complete = true;
+}
+
+void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out)
+{
+	xattrs_stored_empty(out);
 	struct member_object o;
 	if (object_open(dirfd, leaf, &o) < 0)
 		return;

@@ -100,6 +100,9 @@ typedef struct xattrs_stored {
  * calls on the calling thread, each watched on a member's worker (MIO_CALL):
  * ecfs-fsck runs it there (fsck_on_member). */
 void xattrs_member_read(int dirfd, const char *leaf, xattrs_stored *out);
+/* An empty, complete set: what xattrs_member_read gives for an object
+ * known to hold none. */
+void xattrs_stored_empty(xattrs_stored *out);
 void xattrs_stored_clear(xattrs_stored *s);
 /* Makes the attributes of (dirfd, leaf) on member mb that `which` selects
  * the same as want's (have: what it holds now), through memberops.h. */
