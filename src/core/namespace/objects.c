@@ -435,9 +435,9 @@ int objects_dir_stat_at(volume *v, const char *path, const volume_dir_at *at, st
 	for (int mb = 0; mb < volume_n(v); mb++) {
 		if (!(asked >> mb & 1))
 			continue;
-		int r = seen_stands(v, mb, at, &p[mb].s)                ? 0
-		        : MIO_CALL(fstat(at->fds[mb], &p[mb].s)) < 0 ? -errno
-		                                                       : 0;
+		int r = 0;
+		if (!seen_stands(v, mb, at, &p[mb].s) && MIO_CALL(fstat(at->fds[mb], &p[mb].s)) < 0)
+			r = -errno;
 		if (r == 0 && !S_ISDIR(p[mb].s.st_mode))
 			return -EAGAIN;
 		p[mb].rc = rcs[mb] = r;
