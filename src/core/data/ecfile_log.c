@@ -333,10 +333,10 @@ static void copy_run(void *arg)
 
 /* Runs op on every member of mask in parallel.  A member that fails is
  * out of this file's writes (as in a commit; not for a read, nor when it
- * is only full) and its bit is returned.  Appends, syncs and reads of members whose calls cannot
- * wait (tmpfs, ramfs) run on the calling thread, while the workers take
- * the others: for a 4 KiB record the hand-off would cost more than the
- * copy. */
+ * is only full) and its bit is returned.  Appends, syncs and reads of
+ * members whose calls cannot wait (tmpfs, ramfs) run on the calling
+ * thread, while the workers take the others: for a 4 KiB record the
+ * hand-off would cost more than the copy. */
 static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint8_t *buf,
                            size_t len, uint64_t at, bool *stuck)
 {
