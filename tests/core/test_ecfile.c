@@ -266,6 +266,57 @@ static void test_holes_and_truncate(void **state)
 	g_free(got);
 }
 
+/* Bytes the blocks of member i's chunk of `name` take. */
+static uint64_t chunk_blocks(fixture *fx, int i, const char *name, off_t *size)
+{
+	char *p = chunk_path(fx, i, name);
+	struct stat st;
+
+	assert_int_equal(stat(p, &st), 0);
+	g_free(p);
+	*size = st.st_size;
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/* fallocate sets the stripes' room aside on every member, past the
+ * chunk's end (its size and bytes unchanged); the writes fill that room;
+ * a cut in the same open gives back what lies past the new end. */
+static void test_fallocate_sets_room_aside(void **state)
+{
+	fixture *fx = *state;
+	const size_t len = 64 * STRIPE; /* a strip of each: len / K per member */
+	uint8_t *data = g_malloc(len), *got = g_malloc(len);
+	off_t size[N], now;
+	ecfile *f;
+
+	fill_random(data, len, 7);
+	assert_int_equal(ecfile_create(fx->v, "/laid", O_CREAT | O_EXCL, 0644, getuid(), getgid(), &f),
+	                 0);
+	for (int i = 0; i < N; i++)
+		chunk_blocks(fx, i, "laid", &size[i]);
+	assert_int_equal(ecfile_fallocate(f, 0, 0, (off_t)len), 0);
+	for (int i = 0; i < N; i++) {
+		assert_true(chunk_blocks(fx, i, "laid", &now) >= len / K);
+		assert_int_equal(now, size[i]);
+	}
+	/* Cut to nothing in the same open: the room goes back. */
+	assert_int_equal(ecfile_truncate(f, 0), 0);
+	for (int i = 0; i < N; i++)
+		assert_true(chunk_blocks(fx, i, "laid", &now) < len / K / 4);
+	assert_int_equal(ecfile_fallocate(f, 0, 0, (off_t)len), 0);
+	assert_int_equal(ecfile_write(f, data, len, 0), (ssize_t)len);
+	assert_int_equal(ecfile_fsync(f, 0), 0);
+	for (int i = 0; i < N; i++) {
+		uint64_t b = chunk_blocks(fx, i, "laid", &now);
+		assert_true(now >= (off_t)(len / K) && b >= len / K);
+		assert_true(b < (uint64_t)now + len / K / 4); /* filled, not set aside twice */
+	}
+	assert_int_equal(ecfile_release(f), 0);
+	check_file(fx, "/laid", data, len);
+	g_free(data);
+	g_free(got);
+}
+
 static void test_shared_by_identity(void **state)
 {
 	fixture *fx = *state;
@@ -1008,6 +1059,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sizes_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_io_against_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holes_and_truncate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fallocate_sets_room_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_by_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_erasures_harm_nothing, setup, teardown),

@@ -183,6 +183,15 @@ class Recorder:
         fd = self._fd(name) if self.mnt else None
         self._do(st, lambda: os.ftruncate(fd, size))
 
+    def fallocate(self, name, off, length):
+        """fallocate mode 0: room set aside, the size raised to off+length."""
+        st = dict(self.cur())
+        old = st[name]
+        st[name] = old + bytes(max(0, off + length - len(old)))
+        self.synced.discard(name)
+        fd = self._fd(name) if self.mnt else None
+        self._do(st, lambda: H.fallocate(fd, 0, off, length))
+
     def rename(self, src, dst):
         st = dict(self.cur())
         st[dst] = st.pop(src)
@@ -344,9 +353,13 @@ def wl_random(w):
 def wl_laidout(w):
     """Whole stripes, then part of two, written into a file laid out
     first (first writes below its size), then a stripe written again (an
-    overwrite), each step fsync'd."""
+    overwrite), each step fsync'd; in the first step the file is also
+    made longer by fallocate (room set aside on the members) and written
+    there."""
     w.write("f", 0, H.pattern(2 * STRIPE, 71))
+    w.fallocate("f", 6 * STRIPE, 2 * STRIPE)
     w.write("f", 2 * STRIPE, H.pattern(2 * STRIPE, 72))
+    w.write("f", 6 * STRIPE + 500, H.pattern(STRIPE, 75))
     w.fsync("f")
     w.write("f", 4 * STRIPE + 100, H.pattern(STRIPE, 73))
     w.write("f", STRIPE, H.pattern(STRIPE, 74))

@@ -11,7 +11,8 @@ EDQUOT injected into a member's writes fail the write with that errno,
 fail no member, and leave every stripe its old or its new content.
 Members on a tiny tmpfs that really fill up: the writer gets ENOSPC
 before any member runs out (each keeps a reserve), the volume stays
-healthy, and deleting makes room again without a remount.
+healthy, and deleting makes room again without a remount; a file laid
+out by fallocate before still takes its data.
 
 A member that stops answering: an injected hang (a member call that
 never returns) during writes and during reads, and a member that is a
@@ -354,6 +355,29 @@ class FullVolumeTest(FaultCase):
 
     def test_all_small(self):
         self.fill_and_free(range(N))
+
+    def test_fallocate_keeps_room(self):
+        """A file laid out by fallocate takes its data after the volume
+        has filled up: the members set its room aside."""
+        v = self.volume(N)
+        self.small_members(v, range(N))
+        mnt = self.mount(v, f"k={K},m={M}")
+        laid = os.path.join(mnt, "laid")
+        data = H.pattern(K << 20, 11)  # 1 MiB of each 4 MiB member
+        fd = os.open(laid, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            H.fallocate(fd, 0, 0, len(data))
+            self.assertEqual(try_write(os.path.join(mnt, "big"), H.pattern(12 << 20, 12)),
+                             errno.ENOSPC)
+            for off in range(0, len(data), 256 << 10):
+                os.pwrite(fd, data[off:off + (256 << 10)], off)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        assert_healthy(self, mnt)
+        H.drop_caches()
+        self.assert_exact(laid, data, "laid out, written when full:")
+        self.assert_clean_unmount(v)
 
     def test_namespace_when_full(self):
         """On a full volume new names and xattrs get ENOSPC; rmdir,

@@ -33,6 +33,9 @@ struct ecfile {
 	bool hdr_dirty;
 	bool extent_checked; /* written_end checked against the records (first_writes) */
 	bool read_only;
+	/* Stripes [room_from, room_to) a fallocate of this open set room aside
+	 * for on the members (stripe_reserve): their first writes claim none. */
+	uint64_t room_from, room_to;
 	uint8_t *buf;      /* the stripe buffer: k strips */
 	int64_t buf_stripe; /* stripe it holds, -1 for none */
 	uint64_t lo, hi;   /* hull of its dirty bytes (lo == hi: clean) */

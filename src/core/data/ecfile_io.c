@@ -393,6 +393,32 @@ static uint64_t write_cost(const ecfile *f, uint64_t pos, uint64_t end)
 	return (end - pos + k - 1) / k + ((end - 1) / sd - pos / sd + 1) * CHUNK_RECORD_SIZE;
 }
 
+/* Widens the stripes set aside by this open's fallocates to those of
+ * file bytes [pos, end), or moves them there if the two do not meet. */
+static void note_room(ecfile *f, uint64_t pos, uint64_t end)
+{
+	uint64_t from = layout_stripe_of(&f->c.lay, pos), to = layout_stripe_count(&f->c.lay, end);
+
+	if (f->room_from < f->room_to && from <= f->room_to && to >= f->room_from) {
+		from = from < f->room_from ? from : f->room_from;
+		to = to > f->room_to ? to : f->room_to;
+	}
+	f->room_from = from;
+	f->room_to = to;
+}
+
+/* True if [pos, end) lies in stripes a fallocate set room aside for and
+ * that hold nothing stored yet: the members have the room, so the write
+ * claims none, as fallocate promises (an overwrite's journal or log still
+ * claims its own). */
+static bool first_writes_in_room(const ecfile *f, uint64_t pos, uint64_t end)
+{
+	uint64_t first = layout_stripe_of(&f->c.lay, pos);
+
+	return first >= f->disk_end && first >= f->room_from &&
+	       layout_stripe_count(&f->c.lay, end) <= f->room_to;
+}
+
 /* Writes the whole stripes at the start of [pos, end), pos on a stripe
  * boundary, copied to the committer (or straight from the caller's
  * buffer if there is none).  Returns the bytes taken or a negative errno. */
@@ -454,7 +480,8 @@ ssize_t ecfile_write(ecfile *f, const void *buf, size_t size, off_t off)
 		rc = -EIO;
 		goto out;
 	}
-	rc = volume_claim_space(f->v, write_cost(f, pos, end));
+	if (!first_writes_in_room(f, pos, end))
+		rc = volume_claim_space(f->v, write_cost(f, pos, end));
 	if (rc == 0)
 		rc = ensure_buffers(f);
 	start_committer(f);
@@ -662,14 +689,19 @@ static int cut_locked(ecfile *f, uint64_t size, bool force)
 	if (f->c.hdr.durable > first_gone)
 		f->c.hdr.durable = first_gone;
 	rc = ecfile_write_headers(f, false);
-	if (rc < 0 || (first_gone >= f->disk_end && !force))
+	/* With nothing stored cut, only room a fallocate of this open set
+	 * aside past the end is given back. */
+	bool cuts = first_gone < f->disk_end || force;
+	if (rc < 0 || (!cuts && first_gone >= f->room_to))
 		return rc;
+	if (f->room_to > first_gone)
+		f->room_to = first_gone > f->room_from ? first_gone : f->room_from;
 	rc = stripe_sync(&f->c, true);
 	if (rc == 0)
 		rc = stripe_truncate(&f->c, first_gone);
 	if (rc == 0)
 		rc = stripe_sync(&f->c, true);
-	if (rc == 0)
+	if (rc == 0 && cuts)
 		f->disk_end = f->c.written_end = first_gone;
 	return rc;
 }
@@ -768,14 +800,24 @@ int ecfile_fallocate(ecfile *f, int mode, off_t off, off_t len)
 		return -EOPNOTSUPP;
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	/* No space is set aside (stripes are written whole when they are
-	 * written), but a volume without room for the range says so now. */
-	rc = volume_claim_space(f->v, write_cost(f, (uint64_t)off, (uint64_t)off + (uint64_t)len));
-	if (rc < 0 || (mode & FALLOC_FL_KEEP_SIZE))
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	rc = volume_claim_space(f->v, write_cost(f, (uint64_t)off, end));
+	if (rc < 0)
 		return rc;
 	ecfile_lock(f);
-	if ((uint64_t)(off + len) > f->size)
-		rc = ecfile_truncate_locked(f, (uint64_t)(off + len));
+	if (f->read_only)
+		rc = -EROFS;
+	/* The members set the stripes' room aside, as fallocate promises: the
+	 * writes into the range do not fail for space, and pay no page
+	 * allocation of their own. */
+	if (rc == 0) {
+		cm_drain(f->cq); /* the stripe context is the committer's meanwhile */
+		rc = stripe_reserve(&f->c, (uint64_t)off, end);
+	}
+	if (rc == 0)
+		note_room(f, (uint64_t)off, end);
+	if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && end > f->size)
+		rc = ecfile_truncate_locked(f, end);
 	ecfile_unlock(f);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include "stripe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -412,6 +413,7 @@ typedef struct member_job {
 	bool datasync; /* sync_member: fdatasync, not fsync */
 	bool durable;  /* write_header_member: fdatasync after the write */
 	bool sync_first; /* write_header_member: fdatasync before it too */
+	uint64_t from, to; /* reserve_member: the chunk's bytes to set aside */
 	int err; /* 1: not run (member not usable), 0, or -errno */
 } member_job;
 
@@ -557,6 +559,40 @@ int stripe_sync(stripe_ctx *c, bool datasync)
 	return 0;
 }
 
+static void reserve_member(void *arg)
+{
+	member_job *j = arg;
+	int r = mop_fallocate(j->c->v, j->member, j->c->fd[j->member], FALLOC_FL_KEEP_SIZE,
+	                      (off_t)j->from, (off_t)(j->to - j->from));
+	/* A member whose filesystem sets nothing aside (some network mounts)
+	 * still takes the stripes when they come, as before the call. */
+	j->err = r == -EOPNOTSUPP || r == -ENOSYS ? 0 : r;
+}
+
+int stripe_reserve(stripe_ctx *c, uint64_t pos, uint64_t end)
+{
+	if (pos >= end)
+		return 0;
+	uint64_t first = layout_stripe_of(&c->lay, pos), last = layout_stripe_of(&c->lay, end - 1);
+	member_job how = {
+		/* A stripe's record and tags lie before its strip, in its group's
+		 * blocks; the strips of the last stripe as long as a file ending
+		 * at `end` stores them. */
+		.from = layout_record_offset(&c->lay, first),
+		.to = layout_strip_offset(&c->lay, last) + layout_strip_len(&c->lay, last, end),
+	};
+	return on_usable_members(c, reserve_member, how, "setting space aside in a chunk");
+}
+
+/* Space set aside past a chunk's end (stripe_reserve) that a file cut to
+ * `len` bytes of chunk no longer needs: more blocks than those bytes take
+ * say there is some.  Truncating to the chunk's own size gives it back
+ * (ext4, tmpfs, XFS) and changes no byte. */
+static bool reserved_past(const struct stat *st, uint64_t len)
+{
+	return (uint64_t)st->st_size <= len && (uint64_t)st->st_blocks * 512 > len + 4096;
+}
+
 int stripe_truncate(stripe_ctx *c, uint64_t from)
 {
 	uint64_t len = layout_chunk_length(&c->lay, from);
@@ -581,6 +617,8 @@ int stripe_truncate(stripe_ctx *c, uint64_t from)
 		}
 		if (rc == 0 && (uint64_t)st.st_size > len)
 			rc = mop_ftruncate(c->v, mb, c->fd[mb], (off_t)len);
+		else if (rc == 0 && reserved_past(&st, len))
+			rc = mop_ftruncate(c->v, mb, c->fd[mb], st.st_size);
 		if (rc < 0) {
 			if (volume_member_io_error(c->v, mb, -rc, "truncating a chunk", VOLUME_IO_WRITE))
 				c->state[mb] = CHUNK_FAILED;

@@ -203,8 +203,15 @@ int stripe_write_headers(stripe_ctx *c);
 int stripe_write_headers_durable(stripe_ctx *c, bool sync_first);
 /* fdatasync of every usable chunk, in parallel.  Clears inplace_unsynced. */
 int stripe_sync(stripe_ctx *c, bool datasync);
+/* Sets aside on every usable member the chunk bytes that the stripes of
+ * file bytes [pos, end) take (fallocate, FALLOC_FL_KEEP_SIZE: no chunk
+ * grows, no byte changes), so their writes do not fail for space.  A
+ * member that cannot set space aside is passed over; a full one fails the
+ * call with ENOSPC or EDQUOT and stays in (space.h).  Returns 0 or -errno. */
+int stripe_reserve(stripe_ctx *c, uint64_t pos, uint64_t end);
 /* Forgets stripes [from, ...): zeroes their records in the group that
- * holds stripe `from` and truncates the chunks after it. */
+ * holds stripe `from` and truncates the chunks after it, space set aside
+ * past their end included. */
 int stripe_truncate(stripe_ctx *c, uint64_t from);
 
 #endif
