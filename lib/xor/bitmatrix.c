@@ -47,11 +47,6 @@ long bm_ones_rows(const bm *a, int r0, int n)
 	return t;
 }
 
-long bm_ones(const bm *a)
-{
-	return bm_ones_rows(a, 0, a->rows);
-}
-
 int bm_invert(const bm *a, bm *inv)
 {
 	int n = a->rows;

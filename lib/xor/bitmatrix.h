@@ -50,7 +50,6 @@ static inline void bm_set(bm *a, int r, int c)
 }
 
 int bm_row_ones(const bm *a, int r);
-long bm_ones(const bm *a);
 /* Ones in rows [r0, r0+n). */
 long bm_ones_rows(const bm *a, int r0, int n);
 

@@ -452,7 +452,7 @@ bool fs_nodes_same_version(fuse_ino_t ino, const struct stat *st)
 
 /* ---- notifications ---- */
 
-enum inval_kind { INVAL_INODE, INVAL_ENTRY, INVAL_ALL, INVAL_STOP };
+enum inval_kind { INVAL_INODE, INVAL_ENTRY, INVAL_STOP };
 
 /* A caller that waits until its notification is sent. */
 typedef struct waiter {
@@ -511,8 +511,6 @@ static void *notify_thread(void *arg)
 			fuse_lowlevel_notify_inval_inode(notify.se, iv->ino, -1, 0);
 		else if (kind == INVAL_ENTRY)
 			fuse_lowlevel_notify_inval_entry(notify.se, iv->ino, iv->name, strlen(iv->name));
-		else if (kind == INVAL_ALL)
-			send_all();
 		if (iv->w) {
 			g_mutex_lock(&iv->w->lock);
 			iv->w->done = true;
@@ -574,11 +572,6 @@ void fs_nodes_inval_wait(fuse_ino_t ino)
 	g_mutex_unlock(&w.lock);
 	g_cond_clear(&w.sent);
 	g_mutex_clear(&w.lock);
-}
-
-void fs_nodes_inval_all(void)
-{
-	enqueue(INVAL_ALL, 0, NULL, NULL);
 }
 
 void fs_nodes_inval_path(const char *path)

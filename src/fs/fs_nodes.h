@@ -133,8 +133,6 @@ void fs_nodes_notify_stop(void);
  * request that must not be answered before). */
 void fs_nodes_inval(fuse_ino_t ino);
 void fs_nodes_inval_wait(fuse_ino_t ino);
-/* Every node's attributes. */
-void fs_nodes_inval_all(void);
 /* The name at path (relative to the volume root) and its node's
  * attributes, as far as the table knows them. */
 void fs_nodes_inval_path(const char *path);

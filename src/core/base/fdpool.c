@@ -38,11 +38,6 @@ void fdpool_free(fdpool *p)
 	g_free(p);
 }
 
-int fdpool_cap(const fdpool *p)
-{
-	return p->cap;
-}
-
 int fdpool_held(fdpool *p)
 {
 	pthread_mutex_lock(&p->lock);

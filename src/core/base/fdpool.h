@@ -34,7 +34,6 @@ typedef int (*fdpool_evict_fn)(fdpool_entry *e, void *arg);
 /* A pool of at most cap descriptors (at least 1). */
 fdpool *fdpool_new(int cap);
 void fdpool_free(fdpool *p);
-int fdpool_cap(const fdpool *p);
 /* Descriptors the entries hold now. */
 int fdpool_held(fdpool *p);
 

@@ -331,21 +331,20 @@ static void copy_run(void *arg)
 	t->err = r < 0 ? (int)r : 0;
 }
 
-/* Runs op on every member of mask in parallel.  A member that fails is
- * out of this file's writes (as in a commit; not for a read, nor when it
- * is only full) and its bit is returned.  Appends, syncs and reads of
- * members whose calls cannot wait (tmpfs, ramfs) run on the calling
- * thread, while the workers take the others: for a 4 KiB record the
- * hand-off would cost more than the copy. */
+/* Runs op on every member of mask in parallel, a batch of small calls.
+ * A member that fails is out of this file's writes (as in a commit; not
+ * for a read, nor when it is only full) and its bit is returned.
+ * Appends, syncs and reads of members whose calls cannot wait (tmpfs,
+ * ramfs) run on the calling thread, while the relay or the workers take
+ * the others (memberio_run_stage): for a 4 KiB record the hand-off would
+ * cost more than the copy. */
 static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint8_t *buf,
                            size_t len, uint64_t at, bool *stuck)
 {
 	copy_task tasks[STRIPE_MAX_N];
-	mio_batch batch;
-	uint64_t failed = 0;
+	void *args[STRIPE_MAX_N] = { 0 };
+	uint64_t failed = 0, here = 0, gone;
 
-	uint64_t here = 0;
-	mio_batch_init_small(volume_memberio(f->v), &batch);
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		if (!(mask >> mb & 1))
 			continue;
@@ -354,18 +353,15 @@ static uint64_t copies_run(ecfile *f, uint64_t mask, enum copy_op op, const uint
 			tasks[mb].out = (uint8_t *)buf; /* the caller's own, lent */
 			tasks[mb].at = at;
 		}
+		args[mb] = &tasks[mb];
 		if (op == COPY_READ ? mop_reads_here(f->v, mb) :
 		                      op != COPY_OPEN && mop_writes_here(f->v, mb))
 			here |= 1ull << mb;
-		else
-			memberio_submit(volume_memberio(f->v), mb, &batch, copy_run, &tasks[mb]);
 	}
-	for (int mb = 0; mb < f->c.lay.n; mb++)
-		if (here >> mb & 1)
-			copy_run(&tasks[mb]);
-	uint64_t lost = mio_batch_wait(&batch);
+	uint64_t lost = memberio_run_stage(volume_memberio(f->v), true, f->c.lay.n, copy_run, args,
+	                                   here, &gone);
 	if (stuck)
-		*stuck = mio_batch_stuck(&batch) != 0;
+		*stuck = gone != 0;
 	for (int mb = 0; mb < f->c.lay.n; mb++) {
 		if (!(mask >> mb & 1))
 			continue;

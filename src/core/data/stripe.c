@@ -141,38 +141,21 @@ uint64_t stripe_leave_out_slow(stripe_ctx *c)
  * of small calls: on the relay when the members are fast, one wake-up for
  * all instead of one each.  With `here`, a member whose calls cannot wait
  * (tmpfs: mop_writes_here) needs no hand-off at all: its call runs on the
- * calling thread, after the others are handed out.  For a stage that
- * moves strips the work is the copy, the same on any thread, and a
- * hand-off per member only adds two context switches and a wait (on two
- * cores the writers and the committers keep both busy without the
- * workers); a sync there does nothing (mop_fsync), and one round to the
- * relay and back costs more. */
+ * calling thread, after the others are handed out (memberio_run_stage).
+ * For a stage that moves strips the work is the copy, the same on any
+ * thread, and a hand-off per member only adds two context switches and a
+ * wait (on two cores the writers and the committers keep both busy
+ * without the workers); a sync there does nothing (mop_fsync), and one
+ * round to the relay and back costs more. */
 uint64_t stripe_run_stage(stripe_ctx *c, bool small, bool here, void (*fn)(void *),
                           void *const args[STRIPE_MAX_N], uint64_t *stuck)
 {
-	memberio *mio = volume_memberio(c->v);
 	uint64_t mine = 0;
-	mio_batch b;
 
-	if (small)
-		mio_batch_init_small(mio, &b);
-	else
-		mio_batch_init_caller(mio, &b);
-	for (int mb = 0; mb < c->lay.n; mb++) {
-		if (!args[mb])
-			continue;
-		if (here && mop_writes_here(c->v, mb))
+	for (int mb = 0; here && mb < c->lay.n; mb++)
+		if (args[mb] && mop_writes_here(c->v, mb))
 			mine |= 1ull << mb;
-		else
-			memberio_submit(mio, mb, &b, fn, args[mb]);
-	}
-	for (int mb = 0; mb < c->lay.n; mb++)
-		if (mine >> mb & 1)
-			fn(args[mb]);
-	uint64_t lost = mio_batch_wait(&b);
-	if (stuck)
-		*stuck = mio_batch_stuck(&b);
-	return lost;
+	return memberio_run_stage(volume_memberio(c->v), small, c->lay.n, fn, args, mine, stuck);
 }
 
 /* A pread of member mb's chunk from what open read of it (all of it). */

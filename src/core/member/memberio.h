@@ -131,6 +131,15 @@ uint64_t mio_batch_wait(mio_batch *b);
  * the task was handed, should the call come back.  A subset of the lost
  * mask. */
 uint64_t mio_batch_stuck(const mio_batch *b);
+/* One stage of per-member calls, in parallel: fn(args[idx]) for every
+ * member idx < n whose args[idx] is set, in a batch of small calls
+ * (mio_batch_init_small) or else one its caller waits for
+ * (mio_batch_init_caller).  The members of here (whose calls cannot wait:
+ * mop_writes_here, mop_reads_here) make theirs on the calling thread,
+ * after the others are handed out.  Waits for the batch and returns the
+ * lost mask (mio_batch_wait); *stuck, unless NULL, takes mio_batch_stuck. */
+uint64_t memberio_run_stage(memberio *mio, bool small, int n, void (*fn)(void *),
+                            void *const args[], uint64_t here, uint64_t *stuck);
 /* free(p), or, if lent to a task given up inside its call, keep p for
  * the life of the process (reachable, so leak checkers do not count
  * it). */

@@ -657,8 +657,10 @@ int mop_symlinkat(volume *v, int idx, const char *target, int dirfd, const char 
 	return rc;
 }
 
-int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
-               const char *newname, int flags)
+/* A link (rename false) or a rename of oldname to newname: a change of
+ * the entries of two directories, both watched. */
+static int link_or_rename(volume *v, int idx, bool rename, int olddirfd, const char *oldname,
+                          int newdirfd, const char *newname, unsigned flags)
 {
 	IO_SCOPE();
 	CHANGE_SCOPE();
@@ -666,17 +668,26 @@ int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdir
 	DIR_WATCH(to, newdirfd, NULL, &from);
 	FAULT_GATE(FAULT_META, 0);
 	bool locked = begin();
-	int rc = (int)neg_errno(linkat(olddirfd, oldname, newdirfd, newname, flags));
+	int rc = (int)neg_errno(rename ? renameat2(olddirfd, oldname, newdirfd, newname, flags)
+	                               : linkat(olddirfd, oldname, newdirfd, newname, (int)flags));
 	if (RECORDING && rc == 0) {
-		rec_line *l = record_line("link", idx);
+		rec_line *l = record_line(rename ? "rename" : "link", idx);
 		record_path_at(l, "path", olddirfd, oldname);
 		record_path_at(l, "to", newdirfd, newname);
+		if (rename)
+			record_int(l, "flags", flags);
 		record_done(l);
 	}
 	record_end(locked);
 	count_made(v, rc >= 0);
 	from.made = to.made = rc >= 0;
 	return rc;
+}
+
+int mop_linkat(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
+               const char *newname, int flags)
+{
+	return link_or_rename(v, idx, false, olddirfd, oldname, newdirfd, newname, (unsigned)flags);
 }
 
 int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
@@ -698,24 +709,7 @@ int mop_unlinkat(volume *v, int idx, int dirfd, const char *name, int flags)
 int mop_renameat2(volume *v, int idx, int olddirfd, const char *oldname, int newdirfd,
                   const char *newname, unsigned flags)
 {
-	IO_SCOPE();
-	CHANGE_SCOPE();
-	DIR_WATCH(from, olddirfd, NULL, NULL);
-	DIR_WATCH(to, newdirfd, NULL, &from);
-	FAULT_GATE(FAULT_META, 0);
-	bool locked = begin();
-	int rc = (int)neg_errno(renameat2(olddirfd, oldname, newdirfd, newname, flags));
-	if (RECORDING && rc == 0) {
-		rec_line *l = record_line("rename", idx);
-		record_path_at(l, "path", olddirfd, oldname);
-		record_path_at(l, "to", newdirfd, newname);
-		record_int(l, "flags", flags);
-		record_done(l);
-	}
-	record_end(locked);
-	count_made(v, rc >= 0);
-	from.made = to.made = rc >= 0;
-	return rc;
+	return link_or_rename(v, idx, true, olddirfd, oldname, newdirfd, newname, flags);
 }
 
 #ifndef SYS_fchmodat2
