@@ -547,9 +547,10 @@ static void reserve_member(void *arg)
 	member_job *j = arg;
 	int r = mop_fallocate(j->c->v, j->member, j->c->fd[j->member], FALLOC_FL_KEEP_SIZE,
 	                      (off_t)j->from, (off_t)(j->to - j->from));
-	/* A member whose filesystem sets nothing aside (some network mounts)
-	 * still takes the stripes when they come, as before the call. */
-	j->err = r == -EOPNOTSUPP || r == -ENOSYS ? 0 : r;
+	/* A member whose filesystem sets nothing aside (sshfs and other FUSE
+	 * mounts say EOPNOTSUPP, ENOSYS or EINVAL) still takes the stripes
+	 * when they come, as before the call: not a failed member. */
+	j->err = r == -EOPNOTSUPP || r == -ENOSYS || r == -EINVAL ? 0 : r;
 }
 
 int stripe_reserve(stripe_ctx *c, uint64_t pos, uint64_t end)
