@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GHASH_POWERS 64 /* H^64..H^1: blocks folded per reduction, at most */
+#define GHASH_POWERS 256 /* H^256..H^1: blocks folded per reduction, at most */
 
 enum ghash_impl {
 	GHASH_NONE, /* no pclmulqdq: use OpenSSL */
@@ -22,12 +22,11 @@ enum ghash_impl {
 	GHASH_512,  /* AVX-512BW + VPCLMULQDQ */
 };
 
-/* H and its powers, byte-reversed: pw[i] = H^(64-i), kw[i] the XOR of its
- * two 64-bit halves (in both); h = H. */
+/* H's powers, byte-reversed: pw[i] = H^(GHASH_POWERS-i), kw[i] the XOR of
+ * its two 64-bit halves (in both). */
 typedef struct ghash_key {
 	uint8_t pw[GHASH_POWERS][16] __attribute__((aligned(64)));
 	uint8_t kw[GHASH_POWERS][16] __attribute__((aligned(64)));
-	uint8_t h[16];
 	enum ghash_impl impl;
 } ghash_key;
 
