@@ -101,6 +101,7 @@ typedef struct fsck {
 	/* what was looked at */
 	uint64_t files, dirs, others, stripes, bytes, strips_rebuilt;
 	uint64_t reads_hedged; /* --rebuild runs that asked a spare chunk (repair.c) */
+	int64_t run_strip_ns;  /* how long a --rebuild run's reads take per strip (repair_pass.c) */
 	GHashTable *links;  /* file id (16 bytes) -> first path, for files with links */
 	struct repair_pool *repair_pool; /* repair.c: buffers not in use, kept for the next file */
 	GThreadPool *file_pool; /* fsck_tree.c's file threads (ecfs-fsck only) */

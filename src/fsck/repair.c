@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +58,9 @@ enum fsck_status fsck_outcome(const fsck *f, int rc)
 	return rc < 0 ? FSCK_FAILED : FSCK_REPAIRED;
 }
 
+/* A pool's alignment: that of a huge page (2 MiB on x86-64). */
+#define POOL_ALIGN (2u << 20)
+
 /* Takes a pool for fc, grown if this file needs more, and points the run
  * slots and the spare strips into it. */
 static int take_buffers(file_check *fc)
@@ -77,11 +81,15 @@ static int take_buffers(file_check *fc)
 	if (p->size < need) {
 		free(p->mem);
 		p->size = 0;
-		if (posix_memalign((void **)&p->mem, 4096, need)) {
+		if (posix_memalign((void **)&p->mem, POOL_ALIGN, need)) {
 			p->mem = NULL;
 			return -ENOMEM;
 		}
 		p->size = need;
+		/* Huge pages where the kernel has them: a few faults instead of
+		 * one per 4 KiB when the pool is first read into, and fewer
+		 * TLB misses in the copies out of the members' files. */
+		(void)madvise(p->mem, need, MADV_HUGEPAGE);
 	}
 	fc->slot = p->slot;
 	/* Not the whole slot: its tasks (STRIPE_MAX_N of them, 230 KB) are

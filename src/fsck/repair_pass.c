@@ -373,8 +373,10 @@ static void read_positions(file_check *fc, run_slot *rs, uint64_t mask, bool wai
 
 	rs->reading = true;
 	rs->hedged = may_hedge(fc, rs, mask);
+	/* hedged: woken once it is done or at hedged_wait's deadlines, not
+	 * at every task done (a wake-up per member per run) */
 	if (rs->hedged)
-		mio_batch_init_each(&rs->reads);
+		mio_batch_init(&rs->reads);
 	else if (wait)
 		mio_batch_init_caller(mio, &rs->reads);
 	else
@@ -430,7 +432,50 @@ static int spare_position(const file_check *fc, const run_slot *rs)
 	return -1;
 }
 
-/* A hedged run's reads: if its sources are late (memberio_late_us), a
+/* How often a hedged run that asked a spare looks whether all but one of
+ * its reads are in (its batch wakes the waiter only once it is done). */
+#define HEDGE_POLL_US 1000
+
+/* Waits until all but one of the batch's tasks are done: its lost mask. */
+static uint64_t wait_all_but_one(mio_batch *b)
+{
+	while (!mio_batch_wait_left_until(b, 1, (g_get_monotonic_time() + HEDGE_POLL_US) * 1000))
+		;
+	return mio_batch_wait_left(b, 1);
+}
+
+/* When a hedged run's reads are late: past memberio_late_us, and past
+ * MEMBERIO_LATE_FACTOR times what a run's reads usually take here from
+ * the asking to the last answer (fsck.run_strip_ns).  The members' cost
+ * that memberio_late_us goes by is their calls' time alone; a run's reads
+ * also wait for the checks of the strips and for the cores the other
+ * reads use, so where those are most of it (fast members, few cores), the
+ * members' cost alone would hedge runs that are not late at all. */
+static uint64_t run_late_us(file_check *fc, run_slot *rs, uint64_t members)
+{
+	uint64_t us = memberio_late_us(volume_memberio(fc->f->v), members,
+	                               (size_t)rs->cnt * fc->c.lay.strip_size);
+	int64_t usual = __atomic_load_n(&fc->f->run_strip_ns, __ATOMIC_RELAXED);
+	uint64_t run = (uint64_t)MEMBERIO_LATE_FACTOR * (uint64_t)usual * (uint64_t)rs->cnt / 1000;
+
+	return MAX(us, run);
+}
+
+/* Notes how long the run's reads took to be enough to go on with (all of
+ * them, or all but a late one): a moving average over about the last 8
+ * runs of every file (racy updates from the files in flight lose a sample
+ * at worst).  A late member does not raise it, as the spare answers in
+ * its place; a machine slower for all of them does. */
+static void note_run_time(file_check *fc, run_slot *rs)
+{
+	int64_t ns = (g_get_monotonic_time() - rs->asked_us) * 1000 / MAX(1, rs->cnt);
+	int64_t avg = __atomic_load_n(&fc->f->run_strip_ns, __ATOMIC_RELAXED);
+
+	avg = avg ? avg + (ns - avg) / 8 : MAX(ns, 1);
+	__atomic_store_n(&fc->f->run_strip_ns, avg, __ATOMIC_RELAXED);
+}
+
+/* A hedged run's reads: if its sources are late (run_late_us), a
  * spare good chunk is asked too, and the run goes on once all but one
  * have answered.  The one left moves from the sources to rs->late (and
  * counts as unread) until end_late_reads.  Returns the lost mask of the
@@ -443,11 +488,14 @@ static uint64_t hedged_wait(file_check *fc, run_slot *rs)
 	for (int pos = 0; pos < fc->n; pos++)
 		if (rs->sources >> pos & 1)
 			members |= 1ull << rs->task[pos].member;
-	uint64_t late_us = memberio_late_us(mio, members, (size_t)rs->cnt * fc->c.lay.strip_size);
+	uint64_t late_us = run_late_us(fc, rs, members);
 	int spare = spare_position(fc, rs);
 	if (spare < 0 ||
-	    mio_batch_wait_left_until(&rs->reads, 0, (rs->asked_us + (int64_t)late_us) * 1000))
-		return mio_batch_wait(&rs->reads);
+	    mio_batch_wait_left_until(&rs->reads, 0, (rs->asked_us + (int64_t)late_us) * 1000)) {
+		uint64_t lost = mio_batch_wait(&rs->reads);
+		note_run_time(fc, rs);
+		return lost;
+	}
 	member_task *t = &rs->task[spare];
 	t->done = false;
 	rs->unread &= ~(1ull << spare);
@@ -455,7 +503,8 @@ static uint64_t hedged_wait(file_check *fc, run_slot *rs)
 	memberio_submit(mio, t->member, &rs->reads, scan_member, t);
 	volume_count_hedged(fc->f->v);
 	fsck_count(&fc->f->reads_hedged, 1);
-	uint64_t lost = mio_batch_wait_left(&rs->reads, 1);
+	uint64_t lost = wait_all_but_one(&rs->reads);
+	note_run_time(fc, rs);
 	for (int pos = 0; pos < fc->n; pos++) {
 		member_task *u = &rs->task[pos];
 		if (rs->sources >> pos & 1 && !(lost >> u->member & 1) &&

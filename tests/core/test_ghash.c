@@ -57,11 +57,12 @@ static void aes_block(const uint8_t key[16], const uint8_t in[16], uint8_t out[1
 	EVP_CIPHER_CTX_free(ctx);
 }
 
-/* Lengths: every one up to 1100 bytes (partial blocks, all the tails of
- * the wide steps), 64 + 64 KiB (a strip and its record prefix), random. */
+/* Lengths: every one up to 4200 bytes (partial blocks, every length of
+ * a step up to GHASH_POWERS blocks and past it), 64 + 64 KiB (a strip and
+ * its record prefix), random. */
 static size_t pick_len(int i)
 {
-	if (i < 1100)
+	if (i < 4200)
 		return (size_t)i;
 	return i % 5 == 0 ? 64 + 65536 : (size_t)random() % MAX_LEN;
 }
@@ -76,7 +77,7 @@ static void check_impl(enum ghash_impl impl, uint8_t *buf)
 	aes_block(key, zero, h);
 	aes_block(key, j0, ek0);
 	assert_int_equal(ghash_key_init(&gk, h, impl), 0);
-	for (int i = 0; i < 2000; i++) {
+	for (int i = 0; i < 5000; i++) {
 		size_t len = pick_len(i), off = (size_t)random() % 64, done = 0;
 		ghash_state st;
 
@@ -119,6 +120,49 @@ static void test_every_implementation_matches_openssl(void **state)
 	free(buf);
 }
 
+/* ghash_tag of (prefix, head, data) on every implementation: OpenSSL's
+ * GMAC of the three in a row, in one step or through its fallbacks
+ * (a prefix of part of a block, data of no whole number of blocks or of
+ * more than a step holds), and the state it is given stays as it was. */
+static void test_tag_matches_openssl(void **state)
+{
+	static const uint8_t zero[16], j0[16] = { [15] = 1 };
+	static const size_t prefixes[] = { 0, 5, 16, 64 };
+	size_t data_max = 16 * (GHASH_POWERS + 2);
+	uint8_t *buf = malloc(64 + 16 + data_max), key[16], h[16], ek0[16], want[16], got[16];
+
+	(void)state;
+	assert_non_null(buf);
+	srandom(17);
+	fill_random(buf, 64 + 16 + data_max, 17);
+	fill_random(key, sizeof(key), 18);
+	aes_block(key, zero, h);
+	aes_block(key, j0, ek0);
+	for (enum ghash_impl impl = GHASH_128; impl <= ghash_impl_available(); impl++) {
+		ghash_key gk;
+		assert_int_equal(ghash_key_init(&gk, h, impl), 0);
+		for (int i = 0; i < 600; i++) {
+			size_t plen = prefixes[i % 4];
+			size_t len = i < 200 ? (size_t)random() % data_max
+			             : i < 400 ? 16 * ((size_t)random() % (GHASH_POWERS + 1))
+			                       : 4096 - 16 * (size_t)(i % 3);
+			ghash_state st, before;
+			ghash_start(&st, &gk);
+			ghash_update(&st, buf, plen);
+			before = st;
+			ghash_tag(&st, buf + plen, buf + plen + 16, len, got);
+			assert_memory_equal(&st, &before, sizeof(st));
+			for (int b = 0; b < 16; b++)
+				got[b] ^= ek0[b];
+			reference_gmac(key, buf, plen + 16 + len, want);
+			if (memcmp(got, want, 16))
+				fail_msg("implementation %d, prefix %zu, %zu bytes: not OpenSSL's GMAC",
+				         impl, plen, len);
+		}
+	}
+	free(buf);
+}
+
 /* The checksum the chunk format stores: whatever computes it, OpenSSL's. */
 static void test_checksum_gmac_is_openssl_gmac(void **state)
 {
@@ -149,6 +193,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_implementation_matches_openssl),
+		cmocka_unit_test(test_tag_matches_openssl),
 		cmocka_unit_test(test_checksum_gmac_is_openssl_gmac),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

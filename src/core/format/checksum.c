@@ -224,17 +224,14 @@ static void block_number(uint64_t b, uint8_t out[16])
 static void gmac_blocks(const checksum *c, const uint8_t *prefix, size_t plen, uint64_t first,
                         const uint8_t *data, size_t len, size_t bs, size_t cut, uint8_t *out)
 {
-	ghash_state base, st;
+	ghash_state base;
 	uint8_t num[16], tag[16];
 
 	ghash_start(&base, c->gk);
 	ghash_update(&base, prefix, plen);
 	for (size_t at = 0, b = 0; at < len; at += bs, b++) {
-		st = base;
 		block_number(first + b, num);
-		ghash_update(&st, num, sizeof(num));
-		ghash_update(&st, data + at, len - at < bs ? len - at : bs);
-		ghash_final_aad(&st, tag);
+		ghash_tag(&base, num, data + at, len - at < bs ? len - at : bs, tag);
 		for (int i = 0; i < 16; i++)
 			tag[i] ^= c->ek0[i];
 		memcpy(out + b * cut, tag, cut);

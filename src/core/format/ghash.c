@@ -7,12 +7,15 @@
  * elements into polynomials pclmulqdq multiplies directly, up to a shift
  * by one bit (Gueron and Kounavis, "Intel Carry-Less Multiplication
  * Instruction and its Usage for Computing the GCM Mode", rev. 2.02,
- * algorithms 1-5).  Runs of blocks are folded per step (64 on 512-bit
- * vectors, 16 on 256-bit ones): block i of a step of n is multiplied by
- * H^(n-i), the 256-bit products summed (Karatsuba: three multiplies a
- * block), and one reduction done per step.  Multiplication, the shift and the reduction
- * are all linear over GF(2), so the sum of unreduced products reduces to
- * the sum of the reduced ones: the result is exactly GHASH's.
+ * algorithms 1-5).  Runs of blocks are folded per step of up to
+ * GHASH_POWERS blocks, 4, 2 or 1 to a multiply (512-, 256- or 128-bit
+ * vectors): block i of a step of n is multiplied by H^(n-i), the 256-bit
+ * products summed (Karatsuba: three multiplies a block), and one
+ * reduction done per step, so that a 4 KiB block of a strip's tags is one
+ * step whose multiplies wait for no reduction.  Multiplication, the shift
+ * and the reduction are all linear over GF(2), so the sum of unreduced
+ * products reduces to the sum of the reduced ones: the result is exactly
+ * GHASH's.
  */
 #include "ghash.h"
 
@@ -88,20 +91,48 @@ T128 static void make_key(ghash_key *k, const uint8_t h[16])
 		_mm_storeu_si128((__m128i *)k->kw[i],
 		                 _mm_xor_si128(v, _mm_shuffle_epi32(v, 0x4e)));
 	}
-	memcpy(k->h, k->pw[GHASH_POWERS - 1], 16);
 }
 
-/* Single blocks, for what is left after the wide steps. */
-T128 static __m128i blocks128(const ghash_key *k, __m128i x, const uint8_t *p, size_t nb)
+/* Karatsuba: lo, hi, and (a0^a1)(b0^b1) in mid (reduce_sums). */
+T128 static inline void mul128(__m128i a, const uint8_t *pw, const uint8_t *kw, __m128i *lo,
+                               __m128i *mid, __m128i *hi)
 {
-	__m128i h = _mm_loadu_si128((const __m128i *)k->h);
+	__m128i b = _mm_loadu_si128((const __m128i *)pw);
+	__m128i kb = _mm_loadu_si128((const __m128i *)kw);
+	__m128i ka = _mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e));
 
-	for (size_t i = 0; i < nb; i++)
-		x = gfmul(_mm_xor_si128(x, bswap128(_mm_loadu_si128((const __m128i *)(p + 16 * i)))), h);
-	return x;
+	*lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+	*hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+	*mid = _mm_xor_si128(*mid, _mm_clmulepi64_si128(ka, kb, 0x00));
 }
 
-/* Karatsuba: lo, hi, and (a0^a1)(b0^b1) in mid; fold() gets mid^lo^hi. */
+/* The summed products of a step reduced: Karatsuba's middle term is
+ * mid^lo^hi. */
+T128 static inline __m128i reduce_sums(__m128i lo, __m128i mid, __m128i hi)
+{
+	return fold(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+}
+
+/* Blocks [from, n) of a sum (sums128) one at a time. */
+T128 static inline void tail128(const ghash_key *k, const uint8_t *p, size_t from, size_t n,
+                                size_t base, __m128i *lo, __m128i *mid, __m128i *hi)
+{
+	for (size_t i = from; i < n; i++)
+		mul128(bswap128(_mm_loadu_si128((const __m128i *)(p + 16 * i))), k->pw[base + i],
+		       k->kw[base + i], lo, mid, hi);
+}
+
+/* The products of blocks p[0..n), x added to the first, block i times
+ * pw[base + i], added unreduced to lo, mid and hi. */
+T128 static void sums128(const ghash_key *k, __m128i x, const uint8_t *p, size_t n, size_t base,
+                         __m128i *lo, __m128i *mid, __m128i *hi)
+{
+	tail128(k, p, 1, n, base, lo, mid, hi);
+	/* x's multiply last: the others do not wait for it */
+	mul128(_mm_xor_si128(x, bswap128(_mm_loadu_si128((const __m128i *)p))), k->pw[base],
+	       k->kw[base], lo, mid, hi);
+}
+
 T256 static inline void mul256(__m256i a, const uint8_t *pw, const uint8_t *kw, __m256i *lo,
                                __m256i *mid, __m256i *hi)
 {
@@ -119,28 +150,28 @@ T256 static inline __m128i lanes256(__m256i v)
 	return _mm_xor_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
-#define STEP256 16 /* blocks per step: the last 16 powers */
-
-/* Steps of STEP256 blocks (nb a multiple of it) on 256-bit vectors. */
-T256 static __m128i steps256(const ghash_key *k, __m128i x, const uint8_t *p, size_t nb)
+/* sums128 on 256-bit vectors: two blocks a multiply. */
+T256 static void sums256(const ghash_key *k, __m128i x, const uint8_t *p, size_t n, size_t base,
+                         __m128i *l, __m128i *m, __m128i *h)
 {
 	const __m256i bs = _mm256_broadcastsi128_si256(_mm_set_epi8(BSWAP_BYTES));
-	const int base = GHASH_POWERS - STEP256;
+	size_t wide = n / 2 * 2;
 
-	for (; nb; nb -= STEP256, p += 16 * STEP256) {
-		__m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, b;
-		/* The blocks that do not depend on x first: x's multiply last. */
-		for (int j = 1; j < STEP256 / 2; j++) {
-			b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p + 32 * j)), bs);
-			mul256(b, k->pw[base + 2 * j], k->kw[base + 2 * j], &lo, &mid, &hi);
-		}
-		b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), bs);
-		mul256(_mm256_xor_si256(b, _mm256_zextsi128_si256(x)), k->pw[base], k->kw[base], &lo,
-		       &mid, &hi);
-		__m128i l = lanes256(lo), h = lanes256(hi);
-		x = fold(l, _mm_xor_si128(lanes256(mid), _mm_xor_si128(l, h)), h);
+	if (!wide) {
+		sums128(k, x, p, n, base, l, m, h);
+		return;
 	}
-	return x;
+	__m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, b;
+	tail128(k, p, wide, n, base, l, m, h);
+	for (size_t j = 2; j < wide; j += 2) {
+		b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p + 16 * j)), bs);
+		mul256(b, k->pw[base + j], k->kw[base + j], &lo, &mid, &hi);
+	}
+	b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)p), bs);
+	mul256(_mm256_xor_si256(b, _mm256_zextsi128_si256(x)), k->pw[base], k->kw[base], &lo, &mid, &hi);
+	*l = _mm_xor_si128(*l, lanes256(lo));
+	*m = _mm_xor_si128(*m, lanes256(mid));
+	*h = _mm_xor_si128(*h, lanes256(hi));
 }
 
 T512 static inline void mul512(__m512i a, const uint8_t *pw, const uint8_t *kw, __m512i *lo,
@@ -160,25 +191,28 @@ T512 static inline __m128i lanes512(__m512i v)
 	return _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
 }
 
-/* Steps of GHASH_POWERS blocks (nb a multiple of it) on 512-bit vectors. */
-T512 static __m128i steps512(const ghash_key *k, __m128i x, const uint8_t *p, size_t nb)
+/* sums128 on 512-bit vectors: four blocks a multiply. */
+T512 static void sums512(const ghash_key *k, __m128i x, const uint8_t *p, size_t n, size_t base,
+                         __m128i *l, __m128i *m, __m128i *h)
 {
 	const __m512i bs = _mm512_broadcast_i32x4(_mm_set_epi8(BSWAP_BYTES));
+	size_t wide = n / 4 * 4;
 
-	for (; nb; nb -= GHASH_POWERS, p += 16 * GHASH_POWERS) {
-		__m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo, b;
-		/* The blocks that do not depend on x first: x's multiply last. */
-		for (int j = 1; j < GHASH_POWERS / 4; j++) {
-			b = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64 * j), bs);
-			mul512(b, k->pw[4 * j], k->kw[4 * j], &lo, &mid, &hi);
-		}
-		b = _mm512_shuffle_epi8(_mm512_loadu_si512(p), bs);
-		mul512(_mm512_xor_si512(b, _mm512_zextsi128_si512(x)), k->pw[0], k->kw[0], &lo, &mid,
-		       &hi);
-		__m128i l = lanes512(lo), h = lanes512(hi);
-		x = fold(l, _mm_xor_si128(lanes512(mid), _mm_xor_si128(l, h)), h);
+	if (!wide) {
+		sums128(k, x, p, n, base, l, m, h);
+		return;
 	}
-	return x;
+	__m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo, b;
+	tail128(k, p, wide, n, base, l, m, h);
+	for (size_t j = 4; j < wide; j += 4) {
+		b = _mm512_shuffle_epi8(_mm512_loadu_si512((p + 16 * j)), bs);
+		mul512(b, k->pw[base + j], k->kw[base + j], &lo, &mid, &hi);
+	}
+	b = _mm512_shuffle_epi8(_mm512_loadu_si512(p), bs);
+	mul512(_mm512_xor_si512(b, _mm512_zextsi128_si512(x)), k->pw[base], k->kw[base], &lo, &mid, &hi);
+	*l = _mm_xor_si128(*l, lanes512(lo));
+	*m = _mm_xor_si128(*m, lanes512(mid));
+	*h = _mm_xor_si128(*h, lanes512(hi));
 }
 
 static enum ghash_impl detect(void)
@@ -195,18 +229,51 @@ static enum ghash_impl detect(void)
 	return GHASH_128;
 }
 
-/* Hashes nb whole blocks at p into the state. */
+/* sums128 at the state's width. */
+T128 static void sums(const ghash_state *st, __m128i x, const uint8_t *p, size_t n, size_t base,
+                      __m128i *lo, __m128i *mid, __m128i *hi)
+{
+	if (st->impl == GHASH_512)
+		sums512(st->key, x, p, n, base, lo, mid, hi);
+	else if (st->impl == GHASH_256)
+		sums256(st->key, x, p, n, base, lo, mid, hi);
+	else
+		sums128(st->key, x, p, n, base, lo, mid, hi);
+}
+
+/* Hashes nb whole blocks at p into the state, in steps of up to
+ * GHASH_POWERS blocks: block i of a step of n times H^(n-i). */
 T128 static void blocks(ghash_state *st, const uint8_t *p, size_t nb)
 {
-	const ghash_key *k = st->key;
 	__m128i x = _mm_loadu_si128((const __m128i *)st->x);
-	size_t step = st->impl == GHASH_512 ? GHASH_POWERS : st->impl == GHASH_256 ? STEP256 : 0;
-	size_t wide = step ? nb / step * step : 0;
 
-	if (wide)
-		x = step == GHASH_POWERS ? steps512(k, x, p, wide) : steps256(k, x, p, wide);
-	x = blocks128(k, x, p + 16 * wide, nb - wide);
+	while (nb) {
+		size_t n = nb < GHASH_POWERS ? nb : GHASH_POWERS;
+		__m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+		sums(st, x, p, n, GHASH_POWERS - n, &lo, &mid, &hi);
+		x = reduce_sums(lo, mid, hi);
+		p += 16 * n;
+		nb -= n;
+	}
 	_mm_storeu_si128((__m128i *)st->x, x);
+}
+
+/* ghash_tag's one step: head, the n blocks at p and the length block
+ * (lenblock, in GCM's order) after st's data, without touching st. */
+T128 static void tag_step(const ghash_state *st, const uint8_t head[16], const uint8_t *p,
+                          size_t n, const uint8_t lenblock[16], uint8_t out[16])
+{
+	const ghash_key *k = st->key;
+	size_t base = GHASH_POWERS - (n + 2);
+	__m128i x = _mm_loadu_si128((const __m128i *)st->x), lo = _mm_setzero_si128(), mid = lo,
+	        hi = lo;
+
+	sums(st, _mm_setzero_si128(), p, n, base + 1, &lo, &mid, &hi);
+	mul128(bswap128(_mm_loadu_si128((const __m128i *)lenblock)), k->pw[GHASH_POWERS - 1],
+	       k->kw[GHASH_POWERS - 1], &lo, &mid, &hi);
+	mul128(_mm_xor_si128(x, bswap128(_mm_loadu_si128((const __m128i *)head))), k->pw[base],
+	       k->kw[base], &lo, &mid, &hi);
+	_mm_storeu_si128((__m128i *)out, bswap128(reduce_sums(lo, mid, hi)));
 }
 
 T128 static void finish_x(const ghash_state *st, uint8_t out[16])
@@ -233,6 +300,16 @@ static void blocks(ghash_state *st, const uint8_t *p, size_t nb)
 static void finish_x(const ghash_state *st, uint8_t out[16])
 {
 	(void)st;
+	memset(out, 0, 16);
+}
+static void tag_step(const ghash_state *st, const uint8_t head[16], const uint8_t *p,
+                     size_t n, const uint8_t lenblock[16], uint8_t out[16])
+{
+	(void)st;
+	(void)head;
+	(void)p;
+	(void)n;
+	(void)lenblock;
 	memset(out, 0, 16);
 }
 #endif
@@ -299,18 +376,43 @@ void ghash_update(ghash_state *st, const void *data, size_t len)
 	memcpy(st->part, p, st->fill);
 }
 
+/* GCM's length block: the data's bits, then 0 bits of ciphertext. */
+static void length_block(uint64_t total, uint8_t out[16])
+{
+	uint64_t bits = total * 8;
+
+	memset(out, 0, 16);
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(bits >> (56 - 8 * i));
+}
+
 void ghash_final_aad(ghash_state *st, uint8_t out[16])
 {
-	uint8_t lenblock[16] = { 0 };
-	uint64_t bits = st->total * 8;
+	uint8_t lenblock[16];
 
 	if (st->fill) {
 		memset(st->part + st->fill, 0, 16 - st->fill);
 		blocks(st, st->part, 1);
 		st->fill = 0;
 	}
-	for (int i = 0; i < 8; i++)
-		lenblock[i] = (uint8_t)(bits >> (56 - 8 * i));
+	length_block(st->total, lenblock);
 	blocks(st, lenblock, 1);
 	finish_x(st, out);
+}
+
+void ghash_tag(const ghash_state *st, const uint8_t head[16], const void *data, size_t len,
+               uint8_t out[16])
+{
+	uint8_t lenblock[16];
+
+	if (st->impl != GHASH_NONE && !st->fill && len >= 16 && len % 16 == 0 &&
+	    len / 16 + 2 <= GHASH_POWERS) {
+		length_block(st->total + 16 + len, lenblock);
+		tag_step(st, head, data, len / 16, lenblock, out);
+		return;
+	}
+	ghash_state t = *st;
+	ghash_update(&t, head, 16);
+	ghash_update(&t, data, len);
+	ghash_final_aad(&t, out);
 }

@@ -13,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GHASH_POWERS 64 /* H^64..H^1: blocks folded per reduction, at most */
+/* H^258..H^1: blocks folded per reduction, at most; a 4 KiB block and
+ * the two around it in ghash_tag. */
+#define GHASH_POWERS 258
 
 enum ghash_impl {
 	GHASH_NONE, /* no pclmulqdq: use OpenSSL */
@@ -22,12 +24,11 @@ enum ghash_impl {
 	GHASH_512,  /* AVX-512BW + VPCLMULQDQ */
 };
 
-/* H and its powers, byte-reversed: pw[i] = H^(64-i), kw[i] the XOR of its
- * two 64-bit halves (in both); h = H. */
+/* H's powers, byte-reversed: pw[i] = H^(GHASH_POWERS-i), kw[i] the XOR of
+ * its two 64-bit halves (in both). */
 typedef struct ghash_key {
 	uint8_t pw[GHASH_POWERS][16] __attribute__((aligned(64)));
 	uint8_t kw[GHASH_POWERS][16] __attribute__((aligned(64)));
-	uint8_t h[16];
 	enum ghash_impl impl;
 } ghash_key;
 
@@ -54,5 +55,11 @@ void ghash_update(ghash_state *st, const void *data, size_t len);
 /* Pads the data to a block, hashes the length block (data bits, 0 bits of
  * ciphertext) and writes GHASH in GCM's byte order. */
 void ghash_final_aad(ghash_state *st, uint8_t out[16]);
+/* What ghash_update(head, 16), ghash_update(data, len) and
+ * ghash_final_aad would give on a copy of st, which stays as it is: in
+ * one reduction where st holds whole blocks and data is up to
+ * GHASH_POWERS - 2 of them (a block tag of the gmac checksum). */
+void ghash_tag(const ghash_state *st, const uint8_t head[16], const void *data, size_t len,
+               uint8_t out[16]);
 
 #endif
