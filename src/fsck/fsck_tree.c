@@ -169,6 +169,7 @@ struct entry_ctx {
 	uint64_t typed, unreadable; /* a regular file handed to a file thread */
 	uint64_t settled; /* fresh copies made like the winners already (settle_fresh) */
 	const struct winners *wins; /* for settle_fresh_run */
+	int times_from; /* the member whose times the fresh copies take, or -1 */
 };
 
 static int on_member(entry_ctx *e, int mb, int win, entry_fn fn)
@@ -388,14 +389,39 @@ static uint64_t voters_of(const entry_ctx *e)
 	return e->present & ~e->fresh & ~e->f->heal_mask;
 }
 
-static void vote_winners(const entry_ctx *e, winners *w)
+/* Every winner but the type's, which w->type holds already. */
+static void vote_attrs(const entry_ctx *e, winners *w)
 {
 	uint64_t voters = voters_of(e);
 	int n = e->f->n;
 
-	*w = (winners){ vote(e->w, n, voters, same_type), vote(e->w, n, voters, same_owner),
-	                vote(e->w, n, voters, same_perm), vote(e->w, n, voters, same_acl),
-	                vote(e->w, n, voters, same_xattrs) };
+	w->owner = vote(e->w, n, voters, same_owner);
+	w->perm = vote(e->w, n, voters, same_perm);
+	w->acl = vote(e->w, n, voters, same_acl);
+	w->xattrs = vote(e->w, n, voters, same_xattrs);
+}
+
+static void vote_winners(const entry_ctx *e, winners *w)
+{
+	w->type = vote(e->w, e->f->n, voters_of(e), same_type);
+	vote_attrs(e, w);
+}
+
+/* A directory check_entry walks after its metadata (descend). */
+static bool walked_dir(const entry_ctx *e, mode_t type)
+{
+	return type == S_IFDIR && e->kind != ENTRY_STANDIN;
+}
+
+/* New copies take the times of the newest existing one (times_from); a
+ * walked directory's after its walk, which makes its entries and so
+ * changes its times. */
+static void fresh_times(entry_ctx *e)
+{
+	int rcs[STRIPE_MAX_N];
+
+	if (e->f->o.repair && e->fresh & ~e->settled && e->times_from >= 0)
+		on_members(e, e->fresh & ~e->settled, e->times_from, fix_times, rcs);
 }
 
 static void settle_metadata(entry_ctx *e)
@@ -404,8 +430,8 @@ static void settle_metadata(entry_ctx *e)
 	uint64_t voters = voters_of(e);
 	if (!voters)
 		return;
-	int win = vote(e->w, f->n, voters, same_type);
-	mode_t type = e->w[win].st.st_mode & S_IFMT;
+	winners w = { .type = vote(e->w, f->n, voters, same_type) };
+	mode_t type = e->w[w.type].st.st_mode & S_IFMT;
 
 	if (type == S_IFLNK) {
 		settle(e, vote(e->w, f->n, voters, same_target), same_target, "symlink target",
@@ -417,8 +443,8 @@ static void settle_metadata(entry_ctx *e)
 	if (type == S_IFCHR || type == S_IFBLK)
 		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
 		       fix_recreate);
-	winners w;
-	vote_winners(e, &w);
+	/* the symlink's views were read again: its owner is voted on them */
+	vote_attrs(e, &w);
 	/* the member roots' own mode and owner are ecfs's, the volume root's
 	 * are its stand-in's */
 	if (e->kind == ENTRY_MEMBER_ROOT)
@@ -431,11 +457,9 @@ static void settle_metadata(entry_ctx *e)
 		settle(e, w.acl, same_acl, "ACL", fix_acl);
 		settle(e, w.xattrs, same_xattrs, "xattrs", fix_xattrs);
 	}
-	/* New copies take the times of the newest existing one. */
-	if (f->o.repair && e->fresh & ~e->settled) {
-		int rcs[STRIPE_MAX_N];
-		on_members(e, e->fresh & ~e->settled, w.type, fix_times, rcs);
-	}
+	e->times_from = w.type;
+	if (!walked_dir(e, type))
+		fresh_times(e);
 }
 
 /* On a fresh copy's member (settle_fresh): its view read, then made like
@@ -572,6 +596,7 @@ static entry_ctx *new_entry(fsck *f, char *path, const char *name, const int *df
 	e->dfd = dfd;
 	e->quiet = quiet;
 	e->jobs = jobs;
+	e->times_from = -1;
 	return e;
 }
 
@@ -799,7 +824,7 @@ static int check_entry(entry_ctx *e, bool root)
 		remove_extra(e, type, holders, walkers);
 		return 0;
 	}
-	if (type == S_IFDIR && e->kind != ENTRY_STANDIN)
+	if (walked_dir(e, type))
 		f->dirs++;
 	else if (type != S_IFREG && type != S_IFDIR)
 		f->others++;
@@ -807,7 +832,11 @@ static int check_entry(entry_ctx *e, bool root)
 		return e->jobs && !hard_linked(e) ? hand_off(e) : check_file(e);
 	create_missing(e, win);
 	settle_entry(e);
-	return type == S_IFDIR && e->kind != ENTRY_STANDIN ? descend(e, root) : 0;
+	if (!walked_dir(e, type))
+		return 0;
+	int rc = descend(e, root);
+	fresh_times(e);
+	return rc;
 }
 
 /* The union of the names in the directory on every member (dfd[mb] >= 0)
