@@ -48,12 +48,9 @@ static int64_t spin_ns(const memberio *mio)
 	return (int64_t)__atomic_load_n(&mio->spin_us, __ATOMIC_RELAXED) * 1000;
 }
 
-/* The batch waiters asleep on their pending count now, in any memberio
- * (atomic): with none, a task's end makes no wake-up call.  A waiter
- * counts itself before it looks at the count a last time and sleeps, and
- * the task's end lowers the count before it looks here (both
- * sequentially consistent): one of the two sees the other, so no waiter
- * sleeps through the end it waits for. */
+/* Batch waiters asleep now (atomic): with none, a task's end makes no
+ * wake-up call.  Each side counts, then looks at the other's count, all
+ * sequentially consistent: no waiter sleeps through the end it awaits. */
 static int sleepers;
 
 static void futex_wake(int *word)
