@@ -37,8 +37,6 @@
 #include <unistd.h>
 
 #include "fsck_view.h"
-#include "journal.h"
-#include "smalllog_replay.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
@@ -566,13 +564,15 @@ static int check_file(entry_ctx *e)
  * for files with hard links: a path of one restores the chunk of the
  * path repaired before it, so they keep the walk's order. */
 #define FILE_THREADS 3
-#define FILES_IN_FLIGHT (2 * FILE_THREADS)
+#define FILES_IN_FLIGHT (4 * FILE_THREADS)
+#define FILES_REFILL (2 * FILE_THREADS) /* the walk goes on once this few are left */
 #define HANDED_OFF 1 /* check_entry: the entry is a file thread's now */
 
 typedef struct dir_jobs {
 	GMutex lock; /* guards pending, rc; order: a leaf */
 	GCond done;
 	int pending;
+	int wake_at; /* the walk sleeps until pending falls to this; -1: it does not */
 	int rc; /* the first error of a file */
 } dir_jobs;
 
@@ -621,7 +621,8 @@ static void file_job(gpointer data, gpointer unused)
 		jobs->rc = rc;
 	assert(jobs->pending > 0);
 	jobs->pending--;
-	g_cond_signal(&jobs->done);
+	if (jobs->pending == jobs->wake_at)
+		g_cond_signal(&jobs->done);
 	g_mutex_unlock(&jobs->lock);
 }
 
@@ -634,13 +635,18 @@ static int hand_off(entry_ctx *e)
 	return HANDED_OFF;
 }
 
-/* Waits until fewer than `most` of the directory's files are in flight;
- * returns the first error of one. */
-static int wait_jobs(dir_jobs *jobs, int most)
+/* With `full` of the directory's files in flight, waits until `low` are
+ * left (one wake-up per refill, not one per file); returns the first
+ * error of one. */
+static int wait_jobs(dir_jobs *jobs, int full, int low)
 {
 	g_mutex_lock(&jobs->lock);
-	while (jobs->pending >= most)
-		g_cond_wait(&jobs->done, &jobs->lock);
+	if (jobs->pending >= full) {
+		jobs->wake_at = low;
+		while (jobs->pending > low)
+			g_cond_wait(&jobs->done, &jobs->lock);
+		jobs->wake_at = -1;
+	}
 	int rc = jobs->rc;
 	g_mutex_unlock(&jobs->lock);
 	return rc;
@@ -884,7 +890,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 
 	list_members(f, path, dfd, seen);
 	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
-	dir_jobs jobs = { 0 };
+	dir_jobs jobs = { .wake_at = -1 };
 	g_mutex_init(&jobs.lock);
 	g_cond_init(&jobs.done);
 	for (GList *l = names; l && rc >= 0; l = l->next, at++) {
@@ -903,9 +909,9 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		else
 			free_entry(e);
 		if (rc >= 0 && f->file_pool)
-			rc = wait_jobs(&jobs, FILES_IN_FLIGHT);
+			rc = wait_jobs(&jobs, FILES_IN_FLIGHT, FILES_REFILL);
 	}
-	int jrc = wait_jobs(&jobs, 1);
+	int jrc = wait_jobs(&jobs, 1, 0);
 	rc = rc < 0 ? rc : jrc;
 	if (b.w)
 		fsck_free_view_block(&b);
@@ -950,41 +956,12 @@ static int check_standin(fsck *f)
 	return rc;
 }
 
-/* 1 if the member holds neither a journal nor a log with records, 2 if
- * it holds no log copy at all (an empty or missing log folder) either. */
-static int no_journal_run(void *arg)
-{
-	const struct meta_open *o = arg;
-	if (!journal_member_none(o->f->v, o->mb) || !smalllog_member_none(o->f->v, o->mb))
-		return 0;
-	return volume_meta_dir_none(o->f->v, o->mb, SMALLLOG_DIR, -1) ? 2 : 1;
-}
-
-/* As the daemon at mount (journal_census), on the members' workers: with
- * no journal on any member walked, no file's check looks for one.  The
- * repairs write no journal.  The members with no log copy at all go to
- * f->no_logs (repair.c: forget_stale_logs). */
-static void journal_census_walked(fsck *f)
-{
-	bool none = true;
-
-	for (int mb = 0; mb < f->n; mb++) {
-		struct meta_open o = { f, mb };
-		int rc = f->walk_mask >> mb & 1 ? fsck_on_member(f, mb, no_journal_run, &o) : 1;
-		none &= rc >= 1;
-		if (rc == 2)
-			f->no_logs |= 1ull << mb;
-	}
-	if (none)
-		volume_set_journals_none(f->v, true);
-}
-
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
 
 	if (!f->hooks) {
-		journal_census_walked(f);
+		fsck_journal_census(f);
 		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
 	}
 	for (int mb = 0; mb < f->n; mb++)
