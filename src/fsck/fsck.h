@@ -165,6 +165,11 @@ void fsck_progress(fsck *f, bool force);
  * orphan folders (reported; removed with --repair).  Not to be run on a
  * mounted volume, where both are in use. */
 void fsck_pending(fsck *f);
+/* As the daemon at mount (journal_census), on the members' workers: with
+ * no journal on any member walked, no file's check looks for one.  The
+ * repairs write no journal.  The members with no log copy at all go to
+ * f->no_logs (repair.c: forget_stale_logs). */
+void fsck_journal_census(fsck *f);
 
 /* Totals for the progress line (files, and bytes of file data;
  * fsck_totals.c). */

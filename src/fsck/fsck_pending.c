@@ -2,7 +2,8 @@
 /*
  * What a crash leaves outside the namespace (fsck_pending, fsck.h):
  * intents finished before the walk, and the orphans of files unlinked
- * while open.
+ * while open; and the census of journals and logs before the walk
+ * (fsck_journal_census).
  */
 #include "fsck.h"
 
@@ -13,8 +14,10 @@
 
 #include "fsck_view.h"
 #include "intent.h"
+#include "journal.h"
 #include "memberio.h"
 #include "memberops.h"
+#include "smalllog_replay.h"
 #include "volume_internal.h"
 #include "volume_paths.h"
 
@@ -86,4 +89,35 @@ void fsck_pending(fsck *f)
 		if (f->walk_mask >> mb & 1)
 			check_orphans(f, mb);
 	}
+}
+
+/* A member of the run: the argument of no_journal_run. */
+struct member_of {
+	fsck *f;
+	int mb;
+};
+
+/* 1 if the member holds neither a journal nor a log with records, 2 if
+ * it holds no log copy at all (an empty or missing log folder) either. */
+static int no_journal_run(void *arg)
+{
+	const struct member_of *o = arg;
+	if (!journal_member_none(o->f->v, o->mb) || !smalllog_member_none(o->f->v, o->mb))
+		return 0;
+	return volume_meta_dir_none(o->f->v, o->mb, SMALLLOG_DIR, -1) ? 2 : 1;
+}
+
+void fsck_journal_census(fsck *f)
+{
+	bool none = true;
+
+	for (int mb = 0; mb < f->n; mb++) {
+		struct member_of o = { f, mb };
+		int rc = f->walk_mask >> mb & 1 ? fsck_on_member(f, mb, no_journal_run, &o) : 1;
+		none &= rc >= 1;
+		if (rc == 2)
+			f->no_logs |= 1ull << mb;
+	}
+	if (none)
+		volume_set_journals_none(f->v, true);
 }

@@ -37,8 +37,6 @@
 #include <unistd.h>
 
 #include "fsck_view.h"
-#include "journal.h"
-#include "smalllog_replay.h"
 #include "memberio.h"
 #include "memberops.h"
 #include "repair.h"
@@ -169,6 +167,7 @@ struct entry_ctx {
 	uint64_t typed, unreadable; /* a regular file handed to a file thread */
 	uint64_t settled; /* fresh copies made like the winners already (settle_fresh) */
 	const struct winners *wins; /* for settle_fresh_run */
+	int times_from; /* the member whose times the fresh copies take, or -1 */
 };
 
 static int on_member(entry_ctx *e, int mb, int win, entry_fn fn)
@@ -388,14 +387,39 @@ static uint64_t voters_of(const entry_ctx *e)
 	return e->present & ~e->fresh & ~e->f->heal_mask;
 }
 
-static void vote_winners(const entry_ctx *e, winners *w)
+/* Every winner but the type's, which w->type holds already. */
+static void vote_attrs(const entry_ctx *e, winners *w)
 {
 	uint64_t voters = voters_of(e);
 	int n = e->f->n;
 
-	*w = (winners){ vote(e->w, n, voters, same_type), vote(e->w, n, voters, same_owner),
-	                vote(e->w, n, voters, same_perm), vote(e->w, n, voters, same_acl),
-	                vote(e->w, n, voters, same_xattrs) };
+	w->owner = vote(e->w, n, voters, same_owner);
+	w->perm = vote(e->w, n, voters, same_perm);
+	w->acl = vote(e->w, n, voters, same_acl);
+	w->xattrs = vote(e->w, n, voters, same_xattrs);
+}
+
+static void vote_winners(const entry_ctx *e, winners *w)
+{
+	w->type = vote(e->w, e->f->n, voters_of(e), same_type);
+	vote_attrs(e, w);
+}
+
+/* A directory check_entry walks after its metadata (descend). */
+static bool walked_dir(const entry_ctx *e, mode_t type)
+{
+	return type == S_IFDIR && e->kind != ENTRY_STANDIN;
+}
+
+/* New copies take the times of the newest existing one (times_from); a
+ * walked directory's after its walk, which makes its entries and so
+ * changes its times. */
+static void fresh_times(entry_ctx *e)
+{
+	int rcs[STRIPE_MAX_N];
+
+	if (e->f->o.repair && e->fresh & ~e->settled && e->times_from >= 0)
+		on_members(e, e->fresh & ~e->settled, e->times_from, fix_times, rcs);
 }
 
 static void settle_metadata(entry_ctx *e)
@@ -404,8 +428,8 @@ static void settle_metadata(entry_ctx *e)
 	uint64_t voters = voters_of(e);
 	if (!voters)
 		return;
-	int win = vote(e->w, f->n, voters, same_type);
-	mode_t type = e->w[win].st.st_mode & S_IFMT;
+	winners w = { .type = vote(e->w, f->n, voters, same_type) };
+	mode_t type = e->w[w.type].st.st_mode & S_IFMT;
 
 	if (type == S_IFLNK) {
 		settle(e, vote(e->w, f->n, voters, same_target), same_target, "symlink target",
@@ -417,8 +441,8 @@ static void settle_metadata(entry_ctx *e)
 	if (type == S_IFCHR || type == S_IFBLK)
 		settle(e, vote(e->w, f->n, voters, same_rdev), same_rdev, "device number",
 		       fix_recreate);
-	winners w;
-	vote_winners(e, &w);
+	/* the symlink's views were read again: its owner is voted on them */
+	vote_attrs(e, &w);
 	/* the member roots' own mode and owner are ecfs's, the volume root's
 	 * are its stand-in's */
 	if (e->kind == ENTRY_MEMBER_ROOT)
@@ -431,11 +455,9 @@ static void settle_metadata(entry_ctx *e)
 		settle(e, w.acl, same_acl, "ACL", fix_acl);
 		settle(e, w.xattrs, same_xattrs, "xattrs", fix_xattrs);
 	}
-	/* New copies take the times of the newest existing one. */
-	if (f->o.repair && e->fresh & ~e->settled) {
-		int rcs[STRIPE_MAX_N];
-		on_members(e, e->fresh & ~e->settled, w.type, fix_times, rcs);
-	}
+	e->times_from = w.type;
+	if (!walked_dir(e, type))
+		fresh_times(e);
 }
 
 /* On a fresh copy's member (settle_fresh): its view read, then made like
@@ -542,13 +564,15 @@ static int check_file(entry_ctx *e)
  * for files with hard links: a path of one restores the chunk of the
  * path repaired before it, so they keep the walk's order. */
 #define FILE_THREADS 3
-#define FILES_IN_FLIGHT (2 * FILE_THREADS)
+#define FILES_IN_FLIGHT (4 * FILE_THREADS)
+#define FILES_REFILL (2 * FILE_THREADS) /* the walk goes on once this few are left */
 #define HANDED_OFF 1 /* check_entry: the entry is a file thread's now */
 
 typedef struct dir_jobs {
 	GMutex lock; /* guards pending, rc; order: a leaf */
 	GCond done;
 	int pending;
+	int wake_at; /* the walk sleeps until pending falls to this; -1: it does not */
 	int rc; /* the first error of a file */
 } dir_jobs;
 
@@ -572,6 +596,7 @@ static entry_ctx *new_entry(fsck *f, char *path, const char *name, const int *df
 	e->dfd = dfd;
 	e->quiet = quiet;
 	e->jobs = jobs;
+	e->times_from = -1;
 	return e;
 }
 
@@ -596,7 +621,8 @@ static void file_job(gpointer data, gpointer unused)
 		jobs->rc = rc;
 	assert(jobs->pending > 0);
 	jobs->pending--;
-	g_cond_signal(&jobs->done);
+	if (jobs->pending == jobs->wake_at)
+		g_cond_signal(&jobs->done);
 	g_mutex_unlock(&jobs->lock);
 }
 
@@ -609,13 +635,18 @@ static int hand_off(entry_ctx *e)
 	return HANDED_OFF;
 }
 
-/* Waits until fewer than `most` of the directory's files are in flight;
- * returns the first error of one. */
-static int wait_jobs(dir_jobs *jobs, int most)
+/* With `full` of the directory's files in flight, waits until `low` are
+ * left (one wake-up per refill, not one per file); returns the first
+ * error of one. */
+static int wait_jobs(dir_jobs *jobs, int full, int low)
 {
 	g_mutex_lock(&jobs->lock);
-	while (jobs->pending >= most)
-		g_cond_wait(&jobs->done, &jobs->lock);
+	if (jobs->pending >= full) {
+		jobs->wake_at = low;
+		while (jobs->pending > low)
+			g_cond_wait(&jobs->done, &jobs->lock);
+		jobs->wake_at = -1;
+	}
 	int rc = jobs->rc;
 	g_mutex_unlock(&jobs->lock);
 	return rc;
@@ -799,7 +830,7 @@ static int check_entry(entry_ctx *e, bool root)
 		remove_extra(e, type, holders, walkers);
 		return 0;
 	}
-	if (type == S_IFDIR && e->kind != ENTRY_STANDIN)
+	if (walked_dir(e, type))
 		f->dirs++;
 	else if (type != S_IFREG && type != S_IFDIR)
 		f->others++;
@@ -807,7 +838,11 @@ static int check_entry(entry_ctx *e, bool root)
 		return e->jobs && !hard_linked(e) ? hand_off(e) : check_file(e);
 	create_missing(e, win);
 	settle_entry(e);
-	return type == S_IFDIR && e->kind != ENTRY_STANDIN ? descend(e, root) : 0;
+	if (!walked_dir(e, type))
+		return 0;
+	int rc = descend(e, root);
+	fresh_times(e);
+	return rc;
 }
 
 /* The union of the names in the directory on every member (dfd[mb] >= 0)
@@ -855,7 +890,7 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 
 	list_members(f, path, dfd, seen);
 	names = g_list_sort(g_hash_table_get_keys(seen), (GCompareFunc)strcmp);
-	dir_jobs jobs = { 0 };
+	dir_jobs jobs = { .wake_at = -1 };
 	g_mutex_init(&jobs.lock);
 	g_cond_init(&jobs.done);
 	for (GList *l = names; l && rc >= 0; l = l->next, at++) {
@@ -874,9 +909,9 @@ static int walk_dir(fsck *f, const char *path, const int *dfd, uint64_t quiet)
 		else
 			free_entry(e);
 		if (rc >= 0 && f->file_pool)
-			rc = wait_jobs(&jobs, FILES_IN_FLIGHT);
+			rc = wait_jobs(&jobs, FILES_IN_FLIGHT, FILES_REFILL);
 	}
-	int jrc = wait_jobs(&jobs, 1);
+	int jrc = wait_jobs(&jobs, 1, 0);
 	rc = rc < 0 ? rc : jrc;
 	if (b.w)
 		fsck_free_view_block(&b);
@@ -921,41 +956,12 @@ static int check_standin(fsck *f)
 	return rc;
 }
 
-/* 1 if the member holds neither a journal nor a log with records, 2 if
- * it holds no log copy at all (an empty or missing log folder) either. */
-static int no_journal_run(void *arg)
-{
-	const struct meta_open *o = arg;
-	if (!journal_member_none(o->f->v, o->mb) || !smalllog_member_none(o->f->v, o->mb))
-		return 0;
-	return volume_meta_dir_none(o->f->v, o->mb, SMALLLOG_DIR, -1) ? 2 : 1;
-}
-
-/* As the daemon at mount (journal_census), on the members' workers: with
- * no journal on any member walked, no file's check looks for one.  The
- * repairs write no journal.  The members with no log copy at all go to
- * f->no_logs (repair.c: forget_stale_logs). */
-static void journal_census_walked(fsck *f)
-{
-	bool none = true;
-
-	for (int mb = 0; mb < f->n; mb++) {
-		struct meta_open o = { f, mb };
-		int rc = f->walk_mask >> mb & 1 ? fsck_on_member(f, mb, no_journal_run, &o) : 1;
-		none &= rc >= 1;
-		if (rc == 2)
-			f->no_logs |= 1ull << mb;
-	}
-	if (none)
-		volume_set_journals_none(f->v, true);
-}
-
 int fsck_tree(fsck *f)
 {
 	int dfd[STRIPE_MAX_N];
 
 	if (!f->hooks) {
-		journal_census_walked(f);
+		fsck_journal_census(f);
 		f->file_pool = g_thread_pool_new(file_job, NULL, FILE_THREADS, FALSE, NULL);
 	}
 	for (int mb = 0; mb < f->n; mb++)

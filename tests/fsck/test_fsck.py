@@ -238,6 +238,23 @@ class RebuildTest(FsckCase):
         self.assert_healthy(v)
         self.read_back(v, data, subsets=5)
 
+    def test_rebuild_keeps_directory_times(self):
+        """A directory --rebuild makes again on a replaced member carries
+        the volume's times, also after its entries are made in it."""
+        v, data = self.build()
+        mnt = self.mount(v)
+        past = (1000000000, 1000000000)
+        for rel in ("dir/sub", "dir"):
+            os.utime(os.path.join(mnt, rel), past)
+        self.assert_clean_unmount(v)
+        v.lose(2, "empty")
+        rc, rep = self.fsck_json(v, "--rebuild")
+        self.assertEqual(rc, 1, json.dumps(rep, indent=1))
+        for rel in ("dir", "dir/sub"):
+            for i in range(K + M):
+                self.assertEqual(os.stat(v.chunk_path(i, rel)).st_mtime, past[1],
+                                 f"{rel} on member {i}")
+
     def test_rebuild_bad_strips_across_a_run(self):
         """A run of 64 stripes is read and judged in pieces per member:
         bad strips of two of the k members --rebuild reads, in the first

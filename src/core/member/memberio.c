@@ -48,9 +48,15 @@ static int64_t spin_ns(const memberio *mio)
 	return (int64_t)__atomic_load_n(&mio->spin_us, __ATOMIC_RELAXED) * 1000;
 }
 
+/* Batch waiters asleep now (atomic): with none, a task's end makes no
+ * wake-up call.  Each side counts, then looks at the other's count, all
+ * sequentially consistent: no waiter sleeps through the end it awaits. */
+static int sleepers;
+
 static void futex_wake(int *word)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (__atomic_load_n(&sleepers, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The batch's waiter sleeps on b->pending, and no lock is held when it is
@@ -673,18 +679,23 @@ bool mio_batch_wait_left_until(mio_batch *b, int left, int64_t deadline_ns)
 	/* A count that has only fallen since it was read is slept through:
 	 * the wake-up comes when it reaches 0, or at every task with
 	 * wake_each (task_done). */
-	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE)) > left;) {
+	bool in_time = true;
+	__atomic_add_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
+	for (int now; (now = __atomic_load_n(&b->pending, __ATOMIC_SEQ_CST)) > left;) {
 		struct timespec rel, *timeout = NULL;
 		if (deadline_ns) {
 			int64_t ns = deadline_ns - memberio_now_ns();
-			if (ns <= 0)
-				return false;
+			if (ns <= 0) {
+				in_time = false;
+				break;
+			}
 			rel = (struct timespec){ ns / 1000000000, ns % 1000000000 };
 			timeout = &rel;
 		}
 		syscall(SYS_futex, &b->pending, FUTEX_WAIT_PRIVATE, now, timeout, NULL, 0);
 	}
-	return true;
+	__atomic_sub_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
+	return in_time;
 }
 
 bool mio_batch_idle(const mio_batch *b)
