@@ -741,8 +741,10 @@ static bool headers_written(ecfile *f, const struct create_chain *ch)
 	return true;
 }
 
+/* Sets *again, and opens nothing, when the file's last open closed while
+ * its chunks were read here (volume_files_gone_since). */
 static int open_common(volume *v, const char *path, int flags, bool create, mode_t mode,
-                       uid_t uid, gid_t gid, ecfile **out)
+                       uid_t uid, gid_t gid, ecfile **out, bool *again)
 {
 	int n = volume_n(v), rc;
 	probe_chunk pc[STRIPE_MAX_N];
@@ -763,6 +765,7 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	}
 	if (create && (flags & O_EXCL) && !chp && name_exists(v, path))
 		return -EEXIST;
+	uint64_t gone = volume_files_gone_count(v);
 	open_chunks(v, path, create, flags, mode, uid, gid, pc, chp);
 	if (chp)
 		pthread_mutex_destroy(&ch.lock);
@@ -793,6 +796,13 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 		*out = f;
 		return open_again(f, pc, n, flags);
 	}
+	if (!fresh && *again && volume_files_gone_since(v, h.file_id, gone)) {
+		/* (a new file had no open before this one) */
+		volume_files_unlock(v);
+		close_chunks(pc, n);
+		return 0;
+	}
+	*again = false;
 	f = ecfile_new(v, path, &h, pc, fresh);
 	if (f)
 		volume_files_insert(v, f->id, f);
@@ -821,17 +831,30 @@ static int open_common(volume *v, const char *path, int flags, bool create, mode
 	return rc;
 }
 
+/* open_common, again while the file's last open closed during the reads
+ * of its chunks; after a few tries what was read is taken. */
+static int open_fresh_read(volume *v, const char *path, int flags, bool create, mode_t mode,
+                           uid_t uid, gid_t gid, ecfile **out)
+{
+	for (int tries = 0;; tries++) {
+		bool again = tries < 3;
+		int rc = open_common(v, path, flags, create, mode, uid, gid, out, &again);
+		if (rc < 0 || *out || !again)
+			return rc;
+	}
+}
+
 int ecfile_create(volume *v, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid,
                   ecfile **out)
 {
 	if (volume_settings(v)->read_only)
 		return -EROFS;
-	return open_common(v, path, flags, true, mode, uid, gid, out);
+	return open_fresh_read(v, path, flags, true, mode, uid, gid, out);
 }
 
 int ecfile_open(volume *v, const char *path, int flags, ecfile **out)
 {
 	if ((flags & O_TRUNC) && volume_settings(v)->read_only)
 		return -EROFS;
-	return open_common(v, path, flags, false, 0, 0, 0, out);
+	return open_fresh_read(v, path, flags, false, 0, 0, 0, out);
 }

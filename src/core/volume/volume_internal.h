@@ -122,6 +122,15 @@ void volume_files_unlock(volume *v);
 void *volume_files_lookup(volume *v, const uint8_t id[16]);
 void volume_files_insert(volume *v, const uint8_t *id, void *f);
 void volume_files_remove(volume *v, const uint8_t id[16]);
+/* An open reads a file's chunks before it takes the files lock; if the
+ * file's last open closed meanwhile, what it read may predate what that
+ * close wrote (its small-write log applied, its journals settled).  Take
+ * volume_files_gone_count before reading the chunks, then, under the
+ * lock, volume_files_gone_since says whether the file left the table
+ * since (true too when too many others left to tell). */
+#define VOLUME_FILES_GONE 64
+uint64_t volume_files_gone_count(volume *v);
+bool volume_files_gone_since(volume *v, const uint8_t id[16], uint64_t count);
 /* Any file still in the table, or NULL when it is empty. */
 void *volume_files_any(volume *v);
 /* The first open file for which match(f, arg) is true, or NULL (under the

@@ -471,7 +471,25 @@ void volume_files_insert(volume *v, const uint8_t *id, void *f)
 }
 void volume_files_remove(volume *v, const uint8_t id[16])
 {
+	memcpy(v->gone_ids[v->files_gone % VOLUME_FILES_GONE], id, 16);
+	v->files_gone++;
 	g_hash_table_remove(v->files, id);
+}
+uint64_t volume_files_gone_count(volume *v)
+{
+	volume_files_lock(v);
+	uint64_t count = v->files_gone;
+	volume_files_unlock(v);
+	return count;
+}
+bool volume_files_gone_since(volume *v, const uint8_t id[16], uint64_t count)
+{
+	if (v->files_gone - count > VOLUME_FILES_GONE)
+		return true;
+	for (uint64_t i = count; i < v->files_gone; i++)
+		if (!memcmp(v->gone_ids[i % VOLUME_FILES_GONE], id, 16))
+			return true;
+	return false;
 }
 void *volume_files_any(volume *v)
 {

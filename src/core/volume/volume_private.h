@@ -71,6 +71,10 @@ struct volume {
 	checksum *sums[8];
 	pthread_mutex_t files_lock; /* files, ecfile.refs; after heal's, before cache_lock */
 	GHashTable *files;     /* file id -> ecfile* */
+	/* The ids of the last VOLUME_FILES_GONE files taken out of the table,
+	 * slot files_gone % VOLUME_FILES_GONE the next (volume_files_gone_since). */
+	uint64_t files_gone;
+	uint8_t gone_ids[VOLUME_FILES_GONE][16];
 	memberio *mio;
 	space *room;           /* the members' free space and reserves */
 	size_cache *sizes;     /* closed files' sizes, for stat */
