@@ -76,7 +76,6 @@ done
 # during the four writers ecfs's members held up to 4.5 times the file
 # (4.6 GiB for a 1 GiB file), more than the 3 GiB of their stripes.
 bench_init $((mib * 8 + 2048))
-warm_mib=$((mib * 3 / 2 + 256))
 
 scripts/cpu-class.sh
 awk -v n="$rows" 'BEGIN {
@@ -111,12 +110,18 @@ fio_job() {
 }
 field() { echo "$line" | cut -d';' -f"$1"; }
 mbs() { awk -v k="$(field 48)" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }'; }
-# timed KEY OPTIONS: one timed fio job after the warm-up; records the
-# daemon's CPU seconds as cpu_KEY.
+# timed KEY MIB OPTIONS: one timed fio job over MIB MiB of files, after
+# a warm-up of what such files can take of fresh memory (on ecfs 1.5x on
+# the members, 1x of page cache for fio's read-write opens, and the
+# journal's and log's copies: 2.5x, measured as the drop of MemFree during
+# seq and four); records the daemon's CPU seconds as cpu_KEY.  Sized
+# to the job: with one size for all, the four writers (twice the data of
+# seq) met 2.7 GiB of untouched memory to seq's 0.7, and on the Zen 3 VM
+# measured that alone took them from about 1.0x of seq to 0.4x.
 timed() {
 	key=$1
-	shift
-	warm $warm_mib
+	warm $(($2 * 5 / 2 + 256))
+	shift 2
 	c0=$(ticks)
 	fio_job --name="$key" "$@"
 	rec "cpu_$key" "$target" "$(cpu_since "$c0")"
@@ -127,25 +132,25 @@ fio_jobs() {
 	one="--size=${mib}m"
 	tb="--time_based --runtime=$secs"
 	fio_job --name=prep --filename=f --rw=write --bs=1m $one --fallocate=none
-	timed randread --filename=f --rw=randread --bs=4k $one $tb
+	timed randread "$mib" --filename=f --rw=randread --bs=4k $one $tb
 	rec randread "$target" "$(field 8)"
-	timed randwrite --filename=f --rw=randwrite --bs=4k $one $tb --end_fsync=1
+	timed randwrite "$mib" --filename=f --rw=randwrite --bs=4k $one $tb --end_fsync=1
 	rec randwrite "$target" "$(field 49)"
-	timed mix --filename=f --rw=randrw --rwmixread=70 --fsync=32 --bs=4k $one $tb
+	timed mix "$mib" --filename=f --rw=randrw --rwmixread=70 --fsync=32 --bs=4k $one $tb
 	rec mix_r "$target" "$(field 8)"
 	rec mix_w "$target" "$(field 49)"
 	rec mix "$target" $(($(field 8) + $(field 49)))
 	rm -f "$dir/f"
-	timed append --filename=a --rw=write --bs=1m $one --fallocate=none \
+	timed append "$mib" --filename=a --rw=write --bs=1m $one --fallocate=none \
 		--loops=1000000 --unlink_each_loop=1 --runtime="$secs" --end_fsync=1
 	rec append "$target" "$(mbs)"
 	rm -f "$dir/a"
-	timed seq --filename=s --rw=write --bs=1m $one $tb --end_fsync=1
+	timed seq "$mib" --filename=s --rw=write --bs=1m $one $tb --end_fsync=1
 	rec seq "$target" "$(mbs)"
 	rec seq_passes "$target" "$(awk -v k="$(field 47)" -v m="$mib" \
 		'BEGIN { printf "%.1f", k / 1024 / m }')"
 	rm -f "$dir/s"
-	timed four --rw=write --bs=1m --size=$((mib / 2))m --numjobs=4 $tb --end_fsync=1
+	timed four $((mib * 2)) --rw=write --bs=1m --size=$((mib / 2))m --numjobs=4 $tb --end_fsync=1
 	rec four "$target" "$(mbs)"
 	rm -f "$dir"/four.*
 }
